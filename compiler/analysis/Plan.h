@@ -1,0 +1,42 @@
+// What a model would build into: op histogram, unsupported nodes, FLOPs, weight and activation
+// sizes, and a peak-activation estimate from liveness in program order.
+#pragma once
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct OpStats {
+  int64_t count = 0;
+  int64_t flops = 0;
+};
+
+struct UnsupportedNode {
+  std::string name, opType, domain, reason;
+};
+
+struct TensorInfoRow {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+};
+
+struct ModelPlan {
+  std::map<std::string, OpStats> ops;  // by ONNX op type
+  std::vector<UnsupportedNode> unsupported;
+  std::vector<TensorInfoRow> inputs, outputs;
+  int64_t totalOps = 0, totalFlops = 0;
+  int64_t weightCount = 0, weightBytes = 0;
+  int64_t activationBytes = 0;      // every intermediate value, summed
+  int64_t peakActivationBytes = 0;  // most bytes live at once in program order (inputs included)
+  bool complete = true;             // false when unsupported ops hide sizes downstream
+};
+
+ModelPlan planFunction(mlir::func::FuncOp f);
+
+}  // namespace kiln

@@ -1,0 +1,142 @@
+#include "compiler/eval/Evaluator.h"
+
+#include "compiler/ir/KilnDialect.h"
+#include "compiler/ir/TensorConversion.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+std::optional<std::string> evaluateOp(Operation *op, const std::vector<const ops::Tensor *> &operands,
+                                      std::vector<ops::Tensor> &results) {
+  if (auto u = dyn_cast<UnsupportedOp>(op))
+    return describeOp(op) + " is not supported: " + u.getReason().str();
+  auto sem = dyn_cast<ShapeInferenceOpInterface>(op);
+  if (!sem) return "cannot evaluate " + op->getName().getStringRef().str();
+  ops::Attrs attrs = attrsFromOp(op);
+  ops::EvalContext ctx{operands, attrs, static_cast<int>(op->getNumResults())};
+  if (auto err = ops::evaluate(sem.getOnnxOpType().str(), ctx, results))
+    return describeOp(op) + ": " + *err;
+  if (results.size() != op->getNumResults())
+    return describeOp(op) + ": kernel produced " + std::to_string(results.size()) +
+           " results, the op has " + std::to_string(op->getNumResults());
+  for (unsigned k = 0; k < results.size(); ++k) {
+    ops::TensorType want = tensorTypeOf(op->getResult(k).getType());
+    if (want.dtype != ops::DType::Undefined &&
+        (want.dtype != results[k].dtype || want.shape != results[k].shape))
+      return describeOp(op) + ": kernel result #" + std::to_string(k) + " is " +
+             ops::dtypeName(results[k].dtype) + " " + ops::shapeString(results[k].shape) +
+             " but the op's type says " + ops::dtypeName(want.dtype) + " " +
+             ops::shapeString(want.shape);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<ops::Tensor> &inputs,
+                                            std::vector<ops::Tensor> &outputs) {
+  Block &body = f.getBody().front();
+  if (inputs.size() != body.getNumArguments())
+    return "function takes " + std::to_string(body.getNumArguments()) + " inputs, got " +
+           std::to_string(inputs.size());
+  llvm::DenseMap<Value, ops::Tensor> env;
+  // Remaining uses per value, to free intermediates early.
+  llvm::DenseMap<Value, int64_t> usesLeft;
+  auto countUses = [&](Value v) {
+    int64_t n = 0;
+    for (auto &u : v.getUses()) (void)u, ++n;
+    usesLeft[v] = n;
+  };
+  for (unsigned k = 0; k < inputs.size(); ++k) {
+    Value a = body.getArgument(k);
+    ops::TensorType t = tensorTypeOf(a.getType());
+    if (t.dtype != inputs[k].dtype || t.shape != inputs[k].shape)
+      return "input #" + std::to_string(k) + " is " + ops::dtypeName(inputs[k].dtype) + " " +
+             ops::shapeString(inputs[k].shape) + ", expected " + ops::dtypeName(t.dtype) + " " +
+             ops::shapeString(t.shape);
+    env[a] = inputs[k];
+    countUses(a);
+  }
+  for (Operation &op : body.without_terminator()) {
+    std::vector<ops::Tensor> results;
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      results.push_back(tensorFromAttr(c.getValue()));
+    } else if (isa<NoneOp>(op)) {
+      continue;
+    } else {
+      std::vector<const ops::Tensor *> args;
+      for (Value v : op.getOperands()) {
+        if (isa<NoneType>(v.getType())) {
+          args.push_back(nullptr);
+          continue;
+        }
+        auto it = env.find(v);
+        if (it == env.end()) return describeOp(&op) + ": operand has no value";
+        args.push_back(&it->second);
+      }
+      if (auto err = evaluateOp(&op, args, results)) return err;
+      for (Value v : op.getOperands()) {
+        auto it = usesLeft.find(v);
+        if (it != usesLeft.end() && --it->second == 0) env.erase(v);
+      }
+    }
+    for (unsigned k = 0; k < results.size(); ++k) {
+      env[op.getResult(k)] = std::move(results[k]);
+      countUses(op.getResult(k));
+    }
+  }
+  outputs.clear();
+  for (Value v : body.getTerminator()->getOperands()) {
+    auto it = env.find(v);
+    if (it == env.end()) return std::string("a function result has no value");
+    outputs.push_back(it->second);
+  }
+  return std::nullopt;
+}
+
+FoldResult foldWithEvaluator(Operation *op, OpBuilder &builder, int64_t maxElements) {
+  FoldResult r;
+  if (!isa<ShapeInferenceOpInterface>(op)) return r;
+  int64_t total = 0;
+  for (Type t : op->getResultTypes()) {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if (!rt || !rt.hasStaticShape()) return r;
+    total += rt.getNumElements();
+  }
+  if (total > maxElements) return r;
+  std::vector<ops::Tensor> storage;
+  storage.reserve(op->getNumOperands());
+  std::vector<const ops::Tensor *> args;
+  // Shape and Size need only their operand's type: fold them without its value.
+  bool typeOnly = isa<ShapeOp, SizeOp>(op);
+  for (Value v : op->getOperands()) {
+    if (isa<NoneType>(v.getType())) {
+      args.push_back(nullptr);
+      continue;
+    }
+    auto c = v.getDefiningOp<ConstantOp>();
+    if (typeOnly && !c) {
+      ops::TensorType t = tensorTypeOf(v.getType());
+      if (t.dtype == ops::DType::Undefined) return r;
+      storage.emplace_back(t.dtype, ops::Shape{});  // shape carried, no elements read
+      storage.back().shape = t.shape;
+    } else {
+      if (!c) return r;
+      storage.push_back(tensorFromAttr(c.getValue()));
+    }
+    args.push_back(&storage.back());
+  }
+  std::vector<ops::Tensor> results;
+  if (auto err = evaluateOp(op, args, results)) {
+    r.error = *err;
+    return r;
+  }
+  for (auto &t : results) {
+    auto c = builder.create<ConstantOp>(op->getLoc(), attrFromTensor(t, op->getContext()));
+    r.values.push_back(c.getResult());
+  }
+  return r;
+}
+
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// ONNX → kiln dialect. Static shapes only: symbolic input dimensions must be given by --shapes.
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ImportOptions {
+  // Input shape overrides by graph input name ("x" → {1,3,224,224}).
+  std::map<std::string, std::vector<int64_t>> shapes;
+  // Fold ops whose operands are all constants while importing (Shape→Gather→Concat→Reshape
+  // chains must be folded for Reshape's shape to be known); results above this many elements
+  // stay as ops.
+  bool fold = true;
+  int64_t foldLimit = 1 << 22;
+};
+
+struct ImportResult {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string error;  // non-empty on failure; names the node or tensor
+  // Every node kiln does not support, as "name (domain::OpType): reason" (import still succeeds).
+  std::vector<std::string> unsupported;
+};
+
+// Parses "x:1x3x224x224,mask:1x128" (also ';'-separated). Returns "" or an error.
+std::string parseShapeOverrides(const std::string &spec,
+                                std::map<std::string, std::vector<int64_t>> &out);
+
+void registerKilnDialects(mlir::MLIRContext &ctx);
+
+ImportResult importModelFile(const std::string &path, mlir::MLIRContext &ctx,
+                             const ImportOptions &opts = {});
+
+}  // namespace kiln

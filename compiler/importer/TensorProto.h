@@ -1,0 +1,34 @@
+// Reading ONNX TensorProtos (inline typed fields, raw_data, or external data files).
+#pragma once
+
+#include "compiler/ops/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace onnx {
+class TensorProto;
+class ModelProto;
+}
+
+namespace kiln {
+
+// A tensor's dtype, shape and raw little-endian element bytes.
+struct RawTensor {
+  ops::DType dtype = ops::DType::Undefined;
+  ops::Shape shape;
+  std::vector<char> bytes;
+};
+
+// Decodes `proto`. External data is read relative to `baseDir` (the model's folder); locations
+// that are absolute or leave that folder are rejected. Returns "" on success, else the reason.
+std::string readTensorProto(const onnx::TensorProto &proto, const std::string &baseDir,
+                            RawTensor &out);
+
+// Loads a model from binary protobuf or, for `.onnxtxt`/`.pbtxt`/`.txt`, protobuf text format.
+// Returns "" on success, else the reason (names the file).
+std::string loadModelFile(const std::string &path, onnx::ModelProto &model);
+// A TensorProto file (as in the ONNX test data sets' input_0.pb).
+std::string loadTensorFile(const std::string &path, ops::Tensor &out, std::string *name = nullptr);
+
+}  // namespace kiln

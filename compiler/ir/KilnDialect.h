@@ -1,0 +1,34 @@
+// The kiln dialect: ops with ONNX semantics over builtin tensors (see KilnOps.td).
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <string>
+
+namespace kiln {
+// Shape inference and verification through the op semantics registry (Semantics.cpp).
+mlir::LogicalResult inferResultTypes(mlir::Operation *op, llvm::StringRef onnxName,
+                                     llvm::SmallVectorImpl<mlir::Type> &types, std::string &error);
+mlir::LogicalResult verifyInferredTypes(mlir::Operation *op, llvm::StringRef onnxName);
+}  // namespace kiln
+
+#include "compiler/ir/KilnDialect.h.inc"
+#include "compiler/ir/KilnInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "compiler/ir/KilnOps.h.inc"
+
+namespace kiln {
+// The ONNX node name recorded in an op's location (NameLoc), or "" if none.
+std::string nodeName(mlir::Operation *op);
+// "node 'conv1' (Conv)" or "op kiln.conv" when the node has no name: for error messages.
+std::string describeOp(mlir::Operation *op);
+}  // namespace kiln

@@ -1,0 +1,272 @@
+// kiln ops. Each op has the semantics of the ONNX op named in its definition (latest opset; the
+// importer normalises older opsets). Attributes are all optional here: their defaults are ONNX's
+// and live, once, in the semantics registry.
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "compiler/ir/KilnDialect.td"
+include "compiler/ir/KilnInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Kiln_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
+def Kiln_TensorOrNone : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor, NoneType]>;
+
+def I64Opt : OptionalAttr<I64Attr>;
+def F32Opt : OptionalAttr<F32Attr>;
+def StrOpt : OptionalAttr<StrAttr>;
+def IntsOpt : OptionalAttr<DenseI64ArrayAttr>;
+def FloatsOpt : OptionalAttr<DenseF32ArrayAttr>;
+def TensorOpt : OptionalAttr<ElementsAttr>;
+
+// Every semantic op: pure, shape-inferred and verified through the registry.
+class Kiln_Op<string mnemonic, string onnx, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, !listconcat(traits, [Pure, Kiln_ShapeInferenceOpInterface])> {
+  let summary = "ONNX " # onnx;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getOnnxName() { return "}] # onnx # [{"; }
+  }];
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+class Kiln_UnaryOp<string mnemonic, string onnx, dag attrs = (ins)>
+    : Kiln_Op<mnemonic, onnx> {
+  let arguments = !con((ins Kiln_Tensor:$X), attrs);
+  let results = (outs Kiln_Tensor:$Y);
+}
+class Kiln_BinaryOp<string mnemonic, string onnx, dag attrs = (ins)>
+    : Kiln_Op<mnemonic, onnx> {
+  let arguments = !con((ins Kiln_Tensor:$A, Kiln_Tensor:$B), attrs);
+  let results = (outs Kiln_Tensor:$C);
+}
+class Kiln_VariadicOp<string mnemonic, string onnx, dag attrs = (ins)>
+    : Kiln_Op<mnemonic, onnx> {
+  let arguments = !con((ins Variadic<Kiln_Tensor>:$inputs), attrs);
+  let results = (outs Kiln_Tensor:$output);
+}
+// Ops whose trailing ONNX outputs are optional: results are the outputs the node declared.
+class Kiln_MultiResultOp<string mnemonic, string onnx, dag args>
+    : Kiln_Op<mnemonic, onnx> {
+  let arguments = args;
+  let results = (outs Variadic<Kiln_Tensor>:$outputs);
+}
+
+//===--- Structural ops (no ONNX semantics of their own) ------------------------------------===//
+
+def Kiln_ConstantOp : Op<Kiln_Dialect, "constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
+  let summary = "A constant tensor (weights, folded values)";
+  let description = [{ Large values are dense resources (`dense_resource<blob>`), never copied
+                       element by element; small ones are inline dense attributes. }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$output);
+  let builders = [OpBuilder<(ins "::mlir::ElementsAttr":$value), [{
+    build($_builder, $_state, ::llvm::cast<::mlir::RankedTensorType>(value.getType()), value);
+  }]>];
+  let hasFolder = 1;
+  let assemblyFormat = "attr-dict $value";
+}
+
+def Kiln_NoneOp : Op<Kiln_Dialect, "none", [ConstantLike, Pure]> {
+  let summary = "The absent optional input";
+  let results = (outs NoneType:$none);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, $_builder.getNoneType()); }]>];
+  let hasFolder = 1;
+  let assemblyFormat = "attr-dict";
+}
+
+def Kiln_UnsupportedOp : Op<Kiln_Dialect, "unsupported"> {
+  let summary = "An ONNX node kiln does not support (kept so every problem is reported at once)";
+  let arguments = (ins Variadic<Kiln_TensorOrNone>:$inputs, StrAttr:$op_type, StrAttr:$domain,
+                   I64Attr:$opset, StrAttr:$reason, DictionaryAttr:$onnx_attributes);
+  let results = (outs Variadic<Kiln_Tensor>:$outputs);
+  let assemblyFormat = "$op_type operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===--- Elementwise ------------------------------------------------------------------------===//
+
+foreach op = [["sqrt", "Sqrt"], ["exp", "Exp"], ["log", "Log"], ["neg", "Neg"], ["abs", "Abs"],
+              ["reciprocal", "Reciprocal"], ["floor", "Floor"], ["ceil", "Ceil"],
+              ["round", "Round"], ["sign", "Sign"], ["sin", "Sin"], ["cos", "Cos"], ["tan", "Tan"],
+              ["asin", "Asin"], ["acos", "Acos"], ["atan", "Atan"], ["sinh", "Sinh"],
+              ["cosh", "Cosh"], ["asinh", "Asinh"], ["acosh", "Acosh"], ["atanh", "Atanh"],
+              ["erf", "Erf"], ["isnan", "IsNaN"], ["not", "Not"], ["relu", "Relu"],
+              ["sigmoid", "Sigmoid"], ["tanh", "Tanh"], ["softsign", "Softsign"],
+              ["softplus", "Softplus"], ["mish", "Mish"], ["hard_swish", "HardSwish"],
+              ["identity", "Identity"], ["size", "Size"], ["global_average_pool", "GlobalAveragePool"],
+              ["global_max_pool", "GlobalMaxPool"]] in
+  def Kiln_ # op[1] # Op : Kiln_UnaryOp<op[0], op[1]>;
+
+def Kiln_LeakyReluOp : Kiln_UnaryOp<"leaky_relu", "LeakyRelu", (ins F32Opt:$alpha)>;
+def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "Gelu", (ins StrOpt:$approximate)>;
+def Kiln_HardSigmoidOp : Kiln_UnaryOp<"hard_sigmoid", "HardSigmoid", (ins F32Opt:$alpha, F32Opt:$beta)>;
+def Kiln_EluOp : Kiln_UnaryOp<"elu", "Elu", (ins F32Opt:$alpha)>;
+def Kiln_SeluOp : Kiln_UnaryOp<"selu", "Selu", (ins F32Opt:$alpha, F32Opt:$gamma)>;
+def Kiln_CeluOp : Kiln_UnaryOp<"celu", "Celu", (ins F32Opt:$alpha)>;
+def Kiln_ThresholdedReluOp : Kiln_UnaryOp<"thresholded_relu", "ThresholdedRelu", (ins F32Opt:$alpha)>;
+def Kiln_ShrinkOp : Kiln_UnaryOp<"shrink", "Shrink", (ins F32Opt:$bias, F32Opt:$lambd)>;
+def Kiln_IsInfOp : Kiln_UnaryOp<"isinf", "IsInf", (ins I64Opt:$detect_negative, I64Opt:$detect_positive)>;
+def Kiln_CastOp : Kiln_UnaryOp<"cast", "Cast", (ins I64Attr:$to, I64Opt:$saturate)>;
+
+foreach op = [["add", "Add"], ["sub", "Sub"], ["mul", "Mul"], ["div", "Div"], ["pow", "Pow"],
+              ["and", "And"], ["or", "Or"], ["xor", "Xor"], ["equal", "Equal"], ["less", "Less"],
+              ["greater", "Greater"], ["less_or_equal", "LessOrEqual"],
+              ["greater_or_equal", "GreaterOrEqual"], ["prelu", "PRelu"], ["matmul", "MatMul"],
+              ["cast_like", "CastLike"], ["expand", "Expand"], ["tile", "Tile"]] in
+  def Kiln_ # op[1] # Op : Kiln_BinaryOp<op[0], op[1]>;
+
+def Kiln_ModOp : Kiln_BinaryOp<"mod", "Mod", (ins I64Opt:$fmod)>;
+def Kiln_BitShiftOp : Kiln_BinaryOp<"bit_shift", "BitShift", (ins StrAttr:$direction)>;
+def Kiln_ReshapeOp : Kiln_BinaryOp<"reshape", "Reshape", (ins I64Opt:$allowzero)>;
+def Kiln_GatherOp : Kiln_BinaryOp<"gather", "Gather", (ins I64Opt:$axis)>;
+def Kiln_GatherElementsOp : Kiln_BinaryOp<"gather_elements", "GatherElements", (ins I64Opt:$axis)>;
+
+foreach op = [["sum", "Sum"], ["mean", "Mean"], ["min", "Min"], ["max", "Max"]] in
+  def Kiln_ # op[1] # Op : Kiln_VariadicOp<op[0], op[1]>;
+def Kiln_ConcatOp : Kiln_VariadicOp<"concat", "Concat", (ins I64Attr:$axis)>;
+
+def Kiln_WhereOp : Kiln_Op<"where", "Where"> {
+  let arguments = (ins Kiln_Tensor:$condition, Kiln_Tensor:$X, Kiln_Tensor:$Y);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_ClipOp : Kiln_Op<"clip", "Clip"> {
+  let arguments = (ins Kiln_Tensor:$input, Kiln_TensorOrNone:$min, Kiln_TensorOrNone:$max);
+  let results = (outs Kiln_Tensor:$output);
+}
+
+//===--- Linear algebra and convolution -----------------------------------------------------===//
+
+def Kiln_GemmOp : Kiln_Op<"gemm", "Gemm"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_TensorOrNone:$C, F32Opt:$alpha,
+                   F32Opt:$beta, I64Opt:$transA, I64Opt:$transB);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_ConvOp : Kiln_Op<"conv", "Conv"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_TensorOrNone:$B, StrOpt:$auto_pad,
+                   IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape, IntsOpt:$pads,
+                   IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_ConvTransposeOp : Kiln_Op<"conv_transpose", "ConvTranspose"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_TensorOrNone:$B, StrOpt:$auto_pad,
+                   IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
+                   IntsOpt:$output_padding, IntsOpt:$output_shape, IntsOpt:$pads,
+                   IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$Y);
+}
+
+//===--- Normalisation, softmax, reductions --------------------------------------------------===//
+
+def Kiln_BatchNormalizationOp : Kiln_Op<"batch_normalization", "BatchNormalization"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$scale, Kiln_Tensor:$B, Kiln_Tensor:$input_mean,
+                   Kiln_Tensor:$input_var, F32Opt:$epsilon, F32Opt:$momentum,
+                   I64Opt:$training_mode);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_LayerNormalizationOp : Kiln_MultiResultOp<"layer_normalization", "LayerNormalization",
+    (ins Kiln_Tensor:$X, Kiln_Tensor:$Scale, Kiln_TensorOrNone:$B, I64Opt:$axis, F32Opt:$epsilon,
+     I64Opt:$stash_type)>;
+def Kiln_InstanceNormalizationOp : Kiln_Op<"instance_normalization", "InstanceNormalization"> {
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$scale, Kiln_Tensor:$B, F32Opt:$epsilon);
+  let results = (outs Kiln_Tensor:$output);
+}
+
+foreach op = [["softmax", "Softmax"], ["log_softmax", "LogSoftmax"], ["hardmax", "Hardmax"]] in
+  def Kiln_ # op[1] # Op : Kiln_UnaryOp<op[0], op[1], (ins I64Opt:$axis, I64Opt:$coerce_2d)>;
+
+foreach op = [["reduce_mean", "ReduceMean"], ["reduce_sum", "ReduceSum"],
+              ["reduce_max", "ReduceMax"], ["reduce_min", "ReduceMin"],
+              ["reduce_prod", "ReduceProd"], ["reduce_l1", "ReduceL1"], ["reduce_l2", "ReduceL2"],
+              ["reduce_log_sum", "ReduceLogSum"], ["reduce_log_sum_exp", "ReduceLogSumExp"],
+              ["reduce_sum_square", "ReduceSumSquare"]] in
+  def Kiln_ # op[1] # Op : Kiln_UnaryOp<op[0], op[1],
+      (ins IntsOpt:$axes, I64Opt:$keepdims, I64Opt:$noop_with_empty_axes)>;
+
+foreach op = [["argmax", "ArgMax"], ["argmin", "ArgMin"]] in
+  def Kiln_ # op[1] # Op : Kiln_UnaryOp<op[0], op[1],
+      (ins I64Opt:$axis, I64Opt:$keepdims, I64Opt:$select_last_index)>;
+
+def Kiln_TopKOp : Kiln_Op<"topk", "TopK"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$K, I64Opt:$axis, I64Opt:$largest,
+                   I64Opt:$sorted);
+  let results = (outs Kiln_Tensor:$Values, Kiln_Tensor:$Indices);
+}
+def Kiln_CumSumOp : Kiln_Op<"cumsum", "CumSum"> {
+  let arguments = (ins Kiln_Tensor:$x, Kiln_Tensor:$axis, I64Opt:$exclusive, I64Opt:$reverse);
+  let results = (outs Kiln_Tensor:$y);
+}
+
+//===--- Pooling ----------------------------------------------------------------------------===//
+
+def Kiln_MaxPoolOp : Kiln_MultiResultOp<"max_pool", "MaxPool",
+    (ins Kiln_Tensor:$X, StrOpt:$auto_pad, I64Opt:$ceil_mode, IntsOpt:$dilations,
+     IntsOpt:$kernel_shape, IntsOpt:$pads, I64Opt:$storage_order, IntsOpt:$strides)>;
+def Kiln_AveragePoolOp : Kiln_UnaryOp<"average_pool", "AveragePool",
+    (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, I64Opt:$count_include_pad, IntsOpt:$dilations,
+     IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides)>;
+def Kiln_LpPoolOp : Kiln_UnaryOp<"lp_pool", "LpPool",
+    (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, IntsOpt:$dilations, IntsOpt:$kernel_shape,
+     I64Opt:$p, IntsOpt:$pads, IntsOpt:$strides)>;
+
+//===--- Data movement ----------------------------------------------------------------------===//
+
+def Kiln_FlattenOp : Kiln_UnaryOp<"flatten", "Flatten", (ins I64Opt:$axis)>;
+def Kiln_TransposeOp : Kiln_UnaryOp<"transpose", "Transpose", (ins IntsOpt:$perm)>;
+def Kiln_SqueezeOp : Kiln_UnaryOp<"squeeze", "Squeeze", (ins IntsOpt:$axes)>;
+def Kiln_UnsqueezeOp : Kiln_UnaryOp<"unsqueeze", "Unsqueeze", (ins IntsOpt:$axes)>;
+def Kiln_ShapeOp : Kiln_UnaryOp<"shape", "Shape", (ins I64Opt:$start, I64Opt:$end)>;
+def Kiln_DepthToSpaceOp : Kiln_UnaryOp<"depth_to_space", "DepthToSpace", (ins I64Attr:$blocksize, StrOpt:$mode)>;
+def Kiln_SpaceToDepthOp : Kiln_UnaryOp<"space_to_depth", "SpaceToDepth", (ins I64Attr:$blocksize)>;
+def Kiln_EyeLikeOp : Kiln_UnaryOp<"eye_like", "EyeLike", (ins I64Opt:$dtype, I64Opt:$k)>;
+def Kiln_ConstantOfShapeOp : Kiln_UnaryOp<"constant_of_shape", "ConstantOfShape", (ins TensorOpt:$value)>;
+
+def Kiln_SplitOp : Kiln_MultiResultOp<"split", "Split",
+    (ins Kiln_Tensor:$input, I64Opt:$axis, IntsOpt:$split, I64Opt:$num_outputs)>;
+def Kiln_SliceOp : Kiln_Op<"slice", "Slice"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$starts, Kiln_Tensor:$ends,
+                   Kiln_TensorOrNone:$axes, Kiln_TensorOrNone:$steps);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_PadOp : Kiln_Op<"pad", "Pad"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$pads, Kiln_TensorOrNone:$constant_value,
+                   Kiln_TensorOrNone:$axes, StrOpt:$mode);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_ResizeOp : Kiln_Op<"resize", "Resize"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_TensorOrNone:$roi, Kiln_TensorOrNone:$scales,
+                   Kiln_TensorOrNone:$sizes, IntsOpt:$axes, I64Opt:$antialias,
+                   StrOpt:$coordinate_transformation_mode, F32Opt:$cubic_coeff_a,
+                   I64Opt:$exclude_outside, F32Opt:$extrapolation_value,
+                   StrOpt:$keep_aspect_ratio_policy, StrOpt:$mode, StrOpt:$nearest_mode);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_RangeOp : Kiln_Op<"range", "Range"> {
+  let arguments = (ins Kiln_Tensor:$start, Kiln_Tensor:$limit, Kiln_Tensor:$delta);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_OneHotOp : Kiln_Op<"one_hot", "OneHot"> {
+  let arguments = (ins Kiln_Tensor:$indices, Kiln_Tensor:$depth, Kiln_Tensor:$values, I64Opt:$axis);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_TriluOp : Kiln_Op<"trilu", "Trilu"> {
+  let arguments = (ins Kiln_Tensor:$input, Kiln_TensorOrNone:$k, I64Opt:$upper);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_DropoutOp : Kiln_MultiResultOp<"dropout", "Dropout",
+    (ins Kiln_Tensor:$data, Kiln_TensorOrNone:$ratio, Kiln_TensorOrNone:$training_mode,
+     I64Opt:$seed)>;
+
+//===--- Quantisation -----------------------------------------------------------------------===//
+
+def Kiln_QuantizeLinearOp : Kiln_Op<"quantize_linear", "QuantizeLinear"> {
+  let arguments = (ins Kiln_Tensor:$x, Kiln_Tensor:$y_scale, Kiln_TensorOrNone:$y_zero_point,
+                   I64Opt:$axis, I64Opt:$saturate);
+  let results = (outs Kiln_Tensor:$y);
+}
+def Kiln_DequantizeLinearOp : Kiln_Op<"dequantize_linear", "DequantizeLinear"> {
+  let arguments = (ins Kiln_Tensor:$x, Kiln_Tensor:$x_scale, Kiln_TensorOrNone:$x_zero_point,
+                   I64Opt:$axis);
+  let results = (outs Kiln_Tensor:$y);
+}
+
+#endif

@@ -1,0 +1,253 @@
+#include "compiler/ops/Tensor.h"
+
+#include "compiler/ops/OpSemantics.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace kiln::ops {
+
+bool isFloat(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
+}
+bool isSignedInteger(DType t) {
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
+}
+bool isInteger(DType t) {
+  return isSignedInteger(t) || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
+         t == DType::U64;
+}
+
+int64_t byteSize(DType t) {
+  switch (t) {
+    case DType::Bool: case DType::U8: case DType::I8: return 1;
+    case DType::U16: case DType::I16: case DType::F16: case DType::BF16: return 2;
+    case DType::U32: case DType::I32: case DType::F32: return 4;
+    case DType::U64: case DType::I64: case DType::F64: return 8;
+    default: return 0;
+  }
+}
+
+const char *dtypeName(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::F64: return "f64";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    case DType::I8: return "i8";
+    case DType::I16: return "i16";
+    case DType::I32: return "i32";
+    case DType::I64: return "i64";
+    case DType::U8: return "ui8";
+    case DType::U16: return "ui16";
+    case DType::U32: return "ui32";
+    case DType::U64: return "ui64";
+    case DType::Bool: return "bool";
+    case DType::String: return "string";
+    default: return "undefined";
+  }
+}
+
+int64_t numElements(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shapeString(const Shape &s) {
+  if (s.empty()) return "scalar";
+  std::string r;
+  for (size_t k = 0; k < s.size(); ++k) r += (k ? "x" : "") + std::to_string(s[k]);
+  return r;
+}
+
+// float → half/bfloat16 rounding, nearest-even, through the bit patterns.
+static float roundToHalf(float x) {
+  if (std::isnan(x) || std::isinf(x)) return x;
+  float a = std::fabs(x);
+  if (a >= 65520.0f) return std::copysign(std::numeric_limits<float>::infinity(), x);
+  if (a < std::ldexp(1.0f, -25)) return std::copysign(0.0f, x);
+  int e;
+  std::frexp(a, &e);                 // a = m * 2^e, m in [0.5, 1)
+  int exp = std::max(e - 1, -14);    // half has 10 mantissa bits, min normal exponent -14
+  float quantum = std::ldexp(1.0f, exp - 10);
+  float q = std::nearbyint(a / quantum) * quantum;  // default rounding mode: nearest-even
+  return std::copysign(q, x);
+}
+static float roundToBF16(float x) {
+  if (std::isnan(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  uint32_t lsb = (u >> 16) & 1;
+  u += 0x7fff + lsb;
+  u &= 0xffff0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+int64_t wrapInt(DType t, int64_t v) {
+  switch (t) {
+    case DType::I8: return static_cast<int8_t>(v);
+    case DType::I16: return static_cast<int16_t>(v);
+    case DType::I32: return static_cast<int32_t>(v);
+    case DType::U8: return static_cast<uint8_t>(v);
+    case DType::U16: return static_cast<uint16_t>(v);
+    case DType::U32: return static_cast<uint32_t>(v);
+    case DType::Bool: return v != 0;
+    default: return v;
+  }
+}
+
+double roundTo(DType t, double v) {
+  switch (t) {
+    case DType::F64: return v;
+    case DType::F32: return static_cast<float>(v);
+    case DType::F16: return roundToHalf(static_cast<float>(v));
+    case DType::BF16: return roundToBF16(static_cast<float>(v));
+    case DType::Bool: return v != 0.0;
+    default: {
+      if (std::isnan(v)) return 0;
+      return static_cast<double>(wrapInt(t, static_cast<int64_t>(v)));
+    }
+  }
+}
+
+Tensor::Tensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
+  if (isFloat(t))
+    f.assign(size(), 0.0);
+  else
+    i.assign(size(), 0);
+}
+
+void Tensor::set(int64_t idx, double v) {
+  if (isFloating()) {
+    f[idx] = roundTo(dtype, v);
+  } else if (dtype == DType::Bool) {
+    i[idx] = v != 0.0;
+  } else {
+    // Saturate before the cast so out-of-range doubles are defined; then wrap like a C cast.
+    double c = std::isnan(v) ? 0.0 : std::trunc(v);
+    c = std::max(-9.2e18, std::min(9.2e18, c));
+    i[idx] = wrapInt(dtype, static_cast<int64_t>(c));
+  }
+}
+
+void Tensor::setInt(int64_t idx, int64_t v) {
+  if (isFloating())
+    f[idx] = roundTo(dtype, static_cast<double>(v));
+  else
+    i[idx] = wrapInt(dtype, v);
+}
+
+Shape Tensor::strides() const {
+  Shape s(shape.size(), 1);
+  for (int64_t k = rank() - 2; k >= 0; --k) s[k] = s[k + 1] * shape[k + 1];
+  return s;
+}
+
+std::vector<int64_t> Tensor::toInts() const {
+  std::vector<int64_t> r(size());
+  for (int64_t k = 0; k < size(); ++k) r[k] = getInt(k);
+  return r;
+}
+
+Tensor Tensor::scalar(DType t, double v) {
+  Tensor r(t, {});
+  r.set(0, v);
+  return r;
+}
+Tensor Tensor::fromInts(DType t, Shape s, const std::vector<int64_t> &vals) {
+  Tensor r(t, std::move(s));
+  check(static_cast<int64_t>(vals.size()) == r.size(), "fromInts: size mismatch");
+  for (int64_t k = 0; k < r.size(); ++k) r.setInt(k, vals[k]);
+  return r;
+}
+Tensor Tensor::fromDoubles(DType t, Shape s, const std::vector<double> &vals) {
+  Tensor r(t, std::move(s));
+  check(static_cast<int64_t>(vals.size()) == r.size(), "fromDoubles: size mismatch");
+  for (int64_t k = 0; k < r.size(); ++k) r.set(k, vals[k]);
+  return r;
+}
+
+static double halfBitsToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<double>(man), -24);
+  else if (exp == 31)
+    v = man ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else
+    v = std::ldexp(static_cast<double>(man | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+static uint16_t doubleToHalfBits(double d) {
+  float x = roundToHalf(static_cast<float>(d));
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  float a = std::fabs(x);
+  if (std::isnan(x)) return sign | 0x7e00;
+  if (std::isinf(a)) return sign | 0x7c00;
+  if (a == 0) return sign;
+  int e;
+  float m = std::frexp(a, &e);  // a = m*2^e, m in [0.5,1)
+  int exp = e - 1;
+  if (exp < -14) return sign | static_cast<uint16_t>(std::nearbyint(a / std::ldexp(1.0f, -24)));
+  uint16_t man = static_cast<uint16_t>(std::nearbyint((m * 2 - 1) * 1024));
+  return sign | static_cast<uint16_t>((exp + 15) << 10) | man;
+}
+
+Tensor tensorFromBytes(DType t, const Shape &s, const void *data, size_t nbytes) {
+  Tensor r(t, s);
+  check(static_cast<int64_t>(nbytes) == r.size() * byteSize(t),
+        "tensor data has " + std::to_string(nbytes) + " bytes, expected " +
+            std::to_string(r.size() * byteSize(t)) + " for " + dtypeName(t) + " " + shapeString(s));
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  for (int64_t k = 0; k < r.size(); ++k) {
+    const uint8_t *e = p + k * byteSize(t);
+    switch (t) {
+      case DType::F32: { float v; std::memcpy(&v, e, 4); r.f[k] = v; break; }
+      case DType::F64: { double v; std::memcpy(&v, e, 8); r.f[k] = v; break; }
+      case DType::F16: { uint16_t v; std::memcpy(&v, e, 2); r.f[k] = halfBitsToDouble(v); break; }
+      case DType::BF16: {
+        uint16_t v; std::memcpy(&v, e, 2);
+        uint32_t u = static_cast<uint32_t>(v) << 16; float x; std::memcpy(&x, &u, 4);
+        r.f[k] = x; break;
+      }
+      case DType::I8: r.i[k] = static_cast<int8_t>(*e); break;
+      case DType::U8: case DType::Bool: r.i[k] = *e; break;
+      case DType::I16: { int16_t v; std::memcpy(&v, e, 2); r.i[k] = v; break; }
+      case DType::U16: { uint16_t v; std::memcpy(&v, e, 2); r.i[k] = v; break; }
+      case DType::I32: { int32_t v; std::memcpy(&v, e, 4); r.i[k] = v; break; }
+      case DType::U32: { uint32_t v; std::memcpy(&v, e, 4); r.i[k] = v; break; }
+      case DType::I64: case DType::U64: { int64_t v; std::memcpy(&v, e, 8); r.i[k] = v; break; }
+      default: fail(std::string("unsupported dtype ") + dtypeName(t));
+    }
+  }
+  return r;
+}
+
+std::vector<uint8_t> tensorToBytes(const Tensor &t) {
+  int64_t bs = byteSize(t.dtype);
+  check(bs > 0, std::string("unsupported dtype ") + dtypeName(t.dtype));
+  std::vector<uint8_t> out(t.size() * bs);
+  for (int64_t k = 0; k < t.size(); ++k) {
+    uint8_t *e = out.data() + k * bs;
+    switch (t.dtype) {
+      case DType::F32: { float v = static_cast<float>(t.f[k]); std::memcpy(e, &v, 4); break; }
+      case DType::F64: std::memcpy(e, &t.f[k], 8); break;
+      case DType::F16: { uint16_t v = doubleToHalfBits(t.f[k]); std::memcpy(e, &v, 2); break; }
+      case DType::BF16: {
+        float x = roundToBF16(static_cast<float>(t.f[k])); uint32_t u; std::memcpy(&u, &x, 4);
+        uint16_t v = static_cast<uint16_t>(u >> 16); std::memcpy(e, &v, 2); break;
+      }
+      case DType::I8: case DType::U8: case DType::Bool: *e = static_cast<uint8_t>(t.i[k]); break;
+      case DType::I16: case DType::U16: { uint16_t v = static_cast<uint16_t>(t.i[k]); std::memcpy(e, &v, 2); break; }
+      case DType::I32: case DType::U32: { uint32_t v = static_cast<uint32_t>(t.i[k]); std::memcpy(e, &v, 4); break; }
+      default: std::memcpy(e, &t.i[k], 8); break;
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,23 @@
+// The `kiln` subcommands. Each registers its options on the CLI11 app and returns its runner.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace kiln::cli {
+
+using Runner = std::function<int()>;
+
+Runner addPlanCommand(CLI::App &app);
+Runner addImportCommand(CLI::App &app);
+
+// Shared by commands that read a model.
+struct ModelOptions {
+  std::string model;
+  std::string shapes;  // "x:1x3x224x224,..."
+  void add(CLI::App &cmd);
+};
+
+}  // namespace kiln::cli

@@ -1,0 +1,68 @@
+#include "tools/kiln/ModelLoading.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace kiln::cli {
+
+void ModelOptions::add(CLI::App &cmd) {
+  cmd.add_option("model", model, "ONNX model (.onnx, or text format .onnxtxt)")->required();
+  cmd.add_option("--shapes", shapes,
+                 "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's)");
+}
+
+LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cleanup) {
+  LoadedModel m;
+  ImportOptions io;
+  if (auto err = parseShapeOverrides(opts.shapes, io.shapes); !err.empty()) {
+    std::cerr << "kiln: error: " << err << "\n";
+    m.import.error = err;
+    return m;
+  }
+  m.import = importModelFile(opts.model, ctx, io);
+  if (!m.import.error.empty()) {
+    std::cerr << "kiln: error: " << opts.model << ": " << m.import.error << "\n";
+    return m;
+  }
+  if (cleanup) {
+    std::string diag;
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      llvm::raw_string_ostream os(diag);
+      os << d << "\n";
+      return mlir::success();
+    });
+    mlir::PassManager pm(&ctx);
+    buildImportCleanupPipeline(pm);
+    if (mlir::failed(pm.run(*m.import.module))) {
+      m.import.error = diag;
+      std::cerr << "kiln: error: " << opts.model << ": " << diag;
+    }
+  }
+  return m;
+}
+
+std::string humanBytes(int64_t b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string humanCount(double v) {
+  const char *units[] = {"", " K", " M", " G", " T", " P"};
+  int u = 0;
+  while (v >= 1000 && u < 5) v /= 1000, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f%s" : "%.0f%s", v, units[u]);
+  return buf;
+}
+
+}  // namespace kiln::cli

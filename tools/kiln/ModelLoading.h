@@ -1,0 +1,23 @@
+// Importing a model for a CLI command: parse --shapes, import, run the cleanup pipeline, and
+// print errors the same way everywhere.
+#pragma once
+
+#include "compiler/importer/Importer.h"
+#include "tools/kiln/Commands.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+namespace kiln::cli {
+
+struct LoadedModel {
+  ImportResult import;
+  bool ok() const { return import.module && import.error.empty(); }
+};
+
+// On failure prints "kiln: error: ..." to stderr and returns a result with !ok().
+LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cleanup = true);
+
+std::string humanBytes(int64_t b);
+std::string humanCount(double v);  // 1.2 G, 340 M
+
+}  // namespace kiln::cli
