@@ -17,7 +17,8 @@ static int64_t bytesOf(Type t) {
 
 static TensorInfoRow rowFor(Type t, std::string name) {
   ops::TensorType tt = tensorTypeOf(t);
-  return {std::move(name), ops::dtypeName(tt.dtype), tt.shape, bytesOf(t)};
+  bool known = isa<RankedTensorType>(t);
+  return {std::move(name), known ? ops::dtypeName(tt.dtype) : "unknown", tt.shape, bytesOf(t), known};
 }
 
 ModelPlan planFunction(func::FuncOp f) {

@@ -24,6 +24,7 @@ struct TensorInfoRow {
   std::string name, dtype;
   std::vector<int64_t> shape;
   int64_t bytes = 0;
+  bool known = true;  // false downstream of an unsupported op
 };
 
 struct ModelPlan {

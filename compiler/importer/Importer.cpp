@@ -128,10 +128,16 @@ std::string GraphImporter::importInitializers(const onnx::GraphProto &g) {
 
 std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorImpl<Type> &types,
                                          std::vector<std::string> &names) {
-  std::set<std::string> seen;
+  std::set<std::string> seen, all;
+  for (const auto &in : g.input()) all.insert(in.name());
+  for (auto &kv : opts_.shapes)
+    if (!all.count(kv.first)) return "--shapes names '" + kv.first + "', which is not a graph input";
+  for (auto &kv : opts_.constantInputs)
+    if (!all.count(kv.first)) return "constant input '" + kv.first + "' is not a graph input";
   for (const auto &in : g.input()) {
     if (values_.count(in.name())) continue;  // an initializer listed as an input: a constant
     if (!seen.insert(in.name()).second) return "graph input '" + in.name() + "' is declared twice";
+    if (opts_.constantInputs.count(in.name())) continue;  // becomes a constant in the body
     if (!in.type().has_tensor_type())
       return "graph input '" + in.name() + "' is not a tensor (sequences, maps and optionals are not supported)";
     const auto &tt = in.type().tensor_type();
@@ -175,9 +181,6 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
     types.push_back(RankedTensorType::get(shape, et));
     names.push_back(in.name());
   }
-  for (auto &kv : opts_.shapes)
-    if (!seen.count(kv.first))
-      return "--shapes names '" + kv.first + "', which is not a graph input";
   return "";
 }
 
@@ -427,11 +430,21 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
   Block *body = func.addEntryBlock();
   for (unsigned k = 0; k < argNames.size(); ++k) {
     func.setArgAttr(k, "kiln.name", b_.getStringAttr(argNames[k]));
+    body->getArgument(k).setLoc(locFor(argNames[k]));
     values_[argNames[k]] = body->getArgument(k);
   }
   b_.setInsertionPointToStart(body);
   none_ = b_.create<NoneOp>(UnknownLoc::get(&ctx_));
   if (auto err = importInitializers(g); !err.empty()) return failWith(err);
+  for (const auto &in : g.input()) {
+    auto it = opts_.constantInputs.find(in.name());
+    if (it == opts_.constantInputs.end() || values_.count(in.name())) continue;
+    const auto &tt = in.type().tensor_type();
+    if (static_cast<ops::DType>(tt.elem_type()) != it->second.dtype ||
+        (tt.has_shape() && tt.shape().dim_size() != it->second.rank()))
+      return failWith("constant input '" + in.name() + "' does not match the declared type");
+    values_[in.name()] = b_.create<ConstantOp>(locFor(in.name()), attrFromTensor(it->second, &ctx_));
+  }
 
   std::vector<int> order;
   if (auto err = sortNodes(g, order); !err.empty()) return failWith(err);

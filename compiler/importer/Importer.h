@@ -5,6 +5,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include "compiler/ops/Tensor.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,6 +22,10 @@ struct ImportOptions {
   // stay as ops.
   bool fold = true;
   int64_t foldLimit = 1 << 22;
+  // Graph inputs whose values are fixed at build time (like TensorRT's shape tensors): they
+  // become constants, so ops whose result shapes depend on them (Reshape, Resize, Slice…) have
+  // static shapes. The tensor's dtype and shape must match the declared input.
+  std::map<std::string, ops::Tensor> constantInputs;
 };
 
 struct ImportResult {

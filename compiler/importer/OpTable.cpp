@@ -175,20 +175,24 @@ const std::vector<OpEntry> &opTable() {
         {"CastLike", "cast_like"}, {"Expand", "expand"}, {"Tile", "tile"}, {"Mod", "mod"},
         {"BitShift", "bit_shift"}, {"Reshape", "reshape"}, {"Gather", "gather"},
         {"GatherElements", "gather_elements"}, {"Sum", "sum"}, {"Mean", "mean"}, {"Min", "min"},
-        {"Max", "max"}, {"Concat", "concat"}, {"Where", "where"}, {"Conv", "conv"},
-        {"ConvTranspose", "conv_transpose"}, {"LayerNormalization", "layer_normalization"},
+        {"Max", "max"}, {"Concat", "concat"}, {"Where", "where"},
         {"InstanceNormalization", "instance_normalization"}, {"ArgMax", "argmax"},
         {"ArgMin", "argmin"}, {"CumSum", "cumsum"}, {"MaxPool", "max_pool"},
         {"AveragePool", "average_pool"}, {"LpPool", "lp_pool"}, {"Flatten", "flatten"},
         {"Transpose", "transpose"}, {"Shape", "shape"}, {"DepthToSpace", "depth_to_space"},
         {"SpaceToDepth", "space_to_depth"}, {"EyeLike", "eye_like"},
         {"ConstantOfShape", "constant_of_shape"}, {"Range", "range"}, {"OneHot", "one_hot"},
-        {"QuantizeLinear", "quantize_linear"}, {"DequantizeLinear", "dequantize_linear"},
     };
     for (auto &[op, mn] : plain) add(op, mn);
 
     add("Gemm", "gemm", kMinOpset, kMaxOpset,
         chain({dropAttrs({"broadcast"}), [](NodeImport &n) { return fillOptional(n, 3); }}));
+    auto optional3 = [](NodeImport &n) { return fillOptional(n, 3); };
+    add("Conv", "conv", kMinOpset, kMaxOpset, optional3);
+    add("ConvTranspose", "conv_transpose", kMinOpset, kMaxOpset, optional3);
+    add("LayerNormalization", "layer_normalization", 17, kMaxOpset, optional3);
+    add("QuantizeLinear", "quantize_linear", 10, kMaxOpset, optional3);
+    add("DequantizeLinear", "dequantize_linear", 10, kMaxOpset, optional3);
     add("Clip", "clip", kMinOpset, 10, clipLegacy);
     add("Clip", "clip", 11, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 3); });
     add("BatchNormalization", "batch_normalization", kMinOpset, kMaxOpset, batchNorm);

@@ -68,7 +68,11 @@ LogicalResult verifyInferredTypes(Operation *op, StringRef onnxName) {
     if (isa<UnrankedTensorType>(v.getType())) return success();  // downstream of unsupported
   SmallVector<Type> types;
   std::string error;
-  if (failed(inferResultTypes(op, onnxName, types, error))) return op->emitOpError(error);
+  if (failed(inferResultTypes(op, onnxName, types, error))) {
+    // A shape that depends on a value not yet folded to a constant: trust the declared type.
+    if (ops::needsConstant(error)) return success();
+    return op->emitOpError(error);
+  }
   if (types.size() != op->getNumResults())
     return op->emitOpError() << "has " << op->getNumResults() << " results but its operands imply "
                              << types.size();

@@ -7,6 +7,8 @@ namespace kiln::ops {
 
 void fail(const std::string &msg) { throw OpError(msg); }
 
+bool needsConstant(const std::string &error) { return error.find(kNeedsConstantPhrase) != std::string::npos; }
+
 // The registry is a function-local static so registration from static initialisers in any
 // translation unit is safe regardless of initialisation order.
 static std::map<std::string, OpDef> &registry() {

@@ -90,6 +90,12 @@ inline void check(bool cond, const std::string &msg) {
   if (!cond) fail(msg);
 }
 
+// Shape functions that need an operand's value (Reshape's shape, Slice's starts…) fail with a
+// message containing this phrase when it is not known; the verifier then accepts the declared
+// result type (the IR before constant folding), while the importer reports the error.
+constexpr const char *kNeedsConstantPhrase = "compile-time constant";
+bool needsConstant(const std::string &error);
+
 // Registry.
 void registerOp(OpDef def);
 const OpDef *findOp(const std::string &name);

@@ -14,11 +14,16 @@ namespace kiln::cli {
 
 static nlohmann::json tensorsJson(const std::vector<TensorInfoRow> &rows) {
   nlohmann::json a = nlohmann::json::array();
-  for (auto &r : rows) a.push_back({{"name", r.name}, {"dtype", r.dtype}, {"shape", r.shape}, {"bytes", r.bytes}});
+  for (auto &r : rows) {
+    nlohmann::json shape = r.known ? nlohmann::json(r.shape) : nlohmann::json(nullptr);
+    a.push_back({{"name", r.name}, {"dtype", r.dtype}, {"shape", shape}, {"bytes", r.bytes}});
+  }
   return a;
 }
 
-static std::string shapeText(const std::vector<int64_t> &s) {
+static std::string shapeText(const TensorInfoRow &row) {
+  if (!row.known) return "unknown";
+  const std::vector<int64_t> &s = row.shape;
   std::string r;
   for (size_t k = 0; k < s.size(); ++k) r += (k ? "x" : "") + std::to_string(s[k]);
   return r.empty() ? "scalar" : r;
@@ -26,8 +31,8 @@ static std::string shapeText(const std::vector<int64_t> &s) {
 
 static void printPlan(const std::string &model, const ModelPlan &p) {
   std::printf("model: %s\n", model.c_str());
-  for (auto &r : p.inputs) std::printf("  input  %-24s %-5s %s\n", r.name.c_str(), r.dtype.c_str(), shapeText(r.shape).c_str());
-  for (auto &r : p.outputs) std::printf("  output %-24s %-5s %s\n", r.name.c_str(), r.dtype.c_str(), shapeText(r.shape).c_str());
+  for (auto &r : p.inputs) std::printf("  input  %-24s %-5s %s\n", r.name.c_str(), r.dtype.c_str(), shapeText(r).c_str());
+  for (auto &r : p.outputs) std::printf("  output %-24s %-5s %s\n", r.name.c_str(), r.dtype.c_str(), shapeText(r).c_str());
   std::printf("\n%-28s %7s %14s %7s\n", "op", "count", "FLOPs", "share");
   for (auto &[name, s] : p.ops)
     std::printf("%-28s %7lld %14s %6.1f%%\n", name.c_str(), static_cast<long long>(s.count),

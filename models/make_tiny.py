@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+"""Generate kiln's tiny test models (checked in under models/tiny/).
+
+    python3 models/make_tiny.py            # rewrite models/tiny/ and verify it
+    python3 models/make_tiny.py --out DIR  # write elsewhere
+
+This script is the single source of every file under models/tiny/; re-running
+it reproduces them byte-identically (fixed seeds, weights and inputs that are
+exact multiples of 1/16 or 1/64, zip entries with a fixed timestamp).
+
+Valid models (pass onnx.checker with full_check) come as protobuf text format
+of ModelProto (``.onnxtxt``, google.protobuf.text_format), some also as binary
+``.onnx``, each with a reference ``<name>.npz``: the graph inputs by input name
+and the expected outputs by output name, computed in numpy (float64, stored as
+float32) from the initializers.  ``bad/`` holds inputs the importer must
+reject with a clear error.  See models/README.md for the list.
+"""
+
+import argparse
+import io
+import os
+import shutil
+import sys
+import zipfile
+
+import numpy as np
+import onnx
+from google.protobuf import text_format
+from onnx import TensorProto, helper, numpy_helper
+
+IR_VERSION = 8
+PRODUCER = "kiln models/make_tiny.py"
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+def rng_for(name):
+    """One fixed-seed generator per model, so models do not depend on order."""
+    return np.random.default_rng(sum(name.encode()) * 7919 + 17)
+
+
+def weights(rng, shape, lo=-1.0, hi=1.0, step=1 / 16):
+    """Random float32 weights on a 1/16 grid: short, exact in text format."""
+    v = np.round(rng.uniform(lo, hi, size=shape) / step) * step
+    return v.astype(np.float32)
+
+
+def inputs(rng, shape, step=1 / 64):
+    """Random non-zero float32 inputs in [-2, 2] on a 1/64 grid."""
+    v = np.round(rng.uniform(-2.0, 2.0, size=shape) / step) * step
+    v[v == 0] = step
+    return v.astype(np.float32)
+
+
+def f32_tensor(name, arr):
+    """Initializer with float_data (readable in text format)."""
+    arr = np.asarray(arr, dtype=np.float32)
+    return helper.make_tensor(name, F32, arr.shape, arr.flatten().tolist())
+
+
+def raw_tensor(name, arr):
+    """Initializer with raw_data (what torch exports)."""
+    return numpy_helper.from_array(np.ascontiguousarray(arr), name)
+
+
+def i64_const(out, values, name, scalar=False):
+    """Constant node producing an int64 tensor (1-D, or a scalar)."""
+    vals = list(values)
+    dims = [] if scalar else [len(vals)]
+    return helper.make_node("Constant", [], [out], name=name,
+                            value=helper.make_tensor(out + "_value", I64, dims, vals))
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(graph, opset=17, extra_opsets=()):
+    opsets = [helper.make_opsetid("", opset)]
+    opsets += [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    m = helper.make_model(graph, opset_imports=opsets, producer_name=PRODUCER)
+    m.ir_version = IR_VERSION
+    return m
+
+
+def write_bytes(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def write_text(path, m):
+    write_bytes(path, text_format.MessageToString(m).encode())
+
+
+def write_binary(path, m):
+    write_bytes(path, m.SerializeToString())
+
+
+def write_npz(path, arrays):
+    """np.savez equivalent with fixed zip timestamps (np.savez stamps 'now')."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key, arr in arrays.items():
+            npy = io.BytesIO()
+            np.lib.format.write_array(npy, np.ascontiguousarray(arr),
+                                      allow_pickle=False)
+            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, npy.getvalue())
+    write_bytes(path, buf.getvalue())
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------
+# valid models: each returns (ModelProto, {input: array}, {output: array})
+# --------------------------------------------------------------------------
+
+def make_mlp():
+    r = rng_for("mlp")
+    w1 = weights(r, (16, 8))      # Gemm transB=1 (torch nn.Linear layout)
+    b1 = weights(r, (16,))
+    w2 = weights(r, (16, 4))      # Gemm transB=0, no bias (C omitted)
+    x = inputs(r, (2, 8))
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"],
+                          name="fc1", transB=1),
+         helper.make_node("Relu", ["h"], ["h_relu"], name="relu"),
+         helper.make_node("Gemm", ["h_relu", "fc2.weight"], ["logits"], name="fc2"),
+         helper.make_node("Softmax", ["logits"], ["y"], name="softmax", axis=-1)],
+        "mlp", [vi("x", F32, [2, 8])], [vi("y", F32, [2, 4])],
+        [f32_tensor("fc1.weight", w1), f32_tensor("fc1.bias", b1),
+         f32_tensor("fc2.weight", w2)],
+        doc_string="x[2,8] -> Gemm(16, bias, transB=1) -> Relu -> Gemm(4) -> Softmax")
+    h = np.maximum(f64(x) @ f64(w1).T + f64(b1), 0.0)
+    y = softmax(h @ f64(w2), axis=-1)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
+def conv2d_ref(x, w, b, pad):
+    n, c, hh, ww = x.shape
+    k, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho, wo = hh + 2 * pad - kh + 1, ww + 2 * pad - kw + 1
+    out = np.zeros((n, k, ho, wo))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nchw,kc->nkhw", xp[:, :, i:i + ho, j:j + wo], w[:, :, i, j])
+    return out + b[None, :, None, None]
+
+
+def make_conv_bn_relu():
+    r = rng_for("conv_bn_relu")
+    w = weights(r, (4, 3, 3, 3))
+    b = weights(r, (4,))
+    scale = weights(r, (4,), 0.5, 1.5)
+    bias = weights(r, (4,))
+    mean = weights(r, (4,), -0.5, 0.5)
+    var = weights(r, (4,), 0.5, 2.0)
+    eps = 1e-5
+    x = inputs(r, (1, 3, 8, 8))
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["c"], name="conv",
+                          kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1]),
+         helper.make_node("BatchNormalization",
+                          ["c", "bn.scale", "bn.bias", "bn.mean", "bn.var"], ["n"],
+                          name="bn", epsilon=eps),
+         helper.make_node("Relu", ["n"], ["a"], name="relu"),
+         helper.make_node("MaxPool", ["a"], ["p"], name="pool",
+                          kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("GlobalAveragePool", ["p"], ["gap"], name="gap"),
+         helper.make_node("Flatten", ["gap"], ["y"], name="flatten", axis=1)],
+        "conv_bn_relu", [vi("x", F32, [1, 3, 8, 8])], [vi("y", F32, [1, 4])],
+        # raw_data initializers here (the torch-export encoding); the other
+        # text models use float_data, so the importer sees both.
+        [raw_tensor("conv.weight", w), raw_tensor("conv.bias", b),
+         raw_tensor("bn.scale", scale), raw_tensor("bn.bias", bias),
+         raw_tensor("bn.mean", mean), raw_tensor("bn.var", var)],
+        doc_string="x[1,3,8,8] -> Conv(4,3x3,pad1,bias) -> BatchNormalization -> "
+                   "Relu -> MaxPool(2x2) -> GlobalAveragePool -> Flatten -> [1,4]")
+    c = conv2d_ref(f64(x), f64(w), f64(b), 1)
+    s = f64(scale)[None, :, None, None]
+    n = (c - f64(mean)[None, :, None, None]) / np.sqrt(f64(var)[None, :, None, None] + eps)
+    a = np.maximum(n * s + f64(bias)[None, :, None, None], 0.0)
+    p = a.reshape(1, 4, 4, 2, 4, 2).max(axis=(3, 5))
+    y = p.mean(axis=(2, 3))
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
+def make_shape_chain():
+    r = rng_for("shape_chain")
+    x = inputs(r, (2, 3, 4))
+    g = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+         i64_const("idx0", [0], "const_idx0", scalar=True),
+         helper.make_node("Gather", ["shape", "idx0"], ["dim0"], name="gather", axis=0),
+         i64_const("axes0", [0], "const_axes0"),
+         helper.make_node("Unsqueeze", ["dim0", "axes0"], ["dim0_1d"], name="unsqueeze"),
+         i64_const("minus1", [-1], "const_minus1"),
+         helper.make_node("Concat", ["dim0_1d", "minus1"], ["new_shape"],
+                          name="concat", axis=0),
+         helper.make_node("Reshape", ["x", "new_shape"], ["y"], name="reshape")],
+        "shape_chain", [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 12])],
+        doc_string="x[2,3,4] -> Shape -> Gather(0) -> Unsqueeze -> Concat([-1]) "
+                   "-> Reshape(x) -> [2,12]")
+    return model(g), {"x": x}, {"y": x.reshape(2, 12)}
+
+
+def make_opset11_mix():
+    r = rng_for("opset11_mix")
+    x = inputs(r, (2, 6, 4))
+    lo, hi = np.float32(-0.5), np.float32(0.75)
+    g = helper.make_graph(
+        [# opset 11 Softmax: coerces to 2-D at `axis`, i.e. softmax over 6*4 values
+         helper.make_node("Softmax", ["x"], ["sm"], name="softmax", axis=1),
+         helper.make_node("Split", ["x"], ["xa", "xb"], name="split", axis=1, split=[2, 4]),
+         # Clip-11 takes min/max as (scalar) inputs
+         helper.make_node("Clip", ["xa", "clip_min", "clip_max"], ["clipped"], name="clip"),
+         helper.make_node("ReduceMean", ["xb"], ["mean"], name="reduce_mean",
+                          axes=[2], keepdims=1),
+         helper.make_node("Squeeze", ["mean"], ["sq"], name="squeeze", axes=[2]),
+         helper.make_node("Unsqueeze", ["sq"], ["unsq"], name="unsqueeze", axes=[0])],
+        "opset11_mix", [vi("x", F32, [2, 6, 4])],
+        [vi("sm", F32, [2, 6, 4]), vi("clipped", F32, [2, 2, 4]),
+         vi("unsq", F32, [1, 2, 4])],
+        [f32_tensor("clip_min", np.array(lo)), f32_tensor("clip_max", np.array(hi))],
+        doc_string="opset 11 forms: Softmax(axis=1) on rank 3, Split(split attr), "
+                   "Clip(min,max inputs), ReduceMean(axes attr), Squeeze/Unsqueeze(axes attr)")
+    xd = f64(x)
+    sm = softmax(xd.reshape(2, 24), axis=1).reshape(2, 6, 4)
+    clipped = np.clip(xd[:, :2], lo, hi)
+    unsq = xd[:, 2:].mean(axis=2)[None]
+    outs = {"sm": sm, "clipped": clipped, "unsq": unsq}
+    return model(g, opset=11), {"x": x}, {k: v.astype(np.float32) for k, v in outs.items()}
+
+
+def make_external_data_model():
+    r = rng_for("external_data")
+    w = weights(r, (4, 3))
+    b = weights(r, (3,))
+    x = inputs(r, (2, 4))
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+         helper.make_node("Add", ["xw", "b"], ["y"], name="add")],
+        "external_data", [vi("x", F32, [2, 4])], [vi("y", F32, [2, 3])],
+        [raw_tensor("w", w), raw_tensor("b", b)],
+        doc_string="x[2,4] -> MatMul(w[4,3]) -> Add(b[3]); w and b in weights.bin")
+    y = f64(x) @ f64(w) + f64(b)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
+def make_unsupported():
+    """Supported ops around two that kiln does not support (no reference)."""
+    r = rng_for("unsupported")
+    hidden = 3
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+         helper.make_node("LSTM", ["r", "lstm.W", "lstm.R", "lstm.B"], ["lstm_y"],
+                          name="lstm0", hidden_size=hidden),
+         helper.make_node("Foo", ["lstm_y"], ["foo_y"], name="foo1",
+                          domain="com.example"),
+         helper.make_node("Sigmoid", ["foo_y"], ["y"], name="sigmoid0")],
+        "unsupported", [vi("x", F32, [5, 1, 4])], [vi("y", F32, [5, 1, 1, hidden])],
+        [f32_tensor("lstm.W", weights(r, (1, 4 * hidden, 4))),
+         f32_tensor("lstm.R", weights(r, (1, 4 * hidden, hidden))),
+         f32_tensor("lstm.B", weights(r, (1, 8 * hidden)))],
+        doc_string="Relu -> LSTM 'lstm0' -> com.example::Foo 'foo1' -> Sigmoid")
+    return model(g, extra_opsets=[("com.example", 1)])
+
+
+# --------------------------------------------------------------------------
+# bad inputs (must parse as protobuf where they are text; kiln must reject)
+# --------------------------------------------------------------------------
+
+def _relu_graph(name, x_shape=(2, 3), doc=""):
+    return helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                             name, [vi("x", F32, list(x_shape))],
+                             [vi("y", F32, list(x_shape))], doc_string=doc)
+
+
+def make_bad_text():
+    bad = {}
+    bad["cycle"] = model(helper.make_graph(
+        [helper.make_node("Add", ["x", "t1"], ["t0"], name="add"),
+         helper.make_node("Relu", ["t0"], ["t1"], name="relu")],
+        "cycle", [vi("x", F32, [2, 3])], [vi("t1", F32, [2, 3])],
+        doc_string="add consumes relu's output and relu consumes add's"))
+    bad["duplicate_names"] = model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"], name="relu"),
+         helper.make_node("Sigmoid", ["x"], ["t"], name="sigmoid")],
+        "duplicate_names", [vi("x", F32, [2, 3])], [vi("t", F32, [2, 3])],
+        doc_string="two nodes produce tensor 't'"))
+    bad["empty_graph"] = model(helper.make_graph(
+        [], "empty_graph", [vi("x", F32, [2, 3])], [],
+        doc_string="no nodes, no outputs"))
+    bad["unknown_opset"] = model(
+        _relu_graph("unknown_opset", doc="default-domain opset 99"), opset=99)
+    bad["symbolic_dim"] = model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], "symbolic_dim",
+        [vi("x", F32, ["batch", 3])], [vi("y", F32, ["batch", 3])],
+        doc_string="input dim 0 is dim_param 'batch'"))
+    bad["bad_shapes"] = model(helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["c"], name="add")], "bad_shapes",
+        [vi("a", F32, [2, 3]), vi("b", F32, [4, 5])], [vi("c", F32, [2, 3])],
+        doc_string="Add of [2,3] and [4,5]: not broadcastable"))
+    bad["undefined_input"] = model(helper.make_graph(
+        [helper.make_node("Relu", ["nonexistent"], ["y"], name="relu")],
+        "undefined_input", [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])],
+        doc_string="relu reads 'nonexistent', which nothing produces"))
+    return bad
+
+
+def make_missing_external():
+    t = TensorProto(name="w", data_type=F32, dims=[4, 3],
+                    data_location=TensorProto.EXTERNAL)
+    for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", "48")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="matmul")],
+        "missing_external", [vi("x", F32, [2, 4])], [vi("y", F32, [2, 3])], [t],
+        doc_string="w lives in weights.bin, which does not exist")
+    return model(g)
+
+
+def garbage_bytes():
+    data = np.random.default_rng(20240601).bytes(256)
+    try:
+        onnx.ModelProto().ParseFromString(data)
+    except Exception:
+        return data
+    raise SystemExit("garbage.onnx parses as a ModelProto; pick another seed")
+
+
+def truncate(data):
+    cut = len(data) // 2
+    while True:                     # walk back until it no longer parses
+        try:
+            onnx.ModelProto().ParseFromString(data[:cut])
+        except Exception:
+            return data[:cut]
+        cut -= 1
+
+
+# --------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------
+
+def check_text(path, full_check=True):
+    """Parse a .onnxtxt back; with full_check also run the strict checker."""
+    with open(path) as f:
+        m = text_format.Parse(f.read(), onnx.ModelProto())
+    if full_check is not None:
+        onnx.checker.check_model(m, full_check=full_check)
+    return m
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "tiny"))
+    a = ap.parse_args(argv)
+    out = a.out
+    written = []
+
+    def p(*parts):
+        path = os.path.join(out, *parts)
+        written.append(path)
+        return path
+
+    # valid models + references
+    valid = {"mlp": make_mlp(), "conv_bn_relu": make_conv_bn_relu(),
+             "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix()}
+    binary_too = {"mlp", "conv_bn_relu"}
+    for name, (m, ins, outs) in valid.items():
+        write_text(p(name + ".onnxtxt"), m)
+        if name in binary_too:
+            write_binary(p(name + ".onnx"), m)
+        write_npz(p(name + ".npz"), {**ins, **outs})
+    write_text(p("unsupported.onnxtxt"), make_unsupported())
+
+    # external data: onnx.save_model appends to an existing data file -> clear it
+    ext_dir = os.path.join(out, "external_data")
+    shutil.rmtree(ext_dir, ignore_errors=True)
+    os.makedirs(ext_dir)
+    m, ins, outs = make_external_data_model()
+    onnx.save_model(m, p("external_data", "model.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="weights.bin",
+                    size_threshold=0)
+    written.append(os.path.join(ext_dir, "weights.bin"))
+    write_npz(p("external_data.npz"), {**ins, **outs})
+
+    # bad inputs
+    shutil.rmtree(os.path.join(out, "bad"), ignore_errors=True)
+    for name, m in make_bad_text().items():
+        write_text(p("bad", name + ".onnxtxt"), m)
+    write_bytes(p("bad", "truncated.onnx"), truncate(valid["mlp"][0].SerializeToString()))
+    write_bytes(p("bad", "garbage.onnx"), garbage_bytes())
+    write_binary(p("bad", "missing_external", "model.onnx"), make_missing_external())
+
+    # ---- verify ----------------------------------------------------------
+    for name, (m, ins, outs) in valid.items():
+        back = check_text(os.path.join(out, name + ".onnxtxt"))
+        assert back == m, name
+        if name in binary_too:
+            back = onnx.load(os.path.join(out, name + ".onnx"))
+            onnx.checker.check_model(back, full_check=True)
+            assert back == m, name
+        ref = np.load(os.path.join(out, name + ".npz"))
+        assert sorted(ref.files) == sorted(list(ins) + list(outs)), name
+        assert [i.name for i in m.graph.input] == list(ins), name
+        assert [o.name for o in m.graph.output] == list(outs), name
+    check_text(os.path.join(out, "unsupported.onnxtxt"), full_check=False)
+    ext = onnx.load(os.path.join(ext_dir, "model.onnx"), load_external_data=False)
+    for t in ext.graph.initializer:
+        keys = {e.key for e in t.external_data}
+        assert t.data_location == TensorProto.EXTERNAL and \
+            {"location", "offset", "length"} <= keys, t.name
+    onnx.checker.check_model(os.path.join(ext_dir, "model.onnx"), full_check=True)
+
+    verdicts = []
+    for name in make_bad_text():
+        path = os.path.join(out, "bad", name + ".onnxtxt")
+        check_text(path, full_check=None)          # must parse as protobuf text
+        try:
+            check_text(path, full_check=True)
+            verdicts.append(f"{name}: parses; onnx.checker accepts it")
+        except Exception as e:
+            verdicts.append(f"{name}: parses; onnx.checker rejects it "
+                            f"({str(e).splitlines()[0][:90]})")
+    for name in ("truncated.onnx", "garbage.onnx"):
+        try:
+            onnx.load(os.path.join(out, "bad", name))
+            raise SystemExit(f"{name} unexpectedly loads")
+        except Exception as e:
+            verdicts.append(f"{name}: onnx.load fails ({type(e).__name__})")
+    try:
+        onnx.load(os.path.join(out, "bad", "missing_external", "model.onnx"))
+        raise SystemExit("missing_external unexpectedly loads")
+    except Exception as e:
+        verdicts.append(f"missing_external/model.onnx: onnx.load fails ({type(e).__name__})")
+
+    for path in written:
+        print(f"{os.path.getsize(path):6d}  {os.path.relpath(path, out)}")
+    print("bad inputs:")
+    for v in verdicts:
+        print("  " + v)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

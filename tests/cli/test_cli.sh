@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Command-line behaviour: exit codes and messages of `kiln plan`/`kiln import` on good and bad
+# models. Usage: test_cli.sh KILN_BINARY SOURCE_DIR
+set -u
+kiln=$1
+src=$2
+tiny=$src/models/tiny
+passed=0
+failed=0
+
+# expect RC PATTERN -- ARGS...: runs kiln ARGS, checks the exit code and that stdout+stderr
+# match the extended regex PATTERN.
+expect() {
+  local rc=$1 pattern=$2
+  shift 3
+  local out
+  out=$(timeout 60 "$kiln" "$@" 2>&1)
+  local got=$?
+  if [[ $got -eq $rc ]] && grep -Eq -- "$pattern" <<<"$out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: kiln $* → exit $got (want $rc), output:"
+    echo "$out" | head -5 | sed 's/^/    /'
+    echo "    (wanted /$pattern/)"
+  fi
+}
+
+expect 0 "Conv +1 " -- plan "$tiny/conv_bn_relu.onnxtxt"
+expect 0 '"total_flops"' -- plan "$tiny/mlp.onnxtxt" --json
+expect 0 "output y +f32 +2x12" -- plan "$tiny/shape_chain.onnxtxt"
+expect 0 "output y +f32 +2x3" -- plan "$tiny/external_data/model.onnx"
+expect 1 "unsupported: 2 node" -- plan "$tiny/unsupported.onnxtxt"
+expect 1 '"op_type": "LSTM"' -- plan "$tiny/unsupported.onnxtxt" --json
+expect 2 "not a valid ONNX protobuf" -- plan "$tiny/bad/truncated.onnx"
+expect 2 "not a valid ONNX protobuf" -- plan "$tiny/bad/garbage.onnx"
+expect 2 "cycle through node" -- plan "$tiny/bad/cycle.onnxtxt"
+expect 2 "tensor 't' is produced by both" -- plan "$tiny/bad/duplicate_names.onnxtxt"
+expect 2 "graph has no outputs" -- plan "$tiny/bad/empty_graph.onnxtxt"
+expect 2 "opset 99" -- plan "$tiny/bad/unknown_opset.onnxtxt"
+expect 2 "symbolic dimension 'batch'.*--shapes" -- plan "$tiny/bad/symbolic_dim.onnxtxt"
+expect 0 "input +x +f32 +4x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4x3
+expect 2 "not a graph input" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes nope:4x3
+expect 2 "bad dimension" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4xq
+expect 2 "node 'add' \(Add\).*cannot be broadcast" -- plan "$tiny/bad/bad_shapes.onnxtxt"
+expect 2 "cannot open external data file" -- plan "$tiny/bad/missing_external/model.onnx"
+expect 2 "reads tensor 'nonexistent'" -- plan "$tiny/bad/undefined_input.onnxtxt"
+expect 2 "cannot read model file" -- plan "$tiny/does_not_exist.onnx"
+expect 2 "not a valid text-format ONNX model" -- plan "$tiny/bad/garbled_text.onnxtxt"
+expect 2 "" -- frobnicate
+expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

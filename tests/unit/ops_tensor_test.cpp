@@ -1,0 +1,263 @@
+// Kernel tests for the convolution, matrix, pooling, data-movement and resize ops, through the
+// registry API only (kiln::ops::evaluate / inferTypes). Expected values are computed by hand.
+#include "compiler/ops/OpSemantics.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kiln::ops;
+
+Tensor f32(Shape s, std::vector<double> v) { return Tensor::fromDoubles(DType::F32, std::move(s), v); }
+Tensor i64(Shape s, std::vector<int64_t> v) { return Tensor::fromInts(DType::I64, std::move(s), v); }
+
+ShapeContext shapeCtx(const std::vector<const Tensor *> &ins, const Attrs &attrs, int nout,
+                      bool withValues) {
+  ShapeContext sc{{}, {}, attrs, nout};
+  for (const Tensor *t : ins) {
+    sc.inputs.push_back(t ? TensorType{t->dtype, t->shape} : TensorType{});
+    sc.values.push_back(withValues ? t : nullptr);
+  }
+  return sc;
+}
+
+// Evaluates `op` expecting success, and checks that the shape function (given every input as a
+// constant) agrees with the kernel's results.
+std::vector<Tensor> eval(const std::string &op, const std::vector<const Tensor *> &ins,
+                         const Attrs &attrs = Attrs(), int nout = 1) {
+  EvalContext ec{ins, attrs, nout};
+  std::vector<Tensor> out;
+  auto err = evaluate(op, ec, out);
+  EXPECT_FALSE(err.has_value()) << op << ": " << err.value_or("");
+  std::vector<TensorType> types;
+  auto serr = inferTypes(op, shapeCtx(ins, attrs, nout, true), types);
+  EXPECT_FALSE(serr.has_value()) << op << " (shape): " << serr.value_or("");
+  if (!err && !serr) {
+    EXPECT_EQ(types.size(), out.size()) << op;
+    for (size_t k = 0; k < types.size() && k < out.size(); ++k) {
+      EXPECT_EQ(types[k].dtype, out[k].dtype) << op << " output " << k;
+      EXPECT_EQ(types[k].shape, out[k].shape) << op << " output " << k;
+    }
+  }
+  return out;
+}
+
+// Expects both the kernel and the shape function to fail; returns the kernel's message.
+std::string evalError(const std::string &op, const std::vector<const Tensor *> &ins,
+                      const Attrs &attrs = Attrs(), int nout = 1) {
+  EvalContext ec{ins, attrs, nout};
+  std::vector<Tensor> out;
+  auto err = evaluate(op, ec, out);
+  EXPECT_TRUE(err.has_value()) << op << " unexpectedly succeeded";
+  std::vector<TensorType> types;
+  auto serr = inferTypes(op, shapeCtx(ins, attrs, nout, true), types);
+  EXPECT_TRUE(serr.has_value()) << op << " shape function unexpectedly succeeded";
+  return err.value_or("");
+}
+
+void expectValues(const Tensor &t, const Shape &shape, const std::vector<double> &v) {
+  ASSERT_EQ(t.shape, shape);
+  ASSERT_EQ(t.size(), static_cast<int64_t>(v.size()));
+  for (size_t k = 0; k < v.size(); ++k) EXPECT_NEAR(t.get(k), v[k], 1e-5) << "element " << k;
+}
+
+bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(OpsTensor, ConvGroupsPadsStridesBias) {
+  // Two groups of one channel each; pads 1, stride 2, a 2x2 kernel.
+  Tensor x = f32({1, 2, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9,  // channel 0
+                                10, 11, 12, 13, 14, 15, 16, 17, 18});  // channel 1
+  Tensor w = f32({2, 1, 2, 2}, {1, 1, 1, 1,     // sums the window
+                                1, 0, 0, -1});  // top-left minus bottom-right
+  Tensor b = f32({2}, {0.5, -1});
+  Attrs a;
+  a.set("group", int64_t{2});
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  a.set("strides", std::vector<int64_t>{2, 2});
+  auto y = eval("Conv", {&x, &w, &b}, a);
+  ASSERT_EQ(y.size(), 1u);
+  // Channel 0: windows of the zero-padded input at rows/cols {-1,0} and {1,2}.
+  // Channel 1: P[r][c] - P[r+1][c+1] - 1 on the padded input.
+  expectValues(y[0], {1, 2, 2, 2}, {1.5, 5.5, 11.5, 28.5, -11, -13, -17, -5});
+}
+
+TEST(OpsTensor, ConvAutoPadSameUpperAndDepthwise) {
+  // Depthwise (group = C = 2) 1-D conv, kernel 2, SAME_UPPER: the extra pad goes at the end.
+  Tensor x = f32({1, 2, 3}, {1, 2, 3, 10, 20, 30});
+  Tensor w = f32({2, 1, 2}, {1, 1, 1, -1});
+  Attrs a;
+  a.set("group", int64_t{2});
+  a.set("auto_pad", std::string("SAME_UPPER"));
+  auto y = eval("Conv", {&x, &w}, a);
+  expectValues(y[0], {1, 2, 3}, {3, 5, 3, -10, -10, 30});
+}
+
+TEST(OpsTensor, ConvRejectsChannelMismatch) {
+  Tensor x = f32({1, 3, 4, 4}, std::vector<double>(48, 1.0));
+  Tensor w = f32({2, 2, 3, 3}, std::vector<double>(36, 1.0));
+  std::string msg = evalError("Conv", {&x, &w});
+  EXPECT_TRUE(contains(msg, "3 channels")) << msg;
+  EXPECT_TRUE(contains(msg, "group=1")) << msg;
+}
+
+TEST(OpsTensor, MatMulBroadcastsBatchDims) {
+  Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4});           // batch (2, 1)
+  Tensor b = f32({3, 2, 1}, {1, 1, 1, 0, 0, 2});        // batch (3)
+  auto y = eval("MatMul", {&a, &b});
+  expectValues(y[0], {2, 3, 1, 1}, {3, 1, 4, 7, 3, 8});
+}
+
+TEST(OpsTensor, MatMulPromotesVectors) {
+  Tensor v = f32({2}, {1, 2});
+  Tensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto y = eval("MatMul", {&v, &m});
+  expectValues(y[0], {3}, {9, 12, 15});
+  Tensor col = f32({3}, {1, 0, -1});
+  auto z = eval("MatMul", {&m, &col});
+  expectValues(z[0], {2}, {-2, -2});
+}
+
+TEST(OpsTensor, MatMulRejectsInnerMismatch) {
+  Tensor a = f32({2, 3}, std::vector<double>(6, 1.0));
+  Tensor b = f32({2, 3}, std::vector<double>(6, 1.0));
+  std::string msg = evalError("MatMul", {&a, &b});
+  EXPECT_TRUE(contains(msg, "inner dimensions")) << msg;
+}
+
+TEST(OpsTensor, SliceNegativeStepsAndClamping) {
+  Tensor data = f32({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor starts = i64({1}, {-1});
+  Tensor ends = i64({1}, {std::numeric_limits<int64_t>::min()});
+  Tensor axes = i64({1}, {0});
+  Tensor steps = i64({1}, {-3});
+  auto y = eval("Slice", {&data, &starts, &ends, &axes, &steps});
+  expectValues(y[0], {4}, {9, 6, 3, 0});
+
+  // 2-D, both axes reversed, an out-of-range start clamped to the last element.
+  Tensor m = f32({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  Tensor s2 = i64({2}, {100, 3}), e2 = i64({2}, {0, 0}), a2 = i64({2}, {0, -1});
+  Tensor st2 = i64({2}, {-1, -2});
+  auto z = eval("Slice", {&m, &s2, &e2, &a2, &st2});
+  expectValues(z[0], {2, 2}, {11, 9, 7, 5});
+}
+
+TEST(OpsTensor, SliceNeedsConstantStarts) {
+  Tensor data = f32({4}, {0, 1, 2, 3});
+  Tensor starts = i64({1}, {0}), ends = i64({1}, {2});
+  Attrs a;
+  std::vector<TensorType> types;
+  auto err = inferTypes("Slice", shapeCtx({&data, &starts, &ends}, a, 1, false), types);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_TRUE(contains(*err, "compile-time constant")) << *err;
+}
+
+TEST(OpsTensor, ReshapeZeroCopiesAndMinusOneInfers) {
+  Tensor data = f32({2, 3, 4}, std::vector<double>(24, 1.0));
+  Tensor shape = i64({3}, {0, -1, 2});
+  auto y = eval("Reshape", {&data, &shape});
+  ASSERT_EQ(y[0].shape, (Shape{2, 6, 2}));
+
+  // allowzero=1: 0 is a real zero-size dim, so 24 elements cannot fit.
+  Attrs az;
+  az.set("allowzero", int64_t{1});
+  Tensor zero = i64({2}, {0, 24});
+  std::string msg = evalError("Reshape", {&data, &zero}, az);
+  EXPECT_TRUE(contains(msg, "cannot reshape")) << msg;
+
+  Tensor two = i64({2}, {-1, -1});
+  msg = evalError("Reshape", {&data, &two});
+  EXPECT_TRUE(contains(msg, "more than one -1")) << msg;
+}
+
+TEST(OpsTensor, PadReflectEdgeWrap) {
+  Tensor data = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor pads = i64({4}, {0, 2, 0, 1});  // axis 1: 2 before, 1 after
+  Attrs reflect;
+  reflect.set("mode", std::string("reflect"));
+  expectValues(eval("Pad", {&data, &pads}, reflect)[0], {2, 6},
+               {3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5});
+  Attrs edge;
+  edge.set("mode", std::string("edge"));
+  expectValues(eval("Pad", {&data, &pads}, edge)[0], {2, 6}, {1, 1, 1, 2, 3, 3, 4, 4, 4, 5, 6, 6});
+  Attrs wrap;
+  wrap.set("mode", std::string("wrap"));
+  expectValues(eval("Pad", {&data, &pads}, wrap)[0], {2, 6}, {2, 3, 1, 2, 3, 1, 5, 6, 4, 5, 6, 4});
+  // Constant mode with a value; a negative pad crops.
+  Tensor crop = i64({4}, {1, -1, 0, 1});
+  Tensor value = f32({}, {9});
+  expectValues(eval("Pad", {&data, &crop, &value})[0], {3, 3}, {9, 9, 9, 2, 3, 9, 5, 6, 9});
+}
+
+TEST(OpsTensor, ResizeLinearHalfPixel) {
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor scales = f32({4}, {1, 1, 2, 2});
+  Attrs a;
+  a.set("mode", std::string("linear"));
+  auto y = eval("Resize", {&x, nullptr, &scales}, a);
+  expectValues(y[0], {1, 1, 4, 4},
+               {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+}
+
+TEST(OpsTensor, ResizeNeedsExactlyOneOfScalesAndSizes) {
+  Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor scales = f32({4}, {1, 1, 2, 2});
+  Tensor sizes = i64({4}, {1, 1, 4, 4});
+  std::string msg = evalError("Resize", {&x, nullptr, &scales, &sizes});
+  EXPECT_TRUE(contains(msg, "exactly one")) << msg;
+}
+
+TEST(OpsTensor, MaxPoolIndices) {
+  Tensor x = f32({1, 1, 2, 3}, {1, 6, 2, 5, 3, 4});
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{2, 2});
+  auto y = eval("MaxPool", {&x}, a, 2);
+  ASSERT_EQ(y.size(), 2u);
+  expectValues(y[0], {1, 1, 1, 2}, {6, 6});
+  EXPECT_EQ(y[1].dtype, DType::I64);
+  expectValues(y[1], {1, 1, 1, 2}, {1, 1});
+  a.set("storage_order", int64_t{1});  // column-major: offset h + w * H
+  expectValues(eval("MaxPool", {&x}, a, 2)[1], {1, 1, 1, 2}, {2, 2});
+}
+
+TEST(OpsTensor, SplitAndConcatRoundTrip) {
+  Tensor x = f32({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Attrs a;
+  a.set("axis", int64_t{1});
+  auto parts = eval("Split", {&x}, a, 3);  // 5 into 3: 2, 2, 1
+  ASSERT_EQ(parts.size(), 3u);
+  expectValues(parts[0], {2, 2}, {0, 1, 5, 6});
+  expectValues(parts[2], {2, 1}, {4, 9});
+  auto joined = eval("Concat", {&parts[0], &parts[1], &parts[2]}, a);
+  expectValues(joined[0], {2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
+
+TEST(OpsTensor, ClearErrorsOnBadShapes) {
+  Tensor a = f32({2, 3}, std::vector<double>(6, 0.0));
+  Tensor b = f32({2, 4}, std::vector<double>(8, 0.0));
+  Attrs axis0;
+  axis0.set("axis", int64_t{0});
+  std::string msg = evalError("Concat", {&a, &b}, axis0);
+  EXPECT_TRUE(contains(msg, "Concat")) << msg;
+
+  Tensor idx = i64({1}, {2});
+  msg = evalError("Gather", {&a, &idx});  // axis 0 has size 2
+  EXPECT_TRUE(contains(msg, "out of range")) << msg;
+
+  Attrs badPerm;
+  badPerm.set("perm", std::vector<int64_t>{0, 0});
+  msg = evalError("Transpose", {&a}, badPerm);
+  EXPECT_TRUE(contains(msg, "permutation")) << msg;
+
+  Tensor big = i64({2}, {3, 3});
+  msg = evalError("Expand", {&a, &big});
+  EXPECT_TRUE(contains(msg, "broadcast")) << msg;
+}
+
+}  // namespace
