@@ -281,7 +281,8 @@ def make_unsupported():
 
 
 # --------------------------------------------------------------------------
-# bad inputs (must parse as protobuf where they are text; kiln must reject)
+# bad inputs (kiln must reject; the .onnxtxt ones parse as protobuf text,
+# except bad/garbled_text.onnxtxt)
 # --------------------------------------------------------------------------
 
 def _relu_graph(name, x_shape=(2, 3), doc=""):
@@ -409,6 +410,9 @@ def main(argv=None):
         write_text(p("bad", name + ".onnxtxt"), m)
     write_bytes(p("bad", "truncated.onnx"), truncate(valid["mlp"][0].SerializeToString()))
     write_bytes(p("bad", "garbage.onnx"), garbage_bytes())
+    # text that stops mid-message: not parseable as protobuf text format
+    write_bytes(p("bad", "garbled_text.onnxtxt"),
+                b'ir_version: 8\ngraph { node { op_type: "Relu" \n')
     write_binary(p("bad", "missing_external", "model.onnx"), make_missing_external())
 
     # ---- verify ----------------------------------------------------------
@@ -441,6 +445,11 @@ def main(argv=None):
         except Exception as e:
             verdicts.append(f"{name}: parses; onnx.checker rejects it "
                             f"({str(e).splitlines()[0][:90]})")
+    try:
+        check_text(os.path.join(out, "bad", "garbled_text.onnxtxt"), full_check=None)
+        raise SystemExit("garbled_text.onnxtxt unexpectedly parses")
+    except text_format.ParseError as e:
+        verdicts.append(f"garbled_text.onnxtxt: text_format.Parse fails ({e})")
     for name in ("truncated.onnx", "garbage.onnx"):
         try:
             onnx.load(os.path.join(out, "bad", name))

@@ -486,6 +486,8 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list models and exit")
     ap.add_argument("--no-check", action="store_true",
                     help="skip onnx.load + checker + op histogram")
+    ap.add_argument("--skip-existing", action="store_true",
+                    help="keep models already in --out (files are written whole: temp + rename)")
     a = ap.parse_args(argv)
 
     if a.list:
@@ -514,7 +516,13 @@ def main(argv=None):
             continue
         done.add(stem)
         path = os.path.join(a.out, stem + ".onnx")
-        build_s, export_s = export(e, batch, path)
+        if a.skip_existing and os.path.exists(path):
+            print(f"kept {path}", flush=True)
+            continue
+        # Write to a temporary name so an interrupted export never leaves a partial model.
+        tmp = path + ".partial"
+        build_s, export_s = export(e, batch, tmp)
+        os.replace(tmp, path)
         size = os.path.getsize(path)
         print(f"wrote {path}  {size / 2**20:.1f} MiB  export {export_s:.1f} s"
               f"  (model build {build_s:.1f} s)", flush=True)

@@ -362,7 +362,7 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     for (unsigned k = 0; k < types.size(); ++k) op->getResult(k).setType(types[k]);
   }
   std::vector<Value> outs(op->getResults().begin(), op->getResults().end());
-  if (opts_.fold && !unknownInput) {
+  if (!unknownInput) {
     FoldResult fr = foldWithEvaluator(op, b_, opts_.foldLimit);
     if (!fr.error.empty()) {
       op->erase();
@@ -507,6 +507,19 @@ ImportResult importModelFile(const std::string &path, MLIRContext &ctx, const Im
   }
   std::string file = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
   GraphImporter imp(ctx, opts, dirOf(path), file);
+  return imp.run(model);
+}
+
+ImportResult importModelBytes(const std::string &data, bool text, const std::string &baseDir,
+                              MLIRContext &ctx, const ImportOptions &opts) {
+  registerKilnDialects(ctx);
+  onnx::ModelProto model;
+  if (auto err = parseModel(data, text, "<memory>", model); !err.empty()) {
+    ImportResult r;
+    r.error = err;
+    return r;
+  }
+  GraphImporter imp(ctx, opts, baseDir, "<memory>");
   return imp.run(model);
 }
 

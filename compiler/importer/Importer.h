@@ -17,10 +17,9 @@ namespace kiln {
 struct ImportOptions {
   // Input shape overrides by graph input name ("x" → {1,3,224,224}).
   std::map<std::string, std::vector<int64_t>> shapes;
-  // Fold ops whose operands are all constants while importing (Shape→Gather→Concat→Reshape
-  // chains must be folded for Reshape's shape to be known); results above this many elements
+  // Ops whose operands are all constants are folded while importing (Shape→Gather→Concat→
+  // Reshape chains must be, for Reshape's shape to be known); results above this many elements
   // stay as ops.
-  bool fold = true;
   int64_t foldLimit = 1 << 22;
   // Graph inputs whose values are fixed at build time (like TensorRT's shape tensors): they
   // become constants, so ops whose result shapes depend on them (Reshape, Resize, Slice…) have
@@ -43,5 +42,8 @@ void registerKilnDialects(mlir::MLIRContext &ctx);
 
 ImportResult importModelFile(const std::string &path, mlir::MLIRContext &ctx,
                              const ImportOptions &opts = {});
+// From bytes in memory (binary or text format); external data is read relative to `baseDir`.
+ImportResult importModelBytes(const std::string &data, bool text, const std::string &baseDir,
+                              mlir::MLIRContext &ctx, const ImportOptions &opts = {});
 
 }  // namespace kiln

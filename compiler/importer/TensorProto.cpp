@@ -130,11 +130,8 @@ std::string readTensorProto(const onnx::TensorProto &p, const std::string &baseD
   return "";
 }
 
-std::string loadModelFile(const std::string &path, onnx::ModelProto &model) {
-  std::string data;
-  if (!readFile(path, data)) return "cannot read model file '" + path + "'";
-  if (data.empty()) return "model file '" + path + "' is empty";
-  bool text = endsWith(path, ".onnxtxt") || endsWith(path, ".pbtxt") || endsWith(path, ".txt");
+std::string parseModel(const std::string &data, bool text, const std::string &name, onnx::ModelProto &model) {
+  if (data.empty()) return "model file '" + name + "' is empty";
   if (text) {
     google::protobuf::TextFormat::Parser parser;
     struct Collector : google::protobuf::io::ErrorCollector {
@@ -145,15 +142,22 @@ std::string loadModelFile(const std::string &path, onnx::ModelProto &model) {
     } errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(data, &model))
-      return "model file '" + path + "' is not a valid text-format ONNX model (" + errors.first + ")";
+      return "model file '" + name + "' is not a valid text-format ONNX model (" + errors.first + ")";
     return "";
   }
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t *>(data.data()),
                                             static_cast<int>(data.size()));
   in.SetTotalBytesLimit(std::numeric_limits<int>::max());
   if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-    return "model file '" + path + "' is not a valid ONNX protobuf (truncated or corrupt)";
+    return "model file '" + name + "' is not a valid ONNX protobuf (truncated or corrupt)";
   return "";
+}
+
+std::string loadModelFile(const std::string &path, onnx::ModelProto &model) {
+  std::string data;
+  if (!readFile(path, data)) return "cannot read model file '" + path + "'";
+  bool text = endsWith(path, ".onnxtxt") || endsWith(path, ".pbtxt") || endsWith(path, ".txt");
+  return parseModel(data, text, path, model);
 }
 
 std::string loadTensorFile(const std::string &path, ops::Tensor &out, std::string *name) {

@@ -28,6 +28,8 @@ std::string readTensorProto(const onnx::TensorProto &proto, const std::string &b
 // Loads a model from binary protobuf or, for `.onnxtxt`/`.pbtxt`/`.txt`, protobuf text format.
 // Returns "" on success, else the reason (names the file).
 std::string loadModelFile(const std::string &path, onnx::ModelProto &model);
+// The same from bytes in memory; `name` is used in messages.
+std::string parseModel(const std::string &data, bool text, const std::string &name, onnx::ModelProto &model);
 // A TensorProto file (as in the ONNX test data sets' input_0.pb).
 std::string loadTensorFile(const std::string &path, ops::Tensor &out, std::string *name = nullptr);
 
