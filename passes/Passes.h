@@ -14,7 +14,8 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-// The pipeline run after import: fold constants, then MLIR's canonicalizer (dead code, CSE).
+// The pipeline run after import: fold constants, then MLIR's canonicalizer (dead code,
+// duplicate constants).
 void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 
 }  // namespace kiln

@@ -20,9 +20,6 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# lit (for the IR tests): Debian's llvm-19-tools ships it as a Python package.
-if [ ! -x /usr/lib/llvm-19/build/utils/lit/lit.py ] && ! command -v lit >/dev/null; then
-  echo "warning: lit not found" >&2
-fi
-[ -x /usr/local/cuda/bin/nvcc ] || { echo "error: CUDA 13 toolkit not found at /usr/local/cuda" >&2; exit 1; }
+# Code generation (NVRTC) will need the CUDA 13 toolkit; nothing built today does.
+[ -x /usr/local/cuda/bin/nvcc ] || echo "warning: CUDA 13 toolkit not found at /usr/local/cuda" >&2
 echo "setup: all dependencies present"

@@ -62,8 +62,14 @@ std::string dirOf(const std::string &path) {
   return p == std::string::npos ? "." : path.substr(0, p);
 }
 
+// A node's name for messages and locations: its name, else its first output, else its op type.
+std::string displayName(const onnx::NodeProto &n) {
+  if (!n.name().empty()) return n.name();
+  return n.output_size() && !n.output(0).empty() ? n.output(0) : n.op_type();
+}
+
 std::string nodeLabel(const onnx::NodeProto &n) {
-  std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name();
+  std::string name = displayName(n);
   return "node '" + name + "' (" + (n.domain().empty() ? "" : n.domain() + "::") + n.op_type() + ")";
 }
 
@@ -270,7 +276,7 @@ std::string GraphImporter::importConstantNode(const onnx::NodeProto &n) {
   if (n.attribute_size() != 1 || n.output_size() != 1)
     return nodeLabel(n) + " must have exactly one attribute and one output";
   const auto &a = n.attribute(0);
-  Location loc = locFor(n.name().empty() ? n.output(0) : n.name());
+  Location loc = locFor(displayName(n));
   RawTensor raw;
   if (a.name() == "value") {
     if (auto err = readTensorProto(a.t(), baseDir_, raw); !err.empty()) return nodeLabel(n) + ": " + err;
@@ -294,7 +300,7 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
   std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   if (domain.empty() && n.op_type() == "Constant") return importConstantNode(n);
 
-  Location loc = locFor(n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name());
+  Location loc = locFor(displayName(n));
   std::vector<Value> operands;
   bool unknownInput = false;
   for (const auto &in : n.input()) {
@@ -319,7 +325,7 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
                                        b_.getStringAttr(reason), b_.getDictionaryAttr(attrs));
     for (int k = 0; k < n.output_size(); ++k)
       if (!n.output(k).empty()) values_[n.output(k)] = op->getResult(k);
-    result.unsupported.push_back((n.name().empty() ? n.output(0) : n.name()) + " (" +
+    result.unsupported.push_back(displayName(n) + " (" +
                                  (domain.empty() ? "" : domain + "::") + n.op_type() + "): " + reason);
     return std::string();
   };
@@ -410,7 +416,8 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
   ModuleOp module = *result.module;
   module->setAttr("kiln.opset", b_.getI64IntegerAttr(opset_));
   if (!model.producer_name().empty())
-    module->setAttr("kiln.producer", b_.getStringAttr(model.producer_name() + " " + model.producer_version()));
+    module->setAttr("kiln.producer", b_.getStringAttr(model.producer_version().empty() ? model.producer_name()
+                                                                      : model.producer_name() + " " + model.producer_version()));
 
   b_.setInsertionPointToEnd(module.getBody());
   // Inputs first so the function signature is known; initializers become constants in its body.
@@ -440,9 +447,13 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     auto it = opts_.constantInputs.find(in.name());
     if (it == opts_.constantInputs.end() || values_.count(in.name())) continue;
     const auto &tt = in.type().tensor_type();
-    if (static_cast<ops::DType>(tt.elem_type()) != it->second.dtype ||
-        (tt.has_shape() && tt.shape().dim_size() != it->second.rank()))
-      return failWith("constant input '" + in.name() + "' does not match the declared type");
+    bool match = static_cast<ops::DType>(tt.elem_type()) == it->second.dtype;
+    if (tt.has_shape()) {
+      match &= tt.shape().dim_size() == it->second.rank();
+      for (int k = 0; match && k < tt.shape().dim_size(); ++k)
+        match &= !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() == it->second.shape[k];
+    }
+    if (!match) return failWith("constant input '" + in.name() + "' does not match the declared type");
     values_[in.name()] = b_.create<ConstantOp>(locFor(in.name()), attrFromTensor(it->second, &ctx_));
   }
 

@@ -14,7 +14,7 @@
 #include <string>
 
 namespace kiln {
-// Shape inference and verification through the op semantics registry (Semantics.cpp).
+// Shape inference and verification through the op semantics registry (KilnDialect.cpp).
 mlir::LogicalResult inferResultTypes(mlir::Operation *op, llvm::StringRef onnxName,
                                      llvm::SmallVectorImpl<mlir::Type> &types, std::string &error);
 mlir::LogicalResult verifyInferredTypes(mlir::Operation *op, llvm::StringRef onnxName);

@@ -240,6 +240,12 @@ def Kiln_ResizeOp : Kiln_Op<"resize", "Resize"> {
                    StrOpt:$keep_aspect_ratio_policy, StrOpt:$mode, StrOpt:$nearest_mode);
   let results = (outs Kiln_Tensor:$Y);
 }
+// Deprecated since opset 10 (Resize replaces it); opset 7 gives scales as an attribute.
+def Kiln_UpsampleOp : Kiln_Op<"upsample", "Upsample"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_TensorOrNone:$scales_input, StrOpt:$mode,
+                   FloatsOpt:$scales);
+  let results = (outs Kiln_Tensor:$Y);
+}
 def Kiln_RangeOp : Kiln_Op<"range", "Range"> {
   let arguments = (ins Kiln_Tensor:$start, Kiln_Tensor:$limit, Kiln_Tensor:$delta);
   let results = (outs Kiln_Tensor:$output);

@@ -10,9 +10,12 @@
 //    the taps shifted one to the left (the same result as ratio 0, but it fixes which taps count
 //    as "outside" for exclude_outside);
 //  - taps outside the input are clamped to the edge, unless exclude_outside zeroes them and
-//    renormalises;
+//    renormalises (far outside, the tap window is shifted back as the reference does);
 //  - align_corners and tf_crop_and_resize use the real-valued resized length scale * length,
-//    which differs from the integer output length when `scales` is given.
+//    which differs from the integer output length when `scales` is given;
+//  - except: pytorch_half_pixel with an integer output length of 1 maps to 0, as the spec and
+//    ONNX Runtime say (the reference uses -0.5 and the real-valued length; the two agree for
+//    nearest and linear).
 #include "compiler/ops/OpSemantics.h"
 
 #include <algorithm>
@@ -287,7 +290,7 @@ Taps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int64_t x
   // `base` is the tap just left of xo (one further left when xo is integral, ratio = 1).
   int64_t base = static_cast<int64_t>(fl) - (integral ? 1 : 0);
   double ratio = integral ? 1.0 : xo - fl;
-  std::vector<std::pair<int64_t, double>> w;  // (offset from base, weight)
+  std::vector<std::pair<int64_t, double>> w;  // (offset from base, weight), consecutive offsets
   if (s.mode == "linear" && !s.antialias) {
     w = {{0, 1 - ratio}, {1, ratio}};
   } else if (s.mode == "cubic" && !s.antialias) {
@@ -308,17 +311,22 @@ Taps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int64_t x
     }
     for (auto &p : w) p.second /= sum;
   }
+  // The reference takes the w.size() input positions nearest to xo within the input extended
+  // by ceil(n / 2) edge positions on each side; far outside the input that window is shifted
+  // back inside (keeping the coefficients in order), which matters for exclude_outside and cubic.
+  int64_t n = static_cast<int64_t>(w.size()), ext = (n + 1) / 2;
+  int64_t first = std::max(-ext, std::min(base + w.front().first, last + 1 + ext - n));
+  for (int64_t k = 0; k < n; ++k) w[k].first = first + k;
   if (s.excludeOutside) {
     double sum = 0.0;
     for (auto &p : w) {
-      int64_t idx = base + p.first;
-      if (idx < 0 || idx > last) p.second = 0.0;
+      if (p.first < 0 || p.first > last) p.second = 0.0;
       sum += p.second;
     }
     for (auto &p : w) p.second /= sum;
   }
   for (auto &p : w)
-    if (p.second != 0.0) r.taps.push_back({clampIdx(base + p.first), p.second});
+    if (p.second != 0.0) r.taps.push_back({clampIdx(p.first), p.second});
   return r;
 }
 

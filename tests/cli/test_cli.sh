@@ -50,5 +50,14 @@ expect 2 "not a valid text-format ONNX model" -- plan "$tiny/bad/garbled_text.on
 expect 2 "" -- frobnicate
 expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
 
+# Inputs the importer fuzzer (tools/fuzz) once crashed on (stored without its format byte): each
+# must now exit 0, 1 or 2 cleanly.
+for f in "$src"/tests/fuzz-regressions/*; do
+  [ -e "$f" ] || continue
+  timeout 60 "$kiln" plan "$f" >/dev/null 2>&1
+  got=$?
+  if [[ $got -le 2 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: fuzz regression $f → exit $got"; fi
+done
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -2,7 +2,8 @@
 # Bounded libFuzzer run over the ONNX importer (clang + ASan/UBSan in build-fuzz/).
 #   bash tools/fuzz/run_fuzz.sh [SECONDS]      (default 300)
 # Seeds: every tiny model and the ONNX node tests' models. Crashes are written to
-# build-fuzz/crashes/; copy each into tests/fuzz-regressions/ (the cli test replays them).
+# build-fuzz/crashes/; copy each without its format byte (tail -c +2 FILE) into
+# tests/fuzz-regressions/, which the cli test replays.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-300}

@@ -15,7 +15,7 @@ Runner addImportCommand(CLI::App &app) {
   auto debugInfo = std::make_shared<bool>(false);
   auto elide = std::make_shared<int64_t>(0);
   opts->add(*cmd);
-  cmd->add_flag("--no-cleanup", *noFold, "Print the IR as imported, before constant folding and canonicalization");
+  cmd->add_flag("--no-cleanup", *noFold, "Print the IR as imported (folded while importing), before the cleanup pipeline");
   cmd->add_flag("--locations", *debugInfo, "Print node names (locations)");
   cmd->add_option("--elide-constants", *elide, "Print constants above this many elements as elided (0: print all)");
   return [=]() -> int {
