@@ -1,5 +1,7 @@
 #include "compiler/analysis/Plan.h"
 
+#include "compiler/analysis/MemoryPlan.h"
+
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
 
@@ -87,6 +89,25 @@ ModelPlan planFunction(func::FuncOp f) {
     for (Value r : op.getResults())
       if (r.use_empty()) live -= bytesOf(r.getType());
   }
+  // The arena: every intermediate value (not a constant, input or function result) gets an
+  // offset; lifetimes are [defining op, last user] in program order.
+  llvm::DenseMap<Operation *, int64_t> index;
+  int64_t i = 0;
+  for (Operation &op : body) index[&op] = i++;
+  std::vector<BufferRequest> requests;
+  for (Operation &op : body) {
+    if (isa<ConstantOp, NoneOp>(op) || &op == terminator) continue;
+    for (Value r : op.getResults()) {
+      bool returned = false;
+      int64_t last = index[&op];
+      for (Operation *user : r.getUsers()) {
+        returned |= user == terminator;
+        last = std::max(last, index[user]);
+      }
+      if (!returned) requests.push_back({bytesOf(r.getType()), index[&op], last});
+    }
+  }
+  plan.arenaBytes = planMemory(requests).arenaBytes;
   return plan;
 }
 

@@ -35,6 +35,7 @@ struct ModelPlan {
   int64_t weightCount = 0, weightBytes = 0;
   int64_t activationBytes = 0;      // every intermediate value, summed
   int64_t peakActivationBytes = 0;  // most bytes live at once in program order (inputs included)
+  int64_t arenaBytes = 0;           // planned activation arena (intermediates only; I/O is bound)
   bool complete = true;             // false when unsupported ops hide sizes downstream
 };
 

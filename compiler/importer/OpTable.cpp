@@ -229,7 +229,8 @@ const std::vector<OpEntry> &opTable() {
     add("Resize", "resize", 11, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 4); });
     add("Upsample", "upsample", kMinOpset, 9, [](NodeImport &n) { return fillOptional(n, 2); });
     add("Trilu", "trilu", 14, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 2); });
-    add("Dropout", "dropout", kMinOpset, 11, dropAttrs({"ratio", "is_test"}));
+    add("Dropout", "dropout", kMinOpset, 11,
+        chain({dropAttrs({"ratio", "is_test"}), [](NodeImport &n) { return fillOptional(n, 3); }}));
     add("Dropout", "dropout", 12, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 3); });
     return t;
   }();

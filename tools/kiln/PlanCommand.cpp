@@ -42,7 +42,8 @@ static void printPlan(const std::string &model, const ModelPlan &p) {
               humanCount(static_cast<double>(p.totalFlops)).c_str());
   std::printf("weights:            %lld tensors, %s\n", static_cast<long long>(p.weightCount), humanBytes(p.weightBytes).c_str());
   std::printf("activations:        %s in all\n", humanBytes(p.activationBytes).c_str());
-  std::printf("peak activations:   %s (program order, no reuse within an op)\n", humanBytes(p.peakActivationBytes).c_str());
+  std::printf("peak activations:   %s (program order, inputs and outputs included)\n", humanBytes(p.peakActivationBytes).c_str());
+  std::printf("activation arena:   %s (planned: intermediates, liveness-based reuse)\n", humanBytes(p.arenaBytes).c_str());
   if (!p.unsupported.empty()) {
     std::printf("\nunsupported: %zu node(s)\n", p.unsupported.size());
     for (auto &u : p.unsupported)
@@ -78,6 +79,7 @@ Runner addPlanCommand(CLI::App &app) {
       j["weights"] = {{"count", p.weightCount}, {"bytes", p.weightBytes}};
       j["activation_bytes"] = p.activationBytes;
       j["peak_activation_bytes"] = p.peakActivationBytes;
+      j["arena_bytes"] = p.arenaBytes;
       nlohmann::json un = nlohmann::json::array();
       for (auto &u : p.unsupported)
         un.push_back({{"name", u.name}, {"op_type", u.opType}, {"domain", u.domain}, {"reason", u.reason}});
