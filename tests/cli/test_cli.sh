@@ -50,6 +50,23 @@ expect 2 "not a valid text-format ONNX model" -- plan "$tiny/bad/garbled_text.on
 expect 2 "" -- frobnicate
 expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
 
+# compile / inspect (NVRTC, no GPU needed) and a corrupt engine.
+tmp=$(mktemp -d)
+expect 0 "wrote .*cbr.kiln .*for sm_90: 5 launches" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr.kiln" --compile-cache-dir "$tmp/cache"
+expect 0 "5 from cache, 0 compiled" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr2.kiln" --compile-cache-dir "$tmp/cache"
+if cmp -s "$tmp/cbr.kiln" "$tmp/cbr2.kiln"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: rebuilt engine is not byte-identical"; fi
+expect 0 "target: +sm_90" -- inspect "$tmp/cbr.kiln"
+expect 0 '"arena_bytes"' -- inspect "$tmp/cbr.kiln" --json
+head -c 1000 "$tmp/cbr.kiln" > "$tmp/truncated.kiln"
+expect 2 "truncated|size" -- inspect "$tmp/truncated.kiln"
+cp "$tmp/cbr.kiln" "$tmp/flipped.kiln"; printf '\x55' | dd of="$tmp/flipped.kiln" bs=1 seek=5000 conv=notrunc 2>/dev/null
+expect 2 "checksum" -- inspect "$tmp/flipped.kiln"
+expect 2 "not a kiln engine" -- inspect "$tiny/mlp.onnx"
+expect 2 "unsupported ops" -- compile "$tiny/unsupported.onnxtxt" -o "$tmp/u.kiln"
+expect 2 "sm_42" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --arch sm_42
+expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --compile-cache-dir "$tmp/cache"
+rm -rf "$tmp"
+
 # Inputs the importer fuzzer (tools/fuzz) once crashed on (stored without its format byte): each
 # must now exit 0, 1 or 2 cleanly.
 for f in "$src"/tests/fuzz-regressions/*; do

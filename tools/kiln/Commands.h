@@ -12,6 +12,8 @@ using Runner = std::function<int()>;
 
 Runner addPlanCommand(CLI::App &app);
 Runner addImportCommand(CLI::App &app);
+Runner addCompileCommand(CLI::App &app);
+Runner addInspectCommand(CLI::App &app);
 
 // Shared by commands that read a model.
 struct ModelOptions {

@@ -10,6 +10,8 @@ int main(int argc, char **argv) {
   std::vector<kiln::cli::Runner> runners = {
       kiln::cli::addPlanCommand(app),
       kiln::cli::addImportCommand(app),
+      kiln::cli::addCompileCommand(app),
+      kiln::cli::addInspectCommand(app),
   };
   try {
     app.parse(argc, argv);

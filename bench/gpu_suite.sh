@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU, in one call (the device time is short): the zoo is generated
+# with the host's PyTorch, then every check writes its log under $OUT.
+#   bash bench/gpu_suite.sh            (from the repo root, with build/bin carried)
+set -u
+OUT=${OUT:-/tmp/kiln-gpu-out}
+mkdir -p "$OUT"
+bin=build/bin
+export PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; git log -1 --format=%H 2>/dev/null; date -u; } > "$OUT/host.txt" 2>&1
+python3 models/make_zoo.py --out /tmp/zoo --no-check > "$OUT/zoo.log" 2>&1 || echo "zoo generation failed" >> "$OUT/summary.txt"
+run() {  # name, command...: log to $OUT/name.log, one summary line per check
+  local name=$1; shift
+  timeout 300 "$@" > "$OUT/$name.log" 2>&1
+  echo "$name rc=$? | $(grep -E 'rel_l2|latency|skipped|failed|error' "$OUT/$name.log" | tr '\n' '|' | cut -c1-400)" >> "$OUT/summary.txt"
+}
+for m in mlp conv_bn_relu opset11_mix shape_chain; do run "tiny_$m" $bin/kiln-gpu-check models/tiny/$m.onnxtxt --iterations 20; done
+# Every emitted kernel case against onnxruntime (NVRTC + driver through ctypes).
+$bin/kiln-kernel-cases-dump > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+[ -x $bin/kiln-make-test-engine ] && $bin/kiln-make-test-engine /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test $bin/kiln-c-api-test /tmp/axpb.kiln
+# fp32 accuracy against the CPU reference (double), then latency.
+for m in resnet18 resnet50 mobilenetv2_b32; do run "zoo_$m" $bin/kiln-gpu-check /tmp/zoo/$m.onnx --iterations 30; done
+# Latency only (the CPU reference is too slow for these sizes).
+for m in resnet50_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512; do run "zoo_$m" $bin/kiln-gpu-check /tmp/zoo/$m.onnx --no-reference --iterations 20; done
+cat "$OUT/summary.txt"

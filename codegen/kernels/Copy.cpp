@@ -1,0 +1,175 @@
+#include "codegen/kernels/Copy.h"
+
+#include "codegen/kernels/KernelUtil.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace kiln::codegen {
+
+using namespace kernels;
+
+namespace {
+
+const char *wordType(ElemType t) {
+  switch (elemSize(t)) {
+    case 1: return "unsigned char";
+    case 2: return "unsigned short";
+    case 8: return "unsigned long long";
+    default: return "unsigned int";
+  }
+}
+
+}  // namespace
+
+KernelLaunch emitCopy(const CopySpec &s) {
+  size_t rank = s.dims.size();
+  if (s.inStrides.size() != rank) throw std::invalid_argument("copy: one input stride per dim");
+  std::vector<int64_t> outStrides = s.outStrides.empty() ? contiguousStrides(s.dims) : s.outStrides;
+  if (outStrides.size() != rank) throw std::invalid_argument("copy: one output stride per dim");
+  if (s.gather && (s.gatherBegin < 0 || s.gatherRank < 0 || size_t(s.gatherBegin + s.gatherRank) > rank ||
+                   s.gatherAxisSize < 1 || (s.indexType != ElemType::I64 && s.indexType != ElemType::I32)))
+    throw std::invalid_argument("copy: bad gather dims");
+  for (int64_t d : s.dims)
+    if (d < 0) throw std::invalid_argument("copy: negative dim");
+  const int64_t total = numElementsOf(s.dims);
+
+  StridedSpace space;
+  space.dims = s.dims;
+  space.strides = {s.inStrides, outStrides};
+  if (s.gather) {
+    std::vector<int64_t> gdims(s.dims.begin() + s.gatherBegin, s.dims.begin() + s.gatherBegin + s.gatherRank);
+    std::vector<int64_t> gs = contiguousStrides(gdims), st(rank, 0);
+    for (int k = 0; k < s.gatherRank; ++k) st[s.gatherBegin + k] = gs[k];
+    space.strides.push_back(st);
+  }
+  // Bound on every offset, for the index type.
+  int64_t bound = total + 8192 * 256 + std::llabs(s.inOffset) + std::llabs(s.outOffset) +
+                  std::llabs(s.gatherStride) * s.gatherAxisSize;
+  for (size_t d = 0; d < rank; ++d)
+    bound += (std::llabs(s.inStrides[d]) + std::llabs(outStrides[d])) * std::max<int64_t>(s.dims[d] - 1, 0);
+  space = coalesce(space);
+  std::string idx = indexType(bound);
+  const char *w = wordType(s.type);
+
+  std::string src = std::string("// kiln copy: ") + std::to_string(total) + " elements of " +
+                    std::to_string(elemSize(s.type)) + " bytes" + (s.gather ? ", gather" : "") + "\n";
+  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const " + std::string(w) +
+         "* __restrict__ in, ";
+  if (s.gather) src += std::string("const ") + (s.indexType == ElemType::I64 ? "long long" : "int") + "* __restrict__ indices, ";
+  src += std::string(w) + "* __restrict__ out) {\n";
+  src += "  const " + idx + " n = " + std::to_string(total) + ";\n";
+  src += "  for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (" + idx +
+         ")gridDim.x * blockDim.x) {\n";
+  std::vector<std::string> names = {"oi", "oo"};
+  if (s.gather) names.push_back("ox");
+  src += offsetCode(space, names, idx, "i");
+  if (s.gather) {
+    src += "    long long v = indices[ox];\n";
+    src += "    if (v < 0) v += " + std::to_string(s.gatherAxisSize) + "LL;\n";
+    src += "    v = v < 0 ? 0 : v > " + std::to_string(s.gatherAxisSize - 1) + "LL ? " +
+           std::to_string(s.gatherAxisSize - 1) + "LL : v;\n";
+    src += "    oi += (" + idx + ")(v * " + std::to_string(s.gatherStride) + "LL);\n";
+  }
+  src += "    out[" + std::to_string(s.outOffset) + " + oo] = in[" + std::to_string(s.inOffset) + " + oi];\n";
+  src += "  }\n}\n";
+  KernelLaunch k = finalizeKernel("copy", src);
+  k.block = {256, 1, 1};
+  k.grid = {gridStrideBlocks(total, 256), 1, 1};
+  k.numParams = s.gather ? 3 : 2;
+  return k;
+}
+
+CopySpec transposeCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &perm, ElemType t) {
+  if (perm.size() != inShape.size()) throw std::invalid_argument("transpose: perm rank");
+  std::vector<int64_t> st = contiguousStrides(inShape);
+  CopySpec s;
+  s.type = t;
+  std::vector<bool> seen(perm.size());
+  for (int64_t p : perm) {
+    if (p < 0 || p >= int64_t(perm.size()) || seen[p]) throw std::invalid_argument("transpose: bad perm");
+    seen[p] = true;
+    s.dims.push_back(inShape[p]);
+    s.inStrides.push_back(st[p]);
+  }
+  return s;
+}
+
+CopySpec sliceCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &starts,
+                   const std::vector<int64_t> &steps, const std::vector<int64_t> &outShape, ElemType t) {
+  size_t r = inShape.size();
+  if (starts.size() != r || steps.size() != r || outShape.size() != r) throw std::invalid_argument("slice: ranks");
+  std::vector<int64_t> st = contiguousStrides(inShape);
+  CopySpec s;
+  s.type = t;
+  s.dims = outShape;
+  for (size_t d = 0; d < r; ++d) {
+    if (steps[d] == 0) throw std::invalid_argument("slice: zero step");
+    if (outShape[d] > 0 && (starts[d] < 0 || starts[d] >= inShape[d] ||
+                            starts[d] + (outShape[d] - 1) * steps[d] < 0 ||
+                            starts[d] + (outShape[d] - 1) * steps[d] >= inShape[d]))
+      throw std::invalid_argument("slice: out of range");
+    if (outShape[d] > 0) s.inOffset += starts[d] * st[d];
+    s.inStrides.push_back(st[d] * steps[d]);
+  }
+  return s;
+}
+
+CopySpec concatCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, int axis,
+                    int64_t offset, ElemType t) {
+  if (inShape.size() != outShape.size() || axis < 0 || axis >= int(inShape.size()) ||
+      offset + inShape[axis] > outShape[axis])
+    throw std::invalid_argument("concat: shapes");
+  CopySpec s;
+  s.type = t;
+  s.dims = inShape;
+  s.inStrides = contiguousStrides(inShape);
+  s.outStrides = contiguousStrides(outShape);
+  s.outOffset = offset * s.outStrides[axis];
+  return s;
+}
+
+CopySpec expandCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, ElemType t) {
+  CopySpec s;
+  s.type = t;
+  s.dims = outShape;
+  s.inStrides = broadcastStrides(inShape, outShape);
+  return s;
+}
+
+CopySpec tileCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &repeats, ElemType t) {
+  if (repeats.size() != inShape.size()) throw std::invalid_argument("tile: repeats rank");
+  std::vector<int64_t> st = contiguousStrides(inShape);
+  CopySpec s;
+  s.type = t;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    if (repeats[d] < 0) throw std::invalid_argument("tile: negative repeat");
+    s.dims.push_back(repeats[d]);
+    s.inStrides.push_back(0);
+    s.dims.push_back(inShape[d]);
+    s.inStrides.push_back(st[d]);
+  }
+  return s;
+}
+
+CopySpec gatherCopy(const std::vector<int64_t> &dataShape, int axis, const std::vector<int64_t> &indicesShape,
+                    ElemType indexType, ElemType t) {
+  if (axis < 0 || axis >= int(dataShape.size())) throw std::invalid_argument("gather: axis");
+  std::vector<int64_t> st = contiguousStrides(dataShape);
+  CopySpec s;
+  s.type = t;
+  for (int d = 0; d < axis; ++d) { s.dims.push_back(dataShape[d]); s.inStrides.push_back(st[d]); }
+  for (int64_t d : indicesShape) { s.dims.push_back(d); s.inStrides.push_back(0); }
+  for (size_t d = axis + 1; d < dataShape.size(); ++d) { s.dims.push_back(dataShape[d]); s.inStrides.push_back(st[d]); }
+  s.gather = true;
+  s.gatherBegin = axis;
+  s.gatherRank = static_cast<int>(indicesShape.size());
+  s.indexType = indexType;
+  s.gatherAxisSize = dataShape[axis];
+  s.gatherStride = st[axis];
+  return s;
+}
+
+}  // namespace kiln::codegen

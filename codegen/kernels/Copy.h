@@ -1,0 +1,51 @@
+// Generic N-D strided gather, out[outOffset + Σ c_d * outStride_d] = in[inOffset + Σ c_d * inStride_d]
+// for every coordinate c of `dims`, any element type (copied as raw 1/2/4/8-byte words). Covers
+// Transpose (permuted strides), Slice (offset + stepped strides, negative steps too), Concat (one
+// launch per input writing into the result at an offset), Split, Expand (0 strides), Tile
+// (each axis split into [repeat, dim] with the repeat's stride 0), and Gather on a constant axis
+// (an int64/int32 indices tensor as a second input). Dims are coalesced, so rank is not limited.
+//
+// Kernel parameters: in, [indices], out.
+#pragma once
+
+#include "codegen/KernelSpec.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct CopySpec {
+  ElemType type = ElemType::F32;
+  std::vector<int64_t> dims;        // the iteration space
+  std::vector<int64_t> inStrides;   // per dim (elements; 0 = broadcast, negative allowed)
+  int64_t inOffset = 0;
+  std::vector<int64_t> outStrides;  // empty: row-major over `dims`
+  int64_t outOffset = 0;
+  // Gather: dims [gatherBegin, gatherBegin + gatherRank) walk a contiguous indices tensor; its
+  // value v (negative counts from the end of an axis of gatherAxisSize; out-of-range values are
+  // clamped, never read out of bounds) adds v * gatherStride to the input offset. Those dims'
+  // inStrides are normally 0.
+  bool gather = false;
+  int gatherBegin = 0, gatherRank = 0;
+  ElemType indexType = ElemType::I64;
+  int64_t gatherAxisSize = 1, gatherStride = 0;
+};
+
+KernelLaunch emitCopy(const CopySpec &spec);
+
+// Builders for the ops above (shapes row-major; every result is an ordinary CopySpec).
+CopySpec transposeCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &perm, ElemType t = ElemType::F32);
+// starts: resolved, in range; steps non-zero; outShape: the sliced sizes per axis.
+CopySpec sliceCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &starts,
+                   const std::vector<int64_t> &steps, const std::vector<int64_t> &outShape, ElemType t = ElemType::F32);
+// One Concat input of shape inShape written at `offset` along `axis` of the result outShape.
+CopySpec concatCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, int axis,
+                    int64_t offset, ElemType t = ElemType::F32);
+CopySpec expandCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, ElemType t = ElemType::F32);
+CopySpec tileCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &repeats, ElemType t = ElemType::F32);
+// Gather(data, indices, axis): out = data[..., indices[...], ...].
+CopySpec gatherCopy(const std::vector<int64_t> &dataShape, int axis, const std::vector<int64_t> &indicesShape,
+                    ElemType indexType = ElemType::I64, ElemType t = ElemType::F32);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,335 @@
+#include "codegen/kernels/Elementwise.h"
+
+#include "codegen/kernels/KernelUtil.h"
+
+#include <functional>
+#include <stdexcept>
+
+namespace kiln::codegen {
+
+using namespace kernels;
+
+namespace {
+
+constexpr int kBlock = 256;
+
+bool isHalfType(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; }
+
+// The body of one element: loads of a, b, c from offsets o0.. and the store.
+std::string elementBody(const ElementwiseSpec &s, const std::vector<std::string> &offsets,
+                        const std::string &outIndex) {
+  static const char *vars[] = {"a", "b", "c"};
+  std::string code;
+  for (size_t k = 0; k < s.inputShapes.size(); ++k)
+    code += std::string("    const ") + storageTypeName(s.inputTypes[k]) + " " + vars[k] + " = in" +
+            std::to_string(k) + "[" + offsets[k] + "];\n";
+  code += std::string("    out[") + outIndex + "] = (" + storageTypeName(s.outType) + ")(" + s.expr + ");\n";
+  return code;
+}
+
+}  // namespace
+
+KernelLaunch emitElementwise(const ElementwiseSpec &specIn) {
+  ElementwiseSpec s = specIn;
+  size_t n = s.inputShapes.size();
+  if (n < 1 || n > 3) throw std::invalid_argument("elementwise: needs 1 to 3 inputs, got " + std::to_string(n));
+  if (s.inputTypes.empty()) s.inputTypes.assign(n, ElemType::F32);
+  if (s.inputTypes.size() != n) throw std::invalid_argument("elementwise: inputTypes does not match inputs");
+  for (ElemType t : s.inputTypes)
+    if (isHalfType(t)) throw std::invalid_argument("elementwise: f16/bf16 kernels are not implemented yet");
+  if (isHalfType(s.outType)) throw std::invalid_argument("elementwise: f16/bf16 kernels are not implemented yet");
+  if (s.expr.empty()) throw std::invalid_argument("elementwise: empty expression");
+  std::vector<int64_t> out = broadcastShapes(s.inputShapes);
+  if (!s.outShape.empty() || out.empty()) {
+    // An explicit output shape must be what the inputs broadcast to (or a scalar's []).
+    if (!s.outShape.empty() && broadcastShapes({out, s.outShape}) != s.outShape)
+      throw std::invalid_argument("elementwise: inputs do not broadcast to the output shape");
+    if (!s.outShape.empty()) out = s.outShape;
+  }
+  const int64_t total = numElementsOf(out);
+
+  StridedSpace space;
+  space.dims = out;
+  for (size_t k = 0; k < n; ++k) space.strides.push_back(broadcastStrides(s.inputShapes[k], out));
+  space = coalesce(space);
+
+  int64_t maxBlocks = 8192;
+  std::string idx = indexType(total + maxBlocks * kBlock * 4);
+
+  // float4 path: f32 everywhere, every input full-size (contiguous) or a single element.
+  bool vec = s.allowVectorized && total > 0 && total % 4 == 0 && s.outType == ElemType::F32;
+  std::vector<bool> scalarIn(n);
+  for (size_t k = 0; k < n; ++k) {
+    int64_t size = numElementsOf(s.inputShapes[k]);
+    scalarIn[k] = size == 1;
+    vec = vec && s.inputTypes[k] == ElemType::F32 && (size == 1 || size == total);
+  }
+
+  std::string src = "// kiln elementwise: out = " + s.expr + "\n";
+  src += kDevicePrelude;
+  src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") KILN_ENTRY(";
+  for (size_t k = 0; k < n; ++k)
+    src += std::string("const ") + storageTypeName(s.inputTypes[k]) + "* __restrict__ in" + std::to_string(k) + ", ";
+  src += std::string(storageTypeName(s.outType)) + "* __restrict__ out) {\n";
+  src += "  const " + idx + " n = " + std::to_string(total) + ";\n";
+  src += "  const " + idx + " step = (" + idx + ")gridDim.x * blockDim.x;\n";
+  src += "  " + idx + " first = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x;\n";
+  if (vec) {
+    static const char *vars[] = {"a", "b", "c"};
+    static const char *lanes[] = {"x", "y", "z", "w"};
+    std::string aligned = "(((unsigned long long)out";
+    for (size_t k = 0; k < n; ++k)
+      if (!scalarIn[k]) aligned += " | (unsigned long long)in" + std::to_string(k);
+    aligned += ") & 15) == 0";
+    src += "  if (" + aligned + ") {\n";
+    for (size_t k = 0; k < n; ++k)
+      if (scalarIn[k]) src += "    const float s" + std::to_string(k) + " = in" + std::to_string(k) + "[0];\n";
+    src += "    for (" + idx + " i = first; i < n / 4; i += step) {\n";
+    for (size_t k = 0; k < n; ++k)
+      if (!scalarIn[k])
+        src += "      const float4 v" + std::to_string(k) + " = reinterpret_cast<const float4*>(in" +
+               std::to_string(k) + ")[i];\n";
+    src += "      float4 r;\n";
+    for (const char *lane : lanes) {
+      src += "      { ";
+      for (size_t k = 0; k < n; ++k)
+        src += std::string("const float ") + vars[k] + " = " +
+               (scalarIn[k] ? "s" + std::to_string(k) : "v" + std::to_string(k) + "." + lane) + "; ";
+      src += std::string("r.") + lane + " = (float)(" + s.expr + "); }\n";
+    }
+    src += "      reinterpret_cast<float4*>(out)[i] = r;\n    }\n    return;\n  }\n";
+  }
+  src += "  for (" + idx + " i = first; i < n; i += step) {\n";
+  std::vector<std::string> names;
+  for (size_t k = 0; k < n; ++k) names.push_back("o" + std::to_string(k));
+  src += offsetCode(space, names, idx, "i");
+  src += elementBody(s, names, "i");
+  src += "  }\n}\n";
+
+  KernelLaunch k = finalizeKernel("ew", src);
+  k.block = {kBlock, 1, 1};
+  k.grid = {gridStrideBlocks(vec ? total / 4 : total, kBlock, maxBlocks), 1, 1};
+  k.numParams = static_cast<int>(n) + 1;
+  return k;
+}
+
+// =============================================================================================
+// The op table
+
+namespace {
+
+using Make = std::function<std::optional<ElementwiseOp>(int numInputs, const ElementwiseAttrs &, ElemType)>;
+
+std::string lit(double v) { return floatLiteral(static_cast<float>(v)); }
+
+ElementwiseOp floatOp(std::string expr, int n) { return {std::move(expr), ElemType::F32, std::vector<ElemType>(n, ElemType::F32)}; }
+
+// A float-only op of fixed arity.
+Make fixed(int arity, std::function<std::string(const ElementwiseAttrs &)> expr) {
+  return [arity, expr](int n, const ElementwiseAttrs &a, ElemType t) -> std::optional<ElementwiseOp> {
+    if (n != arity || t != ElemType::F32) return std::nullopt;
+    return floatOp(expr(a), n);
+  };
+}
+Make unary(std::string expr) { return fixed(1, [expr](const ElementwiseAttrs &) { return expr; }); }
+Make binary(std::string expr) { return fixed(2, [expr](const ElementwiseAttrs &) { return expr; }); }
+
+// Comparisons: two inputs of one numeric dtype, bool out.
+Make compare(std::string expr) {
+  return [expr](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+    if (n != 2 || t == ElemType::F16 || t == ElemType::BF16) return std::nullopt;
+    return ElementwiseOp{expr, ElemType::Bool, {t, t}};
+  };
+}
+
+Make logic(std::string expr, int arity) {
+  return [expr, arity](int n, const ElementwiseAttrs &, ElemType) -> std::optional<ElementwiseOp> {
+    if (n != arity) return std::nullopt;
+    return ElementwiseOp{expr, ElemType::Bool, std::vector<ElemType>(n, ElemType::Bool)};
+  };
+}
+
+// Variadic Sum/Mean/Max/Min over 1..3 inputs.
+Make variadic(std::string fold) {
+  return [fold](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+    if (n < 1 || n > 3 || t != ElemType::F32) return std::nullopt;
+    static const char *v[] = {"a", "b", "c"};
+    std::string e = "a";
+    for (int k = 1; k < n; ++k) {
+      if (fold == "+" || fold == "mean") e = e + " + " + v[k];
+      else e = "kiln_" + fold + "(" + e + ", " + v[k] + ")";
+    }
+    if (fold == "mean" && n > 1) e = "(" + e + ") / " + lit(n);
+    return floatOp(e, n);
+  };
+}
+
+const std::map<std::string, Make> &table() {
+  static const std::map<std::string, Make> t = [] {
+    std::map<std::string, Make> m;
+    // Unary math (float32; the CPU reference computes in double, these in float).
+    m["Identity"] = unary("a");
+    m["Dropout"] = unary("a");  // inference
+    m["Neg"] = unary("-a");
+    m["Abs"] = unary("fabsf(a)");
+    m["Sign"] = unary("(a > 0.f ? 1.f : a < 0.f ? -1.f : a)");
+    m["Reciprocal"] = unary("1.f / a");
+    m["Sqrt"] = unary("sqrtf(a)");
+    m["Exp"] = unary("expf(a)");
+    m["Log"] = unary("logf(a)");
+    m["Erf"] = unary("erff(a)");
+    m["Floor"] = unary("floorf(a)");
+    m["Ceil"] = unary("ceilf(a)");
+    m["Round"] = unary("rintf(a)");  // halves to even
+    m["Sin"] = unary("sinf(a)");
+    m["Cos"] = unary("cosf(a)");
+    m["Tan"] = unary("tanf(a)");
+    m["Asin"] = unary("asinf(a)");
+    m["Acos"] = unary("acosf(a)");
+    m["Atan"] = unary("atanf(a)");
+    m["Sinh"] = unary("sinhf(a)");
+    m["Cosh"] = unary("coshf(a)");
+    m["Asinh"] = unary("asinhf(a)");
+    m["Acosh"] = unary("acoshf(a)");
+    m["Atanh"] = unary("atanhf(a)");
+    m["Tanh"] = unary("tanhf(a)");
+    // Activations (compiler/ops/Activation.cpp).
+    m["Relu"] = unary("(a < 0.f ? 0.f : a)");  // NaN passes, as the reference
+    m["Sigmoid"] = unary("kiln_sigmoid(a)");
+    m["Softplus"] = unary("kiln_softplus(a)");
+    m["Softsign"] = unary("a / (1.f + fabsf(a))");
+    m["Mish"] = unary("a * tanhf(kiln_softplus(a))");
+    m["HardSwish"] = unary("a * fmaxf(0.f, fminf(1.f, a / 6.f + 0.5f))");
+    m["LeakyRelu"] = fixed(1, [](const ElementwiseAttrs &at) {
+      return "(a < 0.f ? " + lit(at.getFloat("alpha", 0.01)) + " * a : a)";
+    });
+    m["Elu"] = fixed(1, [](const ElementwiseAttrs &at) {
+      return "(a < 0.f ? " + lit(at.getFloat("alpha", 1.0)) + " * expm1f(a) : a)";
+    });
+    m["Selu"] = fixed(1, [](const ElementwiseAttrs &at) {
+      return lit(at.getFloat("gamma", 1.05070102214813232421875)) + " * (a > 0.f ? a : " +
+             lit(at.getFloat("alpha", 1.67326319217681884765625)) + " * expm1f(a))";
+    });
+    m["Celu"] = fixed(1, [](const ElementwiseAttrs &at) {
+      std::string al = lit(at.getFloat("alpha", 1.0));
+      return "(fmaxf(0.f, a) + fminf(0.f, " + al + " * expm1f(a / " + al + ")))";
+    });
+    m["ThresholdedRelu"] = fixed(1, [](const ElementwiseAttrs &at) {
+      return "(a > " + lit(at.getFloat("alpha", 1.0)) + " ? a : 0.f)";
+    });
+    m["HardSigmoid"] = fixed(1, [](const ElementwiseAttrs &at) {
+      return "fmaxf(0.f, fminf(1.f, " + lit(at.getFloat("alpha", 0.2)) + " * a + " +
+             lit(at.getFloat("beta", 0.5)) + "))";
+    });
+    m["Shrink"] = fixed(1, [](const ElementwiseAttrs &at) {
+      std::string l = lit(at.getFloat("lambd", 0.5)), b = lit(at.getFloat("bias", 0.0));
+      return "(a < -" + l + " ? a + " + b + " : a > " + l + " ? a - " + b + " : 0.f)";
+    });
+    m["Gelu"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 1 || t != ElemType::F32) return std::nullopt;
+      std::string approx = at.getString("approximate", "none");
+      if (approx == "tanh")
+        return floatOp("0.5f * a * (1.f + tanhf(0.797884560802865355f * (a + 0.044715f * a * a * a)))", 1);
+      if (approx == "none") return floatOp("0.5f * a * (1.f + erff(a * 0.707106781186547524f))", 1);
+      return std::nullopt;
+    };
+    // Clip: constant bounds from attributes, else tensor bounds from inputs 2 and 3.
+    m["Clip"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      if (t != ElemType::F32 || n < 1 || n > 3) return std::nullopt;
+      bool hasMin = at.floats.count("min"), hasMax = at.floats.count("max");
+      std::string lo = hasMin ? lit(at.getFloat("min", 0)) : n >= 2 ? "b" : "(-kiln_inf())";
+      std::string hi = hasMax ? lit(at.getFloat("max", 0)) : n >= 3 ? "c" : "kiln_inf()";
+      if (n == 2 && hasMin) return std::nullopt;  // input 2 would be unused: ambiguous
+      if (n == 3 && (hasMin || hasMax)) return std::nullopt;
+      return floatOp("kiln_clip(a, " + lo + ", " + hi + ")", n);
+    };
+    m["PRelu"] = binary("(a < 0.f ? a * b : a)");
+    // Binary arithmetic.
+    m["Add"] = binary("a + b");
+    m["Sub"] = binary("a - b");
+    m["Mul"] = binary("a * b");
+    m["Div"] = binary("a / b");
+    m["Pow"] = binary("powf(a, b)");
+    m["Mod"] = fixed(2, [](const ElementwiseAttrs &at) -> std::string {
+      if (at.getInt("fmod", 0) == 1) return "fmodf(a, b)";
+      // numpy.mod: the result takes the divisor's sign.
+      return "kiln_pymod(a, b)";
+    });
+    // Variadic.
+    m["Sum"] = variadic("+");
+    m["Mean"] = variadic("mean");
+    m["Max"] = variadic("max");
+    m["Min"] = variadic("min");
+    // Comparisons and logic.
+    m["Equal"] = compare("a == b");
+    m["Less"] = compare("a < b");
+    m["Greater"] = compare("a > b");
+    m["LessOrEqual"] = compare("a <= b");
+    m["GreaterOrEqual"] = compare("a >= b");
+    m["And"] = logic("a && b", 2);
+    m["Or"] = logic("a || b", 2);
+    m["Xor"] = logic("a != b", 2);
+    m["Not"] = logic("!a", 1);
+    m["IsNaN"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 1 || t != ElemType::F32) return std::nullopt;
+      return ElementwiseOp{"kiln_isnan(a)", ElemType::Bool, {ElemType::F32}};
+    };
+    m["IsInf"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 1 || t != ElemType::F32) return std::nullopt;
+      bool neg = at.getInt("detect_negative", 1) != 0, pos = at.getInt("detect_positive", 1) != 0;
+      std::string e = pos && neg ? "kiln_isinf(a)" : pos ? "(a == kiln_inf())" : neg ? "(a == -kiln_inf())" : "false";
+      return ElementwiseOp{e, ElemType::Bool, {ElemType::F32}};
+    };
+    // Where(cond, x, y): x and y of the data type.
+    m["Where"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 3 || t == ElemType::F16 || t == ElemType::BF16) return std::nullopt;
+      return ElementwiseOp{"(a ? b : c)", t, {ElemType::Bool, t, t}};
+    };
+    // Cast(to): ONNX TensorProto dtype codes.
+    m["Cast"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 1 || t == ElemType::F16 || t == ElemType::BF16) return std::nullopt;
+      ElemType to;
+      switch (at.getInt("to", 0)) {
+        case 1: to = ElemType::F32; break;
+        case 6: to = ElemType::I32; break;
+        case 7: to = ElemType::I64; break;
+        case 9: to = ElemType::Bool; break;
+        default: return std::nullopt;
+      }
+      return ElementwiseOp{to == ElemType::Bool ? "(a != 0)" : "a", to, {t}};
+    };
+    return m;
+  }();
+  return t;
+}
+
+}  // namespace
+
+std::optional<ElementwiseOp> lookupElementwiseOp(const std::string &opType, int numInputs,
+                                                 const ElementwiseAttrs &attrs, ElemType dataType) {
+  auto it = table().find(opType);
+  if (it == table().end()) return std::nullopt;
+  return it->second(numInputs, attrs, dataType);
+}
+
+std::vector<std::string> elementwiseOpTypes() {
+  std::vector<std::string> names;
+  for (const auto &kv : table()) names.push_back(kv.first);
+  return names;
+}
+
+KernelLaunch emitElementwiseOp(const std::string &opType,
+                               const std::vector<std::vector<int64_t>> &inputShapes,
+                               const ElementwiseAttrs &attrs, ElemType dataType) {
+  auto op = lookupElementwiseOp(opType, static_cast<int>(inputShapes.size()), attrs, dataType);
+  if (!op) throw std::invalid_argument("elementwise: no kernel for " + opType + " with " +
+                                       std::to_string(inputShapes.size()) + " inputs");
+  ElementwiseSpec s;
+  s.expr = op->expr;
+  s.inputShapes = inputShapes;
+  s.inputTypes = op->inputTypes;
+  s.outType = op->outType;
+  return emitElementwise(s);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,76 @@
+// Elementwise kernels: one output = f(a, b, c) over 1-3 inputs with numpy broadcasting (any rank;
+// dims are coalesced, so rank is not limited), plus the table from ONNX/kiln op types to f.
+//
+// Kernel parameters: `const TA* in0 [, const TB* in1 [, const TC* in2]], TO* out`.
+// The expression sees the loaded input values as `a`, `b`, `c` of their element types (float for
+// F32, bool for Bool, long long for I64, int for I32) and its value is converted to the output type.
+#pragma once
+
+#include "codegen/KernelSpec.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct ElementwiseSpec {
+  std::string expr;                               // CUDA expression over a, b, c
+  std::vector<std::vector<int64_t>> inputShapes;  // 1..3 inputs
+  std::vector<ElemType> inputTypes;               // empty: all F32
+  std::vector<int64_t> outShape;                  // empty: the broadcast of the inputs
+  ElemType outType = ElemType::F32;
+  bool allowVectorized = true;                    // float4 path when every input is full-size or a scalar
+};
+
+// Throws std::invalid_argument on bad specs (arity, shapes that do not broadcast, F16/BF16).
+KernelLaunch emitElementwise(const ElementwiseSpec &spec);
+
+// Attributes of an elementwise op, already read from the node (floats, ints and strings).
+struct ElementwiseAttrs {
+  std::map<std::string, double> floats;
+  std::map<std::string, int64_t> ints;
+  std::map<std::string, std::string> strings;
+  double getFloat(const std::string &k, double d) const {
+    auto it = floats.find(k);
+    return it == floats.end() ? d : it->second;
+  }
+  int64_t getInt(const std::string &k, int64_t d) const {
+    auto it = ints.find(k);
+    return it == ints.end() ? d : it->second;
+  }
+  std::string getString(const std::string &k, const std::string &d) const {
+    auto it = strings.find(k);
+    return it == strings.end() ? d : it->second;
+  }
+};
+
+// The kernel for one op type, as table data.
+struct ElementwiseOp {
+  std::string expr;
+  ElemType outType = ElemType::F32;       // Bool for comparisons, the data type otherwise
+  std::vector<ElemType> inputTypes;       // per input
+};
+
+// Looks up `opType` (Add Sub Mul Div Pow Mod Max Min Sum Mean Relu LeakyRelu PRelu Sigmoid Tanh
+// Erf Exp Log Sqrt Neg Abs Sign Reciprocal Floor Ceil Round Sin Cos ... Elu Selu Celu HardSigmoid
+// HardSwish Gelu Softplus Softsign Mish ThresholdedRelu Shrink Clip Where Equal Less Greater
+// LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Identity Cast ...) for `numInputs` inputs
+// of float32 data (`dataType`: F32; comparisons/Equal/Where also take I32/I64 data). Clip's bounds
+// come from the attributes `min`/`max` when given (as constants), else from inputs 2 and 3
+// (numInputs 3; a missing bound must then be passed as a constant attribute). Cast: attribute
+// `to` is the ONNX TensorProto dtype. Returns nullopt for an op type the table does not know.
+std::optional<ElementwiseOp> lookupElementwiseOp(const std::string &opType, int numInputs,
+                                                 const ElementwiseAttrs &attrs = {},
+                                                 ElemType dataType = ElemType::F32);
+
+// Every op type lookupElementwiseOp knows (for `kiln plan`, knobs and tests).
+std::vector<std::string> elementwiseOpTypes();
+
+// Convenience: lookup + emit. Throws std::invalid_argument for an unknown op.
+KernelLaunch emitElementwiseOp(const std::string &opType,
+                               const std::vector<std::vector<int64_t>> &inputShapes,
+                               const ElementwiseAttrs &attrs = {}, ElemType dataType = ElemType::F32);
+
+}  // namespace kiln::codegen

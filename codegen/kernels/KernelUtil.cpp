@@ -1,0 +1,213 @@
+#include "codegen/kernels/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace kiln::codegen::kernels {
+
+uint64_t contentHash(const std::string &s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+KernelLaunch finalizeKernel(const std::string &kind, const std::string &source) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(contentHash(source)));
+  KernelLaunch k;
+  k.entry = "kiln_" + kind + "_" + hex;
+  const std::string key = "KILN_ENTRY";
+  std::string out;
+  out.reserve(source.size() + 32);
+  size_t pos = 0;
+  for (;;) {
+    size_t at = source.find(key, pos);
+    if (at == std::string::npos) break;
+    out.append(source, pos, at - pos);
+    out += k.entry;
+    pos = at + key.size();
+  }
+  out.append(source, pos, std::string::npos);
+  k.source = std::move(out);
+  return k;
+}
+
+std::string floatLiteral(float v) {
+  if (std::isnan(v)) return "(__int_as_float(0x7fc00000))";
+  if (std::isinf(v)) return v > 0 ? "(__int_as_float(0x7f800000))" : "(__int_as_float(0xff800000))";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return "(" + s + "f)";
+}
+
+std::string intLiteral(int64_t v) {
+  if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
+  return std::to_string(v) + "LL";
+}
+
+const char *storageTypeName(ElemType t) {
+  switch (t) {
+    case ElemType::F32: return "float";
+    case ElemType::F16: return "unsigned short";
+    case ElemType::BF16: return "unsigned short";
+    case ElemType::I32: return "int";
+    case ElemType::I64: return "long long";
+    case ElemType::Bool: return "bool";
+  }
+  return "float";
+}
+
+size_t elemSize(ElemType t) {
+  switch (t) {
+    case ElemType::F32: case ElemType::I32: return 4;
+    case ElemType::F16: case ElemType::BF16: return 2;
+    case ElemType::I64: return 8;
+    case ElemType::Bool: return 1;
+  }
+  return 4;
+}
+
+const char *kDevicePrelude = R"CUDA(
+#pragma nv_diag_suppress 177
+#define KILN_DEV static __device__ __forceinline__
+KILN_DEV float kiln_inf() { return __int_as_float(0x7f800000); }
+KILN_DEV float kiln_nan() { return __int_as_float(0x7fc00000); }
+KILN_DEV bool kiln_isnan(float x) { return x != x; }
+KILN_DEV bool kiln_isinf(float x) { return fabsf(x) == kiln_inf(); }
+// max/min that propagate NaN (fmaxf/fminf drop it), as numpy's maximum/minimum do.
+KILN_DEV float kiln_max(float a, float b) { return (a != a || b != b) ? kiln_nan() : fmaxf(a, b); }
+KILN_DEV float kiln_min(float a, float b) { return (a != a || b != b) ? kiln_nan() : fminf(a, b); }
+KILN_DEV float kiln_sigmoid(float x) {
+  if (x >= 0.f) return 1.f / (1.f + expf(-x));
+  float e = expf(x);
+  return e / (1.f + e);
+}
+KILN_DEV float kiln_softplus(float x) { return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
+// numpy.mod: the remainder takes the divisor's sign.
+KILN_DEV float kiln_pymod(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
+}
+// Clip as numpy.clip: NaN passes, max wins when min > max.
+KILN_DEV float kiln_clip(float x, float lo, float hi) {
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+)CUDA";
+
+uint32_t gridStrideBlocks(int64_t work, int64_t block, int64_t maxBlocks) {
+  int64_t b = ceilDiv(work, block);
+  if (b < 1) b = 1;
+  if (b > maxBlocks) b = maxBlocks;
+  return static_cast<uint32_t>(b);
+}
+
+int64_t numElementsOf(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 2; k >= 0; --k) s[k] = s[k + 1] * shape[k + 1];
+  return s;
+}
+
+StridedSpace coalesce(StridedSpace s) {
+  StridedSpace out;
+  out.strides.assign(s.strides.size(), {});
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    if (s.dims[d] == 1) continue;
+    if (s.dims[d] == 0) {  // empty space: one dim of size 0 is enough
+      StridedSpace e;
+      e.dims = {0};
+      for (size_t k = 0; k < s.strides.size(); ++k) e.strides.push_back({0});
+      return e;
+    }
+    bool merge = !out.dims.empty();
+    for (size_t k = 0; merge && k < s.strides.size(); ++k)
+      merge = out.strides[k].back() == s.strides[k][d] * s.dims[d];
+    if (merge) {
+      out.dims.back() *= s.dims[d];
+      for (size_t k = 0; k < s.strides.size(); ++k) out.strides[k].back() = s.strides[k][d];
+    } else {
+      out.dims.push_back(s.dims[d]);
+      for (size_t k = 0; k < s.strides.size(); ++k) out.strides[k].push_back(s.strides[k][d]);
+    }
+  }
+  return out;
+}
+
+std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names,
+                       const std::string &idxType, const std::string &linear) {
+  std::vector<int64_t> contiguous = contiguousStrides(s.dims);
+  std::vector<bool> direct(names.size());
+  bool anyStrided = false;
+  for (size_t k = 0; k < names.size(); ++k) {
+    direct[k] = s.strides[k] == contiguous;
+    anyStrided = anyStrided || !direct[k];
+  }
+  std::string code;
+  for (size_t k = 0; k < names.size(); ++k)
+    code += "    " + idxType + " " + names[k] + " = " + (direct[k] ? linear : std::string("0")) + ";\n";
+  if (!anyStrided) return code;
+  code += "    { " + idxType + " r_ = " + linear + ", c_;\n";
+  for (int64_t d = static_cast<int64_t>(s.dims.size()) - 1; d >= 0; --d) {
+    if (d > 0)
+      code += "      c_ = r_ % " + std::to_string(s.dims[d]) + "; r_ /= " + std::to_string(s.dims[d]) + ";";
+    else
+      code += "      c_ = r_;";
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (direct[k] || s.strides[k][d] == 0) continue;
+      int64_t st = s.strides[k][d];
+      code += " " + names[k] + (st == 1 ? " += c_;" : " += c_ * (" + std::to_string(st) + ");");
+    }
+    code += "\n";
+  }
+  code += "    }\n";
+  return code;
+}
+
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &outShape) {
+  if (shape.size() > outShape.size()) throw std::invalid_argument("broadcast: input rank exceeds output rank");
+  std::vector<int64_t> inStrides = contiguousStrides(shape);
+  std::vector<int64_t> st(outShape.size(), 0);
+  size_t off = outShape.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == outShape[off + d]) st[off + d] = shape[d] == 1 ? 0 : inStrides[d];
+    else if (shape[d] == 1) st[off + d] = 0;
+    else throw std::invalid_argument("broadcast: dim " + std::to_string(shape[d]) + " vs " +
+                                     std::to_string(outShape[off + d]));
+  }
+  return st;
+}
+
+std::vector<int64_t> broadcastShapes(const std::vector<std::vector<int64_t>> &shapes) {
+  size_t rank = 0;
+  for (const auto &s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (const auto &s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t &o = out[off + d];
+      if (s[d] == o || s[d] == 1) continue;
+      if (o == 1) o = s[d];
+      else throw std::invalid_argument("shapes do not broadcast");
+    }
+  }
+  return out;
+}
+
+std::string indexType(int64_t maxExtent) { return maxExtent < (int64_t(1) << 31) ? "int" : "long long"; }
+
+}  // namespace kiln::codegen::kernels

@@ -1,0 +1,78 @@
+// Shared helpers of the kernel emitters: content hashes for entry names, exact float literals,
+// launch-size arithmetic. Every emitter writes its source with the placeholder `KILN_ENTRY` for
+// the entry's name; `finalizeKernel` replaces it with `kiln_<kind>_<hash of the source>`, so two
+// emitters' calls that produce the same source produce the same entry (and dedupe).
+#pragma once
+
+#include "codegen/KernelSpec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen::kernels {
+
+// 64-bit FNV-1a of `s`: stable across runs, platforms and compilers.
+uint64_t contentHash(const std::string &s);
+
+// Replaces every `KILN_ENTRY` in `source` by `kiln_<kind>_<16 hex digits>` and fills `entry`
+// and `source` of the result.
+KernelLaunch finalizeKernel(const std::string &kind, const std::string &source);
+
+// A CUDA float literal that round-trips `v` exactly ("1.00000001e-07f", "(__int_as_float(0x7f800000))"
+// for infinities/NaN, since NVRTC has no INFINITY).
+std::string floatLiteral(float v);
+
+// An integer literal of a 64-bit value ("123LL").
+std::string intLiteral(int64_t v);
+
+// Element type of a tensor as CUDA spells it, with bool kept 1 byte and half types as raw
+// 16-bit storage (the f32 kernels never name cuda_fp16.h types).
+const char *storageTypeName(ElemType t);
+size_t elemSize(ElemType t);
+
+// Device helpers every emitted source may use (no headers): kiln_isnan, kiln_inf, NaN-propagating
+// max/min, sigmoid, softplus.
+extern const char *kDevicePrelude;
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Blocks for a grid-stride loop over `work` items with `block` threads each, capped at
+// `maxBlocks` (the loop covers the rest). At least 1.
+uint32_t gridStrideBlocks(int64_t work, int64_t block, int64_t maxBlocks = 8192);
+
+// Product of dims (1 for an empty shape).
+int64_t numElementsOf(const std::vector<int64_t> &shape);
+
+// Row-major strides of a shape.
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+
+// Strided N-D iteration shared by Elementwise and Copy. `dims` is an iteration space (row-major);
+// each operand has one element stride per dim (0 = broadcast, negative allowed).
+struct StridedSpace {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;  // [operand][dim]
+};
+
+// Drops size-1 dims and merges neighbours that every operand walks contiguously, so identical
+// shapes become one flat dim. The element count is unchanged; an empty space stays rank 0.
+StridedSpace coalesce(StridedSpace s);
+
+// CUDA statements that decompose the linear index `linear` (of type `idxType`) over `s.dims` and
+// declare `idxType <names[k]>` = the element offset of operand k. Operands whose strides are the
+// row-major strides of the whole space get `linear` itself.
+std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names,
+                       const std::string &idxType, const std::string &linear);
+
+// Broadcast strides of an input `shape` right-aligned to `outShape` (numpy rules); throws
+// std::invalid_argument when it does not broadcast.
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
+                                      const std::vector<int64_t> &outShape);
+
+// numpy broadcast of several shapes; throws std::invalid_argument when incompatible.
+std::vector<int64_t> broadcastShapes(const std::vector<std::vector<int64_t>> &shapes);
+
+// "int" when every offset fits in 31 bits, else "long long".
+std::string indexType(int64_t maxExtent);
+
+}  // namespace kiln::codegen::kernels

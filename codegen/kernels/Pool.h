@@ -1,0 +1,37 @@
+// 2-D pooling, NCHW, fp32: MaxPool (dilations, optional int64 Indices output, row-major
+// storage_order 0) and AveragePool (count_include_pad), with pads and strides; output sizes are
+// the caller's (ceil_mode and auto_pad resolved there; windows that run past the end padding are
+// clipped, as the CPU reference does). GlobalAveragePool / GlobalMaxPool are row reductions over
+// [N * C, H * W] (Reduction.h), emitted through emitGlobalPool.
+//
+// One thread per output element, consecutive threads along the output row.
+// Kernel parameters: MaxPool: x, y [, indices]; AveragePool: x, y; Global*: x, y.
+#pragma once
+
+#include "codegen/KernelSpec.h"
+
+#include <cstdint>
+
+namespace kiln::codegen {
+
+enum class PoolKind { Max, Average };
+
+struct Pool2dSpec {
+  PoolKind kind = PoolKind::Max;
+  int64_t N = 1, C = 1, H = 1, W = 1;
+  int64_t KH = 1, KW = 1;
+  int64_t strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilationH = 1, dilationW = 1;
+  int64_t OH = 0, OW = 0;  // 0: floor mode from the pads
+  bool countIncludePad = false;  // AveragePool
+  bool indicesOutput = false;    // MaxPool's optional Indices (int64)
+};
+
+KernelLaunch emitPool2d(const Pool2dSpec &spec);
+
+// GlobalAveragePool (max = false) or GlobalMaxPool over x [N, C, spatial...]: `planes` = N * C,
+// `size` = product of the spatial dims.
+KernelLaunch emitGlobalPool(bool max, int64_t planes, int64_t size);
+
+}  // namespace kiln::codegen

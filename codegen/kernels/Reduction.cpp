@@ -1,0 +1,206 @@
+#include "codegen/kernels/Reduction.h"
+
+#include "codegen/kernels/KernelUtil.h"
+
+#include <map>
+#include <stdexcept>
+
+namespace kiln::codegen {
+
+using namespace kernels;
+
+bool rowOpFromName(const std::string &opType, RowOp *op) {
+  static const std::map<std::string, RowOp> names = {
+      {"Softmax", RowOp::Softmax},       {"LogSoftmax", RowOp::LogSoftmax},
+      {"LayerNormalization", RowOp::LayerNorm},
+      {"ReduceSum", RowOp::Sum},         {"ReduceMean", RowOp::Mean},
+      {"ReduceMax", RowOp::Max},         {"ReduceMin", RowOp::Min},
+      {"ReduceProd", RowOp::Prod},       {"ReduceSumSquare", RowOp::SumSquare},
+      {"ReduceL1", RowOp::L1},           {"ReduceL2", RowOp::L2},
+      {"ReduceLogSum", RowOp::LogSum},   {"ReduceLogSumExp", RowOp::LogSumExp},
+  };
+  auto it = names.find(opType);
+  if (it == names.end()) return false;
+  *op = it->second;
+  return true;
+}
+
+namespace {
+
+// Shared by every row kernel: the constants come first (emitted), then this.
+// Combines: 0 sum, 1 fmaxf (NaN-skipping, for softmax), 2 NaN-propagating max, 3 NaN-propagating
+// min, 4 product.
+const char *kRowCommon = R"CUDA(
+constexpr int PER = (int)((COLS + T - 1) / T);  // elements of a row per thread
+template <int K> KILN_DEV float comb(float a, float b) {
+  if (K == 0) return a + b;
+  if (K == 1) return fmaxf(a, b);
+  if (K == 2) return kiln_max(a, b);
+  if (K == 3) return kiln_min(a, b);
+  return a * b;
+}
+// Combines v over the T threads of one row (every one gets the result). T is 1, 32 or a multiple
+// of 32 (then one row per block, using sm[32]).
+template <int K> KILN_DEV float row_reduce(float v, float *sm) {
+  if (T == 1) return v;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = comb<K>(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (T > 32) {
+    __syncthreads();  // earlier readers of sm are done
+    if ((threadIdx.x & 31) == 0) sm[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = sm[0];
+    for (int k = 1; k < T / 32; ++k) v = comb<K>(v, sm[k]);
+  }
+  return v;
+}
+)CUDA";
+
+const char *opName(RowOp op) {
+  switch (op) {
+    case RowOp::Softmax: return "Softmax";
+    case RowOp::LogSoftmax: return "LogSoftmax";
+    case RowOp::LayerNorm: return "LayerNormalization";
+    case RowOp::Sum: return "ReduceSum";
+    case RowOp::Mean: return "ReduceMean";
+    case RowOp::Max: return "ReduceMax";
+    case RowOp::Min: return "ReduceMin";
+    case RowOp::Prod: return "ReduceProd";
+    case RowOp::SumSquare: return "ReduceSumSquare";
+    case RowOp::L1: return "ReduceL1";
+    case RowOp::L2: return "ReduceL2";
+    case RowOp::LogSum: return "ReduceLogSum";
+    case RowOp::LogSumExp: return "ReduceLogSumExp";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// The loop over a thread's elements of the row: `body` sees `j` (column) and `p` (slot).
+static std::string rowLoop(const std::string &body, bool full) {
+  return std::string(full ? "#pragma unroll\n" : "#pragma unroll 4\n") + "    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
+         " if (j < COLS) { " + body + " } }\n";
+}
+
+KernelLaunch emitRowReduction(const RowReductionSpec &s) {
+  if (s.outer < 0 || s.cols < 0 || s.inner < 1) throw std::invalid_argument("row reduction: bad view");
+  if (s.op == RowOp::LayerNorm && s.inner != 1)
+    throw std::invalid_argument("row reduction: LayerNormalization needs inner == 1");
+  const int64_t rows = s.outer * s.inner;
+  int T, rpb, block;
+  if (s.inner > 1) {
+    T = 1; rpb = 256; block = 256;
+  } else {
+    T = s.threadsPerRow;
+    if (T == 0) T = s.cols <= 1024 ? 32 : s.cols <= 4096 ? 256 : s.cols <= 8192 ? 512 : 1024;
+    if (T != 32 && (T % 32 != 0 || T > 1024)) throw std::invalid_argument("row reduction: threadsPerRow must be 32..1024, a multiple of 32");
+    rpb = T == 32 ? 8 : 1;
+    block = T * rpb;
+  }
+  int64_t per = (s.cols + T - 1) / T;
+  bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || s.op == RowOp::LayerNorm ||
+                   s.op == RowOp::LogSumExp;
+  bool cache = normalize && per <= 32;
+
+  std::string src = std::string("// kiln row kernel: ") + opName(s.op) + " over [" + std::to_string(s.outer) +
+                    ", " + std::to_string(s.cols) + ", " + std::to_string(s.inner) + "]\n";
+  src += kDevicePrelude;
+  src += "constexpr long long ROWS = " + std::to_string(rows) + "LL, COLS = " + std::to_string(s.cols) +
+         "LL, INNER = " + std::to_string(s.inner) + "LL;\n";
+  src += "constexpr int T = " + std::to_string(T) + ", RPB = " + std::to_string(rpb) + ";\n";
+  src += kRowCommon;
+
+  // Parameters.
+  std::string params = "const float* __restrict__ in, ";
+  if (s.op == RowOp::LayerNorm) {
+    params += "const float* __restrict__ scale, ";
+    if (s.hasBias) params += "const float* __restrict__ bias, ";
+    params += "float* __restrict__ out";
+    if (s.statsOutputs) params += ", float* __restrict__ mean_out, float* __restrict__ inv_out";
+  } else {
+    params += "float* __restrict__ out";
+  }
+  src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
+  src += "  __shared__ float sm[32];\n";
+  src += "  const int t = T == 1 ? 0 : (int)(threadIdx.x % T);\n";
+  src += "  const long long sub = T == 1 ? threadIdx.x : threadIdx.x / T;\n";
+  src += "  for (long long row = (long long)blockIdx.x * RPB + sub; row < ROWS; row += (long long)gridDim.x * RPB) {\n";
+  src += "    const long long base = (row / INNER) * COLS * INNER + (row % INNER);\n";
+  src += "    const float* x = in + base;\n";
+  std::string load = cache ? "v[p]" : "x[j * INNER]";
+  if (cache) {
+    src += "    float v[PER > 0 ? PER : 1];\n";
+    src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
+           " v[p] = j < COLS ? x[j * INNER] : 0.f; }\n";
+  }
+  std::string store = "out[base + j * INNER]";
+  auto forEach = [cache](const std::string &body) { return rowLoop(body, cache); };
+  switch (s.op) {
+    case RowOp::Softmax:
+    case RowOp::LogSoftmax:
+      src += "    float m = -kiln_inf();\n";
+      src += "    " + forEach("m = fmaxf(m, " + load + ");");
+      src += "    m = row_reduce<1>(m, sm);\n";
+      src += "    float sum = 0.f;\n";
+      src += "    " + forEach("sum += expf(" + load + " - m);");
+      src += "    sum = row_reduce<0>(sum, sm);\n";
+      if (s.op == RowOp::Softmax)
+        src += "    " + forEach(store + " = expf(" + load + " - m) / sum;");
+      else
+        src += "    const float ls = logf(sum);\n    " + forEach(store + " = (" + load + " - m) - ls;");
+      break;
+    case RowOp::LayerNorm:
+      src += "    float sum = 0.f;\n";
+      src += "    " + forEach("sum += " + load + ";");
+      src += "    const float mean = row_reduce<0>(sum, sm) / (float)COLS;\n";
+      src += "    float sq = 0.f;\n";
+      src += "    " + forEach("const float d = " + load + " - mean; sq += d * d;");
+      src += "    const float var = row_reduce<0>(sq, sm) / (float)COLS;\n";
+      src += "    const float inv = 1.f / sqrtf(var + " + floatLiteral(s.epsilon) + ");\n";
+      src += "    " + forEach(store + " = (" + load + " - mean) * inv * scale[j]" +
+                              (s.hasBias ? std::string(" + bias[j]") : std::string()) + ";");
+      if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = mean; inv_out[row] = inv; }\n";
+      break;
+    case RowOp::LogSumExp:
+      src += "    float m = -kiln_inf();\n";
+      src += "    " + forEach("m = kiln_max(m, " + load + ");");
+      src += "    m = row_reduce<2>(m, sm);\n";
+      src += "    float sum = 0.f;\n";
+      src += "    " + forEach("sum += expf(" + load + " - m);");
+      src += "    sum = row_reduce<0>(sum, sm);\n";
+      src += "    if (t == 0) out[row] = kiln_isinf(m) ? m : m + logf(sum);\n";
+      break;
+    default: {
+      std::string init = "0.f", step, fin = "acc";
+      int k = 0;
+      switch (s.op) {
+        case RowOp::Sum: step = "acc += xv;"; break;
+        case RowOp::Mean: step = "acc += xv;"; fin = "acc / (float)COLS"; break;
+        case RowOp::Max: init = "-kiln_inf()"; step = "acc = kiln_max(acc, xv);"; k = 2; break;
+        case RowOp::Min: init = "kiln_inf()"; step = "acc = kiln_min(acc, xv);"; k = 3; break;
+        case RowOp::Prod: init = "1.f"; step = "acc *= xv;"; k = 4; break;
+        case RowOp::SumSquare: step = "acc += xv * xv;"; break;
+        case RowOp::L1: step = "acc += fabsf(xv);"; break;
+        case RowOp::L2: step = "acc += xv * xv;"; fin = "sqrtf(acc)"; break;
+        case RowOp::LogSum: step = "acc += xv;"; fin = "logf(acc)"; break;
+        default: break;
+      }
+      src += "    float acc = " + init + ";\n";
+      src += "    " + forEach("const float xv = " + load + "; " + step);
+      src += "    acc = row_reduce<" + std::to_string(k) + ">(acc, sm);\n";
+      src += "    if (t == 0) out[row] = " + fin + ";\n";
+      break;
+    }
+  }
+  src += "  }\n}\n";
+
+  KernelLaunch k = finalizeKernel("row", src);
+  k.block = {static_cast<uint32_t>(block), 1, 1};
+  k.grid = {gridStrideBlocks(rows, rpb, 65535), 1, 1};
+  if (s.op == RowOp::LayerNorm) k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
+  else k.numParams = 2;
+  return k;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,52 @@
+// Row reductions and row normalizations over a [rows, cols] view, fp32 accumulation:
+// Softmax, LogSoftmax, LayerNormalization (scale, bias, epsilon, optional Mean/InvStdDev outputs),
+// ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp.
+//
+// The view: row r = (o, i) with o in [0, outer), i in [0, inner), rows = outer * inner; element j
+// of row r is at o * cols * inner + j * inner + i. inner = 1 (the default) is the last-axis case;
+// inner > 1 reduces a middle axis in place (Softmax over axis 1 of NCHW, ReduceMean over C, ...)
+// without a transpose. keepdims is the caller's shape: the reduced output is `rows` contiguous
+// values, in (o, i) order.
+//
+// Launch geometry: last-axis rows of <= 1024 elements get one warp per row (8 rows per 256-thread
+// block), longer rows one block per row; rows are cached in registers when they fit (one global
+// read, one write). inner > 1 gets one thread per row (coalesced across i).
+//
+// Kernel parameters:
+//   Softmax / LogSoftmax:  in, out
+//   LayerNorm:             in, scale[cols], [bias[cols]], out, [mean[rows], invStdDev[rows]]
+//   Reduce*:               in, out[rows]
+#pragma once
+
+#include "codegen/KernelSpec.h"
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::codegen {
+
+enum class RowOp {
+  Softmax, LogSoftmax, LayerNorm,
+  Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp,
+};
+
+struct RowReductionSpec {
+  RowOp op = RowOp::Sum;
+  int64_t outer = 1;  // rows = outer * inner
+  int64_t cols = 1;   // the reduced / normalized length
+  int64_t inner = 1;  // distance between a row's consecutive elements
+  // LayerNorm only.
+  float epsilon = 1e-5f;
+  bool hasBias = true;
+  bool statsOutputs = false;  // also write Mean and InvStdDev per row
+  // Threads per row for last-axis rows; 0 = automatic (32 up to 1024 columns, else 256..1024).
+  int threadsPerRow = 0;
+};
+
+// "Softmax", "LogSoftmax", "LayerNormalization", "ReduceSum", ... → RowOp; false if unknown.
+bool rowOpFromName(const std::string &opType, RowOp *op);
+
+// Throws std::invalid_argument on bad specs.
+KernelLaunch emitRowReduction(const RowReductionSpec &spec);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,580 @@
+#include "codegen/lowering/EngineBuilder.h"
+
+#include "codegen/kernels/Conv.h"
+#include "codegen/kernels/Copy.h"
+#include "codegen/kernels/Elementwise.h"
+#include "codegen/kernels/MatMul.h"
+#include "codegen/kernels/Pool.h"
+#include "codegen/kernels/Reduction.h"
+#include "codegen/nvrtc/CompilePool.h"
+#include "compiler/analysis/MemoryPlan.h"
+#include "compiler/ir/KilnDialect.h"
+#include "compiler/ir/TensorConversion.h"
+#include "runtime/src/EngineFormat.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+using namespace mlir;
+
+namespace kiln::codegen {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+Shape shapeOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return Shape(t.getShape().begin(), t.getShape().end());
+}
+int64_t product(const Shape &s, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t k = b; k < e && k < s.size(); ++k) p *= s[k];
+  return p;
+}
+int64_t bytesOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getNumElements() * ops::byteSize(dtypeOf(t.getElementType()));
+}
+
+ElemType elemTypeOf(Value v) {
+  switch (tensorTypeOf(v.getType()).dtype) {
+    case ops::DType::F32: return ElemType::F32;
+    case ops::DType::I64: return ElemType::I64;
+    case ops::DType::I32: return ElemType::I32;
+    case ops::DType::Bool: return ElemType::Bool;
+    default:
+      throw std::invalid_argument(std::string("element type ") + ops::dtypeName(tensorTypeOf(v.getType()).dtype) +
+                                  " has no kernels yet (float32, int32, int64 and bool do)");
+  }
+}
+
+// Ops whose result is their first operand's bytes under another shape: no launch.
+bool isAlias(Operation *op) {
+  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op) ||
+         (isa<DropoutOp>(op) && op->getNumResults() == 1);
+}
+
+// One launch: a kernel and the values bound to its pointer parameters, in order.
+struct PendingLaunch {
+  KernelLaunch kernel;
+  std::vector<Value> params;
+  std::vector<int64_t> paramOffsets;  // extra byte offset per param (Split/Concat write into a part)
+  std::string node;
+};
+
+std::vector<int64_t> intsOr(const ops::Attrs &a, const char *name, std::vector<int64_t> dflt) {
+  return a.getInts(name, dflt);
+}
+
+// Begin pads of a 2-D conv/pool, from explicit pads or auto_pad and the result size.
+void resolvePads(const ops::Attrs &a, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                 int64_t sH, int64_t sW, int64_t dH, int64_t dW, int64_t &top, int64_t &left) {
+  std::string autoPad = a.getString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    auto pads = intsOr(a, "pads", {0, 0, 0, 0});
+    if (pads.size() != 4) throw std::invalid_argument("expected 4 pads for a 2-D window");
+    top = pads[0];
+    left = pads[1];
+    return;
+  }
+  if (autoPad == "VALID") {
+    top = left = 0;
+    return;
+  }
+  int64_t totalH = std::max<int64_t>(0, (OH - 1) * sH + (KH - 1) * dH + 1 - H);
+  int64_t totalW = std::max<int64_t>(0, (OW - 1) * sW + (KW - 1) * dW + 1 - W);
+  bool upper = autoPad == "SAME_UPPER";
+  top = upper ? totalH / 2 : totalH - totalH / 2;
+  left = upper ? totalW / 2 : totalW - totalW / 2;
+}
+
+class Lowering {
+ public:
+  Lowering(func::FuncOp f, const BuildOptions &opts) : f_(f), opts_(opts) {}
+  BuildResult run();
+
+ private:
+  void lowerOp(Operation *op);
+  void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
+  rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
+  Value root(Value v) {
+    while (Operation *d = v.getDefiningOp())
+      if (isAlias(d)) v = d->getOperand(0);
+      else break;
+    return v;
+  }
+  // Packs a constant into the weights blob (64-byte aligned, bytes as stored in the IR), once.
+  void placeWeights(ConstantOp c) {
+    if (placed_.count(c.getResult())) return;
+    std::vector<uint8_t> bytes = bytesFromAttr(c.getValue());
+    if (bytes.empty() && c.getValue().getNumElements() > 0) bytes = ops::tensorToBytes(tensorFromAttr(c.getValue()));
+    size_t offset = (desc_.weights.size() + 63) / 64 * 64;
+    desc_.weights.resize(offset);
+    desc_.weights.insert(desc_.weights.end(), bytes.begin(), bytes.end());
+    placed_[c.getResult()] = {rt::BufferRef::Space::Weights, offset, -1};
+  }
+  // A constant computed at build time (BatchNormalization's folded scale/shift).
+  Value addWeights(const std::vector<float> &vals, Operation *at);
+
+  func::FuncOp f_;
+  const BuildOptions &opts_;
+  rt::EngineDesc desc_;
+  llvm::DenseMap<Value, rt::BufferRef> placed_;  // constants, I/O and planned intermediates
+  std::vector<PendingLaunch> launches_;
+  std::vector<std::string> errors_;
+  std::vector<Operation *> buildTimeConstants_;  // erased when done: the caller's IR is unchanged
+  OpBuilder builder_{f_.getContext()};
+
+ public:
+  ~Lowering() {
+    for (Operation *op : buildTimeConstants_) op->erase();
+  }
+};
+
+rt::BufferRef Lowering::bufferOf(Value v, int64_t extraOffset) {
+  auto it = placed_.find(root(v));
+  if (it == placed_.end()) throw std::logic_error("value has no buffer");
+  rt::BufferRef b = it->second;
+  b.offset += extraOffset;
+  return b;
+}
+
+void Lowering::addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets) {
+  if (static_cast<int>(params.size()) != k.numParams && k.numParams != 0)
+    throw std::logic_error("kernel " + k.entry + " takes " + std::to_string(k.numParams) + " pointers, got " +
+                           std::to_string(params.size()));
+  offsets.resize(params.size(), 0);
+  launches_.push_back({std::move(k), std::move(params), std::move(offsets), nodeName(op)});
+}
+
+Value Lowering::addWeights(const std::vector<float> &vals, Operation *at) {
+  ops::Tensor t(ops::DType::F32, {static_cast<int64_t>(vals.size())});
+  for (size_t k = 0; k < vals.size(); ++k) t.f[k] = vals[k];
+  builder_.setInsertionPoint(at);
+  Value c = builder_.create<ConstantOp>(at->getLoc(), attrFromTensor(t, f_.getContext()));
+  buildTimeConstants_.push_back(c.getDefiningOp());
+  return c;
+}
+
+void Lowering::lowerOp(Operation *op) {
+  auto sem = cast<ShapeInferenceOpInterface>(op);
+  std::string type = sem.getOnnxOpType().str();
+  ops::Attrs attrs = attrsFromOp(op);
+  Value out = op->getResult(0);
+  Shape outShape = shapeOf(out);
+  auto operands = op->getOperands();
+
+  // Elementwise (with Clip's constant bounds as attributes).
+  {
+    ElementwiseAttrs ea;
+    for (auto &[k, v] : attrs.values) {
+      if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
+      else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
+      else if (auto *s = std::get_if<std::string>(&v)) ea.strings[k] = *s;
+    }
+    std::vector<Value> ins;
+    for (Value v : operands) ins.push_back(v);
+    if (type == "Clip") {
+      ins = {operands[0]};
+      for (int k : {1, 2}) {
+        if (isa<NoneType>(operands[k].getType())) continue;
+        auto c = constantValue(operands[k]);
+        if (!c) throw std::invalid_argument("Clip bounds must be constants");
+        ea.floats[k == 1 ? "min" : "max"] = c->get(0);
+      }
+    }
+    // The data type an elementwise kernel computes in: its last tensor operand's (Where: X's).
+    Value data = out;
+    for (Value v : ins)
+      if (!isa<NoneType>(v.getType())) data = v;
+    if (type == "Where") data = operands[1];
+    ElemType dataType = elemTypeOf(data);
+    if (auto ew = lookupElementwiseOp(type, static_cast<int>(ins.size()), ea, dataType)) {
+      ElementwiseSpec spec;
+      spec.expr = ew->expr;
+      for (Value v : ins) spec.inputShapes.push_back(shapeOf(v));
+      spec.inputTypes = ew->inputTypes;
+      spec.outShape = outShape;
+      spec.outType = elemTypeOf(out);
+      std::vector<Value> params = ins;
+      params.push_back(out);
+      addLaunch(op, emitElementwise(spec), params);
+      return;
+    }
+  }
+
+  if (type == "MatMul") {
+    Shape os;
+    MatMulSpec spec = matMulSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]), &os);
+    addLaunch(op, emitMatMul(spec), {operands[0], operands[1], out});
+    return;
+  }
+  if (type == "Gemm") {
+    bool hasC = !isa<NoneType>(operands[2].getType());
+    MatMulSpec spec = gemmSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]), hasC,
+                                         hasC ? shapeOf(operands[2]) : Shape{}, attrs.getInt("transA", 0),
+                                         attrs.getInt("transB", 0), attrs.getFloat("alpha", 1.0),
+                                         attrs.getFloat("beta", 1.0));
+    std::vector<Value> params = {operands[0], operands[1]};
+    if (hasC) params.push_back(operands[2]);
+    params.push_back(out);
+    addLaunch(op, emitMatMul(spec), params);
+    return;
+  }
+  if (type == "Conv") {
+    Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
+    if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
+    auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
+    Conv2dSpec s;
+    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.M = w[0], s.KH = w[2], s.KW = w[3];
+    s.group = attrs.getInt("group", 1);
+    s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
+    s.OH = outShape[2], s.OW = outShape[3];
+    resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
+    s.hasBias = !isa<NoneType>(operands[2].getType());
+    std::vector<Value> params = {operands[0], operands[1]};
+    if (s.hasBias) params.push_back(operands[2]);
+    params.push_back(out);
+    addLaunch(op, emitConv2d(s), params);
+    return;
+  }
+  if (type == "MaxPool" || type == "AveragePool") {
+    Shape x = shapeOf(operands[0]);
+    if (x.size() != 4) throw std::invalid_argument("only 2-D pooling has kernels yet");
+    auto ks = attrs.getInts("kernel_shape");
+    auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
+    Pool2dSpec s;
+    s.kind = type == "MaxPool" ? PoolKind::Max : PoolKind::Average;
+    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.KH = ks[0], s.KW = ks[1];
+    s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
+    s.OH = outShape[2], s.OW = outShape[3];
+    resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
+    auto pads = intsOr(attrs, "pads", {s.padTop, s.padLeft, s.padTop, s.padLeft});
+    if (pads.size() == 4) s.padBottom = pads[2], s.padRight = pads[3];
+    s.countIncludePad = attrs.getInt("count_include_pad", 0);
+    s.indicesOutput = op->getNumResults() > 1;
+    std::vector<Value> params = {operands[0], out};
+    if (s.indicesOutput) params.push_back(op->getResult(1));
+    addLaunch(op, emitPool2d(s), params);
+    return;
+  }
+  if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
+    Shape x = shapeOf(operands[0]);
+    addLaunch(op, emitGlobalPool(type == "GlobalMaxPool", x[0] * x[1], product(x, 2, x.size())), {operands[0], out});
+    return;
+  }
+  RowOp rowOp;
+  if (rowOpFromName(type, &rowOp)) {
+    Shape x = shapeOf(operands[0]);
+    int64_t r = static_cast<int64_t>(x.size());
+    RowReductionSpec s;
+    s.op = rowOp;
+    if (type == "Softmax" || type == "LogSoftmax") {
+      int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
+      if (attrs.getInt("coerce_2d", 0)) {
+        s.outer = product(x, 0, axis), s.cols = product(x, axis, r), s.inner = 1;
+      } else {
+        s.outer = product(x, 0, axis), s.cols = x[axis], s.inner = product(x, axis + 1, r);
+      }
+      addLaunch(op, emitRowReduction(s), {operands[0], out});
+      return;
+    }
+    if (type == "LayerNormalization") {
+      int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
+      s.outer = product(x, 0, axis), s.cols = product(x, axis, r);
+      s.epsilon = attrs.getFloat("epsilon", 1e-5);
+      s.hasBias = !isa<NoneType>(operands[2].getType());
+      s.statsOutputs = op->getNumResults() > 1;
+      if (op->getNumResults() == 2) throw std::invalid_argument("LayerNormalization with only the Mean output");
+      if (shapeOf(operands[1]) != Shape(x.begin() + axis, x.end()) ||
+          (s.hasBias && shapeOf(operands[2]) != Shape(x.begin() + axis, x.end())))
+        throw std::invalid_argument("LayerNormalization scale/bias must have the normalized shape");
+      std::vector<Value> params = {operands[0], operands[1]};
+      if (s.hasBias) params.push_back(operands[2]);
+      params.push_back(out);
+      if (s.statsOutputs) params.push_back(op->getResult(1)), params.push_back(op->getResult(2));
+      addLaunch(op, emitRowReduction(s), params);
+      return;
+    }
+    // Reduce*: the reduced axes must be contiguous (one [outer, cols, inner] view).
+    std::vector<int64_t> axes = attrs.getInts("axes", {});
+    if (axes.empty()) {
+      if (attrs.getInt("noop_with_empty_axes", 0)) throw std::invalid_argument("noop_with_empty_axes");
+      axes.resize(r);
+      std::iota(axes.begin(), axes.end(), 0);
+    }
+    for (auto &a : axes) a = ops::normalizeAxis(a, r);
+    std::sort(axes.begin(), axes.end());
+    for (size_t k = 1; k < axes.size(); ++k)
+      if (axes[k] != axes[k - 1] + 1) throw std::invalid_argument("reductions over non-adjacent axes have no kernel yet");
+    s.outer = product(x, 0, axes.front()), s.cols = product(x, axes.front(), axes.back() + 1);
+    s.inner = product(x, axes.back() + 1, r);
+    addLaunch(op, emitRowReduction(s), {operands[0], out});
+    return;
+  }
+  if (type == "BatchNormalization") {
+    // Inference BN with constant statistics is y = x * a + b per channel; a and b are computed
+    // here, once, in double.
+    std::vector<ops::Tensor> p;
+    for (int k = 1; k <= 4; ++k) {
+      auto c = constantValue(operands[k], 1 << 24);
+      if (!c) throw std::invalid_argument("BatchNormalization parameters must be constants");
+      p.push_back(*c);
+    }
+    double eps = attrs.getFloat("epsilon", 1e-5);
+    int64_t C = p[0].size();
+    std::vector<float> a(C), b(C);
+    for (int64_t c = 0; c < C; ++c) {
+      double s = p[0].get(c) / std::sqrt(p[3].get(c) + eps);
+      a[c] = static_cast<float>(s);
+      b[c] = static_cast<float>(p[1].get(c) - p[2].get(c) * s);
+    }
+    Shape x = shapeOf(operands[0]);
+    Shape chan(x.size() - 1, 1);
+    chan[0] = C;
+    Value av = addWeights(a, op), bv = addWeights(b, op);
+    ElementwiseSpec spec;
+    spec.expr = "a * b + c";
+    spec.inputShapes = {x, chan, chan};
+    spec.outShape = outShape;
+    addLaunch(op, emitElementwise(spec), {operands[0], av, bv, out});
+    return;
+  }
+  ElemType et = elemTypeOf(out);
+  if (type == "Transpose") {
+    Shape x = shapeOf(operands[0]);
+    std::vector<int64_t> perm(x.size());
+    for (size_t k = 0; k < perm.size(); ++k) perm[k] = perm.size() - 1 - k;
+    perm = attrs.getInts("perm", perm);
+    addLaunch(op, emitCopy(transposeCopy(x, perm, et)), {operands[0], out});
+    return;
+  }
+  if (type == "Concat") {
+    int64_t axis = ops::normalizeAxis(attrs.getInt("axis"), outShape.size());
+    int64_t offset = 0;
+    for (Value v : operands) {
+      Shape s = shapeOf(v);
+      if (s[axis] == 0) continue;
+      addLaunch(op, emitCopy(concatCopy(s, outShape, axis, offset, et)), {v, out});
+      offset += s[axis];
+    }
+    return;
+  }
+  if (type == "Slice" || type == "Split") {
+    Shape x = shapeOf(operands[0]);
+    int64_t r = x.size();
+    if (type == "Split") {
+      int64_t axis = ops::normalizeAxis(attrs.getInt("axis", 0), r), offset = 0;
+      for (Value res : op->getResults()) {
+        Shape os = shapeOf(res);
+        Shape starts(r, 0), steps(r, 1);
+        starts[axis] = offset;
+        addLaunch(op, emitCopy(sliceCopy(x, starts, steps, os, et)), {operands[0], res});
+        offset += os[axis];
+      }
+      return;
+    }
+    auto get = [&](int k) -> std::optional<std::vector<int64_t>> {
+      if (isa<NoneType>(operands[k].getType())) return std::nullopt;
+      auto c = constantValue(operands[k]);
+      if (!c) throw std::invalid_argument("Slice parameters must be constants");
+      return c->toInts();
+    };
+    auto starts = *get(1);
+    auto axes = get(3);
+    auto stepsIn = get(4);
+    Shape st(r, 0), steps(r, 1);
+    for (size_t k = 0; k < starts.size(); ++k) {
+      int64_t a = axes ? ops::normalizeAxis((*axes)[k], r) : static_cast<int64_t>(k);
+      int64_t step = stepsIn ? (*stepsIn)[k] : 1, d = x[a], s = starts[k];
+      if (s < 0) s += d;
+      s = step > 0 ? std::clamp<int64_t>(s, 0, d) : std::clamp<int64_t>(s, 0, d - 1);
+      st[a] = s;
+      steps[a] = step;
+    }
+    addLaunch(op, emitCopy(sliceCopy(x, st, steps, outShape, et)), {operands[0], out});
+    return;
+  }
+  if (type == "Expand") {
+    addLaunch(op, emitCopy(expandCopy(shapeOf(operands[0]), outShape, et)), {operands[0], out});
+    return;
+  }
+  if (type == "Tile") {
+    auto reps = constantValue(operands[1]);
+    if (!reps) throw std::invalid_argument("Tile repeats must be constants");
+    addLaunch(op, emitCopy(tileCopy(shapeOf(operands[0]), reps->toInts(), et)), {operands[0], out});
+    return;
+  }
+  if (type == "Gather") {
+    Shape data = shapeOf(operands[0]);
+    int axis = static_cast<int>(ops::normalizeAxis(attrs.getInt("axis", 0), data.size()));
+    addLaunch(op, emitCopy(gatherCopy(data, axis, shapeOf(operands[1]), elemTypeOf(operands[1]), et)),
+              {operands[0], operands[1], out});
+    return;
+  }
+  throw std::invalid_argument("no GPU kernel for this op yet");
+}
+
+BuildResult Lowering::run() {
+  BuildResult result;
+  Block &body = f_.getBody().front();
+  Operation *terminator = body.getTerminator();
+  desc_.kilnVersion = KILN_VERSION;
+  desc_.arch = opts_.arch;
+  desc_.sm = archNumber(opts_.arch);
+
+  // I/O table: arguments, then results.
+  for (unsigned k = 0; k < body.getNumArguments(); ++k) {
+    auto name = f_.getArgAttrOfType<StringAttr>(k, "kiln.name");
+    ops::TensorType t = tensorTypeOf(body.getArgument(k).getType());
+    desc_.io.push_back({name ? name.str() : "input" + std::to_string(k), static_cast<int32_t>(t.dtype), t.shape, true});
+    placed_[body.getArgument(k)] = {rt::BufferRef::Space::Io, 0, static_cast<int32_t>(k)};
+  }
+  std::vector<Value> results(terminator->getOperands().begin(), terminator->getOperands().end());
+  llvm::DenseMap<Value, int32_t> writesOutput;  // compute results written straight into an output
+  for (unsigned k = 0; k < results.size(); ++k) {
+    auto name = f_.getResultAttrOfType<StringAttr>(k, "kiln.name");
+    ops::TensorType t = tensorTypeOf(results[k].getType());
+    int32_t io = static_cast<int32_t>(desc_.io.size());
+    desc_.io.push_back({name ? name.str() : "output" + std::to_string(k), static_cast<int32_t>(t.dtype), t.shape, false});
+    Value v = results[k];
+    Operation *d = v.getDefiningOp();
+    if (d && !isAlias(d) && !isa<ConstantOp>(d) && !writesOutput.count(v)) writesOutput[v] = io;
+  }
+
+  // Lower every op to launches (collecting every unsupported op before failing).
+  std::vector<Operation *> opsInOrder;
+  for (Operation &op : body.without_terminator()) opsInOrder.push_back(&op);
+  for (Operation *op : opsInOrder) {
+    if (isa<ConstantOp, NoneOp>(op) || isAlias(op)) continue;
+    if (auto u = dyn_cast<UnsupportedOp>(op)) {
+      errors_.push_back(describeOp(op) + " is not supported: " + u.getReason().str());
+      continue;
+    }
+    try {
+      lowerOp(op);
+    } catch (const std::exception &e) {
+      errors_.push_back(describeOp(op) + ": " + e.what());
+    }
+  }
+  if (!errors_.empty()) {
+    result.error = "cannot build:\n";
+    for (auto &e : errors_) result.error += "  " + e + "\n";
+    return result;
+  }
+
+  // Weights: every constant that a launch reads, 64-byte aligned (bytes as stored in the IR), in
+  // first-use order.
+  for (auto &l : launches_) for (Value param : l.params) {
+    if (auto c = root(param).getDefiningOp<ConstantOp>()) placeWeights(c);
+  }
+
+  // Arena: intermediates, lifetimes over launch order (an alias extends its root's lifetime).
+  llvm::DenseMap<Value, int64_t> firstUse, lastUse;
+  for (size_t i = 0; i < launches_.size(); ++i)
+    for (Value v : launches_[i].params) {
+      Value r = root(v);
+      if (!firstUse.count(r)) firstUse[r] = i;
+      lastUse[r] = i;
+    }
+  int64_t end = static_cast<int64_t>(launches_.size());
+  for (Value v : results) lastUse[root(v)] = end;  // copied into outputs after the last launch
+  std::vector<Value> arenaValues;
+  std::vector<BufferRequest> requests;
+  for (auto &[v, first] : firstUse) {
+    (void)first;
+    if (placed_.count(v)) continue;
+    if (writesOutput.count(v)) {
+      placed_[v] = {rt::BufferRef::Space::Io, 0, writesOutput.lookup(v)};
+      continue;
+    }
+    arenaValues.push_back(v);
+  }
+  // Deterministic order: by first use, then by result position.
+  std::sort(arenaValues.begin(), arenaValues.end(), [&](Value a, Value b) {
+    if (firstUse[a] != firstUse[b]) return firstUse[a] < firstUse[b];
+    return cast<OpResult>(a).getResultNumber() < cast<OpResult>(b).getResultNumber();
+  });
+  for (Value v : arenaValues) requests.push_back({bytesOf(v), firstUse[v], lastUse[v]});
+  MemoryPlan plan = planMemory(requests);
+  for (size_t k = 0; k < arenaValues.size(); ++k)
+    placed_[arenaValues[k]] = {rt::BufferRef::Space::Arena, static_cast<uint64_t>(plan.offsets[k]), -1};
+  desc_.arenaBytes = plan.arenaBytes;
+
+  // Compile the unique kernels.
+  std::vector<KernelLaunch> kernels;
+  for (auto &l : launches_) kernels.push_back(l.kernel);
+  CompileCache cache(opts_.cache);
+  CompilePoolOptions po;
+  po.arch = opts_.arch;
+  po.jobs = opts_.jobs;
+  po.progress = opts_.progress;
+  CompilePool pool(cache, po);
+  CompilePoolResult compiled = pool.compile(kernels);
+  if (!compiled.ok()) {
+    result.error = "kernel compilation failed:\n";
+    for (auto &e : compiled.errors) result.error += "  " + e + "\n";
+    return result;
+  }
+  for (auto &k : compiled.kernels) {
+    rt::ModuleDesc m;
+    m.cubin.assign(k.output.cubin.begin(), k.output.cubin.end());
+    m.ptx = k.output.ptx;
+    while (!m.ptx.empty() && m.ptx.back() == '\0') m.ptx.pop_back();
+    desc_.kernels.push_back({static_cast<int32_t>(desc_.modules.size()), k.entry, launches_[k.firstLaunch].node});
+    desc_.modules.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const PendingLaunch &p = launches_[i];
+    rt::Launch l;
+    l.kind = rt::Launch::Kind::Kernel;
+    l.kernel = static_cast<int32_t>(compiled.kernelOfLaunch[i]);
+    for (int d = 0; d < 3; ++d) l.grid[d] = p.kernel.grid[d], l.block[d] = p.kernel.block[d];
+    l.sharedBytes = p.kernel.sharedBytes;
+    l.node = p.node;
+    for (size_t k = 0; k < p.params.size(); ++k) l.args.push_back(rt::LaunchArg::buf(bufferOf(p.params[k], p.paramOffsets[k])));
+    desc_.launches.push_back(std::move(l));
+  }
+  for (Value v : results)
+    if (auto c = root(v).getDefiningOp<ConstantOp>()) placeWeights(c);  // a constant output
+  // Outputs not written in place (aliases of inputs, weights or intermediates; repeated results).
+  for (unsigned k = 0; k < results.size(); ++k) {
+    int32_t io = static_cast<int32_t>(body.getNumArguments() + k);
+    rt::BufferRef src = bufferOf(results[k]);
+    if (src.space == rt::BufferRef::Space::Io && src.io == io) continue;
+    rt::Launch l;
+    l.kind = rt::Launch::Kind::Copy;
+    l.src = src;
+    l.dst = {rt::BufferRef::Space::Io, 0, io};
+    l.bytes = bytesOf(results[k]);
+    l.node = "output " + desc_.io[io].name;
+    desc_.launches.push_back(std::move(l));
+  }
+  desc_.environment["nvrtc"] = nvrtcVersionString();
+  if (auto err = rt::checkEngineDesc(desc_); !err.empty()) {
+    result.error = "internal error: the engine does not validate: " + err;
+    return result;
+  }
+  result.engine = rt::writeEngine(desc_);
+  result.stats = {launches_.size(), compiled.kernels.size(), compiled.cacheHits, compiled.compiled,
+                  desc_.arenaBytes, desc_.weights.size(), compiled.seconds};
+  return result;
+}
+
+}  // namespace
+
+BuildResult buildEngine(func::FuncOp f, const BuildOptions &options) {
+  Lowering l(f, options);
+  try {
+    return l.run();
+  } catch (const std::exception &e) {
+    BuildResult r;
+    r.error = std::string("internal error while building: ") + e.what();
+    return r;
+  }
+}
+
+}  // namespace kiln::codegen

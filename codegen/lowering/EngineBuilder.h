@@ -1,0 +1,38 @@
+// kiln IR (after import and cleanup) → engine file: one kernel launch per op (fusion comes
+// later), arena offsets from the memory planner, weights packed 64-byte aligned, kernels compiled
+// with NVRTC (parallel, de-duplicated, cached), the result written in the runtime's format.
+#pragma once
+
+#include "codegen/nvrtc/CompileCache.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct BuildOptions {
+  std::string arch = "sm_90";
+  CompileCacheOptions cache;
+  unsigned jobs = 0;  // NVRTC workers; 0: all cores
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+struct BuildStats {
+  size_t launches = 0, uniqueKernels = 0, cacheHits = 0, compiled = 0;
+  uint64_t arenaBytes = 0, weightsBytes = 0;
+  double compileSeconds = 0;
+};
+
+struct BuildResult {
+  std::vector<uint8_t> engine;
+  std::string error;  // non-empty on failure: every op without a kernel, or the compile errors
+  BuildStats stats;
+};
+
+BuildResult buildEngine(mlir::func::FuncOp f, const BuildOptions &options);
+
+}  // namespace kiln::codegen

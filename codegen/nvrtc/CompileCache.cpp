@@ -1,0 +1,286 @@
+#include "codegen/nvrtc/CompileCache.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+namespace kiln::codegen {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'N', 'V', 'C', '\x01'};
+constexpr uint32_t kHeaderSize = 64;
+// Seed of the second key hash stored inside an entry (any constant other than the FNV basis).
+constexpr uint64_t kCheckSeed = 0x9e3779b97f4a7c15ull;
+// Upper bound on one entry's payload; anything larger is treated as corrupt.
+constexpr uint64_t kMaxPayload = 1ull << 32;
+
+void putU32(std::string &b, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void putU64(std::string &b, uint64_t v) {
+  for (int i = 0; i < 8; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint32_t getU32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+uint64_t getU64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+void putField(std::string &b, const std::string &s) {
+  putU64(b, s.size());
+  b += s;
+}
+
+std::atomic<uint64_t> gTempCounter{0};
+
+}  // namespace
+
+uint64_t hash64(const void *data, size_t size, uint64_t seed) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  // Finalizer (SplitMix64): FNV-1a's low bits mix poorly for short inputs.
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string CompileCache::defaultDirectory() {
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/kiln/nvrtc";
+  std::string home;
+  if (const char *h = std::getenv("HOME"); h && *h) {
+    home = h;
+  } else if (const passwd *pw = getpwuid(getuid()); pw && pw->pw_dir && *pw->pw_dir) {
+    home = pw->pw_dir;
+  }
+  return home.empty() ? std::string() : home + "/.cache/kiln/nvrtc";
+}
+
+CompileCache::CompileCache(CompileCacheOptions options) {
+  if (options.disabled) {
+    whyDisabled_ = "compile cache disabled (--no-compile-cache)";
+    return;
+  }
+  dir_ = options.dir.empty() ? defaultDirectory() : options.dir;
+  if (dir_.empty()) {
+    whyDisabled_ = "compile cache disabled: neither XDG_CACHE_HOME nor HOME is set";
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec || !std::filesystem::is_directory(dir_, ec)) {
+    whyDisabled_ = "compile cache disabled: cannot create " + dir_ + (ec ? ": " + ec.message() : std::string());
+    return;
+  }
+  enabled_ = true;
+  removeStaleTemporaries();
+}
+
+void CompileCache::removeStaleTemporaries() {
+  // Temporaries left by a process killed between write and rename: older than a day, so never
+  // one that a running compiler is still writing.
+  std::error_code ec;
+  auto now = std::filesystem::file_time_type::clock::now();
+  for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string fname = it->path().filename().string();
+    if (fname.compare(0, 5, ".tmp-") != 0) continue;
+    std::error_code e2;
+    auto t = std::filesystem::last_write_time(it->path(), e2);
+    if (!e2 && now - t > std::chrono::hours(24)) std::filesystem::remove(it->path(), e2);
+  }
+}
+
+std::string CompileCache::keyMaterial(const std::string &source, const std::string &name, const std::string &arch,
+                                      const CompileOptions &options) {
+  std::string m = "kiln-nvrtc-cache";
+  putU32(m, kCompileCacheFormat);
+  putField(m, nvrtcFingerprint());
+  putField(m, arch);
+  putField(m, name);
+  std::vector<std::string> opts = nvrtcOptions(arch, options);
+  putU64(m, opts.size());
+  for (const std::string &o : opts) putField(m, o);
+  // How the PTX was produced and whether the entry was checked also shape what is stored.
+  putU32(m, (options.separatePtxCompile ? 1u : 0u) | (options.checkEntry ? 2u : 0u));
+  putField(m, source);
+  return m;
+}
+
+uint64_t CompileCache::key(const std::string &source, const std::string &name, const std::string &arch,
+                           const CompileOptions &options) {
+  return hash64(keyMaterial(source, name, arch, options));
+}
+
+std::string CompileCache::entryPath(uint64_t key) const {
+  return enabled_ ? dir_ + "/" + hex64(key) + ".kcubin" : std::string();
+}
+
+bool CompileCache::readEntry(uint64_t key, uint64_t check, CompileOutput &out) {
+  std::string path = entryPath(key);
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;  // plain miss
+  std::string data;
+  bool readOk = true;
+  {
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > 0 && static_cast<uint64_t>(st.st_size) < kMaxPayload + kHeaderSize)
+      data.reserve(static_cast<size_t>(st.st_size));
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+      data.append(buf, n);
+      if (data.size() > kMaxPayload + kHeaderSize) break;
+    }
+    readOk = !std::ferror(f);
+    std::fclose(f);
+  }
+  auto corrupt = [this] {
+    corrupt_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  };
+  if (!readOk || data.size() < kHeaderSize) return corrupt();
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(data.data());
+  if (std::memcmp(p, kMagic, sizeof kMagic) != 0 || getU32(p + 8) != kCompileCacheFormat ||
+      getU32(p + 12) != kHeaderSize || getU64(p + 16) != key || getU64(p + 24) != check)
+    return corrupt();
+  uint64_t cubinSize = getU64(p + 32), ptxSize = getU64(p + 40), logSize = getU64(p + 48);
+  if (cubinSize > kMaxPayload || ptxSize > kMaxPayload || logSize > kMaxPayload ||
+      kHeaderSize + cubinSize + ptxSize + logSize != data.size())
+    return corrupt();
+  if (hash64(data.data() + kHeaderSize, data.size() - kHeaderSize) != getU64(p + 56)) return corrupt();
+  if (cubinSize < 4 || std::memcmp(data.data() + kHeaderSize, "\x7f" "ELF", 4) != 0) return corrupt();
+  const char *q = data.data() + kHeaderSize;
+  out = CompileOutput();
+  out.cubin.assign(q, q + cubinSize);
+  out.ptx.assign(q + cubinSize, ptxSize);
+  out.log.assign(q + cubinSize + ptxSize, logSize);
+  return true;
+}
+
+bool CompileCache::lookup(const std::string &source, const std::string &name, const std::string &arch,
+                          const CompileOptions &options, CompileOutput &out) {
+  if (!enabled_) return false;
+  std::string m = keyMaterial(source, name, arch, options);
+  if (readEntry(hash64(m), hash64(m, kCheckSeed), out)) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool CompileCache::store(const std::string &source, const std::string &name, const std::string &arch,
+                         const CompileOptions &options, const CompileOutput &out, std::string *error) {
+  auto fail = [&](const std::string &why) {
+    storeErrors_.fetch_add(1, std::memory_order_relaxed);
+    if (error) *error = why;
+    return false;
+  };
+  if (!enabled_) return fail(whyDisabled_);
+  if (!out.ok() || out.cubin.empty()) return fail("only successful compiles are cached");
+  std::string m = keyMaterial(source, name, arch, options);
+  uint64_t k = hash64(m);
+
+  std::string payload;
+  payload.reserve(out.cubin.size() + out.ptx.size() + out.log.size());
+  payload.append(out.cubin.data(), out.cubin.size());
+  payload += out.ptx;
+  payload += out.log;
+  std::string entry(kMagic, sizeof kMagic);
+  putU32(entry, kCompileCacheFormat);
+  putU32(entry, kHeaderSize);
+  putU64(entry, k);
+  putU64(entry, hash64(m, kCheckSeed));
+  putU64(entry, out.cubin.size());
+  putU64(entry, out.ptx.size());
+  putU64(entry, out.log.size());
+  putU64(entry, hash64(payload));
+  entry += payload;
+
+  std::string finalPath = entryPath(k);
+  // Unique per process, thread and call; same directory as the entry so rename() is atomic.
+  std::string tmp = dir_ + "/.tmp-" + hex64(k) + "-" + std::to_string(getpid()) + "-" +
+                    hex64(std::hash<std::thread::id>()(std::this_thread::get_id())).substr(8) + "-" +
+                    std::to_string(gTempCounter.fetch_add(1));
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return fail("cannot write " + tmp + ": " + std::strerror(errno));
+  bool ok = std::fwrite(entry.data(), 1, entry.size(), f) == entry.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return fail("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), finalPath.c_str()) != 0) {
+    int e = errno;
+    std::remove(tmp.c_str());
+    return fail("cannot rename " + tmp + " to " + finalPath + ": " + std::strerror(e));
+  }
+  stores_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+CompileOutput CompileCache::getOrCompile(const std::string &source, const std::string &name, const std::string &arch,
+                                         const CompileOptions &options, bool *hit, const Compiler &compiler) {
+  if (hit) *hit = false;
+  CompileOutput out;
+  if (enabled_) {
+    try {
+      if (lookup(source, name, arch, options, out)) {
+        if (hit) *hit = true;
+        return out;
+      }
+    } catch (const std::exception &) {
+      // e.g. bad_alloc on a huge entry: fall through to compiling
+    }
+  } else {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+  }
+  out = compiler ? compiler(source, name, arch, options) : compileKernel(source, name, arch, options);
+  if (enabled_ && out.ok()) {
+    try {
+      store(source, name, arch, options, out);
+    } catch (const std::exception &) {
+      storeErrors_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return out;
+}
+
+CompileCache::Stats CompileCache::stats() const {
+  Stats s;
+  s.hits = hits_.load();
+  s.misses = misses_.load();
+  s.corrupt = corrupt_.load();
+  s.stores = stores_.load();
+  s.storeErrors = storeErrors_.load();
+  return s;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,157 @@
+/*
+ * kiln.h — the kiln runtime's C API (C99; usable from C and C++).
+ *
+ * An application links libkiln_runtime and includes this header, nothing else. The runtime loads
+ * the NVIDIA driver (libcuda.so.1) at run time, so the library itself builds and loads on
+ * machines without CUDA; only kiln_context_create needs a GPU.
+ *
+ *   kiln_engine   an engine file loaded into host memory and verified: immutable, so it may be
+ *                 shared by any number of threads and contexts.
+ *   kiln_context  one execution of an engine on one GPU: its modules, weights and scratch memory
+ *                 (the arena). A context may be used by one thread at a time; use one context per
+ *                 concurrent stream, because all enqueues of a context share its arena.
+ *
+ * Errors. Every function that can fail returns a kiln_status. On failure the reason is kept per
+ * thread and kiln_status_message() returns it until the next failing call on that thread. A
+ * failed call changes nothing: no handle is created (the out pointer is set to NULL), a context
+ * keeps its earlier bindings. The library never aborts, exits or lets an exception escape.
+ *
+ * Ownership. Every handle made by a *_create or *_load function is freed by the matching
+ * *_destroy function (NULL is accepted and ignored). A context keeps what it needs of its engine
+ * alive, so an engine may be destroyed while contexts made from it still run. Strings and arrays
+ * returned by accessors belong to the engine and live until the engine and all of its contexts
+ * are destroyed.
+ */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(KILN_BUILDING_SHARED)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  KILN_OK = 0,
+  KILN_ERROR_INVALID_ARGUMENT, /* a NULL handle, unknown tensor name, bad index, ... */
+  KILN_ERROR_IO,               /* the engine file could not be opened or read */
+  KILN_ERROR_FORMAT,           /* not a kiln engine, truncated, corrupted or inconsistent */
+  KILN_ERROR_VERSION,          /* an engine format version this runtime does not read */
+  KILN_ERROR_ARCH,             /* the engine has no code that runs on this GPU */
+  KILN_ERROR_NO_DEVICE,        /* no NVIDIA driver (libcuda.so.1) or no GPU */
+  KILN_ERROR_CUDA,             /* a CUDA driver call failed; the message names it */
+  KILN_ERROR_OUT_OF_MEMORY,    /* host or device memory */
+  KILN_ERROR_UNBOUND,          /* enqueue before every I/O tensor has an address */
+  KILN_ERROR_SHAPE             /* a shape that does not match the engine's */
+} kiln_status;
+
+/* Element types; the values are ONNX TensorProto.DataType's. */
+typedef enum {
+  KILN_DTYPE_UNDEFINED = 0,
+  KILN_DTYPE_FLOAT32 = 1,
+  KILN_DTYPE_UINT8 = 2,
+  KILN_DTYPE_INT8 = 3,
+  KILN_DTYPE_UINT16 = 4,
+  KILN_DTYPE_INT16 = 5,
+  KILN_DTYPE_INT32 = 6,
+  KILN_DTYPE_INT64 = 7,
+  KILN_DTYPE_BOOL = 9,
+  KILN_DTYPE_FLOAT16 = 10,
+  KILN_DTYPE_FLOAT64 = 11,
+  KILN_DTYPE_UINT32 = 12,
+  KILN_DTYPE_UINT64 = 13,
+  KILN_DTYPE_BFLOAT16 = 16,
+  KILN_DTYPE_FLOAT8E4M3FN = 17,
+  KILN_DTYPE_FLOAT8E4M3FNUZ = 18,
+  KILN_DTYPE_FLOAT8E5M2 = 19,
+  KILN_DTYPE_FLOAT8E5M2FNUZ = 20
+} kiln_dtype;
+
+typedef struct kiln_engine kiln_engine;
+typedef struct kiln_context kiln_context;
+
+/* The reason for the last failure on this thread, if that failure returned `status`; otherwise
+ * a fixed description of `status`. Never NULL. The string is valid until the next kiln call on
+ * this thread. */
+KILN_API const char* kiln_status_message(kiln_status status);
+
+/* "MAJOR.MINOR.PATCH" of this runtime. */
+KILN_API const char* kiln_version(void);
+
+/* ---- Engines ---------------------------------------------------------------------------- */
+
+/* Reads and verifies an engine file (header, checksum, metadata, every index and range).
+ * On success *out is a new engine; on failure *out is NULL.
+ * Errors: INVALID_ARGUMENT, IO, FORMAT, VERSION, OUT_OF_MEMORY. */
+KILN_API kiln_status kiln_engine_load(const char* path, kiln_engine** out);
+
+/* Like kiln_engine_load, from `size` bytes at `data`, which are copied: the caller may free
+ * them as soon as this returns. */
+KILN_API kiln_status kiln_engine_load_from_memory(const void* data, size_t size, kiln_engine** out);
+
+/* Releases the engine handle. Contexts made from it stay valid. NULL is ignored. */
+KILN_API void kiln_engine_destroy(kiln_engine* engine);
+
+/* The I/O tensor table, by index 0 .. num_io-1, in the engine's order (inputs first in engines
+ * made by kiln, but do not rely on it: use is_input). For a NULL engine or an index out of
+ * range: name and shape return NULL, dtype KILN_DTYPE_UNDEFINED, rank and is_input -1. */
+KILN_API int32_t kiln_engine_num_io(const kiln_engine* engine);
+KILN_API const char* kiln_engine_io_name(const kiln_engine* engine, int32_t i);
+KILN_API kiln_dtype kiln_engine_io_dtype(const kiln_engine* engine, int32_t i);
+KILN_API int32_t kiln_engine_io_rank(const kiln_engine* engine, int32_t i);
+KILN_API const int64_t* kiln_engine_io_shape(const kiln_engine* engine, int32_t i); /* rank dims */
+KILN_API int32_t kiln_engine_io_is_input(const kiln_engine* engine, int32_t i);    /* 1 or 0 */
+
+/* The GPU architecture the engine was built for, e.g. "sm_90", and its build route (the
+ * canonical "knob=value;..." text; "" for the default route). NULL for a NULL engine. */
+KILN_API const char* kiln_engine_target_arch(const kiln_engine* engine);
+KILN_API const char* kiln_engine_route(const kiln_engine* engine);
+
+/* ---- Contexts --------------------------------------------------------------------------- */
+
+/* Prepares `engine` for execution on a GPU: uses the CUDA context current on this thread, or
+ * else the primary context of device 0. Checks the device's compute capability against the
+ * engine's target, loads its kernels, uploads its weights once and allocates its arena. The
+ * calling thread's current CUDA context is the same before and after the call.
+ * Errors: INVALID_ARGUMENT, NO_DEVICE, ARCH, CUDA, OUT_OF_MEMORY. */
+KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** out);
+
+/* Declares the shape of an input. Engines have static shapes, so `dims` must equal the engine's
+ * shape; the call exists so that applications written for dynamic shapes work unchanged.
+ * Errors: INVALID_ARGUMENT (unknown name, not an input, NULL dims with rank > 0), SHAPE. */
+KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const char* name,
+                                                  const int64_t* dims, int32_t rank);
+
+/* Binds an input or output tensor to device memory (a CUdeviceptr / cudaMalloc pointer of at
+ * least the tensor's byte size, aligned to its element size). NULL unbinds. The memory must stay
+ * valid until the enqueued work that uses it has finished.
+ * Errors: INVALID_ARGUMENT (unknown name, misaligned pointer). */
+KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, const char* name,
+                                                     void* device_ptr);
+
+/* Enqueues one execution on `cuda_stream` (a CUstream / cudaStream_t; NULL is the legacy default
+ * stream) and returns without waiting. Reading the outputs needs the stream synchronized.
+ * Successive enqueues of one context must be ordered on the GPU (same stream, or synchronized),
+ * since they share the context's arena. Engines built with the runtime.cuda_graph knob replay a
+ * CUDA graph, captured on the first enqueue and again after a binding changes (on the NULL
+ * stream, or a stream the application is capturing itself, they launch directly).
+ * Errors: INVALID_ARGUMENT, UNBOUND (names the first unbound tensor), CUDA. After a CUDA error
+ * some launches may already be enqueued; the outputs are then undefined. */
+KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* cuda_stream);
+
+/* Frees the context's device memory and modules. Work it enqueued must have finished (for
+ * example, synchronize the stream first). NULL is ignored. */
+KILN_API void kiln_context_destroy(kiln_context* context);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_KILN_H */

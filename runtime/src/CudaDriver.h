@@ -1,0 +1,86 @@
+// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1") through one table of
+// function pointers (as IREE does), so the runtime builds without the CUDA toolkit and loads on
+// machines without a driver. Only the few types and prototypes the executor uses are declared
+// here; they match cuda.h of CUDA 12/13 (the _v2 entry points are the 64-bit-pointer ABI).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kiln::rt {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr int CU_JIT_INFO_LOG_BUFFER = 3;
+constexpr int CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
+constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
+constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+
+struct CudaDriver {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int*);
+  CUresult (*cuDeviceGetCount)(int*);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxPushCurrent)(CUcontext);
+  CUresult (*cuCtxPopCurrent)(CUcontext*);
+  CUresult (*cuCtxGetDevice)(CUdevice*);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleLoadDataEx)(CUmodule*, const void*, unsigned, int*, void**);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
+  // CUDA graphs (stream capture). Optional: null when the driver lacks them, and the executor
+  // then launches directly.
+  CUresult (*cuStreamBeginCapture)(CUstream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
+  CUresult (*cuStreamIsCapturing)(CUstream, int* status);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
+  bool hasGraphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture && cuStreamIsCapturing && cuGraphInstantiateWithFlags && cuGraphLaunch &&
+           cuGraphExecDestroy && cuGraphDestroy;
+  }
+
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+
+  // "CUDA_ERROR_OUT_OF_MEMORY: out of memory" (or the number, if the driver cannot name it).
+  std::string describe(CUresult r) const;
+};
+
+// The process-wide driver table, loaded and cuInit'ed on first use (thread-safe). Returns null
+// when libcuda.so.1 is missing, lacks a symbol, or cuInit fails; `why` then says which.
+const CudaDriver* cudaDriver(std::string& why);
+
+}  // namespace kiln::rt

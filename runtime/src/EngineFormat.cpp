@@ -1,0 +1,250 @@
+// Pieces of the engine format shared by the writer and the reader: the checksum, element sizes,
+// the container layout and the semantic validation of a decoded engine.
+#include "EngineFormat.h"
+
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace kiln::rt {
+
+uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+size_t dtypeByteSize(int32_t onnxDtype) {
+  switch (onnxDtype) {
+    case 1: return 4;   // float
+    case 2: return 1;   // uint8
+    case 3: return 1;   // int8
+    case 4: return 2;   // uint16
+    case 5: return 2;   // int16
+    case 6: return 4;   // int32
+    case 7: return 8;   // int64
+    case 9: return 1;   // bool
+    case 10: return 2;  // float16
+    case 11: return 8;  // double
+    case 12: return 4;  // uint32
+    case 13: return 8;  // uint64
+    case 16: return 2;  // bfloat16
+    case 17: case 18: case 19: case 20: return 1;  // float8 variants
+    default: return 0;  // undefined, string, complex64/128, 4-bit types
+  }
+}
+
+// Element count times element size, or UINT64_MAX when it overflows (callers compare the
+// result against kMaxDeviceBytes, so overflow reads as "too large").
+static uint64_t tensorBytesSaturating(const IoTensor& t) {
+  uint64_t bytes = dtypeByteSize(t.dtype);
+  for (int64_t d : t.shape) {
+    if (d < 0) return UINT64_MAX;
+    if (d != 0 && bytes > UINT64_MAX / uint64_t(d)) return UINT64_MAX;
+    bytes *= uint64_t(d);
+  }
+  return bytes;
+}
+
+uint64_t ioTensorBytes(const IoTensor& t) {
+  uint64_t b = tensorBytesSaturating(t);
+  return b == UINT64_MAX ? 0 : b;
+}
+
+static void putU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+static void putU64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+static uint64_t alignUp(uint64_t v) { return (v + kSectionAlignment - 1) / kSectionAlignment * kSectionAlignment; }
+
+std::vector<uint8_t> packSections(const std::vector<SectionData>& sections, uint32_t formatVersion) {
+  const uint64_t tableEnd = kHeaderSize + uint64_t(sections.size()) * kSectionEntrySize;
+  std::vector<uint64_t> offsets;
+  uint64_t cursor = alignUp(tableEnd);
+  for (const SectionData& s : sections) {
+    offsets.push_back(cursor);
+    cursor = alignUp(cursor + s.size);
+  }
+  const uint64_t fileSize = cursor;
+
+  std::vector<uint8_t> file(fileSize, 0);  // zero fill = deterministic padding
+  uint8_t* h = file.data();
+  std::memcpy(h, kEngineMagic, 8);
+  putU32(h + 8, formatVersion);
+  putU32(h + 12, kHeaderSize);
+  putU64(h + 16, fileSize);
+  putU32(h + 32, uint32_t(sections.size()));
+  putU64(h + 40, kHeaderSize);  // the section table follows the header
+  for (size_t i = 0; i < sections.size(); ++i) {
+    uint8_t* e = h + kHeaderSize + i * kSectionEntrySize;
+    putU32(e, sections[i].kind);
+    putU64(e + 8, offsets[i]);
+    putU64(e + 16, sections[i].size);
+    if (sections[i].size) std::memcpy(h + offsets[i], sections[i].data, sections[i].size);
+  }
+  putU64(h + 24, fnv1a64(h + kHeaderSize, fileSize - kHeaderSize));
+  return file;
+}
+
+// ---- Semantic validation -------------------------------------------------------------------
+
+namespace {
+
+const char* spaceName(BufferRef::Space s) {
+  switch (s) {
+    case BufferRef::Space::Arena: return "arena";
+    case BufferRef::Space::Weights: return "weights";
+    case BufferRef::Space::Io: return "io";
+  }
+  return "?";
+}
+
+class Checker {
+ public:
+  Checker(const EngineDesc& d, uint64_t weightsBytes) : d_(d), weightsBytes_(weightsBytes) {}
+
+  std::string run() {
+    checkTarget();
+    checkIo();
+    checkModulesAndKernels();
+    if (d_.arenaBytes > kMaxDeviceBytes) fail("arena of " + std::to_string(d_.arenaBytes) + " bytes is larger than the limit");
+    if (weightsBytes_ > kMaxDeviceBytes) fail("weights of " + std::to_string(weightsBytes_) + " bytes are larger than the limit");
+    for (size_t i = 0; i < d_.launches.size() && error_.empty(); ++i) checkLaunch(i);
+    return error_;
+  }
+
+ private:
+  void fail(const std::string& msg) {
+    if (error_.empty()) error_ = msg;
+  }
+
+  void checkTarget() {
+    // "sm_<sm>" with an optional arch-specific suffix ('a': sm_90a, 'f': family).
+    const std::string& a = d_.arch;
+    std::string digits = a.size() > 3 && a.compare(0, 3, "sm_") == 0 ? a.substr(3) : "";
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.pop_back();
+    bool ok = !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
+    if (!ok) return fail("target arch '" + a + "' is not of the form sm_<number>");
+    if (std::stoi(digits) != d_.sm) return fail("target arch '" + a + "' disagrees with target sm " + std::to_string(d_.sm));
+    if (d_.sm < 10 || d_.sm > 9999) fail("target sm " + std::to_string(d_.sm) + " is not a compute capability");
+  }
+
+  void checkIo() {
+    if (d_.io.size() > (1u << 16)) return fail("too many I/O tensors (" + std::to_string(d_.io.size()) + ")");
+    std::set<std::string> names;
+    for (size_t i = 0; i < d_.io.size() && error_.empty(); ++i) {
+      const IoTensor& t = d_.io[i];
+      std::string what = "io[" + std::to_string(i) + "] '" + t.name + "'";
+      if (t.name.empty()) return fail("io[" + std::to_string(i) + "] has an empty name");
+      if (t.name.find('\0') != std::string::npos) return fail(what + ": name contains a NUL byte");
+      if (!names.insert(t.name).second) return fail(what + ": duplicate I/O tensor name");
+      if (dtypeByteSize(t.dtype) == 0) return fail(what + ": unsupported dtype " + std::to_string(t.dtype));
+      if (t.shape.size() > kMaxRank) return fail(what + ": rank " + std::to_string(t.shape.size()) + " exceeds " + std::to_string(kMaxRank));
+      for (int64_t dim : t.shape)
+        if (dim < 0) return fail(what + ": negative dimension " + std::to_string(dim));
+      if (tensorBytesSaturating(t) > kMaxDeviceBytes) return fail(what + ": tensor size is absurd");
+    }
+  }
+
+  void checkModulesAndKernels() {
+    if (d_.modules.size() > kMaxSections) return fail("too many modules");
+    for (size_t i = 0; i < d_.modules.size(); ++i) {
+      const ModuleDesc& m = d_.modules[i];
+      if (m.cubin.empty() && m.ptx.empty()) return fail("module " + std::to_string(i) + " has neither cubin nor PTX");
+      if (m.ptx.find('\0') != std::string::npos) return fail("module " + std::to_string(i) + ": PTX text contains a NUL byte");
+    }
+    for (size_t i = 0; i < d_.kernels.size(); ++i) {
+      const KernelDesc& k = d_.kernels[i];
+      std::string what = "kernel " + std::to_string(i);
+      if (k.module < 0 || size_t(k.module) >= d_.modules.size())
+        return fail(what + " ('" + k.entry + "'): module index " + std::to_string(k.module) + " out of range (" +
+                    std::to_string(d_.modules.size()) + " modules)");
+      if (k.entry.empty() || k.entry.find('\0') != std::string::npos) return fail(what + ": bad entry name");
+    }
+  }
+
+  uint64_t spaceBytes(const BufferRef& b) const {
+    switch (b.space) {
+      case BufferRef::Space::Arena: return d_.arenaBytes;
+      case BufferRef::Space::Weights: return weightsBytes_;
+      case BufferRef::Space::Io: return ioTensorBytes(d_.io[size_t(b.io)]);
+    }
+    return 0;
+  }
+
+  std::string spaceText(const BufferRef& b) const {
+    if (b.space != BufferRef::Space::Io) return std::string("the ") + spaceName(b.space);
+    return "I/O tensor " + std::to_string(b.io) + " '" + d_.io[size_t(b.io)].name + "'";
+  }
+
+  // A buffer must name an existing space and [offset, offset + extent) must lie inside it. For a
+  // kernel argument the extent is unknown (0): the offset must then point into the space (or be
+  // 0 for an empty one).
+  bool checkBuffer(const BufferRef& b, uint64_t extent, const std::string& what) {
+    if (b.space == BufferRef::Space::Io && (b.io < 0 || size_t(b.io) >= d_.io.size())) {
+      fail(what + ": io index " + std::to_string(b.io) + " out of range (" + std::to_string(d_.io.size()) + " I/O tensors)");
+      return false;
+    }
+    uint64_t size = spaceBytes(b);
+    bool inside = extent == 0 ? (b.offset < size || (b.offset == 0 && size == 0))
+                              : (b.offset <= size && extent <= size - b.offset);
+    if (!inside) {
+      fail(what + ": " + spaceName(b.space) + " range [" + std::to_string(b.offset) + ", +" + std::to_string(extent) +
+           ") is outside " + spaceText(b) + " (" + std::to_string(size) + " bytes)");
+      return false;
+    }
+    return true;
+  }
+
+  void checkLaunch(size_t i) {
+    const Launch& l = d_.launches[i];
+    std::string what = "launch " + std::to_string(i);
+    if (!l.node.empty()) what += " (node '" + l.node + "')";
+    if (l.kind == Launch::Kind::Copy) {
+      if (l.bytes == 0) return fail(what + ": copy of 0 bytes");
+      if (!checkBuffer(l.src, l.bytes, what + ": copy source") || !checkBuffer(l.dst, l.bytes, what + ": copy destination")) return;
+      if (l.dst.space == BufferRef::Space::Weights) return fail(what + ": copy into the weights, which are read-only");
+      if (l.dst.space == BufferRef::Space::Io && d_.io[size_t(l.dst.io)].isInput)
+        return fail(what + ": copy into input '" + d_.io[size_t(l.dst.io)].name + "', which is read-only");
+      bool sameSpace = l.src.space == l.dst.space && (l.src.space != BufferRef::Space::Io || l.src.io == l.dst.io);
+      if (sameSpace && l.src.offset < l.dst.offset + l.bytes && l.dst.offset < l.src.offset + l.bytes)
+        return fail(what + ": copy source and destination overlap");
+      return;
+    }
+    if (l.kernel < 0 || size_t(l.kernel) >= d_.kernels.size())
+      return fail(what + ": kernel index " + std::to_string(l.kernel) + " out of range (" + std::to_string(d_.kernels.size()) + " kernels)");
+    what += " of kernel '" + d_.kernels[size_t(l.kernel)].entry + "'";
+    // CUDA's limits: grid x < 2^31, y and z < 2^16; at most 1024 threads a block.
+    if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 || l.grid[0] > 0x7fffffffu || l.grid[1] > 65535 || l.grid[2] > 65535)
+      return fail(what + ": grid " + dims(l.grid) + " is outside CUDA's limits");
+    uint64_t threads = uint64_t(l.block[0]) * l.block[1] * l.block[2];
+    if (threads == 0 || threads > 1024 || l.block[2] > 64)
+      return fail(what + ": block " + dims(l.block) + " is outside CUDA's limits");
+    if (l.sharedBytes > (1u << 20)) return fail(what + ": " + std::to_string(l.sharedBytes) + " bytes of shared memory is absurd");
+    if (l.args.size() > kMaxLaunchArgs) return fail(what + ": too many arguments");
+    for (size_t a = 0; a < l.args.size(); ++a)
+      if (l.args[a].kind == LaunchArg::Kind::Buffer && !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a))) return;
+  }
+
+  static std::string dims(const uint32_t v[3]) {
+    return "[" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "]";
+  }
+
+  const EngineDesc& d_;
+  uint64_t weightsBytes_;
+  std::string error_;
+};
+
+}  // namespace
+
+std::string checkEngineDesc(const EngineDesc& desc, uint64_t weightsBytes) {
+  return Checker(desc, weightsBytes).run();
+}
+
+std::string checkEngineDesc(const EngineDesc& desc) { return checkEngineDesc(desc, desc.weights.size()); }
+
+}  // namespace kiln::rt

@@ -1,0 +1,156 @@
+// The kiln engine file format (version 1), owned by the runtime. docs/engine-format.md describes
+// the bytes; this header is the C++ view of it shared by the compiler (writer) and the runtime
+// (reader). Nothing here depends on MLIR, protobuf or CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
+constexpr uint32_t kEngineFormatVersion = 1;
+constexpr uint32_t kHeaderSize = 64;
+constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
+constexpr uint64_t kSectionAlignment = 64;
+
+// Limits that keep a hostile file from making the reader allocate or loop unboundedly. They
+// are far above anything a real model needs.
+constexpr uint32_t kMaxSections = 1u << 16;
+constexpr uint64_t kMaxMetadataBytes = 32ull << 20;
+constexpr int kMaxMetadataDepth = 16;
+constexpr uint64_t kMaxDeviceBytes = 1ull << 44;  // 16 TiB: arena, weights, one tensor
+constexpr size_t kMaxRank = 32;
+constexpr size_t kMaxLaunchArgs = 1024;
+
+enum class SectionKind : uint32_t { Metadata = 1, Cubin = 2, Ptx = 3, Weights = 4 };
+
+// 64-bit FNV-1a, the engine checksum (over every byte after the 64-byte header).
+uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);
+
+// Bytes per element of an ONNX TensorProto data type, or 0 for types an engine cannot hold
+// (undefined, string, complex, 4-bit types).
+size_t dtypeByteSize(int32_t onnxDtype);
+
+struct IoTensor {
+  std::string name;
+  int32_t dtype = 1;  // ONNX TensorProto.DataType
+  std::vector<int64_t> shape;
+  bool isInput = true;
+};
+
+// One CUDA module: a cubin for exactly the target sm and/or PTX that the driver JIT-compiles on
+// the same or a newer GPU. At least one must be non-empty.
+struct ModuleDesc {
+  std::vector<uint8_t> cubin;
+  std::string ptx;  // PTX text, without a trailing NUL
+};
+
+struct KernelDesc {
+  int32_t module = 0;  // index into EngineDesc::modules
+  std::string entry;   // the __global__ function's (mangled) name
+  std::string node;    // the graph node(s) it implements, for messages and profiles
+};
+
+// A device address: an offset into the arena, the weights or an I/O tensor.
+struct BufferRef {
+  enum class Space { Arena, Weights, Io };
+  Space space = Space::Arena;
+  uint64_t offset = 0;
+  int32_t io = -1;  // index into EngineDesc::io, for Space::Io
+};
+
+struct LaunchArg {
+  enum class Kind { Buffer, I32, I64, F32 };
+  Kind kind = Kind::Buffer;
+  BufferRef buffer;
+  int32_t i32 = 0;
+  int64_t i64 = 0;
+  float f32 = 0;
+
+  static LaunchArg buf(BufferRef b) { LaunchArg a; a.kind = Kind::Buffer; a.buffer = b; return a; }
+  static LaunchArg ofI32(int32_t v) { LaunchArg a; a.kind = Kind::I32; a.i32 = v; return a; }
+  static LaunchArg ofI64(int64_t v) { LaunchArg a; a.kind = Kind::I64; a.i64 = v; return a; }
+  static LaunchArg ofF32(float v) { LaunchArg a; a.kind = Kind::F32; a.f32 = v; return a; }
+};
+
+// One step of the launch plan: a kernel launch, or a device-to-device copy.
+struct Launch {
+  enum class Kind { Kernel, Copy };
+  Kind kind = Kind::Kernel;
+  // Kind::Kernel
+  int32_t kernel = 0;  // index into EngineDesc::kernels
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;  // dynamic shared memory
+  std::string node;
+  std::vector<LaunchArg> args;
+  // Kind::Copy
+  BufferRef src, dst;
+  uint64_t bytes = 0;
+};
+
+// Everything an engine file holds. The compiler fills one and calls writeEngine; parseEngine
+// fills one from file bytes.
+struct EngineDesc {
+  std::string kilnVersion;
+  std::string arch = "sm_90";  // "sm_<sm>", optionally with an arch-specific suffix ("sm_90a")
+  int32_t sm = 90;              // major * 10 + minor
+  std::string route;            // canonical route text, "" for the default route
+  std::map<std::string, std::string> environment;  // free-form build fingerprint
+  std::vector<IoTensor> io;
+  std::vector<ModuleDesc> modules;
+  std::vector<KernelDesc> kernels;
+  uint64_t arenaBytes = 0;
+  std::vector<uint8_t> weights;
+  std::vector<Launch> launches;
+  // The runtime.cuda_graph knob: replay the launch list as a CUDA graph (captured on the first
+  // enqueue and again whenever the bound addresses change) instead of launching one by one.
+  bool cudaGraph = false;
+};
+
+// Byte size of an I/O tensor (elements * element size); 0 for an unsupported dtype.
+uint64_t ioTensorBytes(const IoTensor& t);
+
+// The semantic checks the reader applies after decoding the metadata: every index in range,
+// every buffer inside its space, sizes below the limits. Returns "" when the desc is valid,
+// else the first problem found. The compiler can call it before writeEngine. The second form
+// takes the weights' size separately, for a desc whose weights stayed in the file.
+std::string checkEngineDesc(const EngineDesc& desc);
+std::string checkEngineDesc(const EngineDesc& desc, uint64_t weightsBytes);
+
+// Serializes `desc` into engine bytes. Deterministic: the same desc gives the same bytes. It
+// does not validate (call checkEngineDesc); an invalid desc gives a file the reader rejects.
+std::vector<uint8_t> writeEngine(const EngineDesc& desc);
+
+// The container layer, shared by the writer and by tests that build unusual files: places the
+// sections in order after the header and section table, each at a 64-byte boundary, and fills
+// in file size and checksum.
+struct SectionData {
+  uint32_t kind;
+  const uint8_t* data;
+  size_t size;
+};
+std::vector<uint8_t> packSections(const std::vector<SectionData>& sections,
+                                  uint32_t formatVersion = kEngineFormatVersion);
+
+// Where a section's bytes lie in the file.
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+enum class ParseStatus { Ok, Malformed, UnsupportedVersion };
+
+// Verifies and decodes engine bytes: header, checksum, section table, metadata JSON, then
+// checkEngineDesc. Never throws, never reads outside [data, data + size), and allocates at most
+// a small multiple of `size`. On failure `error` says what is wrong and `out` is unspecified.
+// If `weightsInFile` is non-null the weights are not copied into out.weights; their place in
+// `data` is returned instead (an application keeping the file bytes uploads from there).
+ParseStatus parseEngine(const uint8_t* data, size_t size, EngineDesc& out, std::string& error,
+                        ByteRange* weightsInFile = nullptr);
+
+}  // namespace kiln::rt

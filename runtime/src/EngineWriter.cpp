@@ -1,0 +1,109 @@
+// EngineDesc -> engine bytes. The metadata is JSON built with nlohmann::json, whose objects keep
+// keys sorted, so the same desc always gives the same bytes (no timestamps, no pointers).
+#include "EngineFormat.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace kiln::rt {
+
+using nlohmann::json;
+
+namespace {
+
+json bufferJson(const BufferRef& b) {
+  json j;
+  switch (b.space) {
+    case BufferRef::Space::Arena: j["space"] = "arena"; break;
+    case BufferRef::Space::Weights: j["space"] = "weights"; break;
+    case BufferRef::Space::Io: j["space"] = "io"; j["io"] = b.io; break;
+  }
+  j["offset"] = b.offset;
+  return j;
+}
+
+// JSON has no NaN or infinity; those f32 scalars are written as the strings "nan", "inf" and
+// "-inf". Finite values are written as the double that equals the float exactly; nlohmann prints
+// the shortest text that reads back to that double, so the float round-trips bit for bit.
+json f32Json(float v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return double(v);
+}
+
+json argJson(const LaunchArg& a) {
+  switch (a.kind) {
+    case LaunchArg::Kind::Buffer: return bufferJson(a.buffer);
+    case LaunchArg::Kind::I32: return json{{"i32", a.i32}};
+    case LaunchArg::Kind::I64: return json{{"i64", a.i64}};
+    case LaunchArg::Kind::F32: return json{{"f32", f32Json(a.f32)}};
+  }
+  return json();
+}
+
+json launchJson(const Launch& l) {
+  json j;
+  if (l.kind == Launch::Kind::Copy) {
+    j["copy"] = {{"src", bufferJson(l.src)}, {"dst", bufferJson(l.dst)}, {"bytes", l.bytes}};
+    if (!l.node.empty()) j["node"] = l.node;
+    return j;
+  }
+  j["kernel"] = l.kernel;
+  j["grid"] = {l.grid[0], l.grid[1], l.grid[2]};
+  j["block"] = {l.block[0], l.block[1], l.block[2]};
+  j["shared_bytes"] = l.sharedBytes;
+  j["node"] = l.node;
+  j["args"] = json::array();
+  for (const LaunchArg& a : l.args) j["args"].push_back(argJson(a));
+  return j;
+}
+
+}  // namespace
+
+std::vector<uint8_t> writeEngine(const EngineDesc& desc) {
+  // Section order: metadata, then each module's cubin and PTX, then the weights.
+  std::vector<SectionData> sections;
+  sections.push_back({uint32_t(SectionKind::Metadata), nullptr, 0});  // filled in below
+  json modules = json::array();
+  for (const ModuleDesc& m : desc.modules) {
+    json jm{{"cubin", -1}, {"ptx", -1}};
+    if (!m.cubin.empty()) {
+      jm["cubin"] = sections.size();
+      sections.push_back({uint32_t(SectionKind::Cubin), m.cubin.data(), m.cubin.size()});
+    }
+    if (!m.ptx.empty()) {
+      jm["ptx"] = sections.size();
+      sections.push_back({uint32_t(SectionKind::Ptx), reinterpret_cast<const uint8_t*>(m.ptx.data()), m.ptx.size()});
+    }
+    modules.push_back(jm);
+  }
+  sections.push_back({uint32_t(SectionKind::Weights), desc.weights.data(), desc.weights.size()});
+
+  json meta;
+  meta["kiln_version"] = desc.kilnVersion;
+  meta["format_version"] = kEngineFormatVersion;
+  meta["target"] = {{"arch", desc.arch}, {"sm", desc.sm}};
+  meta["route"] = desc.route;
+  meta["environment"] = json::object();
+  for (const auto& [k, v] : desc.environment) meta["environment"][k] = v;
+  meta["io"] = json::array();
+  for (const IoTensor& t : desc.io)
+    meta["io"].push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"is_input", t.isInput}});
+  meta["modules"] = modules;
+  meta["kernels"] = json::array();
+  for (const KernelDesc& k : desc.kernels)
+    meta["kernels"].push_back({{"module", k.module}, {"entry", k.entry}, {"node", k.node}});
+  meta["memory"] = {{"arena_bytes", desc.arenaBytes}, {"weights_bytes", desc.weights.size()}};
+  meta["cuda_graph"] = desc.cudaGraph;
+  meta["launches"] = json::array();
+  for (const Launch& l : desc.launches) meta["launches"].push_back(launchJson(l));
+
+  // Invalid UTF-8 in a name is replaced (U+FFFD) rather than thrown: writing never fails.
+  std::string text = meta.dump(-1, ' ', false, json::error_handler_t::replace);
+  sections[0].data = reinterpret_cast<const uint8_t*>(text.data());
+  sections[0].size = text.size();
+  return packSections(sections);
+}
+
+}  // namespace kiln::rt

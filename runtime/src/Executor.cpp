@@ -1,0 +1,298 @@
+#include "Executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace kiln::rt {
+
+namespace {
+
+// Makes `ctx` current for the scope and restores the caller's context afterwards, so the
+// runtime never changes which context is current on the application's thread.
+class ScopedContext {
+ public:
+  ScopedContext(const CudaDriver& cu, CUcontext ctx) : cu_(cu) { pushed_ = cu_.cuCtxPushCurrent(ctx) == CUDA_SUCCESS; }
+  ~ScopedContext() {
+    CUcontext popped;
+    if (pushed_) cu_.cuCtxPopCurrent(&popped);
+  }
+  bool ok() const { return pushed_; }
+
+ private:
+  const CudaDriver& cu_;
+  bool pushed_;
+};
+
+kiln_status codeFor(CUresult r) { return r == CUDA_ERROR_OUT_OF_MEMORY ? KILN_ERROR_OUT_OF_MEMORY : KILN_ERROR_CUDA; }
+
+std::string smText(int sm) { return "sm_" + std::to_string(sm); }
+
+bool archSpecific(const std::string& arch) { return !arch.empty() && (arch.back() == 'a' || arch.back() == 'f'); }
+
+}  // namespace
+
+std::unique_ptr<Executor> Executor::create(std::shared_ptr<const LoadedEngine> engine, Status& status) {
+  std::string why;
+  const CudaDriver* cu = cudaDriver(why);
+  if (!cu) {
+    status = makeStatus(KILN_ERROR_NO_DEVICE, why);
+    return nullptr;
+  }
+  std::unique_ptr<Executor> e(new Executor(*cu, std::move(engine)));
+  status = e->init();
+  if (!status.ok()) return nullptr;  // the destructor frees whatever init made
+  return e;
+}
+
+Status Executor::init() {
+  Status s = selectContext();
+  if (!s.ok()) return s;
+  ScopedContext scope(cu_, context_);
+  if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the CUDA context current");
+  if ((s = loadModules()).ok() && (s = allocate()).ok()) prepareLaunches();
+  return s;
+}
+
+Status Executor::selectContext() {
+  CUresult r = cu_.cuCtxGetCurrent(&context_);
+  if (r != CUDA_SUCCESS) return makeStatus(KILN_ERROR_CUDA, "cuCtxGetCurrent failed: " + cu_.describe(r));
+  if (!context_) {
+    // No context on this thread: use device 0's primary context, the one the CUDA runtime API
+    // (cudaMalloc, cudaStreamCreate, ...) uses too, so pointers and streams from it work here.
+    if ((r = cu_.cuDeviceGet(&device_, 0)) != CUDA_SUCCESS)
+      return makeStatus(KILN_ERROR_NO_DEVICE, "cuDeviceGet(0) failed: " + cu_.describe(r));
+    if ((r = cu_.cuDevicePrimaryCtxRetain(&context_, device_)) != CUDA_SUCCESS) {
+      context_ = nullptr;
+      return makeStatus(codeFor(r), "cannot retain the primary context of device 0: " + cu_.describe(r));
+    }
+    ownsPrimaryContext_ = true;
+  }
+  ScopedContext scope(cu_, context_);
+  if ((r = cu_.cuCtxGetDevice(&device_)) != CUDA_SUCCESS) return makeStatus(KILN_ERROR_CUDA, "cuCtxGetDevice failed: " + cu_.describe(r));
+  int major = 0, minor = 0;
+  if ((r = cu_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_)) != CUDA_SUCCESS ||
+      (r = cu_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_)) != CUDA_SUCCESS)
+    return makeStatus(KILN_ERROR_CUDA, "cannot read the device's compute capability: " + cu_.describe(r));
+  deviceSm_ = major * 10 + minor;
+  char name[256] = {0};
+  if (cu_.cuDeviceGetName(name, sizeof name - 1, device_) == CUDA_SUCCESS) deviceName_ = name;
+  return Status::success();
+}
+
+std::string Executor::deviceText() const {
+  return "device " + std::to_string(device_) + (deviceName_.empty() ? "" : " (" + deviceName_ + ")") + ", " + smText(deviceSm_);
+}
+
+Status Executor::loadModules() {
+  const EngineDesc& d = engine_->desc;
+  const bool exact = deviceSm_ == d.sm;
+  // PTX compiled for sm_X runs on sm_X and newer, except arch-specific PTX (sm_90a), which
+  // runs only on exactly sm_X. A cubin is used only for exactly its sm.
+  const bool ptxRuns = exact || (deviceSm_ > d.sm && !archSpecific(d.arch));
+  for (size_t i = 0; i < d.modules.size(); ++i) {
+    const ModuleDesc& m = d.modules[i];
+    CUmodule module = nullptr;
+    CUresult r;
+    std::string jitLog;
+    if (exact && !m.cubin.empty()) {
+      r = cu_.cuModuleLoadData(&module, m.cubin.data());
+    } else if (ptxRuns && !m.ptx.empty()) {
+      // JIT-compile the PTX, keeping the compiler's error log for the message.
+      char log[4096] = {0};
+      int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void* values[] = {log, reinterpret_cast<void*>(uintptr_t(sizeof log - 1))};
+      r = cu_.cuModuleLoadDataEx(&module, m.ptx.c_str(), 2, options, values);
+      jitLog = log;
+    } else {
+      std::string has = m.cubin.empty() ? "PTX only" : m.ptx.empty() ? "a cubin only" : "a cubin and PTX";
+      std::string why = deviceSm_ < d.sm ? "the device is older than the target"
+                        : archSpecific(d.arch) ? "arch-specific code runs only on exactly " + smText(d.sm)
+                                               : "a cubin runs only on exactly " + smText(d.sm) + " and there is no PTX";
+      return makeStatus(KILN_ERROR_ARCH, "the engine targets " + d.arch + " (module " + std::to_string(i) + " has " + has +
+                                             ") but " + deviceText() + " cannot run it: " + why +
+                                             "; rebuild the engine with --arch " + smText(deviceSm_));
+    }
+    if (r != CUDA_SUCCESS)
+      return makeStatus(codeFor(r), "loading module " + std::to_string(i) + " on " + deviceText() + " failed: " + cu_.describe(r) +
+                                        (jitLog.empty() ? "" : "\nPTX JIT log:\n" + jitLog));
+    modules_.push_back(module);
+  }
+  for (size_t k = 0; k < d.kernels.size(); ++k) {
+    CUfunction f = nullptr;
+    CUresult r = cu_.cuModuleGetFunction(&f, modules_[size_t(d.kernels[k].module)], d.kernels[k].entry.c_str());
+    if (r != CUDA_SUCCESS)
+      return makeStatus(KILN_ERROR_FORMAT, "kernel " + std::to_string(k) + ": module " + std::to_string(d.kernels[k].module) +
+                                               " has no function '" + d.kernels[k].entry + "': " + cu_.describe(r));
+    functions_.push_back(f);
+  }
+  // Dynamic shared memory above 48 KiB must be opted into per function.
+  std::map<int32_t, uint32_t> maxShared;
+  for (const Launch& l : d.launches)
+    if (l.kind == Launch::Kind::Kernel && l.sharedBytes > 48 * 1024)
+      maxShared[l.kernel] = std::max(maxShared[l.kernel], l.sharedBytes);
+  for (const auto& [kernel, bytes] : maxShared) {
+    CUresult r = cu_.cuFuncSetAttribute(functions_[size_t(kernel)], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
+    if (r != CUDA_SUCCESS)
+      return makeStatus(KILN_ERROR_CUDA, "kernel '" + d.kernels[size_t(kernel)].entry + "' needs " + std::to_string(bytes) +
+                                             " bytes of shared memory, more than " + deviceText() + " allows: " + cu_.describe(r));
+  }
+  return Status::success();
+}
+
+Status Executor::allocate() {
+  const EngineDesc& d = engine_->desc;
+  auto alloc = [&](CUdeviceptr& p, uint64_t bytes, const char* what) {
+    CUresult r = cu_.cuMemAlloc(&p, size_t(bytes));
+    if (r == CUDA_SUCCESS) return Status::success();
+    p = 0;
+    return makeStatus(codeFor(r), "allocating the " + std::to_string(bytes) + "-byte " + what + " on " + deviceText() + ": " + cu_.describe(r));
+  };
+  if (engine_->weights.size) {
+    Status s = alloc(weights_, engine_->weights.size, "weights");
+    if (!s.ok()) return s;
+    // Uploaded once, straight from the engine file's bytes.
+    CUresult r = cu_.cuMemcpyHtoD(weights_, engine_->weightsData(), size_t(engine_->weights.size));
+    if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "uploading the weights: " + cu_.describe(r));
+  }
+  if (d.arenaBytes) {
+    Status s = alloc(arena_, d.arenaBytes, "arena");
+    if (!s.ok()) return s;
+  }
+  ioAddress_.assign(d.io.size(), 0);
+  return Status::success();
+}
+
+CUdeviceptr Executor::resolve(const BufferRef& b) const {
+  switch (b.space) {
+    case BufferRef::Space::Arena: return arena_ + b.offset;
+    case BufferRef::Space::Weights: return weights_ + b.offset;
+    case BufferRef::Space::Io: return ioAddress_[size_t(b.io)] + b.offset;
+  }
+  return 0;
+}
+
+void Executor::prepareLaunches() {
+  const EngineDesc& d = engine_->desc;
+  launches_.resize(d.launches.size());
+  for (size_t i = 0; i < d.launches.size(); ++i) {
+    const Launch& l = d.launches[i];
+    PreparedLaunch& p = launches_[i];
+    p.index = i;
+    if (l.kind != Launch::Kind::Kernel) continue;
+    p.function = functions_[size_t(l.kernel)];
+    p.slots.assign(l.args.size(), 0);
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      const LaunchArg& arg = l.args[a];
+      uint64_t& slot = p.slots[a];
+      switch (arg.kind) {
+        case LaunchArg::Kind::Buffer:
+          if (arg.buffer.space == BufferRef::Space::Io) p.ioPatches.push_back({a, arg.buffer.io, arg.buffer.offset});
+          else slot = resolve(arg.buffer);
+          break;
+        // The driver reads sizeof(parameter) bytes from each pointer; on little-endian x86-64
+        // and aarch64 a 4-byte value sits at the start of its slot.
+        case LaunchArg::Kind::I32: std::memcpy(&slot, &arg.i32, 4); break;
+        case LaunchArg::Kind::I64: std::memcpy(&slot, &arg.i64, 8); break;
+        case LaunchArg::Kind::F32: std::memcpy(&slot, &arg.f32, 4); break;
+      }
+    }
+    p.params.resize(p.slots.size());
+    for (size_t a = 0; a < p.slots.size(); ++a) p.params[a] = &p.slots[a];
+  }
+}
+
+Status Executor::enqueue(CUstream stream) {
+  const EngineDesc& d = engine_->desc;
+  std::string unbound;
+  for (size_t i = 0; i < d.io.size(); ++i)
+    if (!ioAddress_[i] && ioTensorBytes(d.io[i]) != 0)
+      unbound += std::string(unbound.empty() ? "" : ", ") + (d.io[i].isInput ? "input '" : "output '") + d.io[i].name + "'";
+  if (!unbound.empty())
+    return makeStatus(KILN_ERROR_UNBOUND, "no device address bound for " + unbound + " (call kiln_context_set_tensor_address)");
+
+  ScopedContext scope(cu_, context_);
+  if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the context's CUDA context current");
+  if (!usesGraphs()) return launchAll(stream);
+  // The legacy default stream cannot be captured, and a stream the application is capturing
+  // itself takes our launches into its own graph: launch directly in both cases.
+  const CUstream legacy = reinterpret_cast<CUstream>(uintptr_t(1));
+  int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (stream == nullptr || stream == legacy) return launchAll(stream);
+  CUresult r = cu_.cuStreamIsCapturing(stream, &capturing);
+  if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamIsCapturing failed: " + cu_.describe(r));
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return launchAll(stream);
+  if (!graph_ || graphAddresses_ != ioAddress_) {
+    Status s = captureGraph(stream);
+    if (!s.ok()) return s;
+  }
+  r = cu_.cuGraphLaunch(graph_, stream);
+  if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuGraphLaunch failed: " + cu_.describe(r));
+  return Status::success();
+}
+
+Status Executor::launchAll(CUstream stream) {
+  const EngineDesc& d = engine_->desc;
+  for (PreparedLaunch& p : launches_) {
+    const Launch& l = d.launches[p.index];
+    CUresult r;
+    if (l.kind == Launch::Kind::Copy) {
+      r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
+    } else {
+      for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = ioAddress_[size_t(patch.io)] + patch.offset;
+      r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.sharedBytes,
+                             stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
+    }
+    if (r != CUDA_SUCCESS) {
+      std::string what = l.kind == Launch::Kind::Copy ? "copy" : "kernel '" + d.kernels[size_t(l.kernel)].entry + "'";
+      return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + " (" + what + (l.node.empty() ? "" : ", node '" + l.node + "'") +
+                                        ") failed: " + cu_.describe(r));
+    }
+  }
+  return Status::success();
+}
+
+// Records the launch list on `stream` into a graph (nothing runs while capturing) and
+// instantiates it. The graph bakes in the bound addresses, hence graphAddresses_.
+Status Executor::captureGraph(CUstream stream) {
+  dropGraph();
+  CUresult r = cu_.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamBeginCapture failed: " + cu_.describe(r));
+  Status launched = launchAll(stream);
+  CUgraph graph = nullptr;
+  r = cu_.cuStreamEndCapture(stream, &graph);  // always ends the capture, even after a failure
+  if (!launched.ok() || r != CUDA_SUCCESS) {
+    if (graph) cu_.cuGraphDestroy(graph);
+    return launched.ok() ? makeStatus(codeFor(r), "capturing the launches as a CUDA graph failed: " + cu_.describe(r)) : launched;
+  }
+  r = cu_.cuGraphInstantiateWithFlags(&graph_, graph, 0);
+  cu_.cuGraphDestroy(graph);
+  if (r != CUDA_SUCCESS) {
+    graph_ = nullptr;
+    return makeStatus(codeFor(r), "instantiating the CUDA graph failed: " + cu_.describe(r));
+  }
+  graphAddresses_ = ioAddress_;
+  return Status::success();
+}
+
+void Executor::dropGraph() {
+  if (graph_) cu_.cuGraphExecDestroy(graph_);
+  graph_ = nullptr;
+  graphAddresses_.clear();
+}
+
+Executor::~Executor() {
+  if (!context_) return;
+  {
+    ScopedContext scope(cu_, context_);
+    if (scope.ok()) {
+      dropGraph();
+      if (arena_) cu_.cuMemFree(arena_);
+      if (weights_) cu_.cuMemFree(weights_);
+      for (CUmodule m : modules_) cu_.cuModuleUnload(m);
+    }
+  }
+  if (ownsPrimaryContext_) cu_.cuDevicePrimaryCtxRelease(device_);
+}
+
+}  // namespace kiln::rt

@@ -1,0 +1,28 @@
+// An engine in host memory after verification: the file bytes (kept, so the weights and module
+// images are used in place) and the decoded description. Immutable once built, so it is shared
+// by the engine handle and every context made from it.
+#pragma once
+
+#include "EngineFormat.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::rt {
+
+struct LoadedEngine {
+  std::vector<uint8_t> file;
+  EngineDesc desc;           // desc.weights is empty: the weights stay in `file`
+  ByteRange weights;         // where they are in `file`
+  std::unordered_map<std::string, int32_t> ioByName;
+
+  const uint8_t* weightsData() const { return file.data() + weights.offset; }
+  int32_t findIo(const std::string& name) const {
+    auto it = ioByName.find(name);
+    return it == ioByName.end() ? -1 : it->second;
+  }
+};
+
+}  // namespace kiln::rt

@@ -1,0 +1,368 @@
+// Kernel emitters (codegen/kernels/): every emitter, on awkward shapes, produces a source that
+// NVRTC compiles for sm_90 and whose cubin defines the entry; launch dims are sane. No GPU needed
+// (the numerical comparison with the CPU evaluator is the GPU harness's, over KernelCases.h).
+#include "codegen/kernels/Conv.h"
+#include "codegen/kernels/Copy.h"
+#include "codegen/kernels/Elementwise.h"
+#include "codegen/kernels/MatMul.h"
+#include "codegen/kernels/Pool.h"
+#include "codegen/kernels/Reduction.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "tests/codegen/KernelCases.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace kiln::codegen {
+namespace {
+
+struct Timing {
+  std::map<std::string, std::vector<double>> seconds;  // per kernel kind
+  ~Timing() {
+    for (auto &kv : seconds) {
+      double sum = 0, mx = 0;
+      for (double s : kv.second) { sum += s; mx = std::max(mx, s); }
+      std::printf("[nvrtc] %-4s %3zu kernels, mean %.0f ms, max %.0f ms\n", kv.first.c_str(),
+                  kv.second.size(), 1000 * sum / kv.second.size(), 1000 * mx);
+    }
+  }
+};
+Timing &timing() {
+  static Timing t;
+  return t;
+}
+
+bool cubinHasSymbol(const std::vector<char> &cubin, const std::string &name) {
+  std::string key = name;
+  key.push_back('\0');
+  return std::search(cubin.begin(), cubin.end(), key.begin(), key.end()) != cubin.end();
+}
+
+// Checks launch sanity and compiles. `work`: items the grid must cover (grid-stride kernels may
+// cap the grid, then every thread loops). `numParams`: expected pointer count.
+void expectKernel(const KernelLaunch &k, int numParams) {
+  SCOPED_TRACE(k.entry);
+  ASSERT_EQ(k.entry.rfind("kiln_", 0), 0u) << k.entry;
+  EXPECT_NE(k.source.find("extern \"C\" __global__"), std::string::npos);
+  EXPECT_NE(k.source.find(k.entry + "("), std::string::npos);
+  EXPECT_EQ(k.source.find("KILN_ENTRY"), std::string::npos);
+  EXPECT_EQ(k.source.find("#include"), std::string::npos) << "emitted sources must be self-contained";
+  EXPECT_EQ(k.numParams, numParams);
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_GE(k.grid[d], 1u);
+    EXPECT_GE(k.block[d], 1u);
+  }
+  EXPECT_LE(uint64_t(k.block[0]) * k.block[1] * k.block[2], 1024u);
+  EXPECT_LE(k.grid[1], 65535u);
+  EXPECT_LE(k.grid[2], 65535u);
+  EXPECT_LE(k.sharedBytes, 48u * 1024u);
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
+  CompileOutput out = compileKernel(k.source, k.entry, "sm_90");
+  ASSERT_TRUE(out.ok()) << out.error << "\n" << k.source;
+  EXPECT_FALSE(out.cubin.empty());
+  EXPECT_TRUE(cubinHasSymbol(out.cubin, k.entry));
+  EXPECT_NE(out.ptx.find(".entry " + k.entry), std::string::npos);
+  std::string kind = k.entry.substr(5, k.entry.find('_', 5) - 5);
+  timing().seconds[kind].push_back(out.seconds);
+}
+
+int64_t numElements(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+uint64_t threads(const KernelLaunch &k) {
+  return uint64_t(k.grid[0]) * k.grid[1] * k.grid[2] * k.block[0] * k.block[1] * k.block[2];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+
+TEST(ElementwiseKernels, EveryTableOpCompiles) {
+  for (const std::string &op : elementwiseOpTypes()) {
+    SCOPED_TRACE(op);
+    ElementwiseAttrs attrs;
+    int n = 1;
+    ElemType data = ElemType::F32;
+    if (op == "Cast") attrs.ints["to"] = 7;
+    for (int arity = 1; arity <= 3; ++arity)
+      if (lookupElementwiseOp(op, arity, attrs, data)) { n = arity; break; }
+    auto info = lookupElementwiseOp(op, n, attrs, data);
+    ASSERT_TRUE(info.has_value());
+    // Awkward broadcast: [2, 1, 7] with [3, 1] (and [7]).
+    std::vector<std::vector<int64_t>> shapes = {{2, 1, 7}, {3, 1}, {7}};
+    shapes.resize(n);
+    KernelLaunch k = emitElementwiseOp(op, shapes, attrs, data);
+    expectKernel(k, n + 1);
+    EXPECT_GE(threads(k), 2u * 3 * 7);
+  }
+}
+
+TEST(ElementwiseKernels, AttributesAndVariants) {
+  ElementwiseAttrs tanh;
+  tanh.strings["approximate"] = "tanh";
+  expectKernel(emitElementwiseOp("Gelu", {{5, 77}}, tanh), 2);
+  ElementwiseAttrs clip;
+  clip.floats["min"] = -1.5;
+  clip.floats["max"] = 6;
+  expectKernel(emitElementwiseOp("Clip", {{1000}}, clip), 2);
+  expectKernel(emitElementwiseOp("Clip", {{4, 4}, {}, {}}), 4);
+  ElementwiseAttrs leaky;
+  leaky.floats["alpha"] = 0.1;
+  expectKernel(emitElementwiseOp("LeakyRelu", {{3, 5, 7}}, leaky), 2);
+  ElementwiseAttrs mod;
+  mod.ints["fmod"] = 1;
+  expectKernel(emitElementwiseOp("Mod", {{6}, {6}}, mod), 3);
+  expectKernel(emitElementwiseOp("Equal", {{4, 1}, {1, 5}}, {}, ElemType::I64), 3);
+  expectKernel(emitElementwiseOp("Where", {{2, 1, 3}, {1, 4, 3}, {}}), 4);
+  expectKernel(emitElementwiseOp("Max", {{3, 1}, {1, 4}, {3, 4}}), 4);
+  expectKernel(emitElementwiseOp("Mean", {{8}, {8}, {8}}), 4);
+  EXPECT_FALSE(lookupElementwiseOp("NoSuchOp", 1).has_value());
+  EXPECT_FALSE(lookupElementwiseOp("Add", 1).has_value());
+}
+
+TEST(ElementwiseKernels, VectorizedAndScalarPaths) {
+  // Same shapes, size % 4 == 0: float4 path (with the scalar fallback for unaligned pointers).
+  KernelLaunch v = emitElementwiseOp("Add", {{64, 3, 32}, {64, 3, 32}});
+  EXPECT_NE(v.source.find("float4"), std::string::npos);
+  expectKernel(v, 3);
+  EXPECT_GE(threads(v) * 4, 64u * 3 * 32);
+  // A scalar operand keeps the float4 path.
+  KernelLaunch sc = emitElementwiseOp("Mul", {{1024}, {}});
+  EXPECT_NE(sc.source.find("float4"), std::string::npos);
+  expectKernel(sc, 3);
+  // Odd size: no float4.
+  KernelLaunch odd = emitElementwiseOp("Add", {{7, 13}, {7, 13}});
+  EXPECT_EQ(odd.source.find("float4"), std::string::npos);
+  expectKernel(odd, 3);
+  // Rank 6 with broadcasts in several places; empty tensors; a 1-element tensor.
+  expectKernel(emitElementwiseOp("Sub", {{2, 1, 3, 1, 5, 1}, {1, 4, 1, 2, 1, 3}}), 3);
+  expectKernel(emitElementwiseOp("Relu", {{0, 5}}), 2);
+  expectKernel(emitElementwiseOp("Sigmoid", {{1}}), 2);
+  // Large: 64-bit indices.
+  KernelLaunch big = emitElementwiseOp("Add", {{3, 1 << 30}, {1, 1}});
+  EXPECT_NE(big.source.find("long long"), std::string::npos);
+  expectKernel(big, 3);
+}
+
+TEST(ElementwiseKernels, IdenticalSpecsDedupe) {
+  KernelLaunch a = emitElementwiseOp("Add", {{5, 7}, {7}});
+  KernelLaunch b = emitElementwiseOp("Add", {{5, 7}, {7}});
+  KernelLaunch c = emitElementwiseOp("Add", {{5, 7}, {5, 1}});
+  EXPECT_EQ(a.entry, b.entry);
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_NE(a.entry, c.entry);
+}
+
+TEST(ElementwiseKernels, RejectsBadSpecs) {
+  EXPECT_THROW(emitElementwiseOp("Add", {{3}, {4}}), std::invalid_argument);
+  EXPECT_THROW(emitElementwiseOp("Relu", {{3}, {3}}), std::invalid_argument);
+  ElementwiseSpec s;
+  s.expr = "a";
+  EXPECT_THROW(emitElementwise(s), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+
+TEST(RowKernels, EveryOpOnAwkwardShapes) {
+  const char *ops[] = {"Softmax", "LogSoftmax", "LayerNormalization", "ReduceSum", "ReduceMean",
+                       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+                       "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
+  // (outer, cols, inner): short rows, one odd warp row, block rows, uncached long rows, middle axis.
+  std::vector<std::array<int64_t, 3>> views = {{7, 1, 1}, {33, 10, 1}, {5, 1000, 1}, {3, 3001, 1},
+                                               {2, 50000, 1}, {2, 19, 9}, {1, 0, 1}};
+  for (const char *name : ops) {
+    RowOp op;
+    ASSERT_TRUE(rowOpFromName(name, &op)) << name;
+    for (auto v : views) {
+      SCOPED_TRACE(std::string(name) + " " + std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" +
+                   std::to_string(v[2]));
+      RowReductionSpec s;
+      s.op = op;
+      s.outer = v[0];
+      s.cols = v[1];
+      s.inner = v[2];
+      if (op == RowOp::LayerNorm && s.inner != 1) {
+        EXPECT_THROW(emitRowReduction(s), std::invalid_argument);
+        continue;
+      }
+      KernelLaunch k = emitRowReduction(s);
+      expectKernel(k, op == RowOp::LayerNorm ? 4 : 2);
+    }
+  }
+}
+
+TEST(RowKernels, LayerNormVariants) {
+  RowReductionSpec s;
+  s.op = RowOp::LayerNorm;
+  s.outer = 4 * 128;
+  s.cols = 768;
+  s.hasBias = false;
+  s.epsilon = 1e-12f;
+  expectKernel(emitRowReduction(s), 3);
+  s.hasBias = true;
+  s.statsOutputs = true;
+  s.cols = 1025;
+  expectKernel(emitRowReduction(s), 6);
+  s.threadsPerRow = 1024;
+  expectKernel(emitRowReduction(s), 6);
+  s.threadsPerRow = 48;
+  EXPECT_THROW(emitRowReduction(s), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatMul
+
+TEST(MatMulKernels, ShapesTransposesTilesEpilogues) {
+  struct C { std::vector<int64_t> a, b; };
+  std::vector<C> cases = {{{1, 1}, {1, 1}},        {{7, 5}, {5, 3}},      {{65, 33}, {33, 129}},
+                          {{128, 64}, {64, 256}},  {{2, 3, 17, 9}, {9, 31}}, {{4, 1, 8, 8}, {3, 8, 5}},
+                          {{13}, {13, 6}},         {{6, 13}, {13}},      {{12, 512, 64}, {12, 64, 512}},
+                          {{3, 0, 4}, {4, 5}},     {{2, 4, 0}, {0, 3}}};
+  for (const C &c : cases) {
+    std::vector<int64_t> out;
+    MatMulSpec s = matMulSpecFromShapes(c.a, c.b, &out);
+    SCOPED_TRACE(std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K));
+    KernelLaunch k = emitMatMul(s);
+    expectKernel(k, 3);
+    // The tile is named in the source's first line ("... tile 64x64").
+    std::string head = k.source.substr(0, k.source.find('\n'));
+    int64_t bm = std::stoll(head.substr(head.rfind("tile ") + 5));
+    EXPECT_GE(int64_t(k.grid[0]) * bm, s.N);
+    EXPECT_GE(int64_t(k.grid[1]) * bm, s.M);
+    EXPECT_GE(int64_t(k.grid[2]), std::min<int64_t>(65535, std::max<int64_t>(1, numElements(s.batchShape))));
+  }
+  for (const std::string &tile : matMulTiles()) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        MatMulSpec s = gemmSpecFromShapes(ta ? std::vector<int64_t>{37, 100} : std::vector<int64_t>{100, 37},
+                                          tb ? std::vector<int64_t>{70, 37} : std::vector<int64_t>{37, 70},
+                                          true, {70}, ta, tb, 0.5f, 2.f);
+        s.tile = tile;
+        s.relu = ta;
+        KernelLaunch k = emitMatMul(s);
+        expectKernel(k, 4);
+        int bm = std::stoi(tile);
+        EXPECT_GE(int64_t(k.grid[0]) * bm, 70);
+        EXPECT_GE(int64_t(k.grid[1]) * bm, 100);
+      }
+    }
+  }
+  // Gemm C of every broadcastable shape.
+  for (std::vector<int64_t> cshape : {std::vector<int64_t>{}, {1}, {1, 9}, {5, 1}, {5, 9}}) {
+    MatMulSpec s = gemmSpecFromShapes({5, 3}, {3, 9}, true, cshape, false, false, 1.f, 1.f);
+    expectKernel(emitMatMul(s), 4);
+  }
+  MatMulSpec bad;
+  bad.tile = "16x16";
+  EXPECT_THROW(emitMatMul(bad), std::invalid_argument);
+  EXPECT_THROW(matMulSpecFromShapes({3, 4}, {5, 6}), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv / Pool
+
+TEST(ConvKernels, GeometryGroupsEpilogues) {
+  struct G { int64_t n, c, h, w, m, kh, kw, group, sh, sw, pt, pl, pb, pr, dh, dw; bool bias, relu; };
+  std::vector<G> cases = {
+      {2, 3, 11, 13, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false},    // 3x3 pad 1, odd image
+      {1, 16, 7, 7, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false},   // 1x1
+      {1, 5, 15, 9, 6, 3, 3, 1, 2, 2, 1, 0, 1, 1, 1, 1, true, true},      // stride 2, asymmetric pads
+      {1, 3, 224, 224, 64, 7, 7, 1, 2, 2, 3, 3, 3, 3, 1, 1, true, true},  // ResNet stem
+      {1, 4, 12, 12, 4, 3, 3, 1, 1, 1, 2, 3, 2, 3, 2, 3, false, false},   // dilations
+      {2, 6, 9, 9, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false},      // 3 groups, 3 out per group
+      {1, 32, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, 1, true, true},  // depthwise
+      {2, 7, 10, 11, 14, 5, 5, 7, 2, 2, 2, 2, 2, 2, 1, 1, false, false},  // depthwise x2 multiplier
+      {1, 512, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, false, false},   // weights exceed smem
+      {1, 1, 2, 2, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false},     // empty output
+  };
+  for (const G &g : cases) {
+    Conv2dSpec s;
+    s.N = g.n; s.C = g.c; s.H = g.h; s.W = g.w; s.M = g.m; s.KH = g.kh; s.KW = g.kw; s.group = g.group;
+    s.strideH = g.sh; s.strideW = g.sw; s.padTop = g.pt; s.padLeft = g.pl; s.padBottom = g.pb; s.padRight = g.pr;
+    s.dilationH = g.dh; s.dilationW = g.dw; s.hasBias = g.bias; s.relu = g.relu;
+    KernelLaunch k = emitConv2d(s);
+    SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
+    expectKernel(k, g.bias ? 4 : 3);
+    int64_t oh = convOutSize(g.h, g.kh, g.sh, g.pt, g.pb, g.dh), ow = convOutSize(g.w, g.kw, g.sw, g.pl, g.pr, g.dw);
+    EXPECT_GE(int64_t(k.grid[0]) * k.block[0], oh * ow);
+    EXPECT_EQ(int64_t(k.grid[2]), g.n);
+  }
+  Conv2dSpec bad;
+  bad.C = 3;
+  bad.group = 2;
+  EXPECT_THROW(emitConv2d(bad), std::invalid_argument);
+}
+
+TEST(PoolKernels, MaxAverageGlobal) {
+  for (PoolKind kind : {PoolKind::Max, PoolKind::Average}) {
+    for (bool include : {false, true}) {
+      Pool2dSpec s;
+      s.kind = kind;
+      s.N = 2; s.C = 3; s.H = 13; s.W = 11; s.KH = 3; s.KW = 3; s.strideH = 2; s.strideW = 2;
+      s.padTop = s.padLeft = s.padBottom = s.padRight = 1;
+      s.countIncludePad = include && kind == PoolKind::Average;
+      s.indicesOutput = include && kind == PoolKind::Max;
+      KernelLaunch k = emitPool2d(s);
+      expectKernel(k, s.indicesOutput ? 3 : 2);
+      EXPECT_GE(threads(k), 2u * 3 * 7 * 6);
+    }
+  }
+  Pool2dSpec d;
+  d.N = 1; d.C = 2; d.H = 9; d.W = 9; d.KH = 2; d.KW = 2; d.dilationH = 2; d.dilationW = 2;
+  expectKernel(emitPool2d(d), 2);
+  expectKernel(emitGlobalPool(false, 2 * 2048, 49), 2);
+  expectKernel(emitGlobalPool(true, 10, 27), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copy
+
+TEST(CopyKernels, TransposeSliceConcatExpandTileGather) {
+  expectKernel(emitCopy(transposeCopy({7, 13}, {1, 0})), 2);
+  expectKernel(emitCopy(transposeCopy({2, 3, 5, 7}, {0, 2, 3, 1})), 2);
+  KernelLaunch id = emitCopy(transposeCopy({4, 5, 6}, {0, 1, 2}));
+  EXPECT_EQ(id.source.find("r_ %"), std::string::npos) << "identity copies coalesce to 1-D";
+  expectKernel(id, 2);
+  expectKernel(emitCopy(sliceCopy({10, 11}, {1, 2}, {2, 3}, {4, 3})), 2);
+  expectKernel(emitCopy(sliceCopy({10, 11}, {0, 10}, {1, -2}, {10, 6})), 2);
+  expectKernel(emitCopy(concatCopy({2, 1, 4}, {2, 9, 4}, 1, 3)), 2);
+  expectKernel(emitCopy(expandCopy({3, 1}, {2, 3, 4})), 2);
+  expectKernel(emitCopy(tileCopy({3, 2}, {2, 3})), 2);
+  expectKernel(emitCopy(gatherCopy({1000, 64}, 0, {2, 17})), 3);
+  expectKernel(emitCopy(gatherCopy({3, 9, 5}, 1, {2, 3}, ElemType::I32)), 3);
+  expectKernel(emitCopy(gatherCopy({4, 6}, 1, {})), 3);
+  // Other element types move as raw words.
+  expectKernel(emitCopy(transposeCopy({3, 5}, {1, 0}, ElemType::I64)), 2);
+  expectKernel(emitCopy(transposeCopy({3, 5}, {1, 0}, ElemType::F16)), 2);
+  expectKernel(emitCopy(transposeCopy({3, 5}, {1, 0}, ElemType::Bool)), 2);
+  expectKernel(emitCopy(transposeCopy({0, 5}, {1, 0})), 2);
+  EXPECT_THROW(transposeCopy({3, 5}, {0, 0}), std::invalid_argument);
+  EXPECT_THROW(sliceCopy({4}, {3}, {1}, {2}), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The GPU harness's cases all map to kernels that compile.
+
+TEST(KernelCases, EveryCaseEmitsAndCompiles) {
+  std::set<std::string> names;
+  for (const cases::KernelCase &c : cases::kernelCases()) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate case name";
+    std::vector<KernelLaunch> ks = cases::emitKernelCase(c);
+    ASSERT_FALSE(ks.empty());
+    for (const KernelLaunch &k : ks) {
+      int params = k.numParams;  // checked against the emitter's own count
+      expectKernel(k, params);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::codegen

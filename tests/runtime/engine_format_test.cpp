@@ -1,0 +1,424 @@
+// The engine format: round trip, determinism, layout, and that every kind of damaged or
+// inconsistent file is rejected through the C API with KILN_ERROR_FORMAT (or _VERSION) and a
+// message that says what is wrong.
+#include "TestEngine.h"
+#include "kiln/kiln.h"
+#include "runtime/src/EngineFormat.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+
+using namespace kiln::rt;
+using nlohmann::json;
+
+namespace {
+
+uint64_t u64At(const std::vector<uint8_t>& b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(b[at + i]) << (8 * i);
+  return v;
+}
+uint32_t u32At(const std::vector<uint8_t>& b, size_t at) { return uint32_t(u64At(b, at) & 0xffffffffu); }
+void putU64(std::vector<uint8_t>& b, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i) b[at + i] = uint8_t(v >> (8 * i));
+}
+
+// Recomputes the checksum after a deliberate edit, so that the edit reaches the later checks.
+void reseal(std::vector<uint8_t>& b) { putU64(b, 24, fnv1a64(b.data() + kHeaderSize, b.size() - kHeaderSize)); }
+
+struct RawSection {
+  uint32_t kind;
+  std::vector<uint8_t> bytes;
+};
+
+// Splits engine bytes back into sections (trusting them: only for files the writer made).
+std::vector<RawSection> sectionsOf(const std::vector<uint8_t>& b) {
+  std::vector<RawSection> out;
+  uint32_t n = u32At(b, 32);
+  for (uint32_t i = 0; i < n; ++i) {
+    size_t e = kHeaderSize + i * kSectionEntrySize;
+    uint64_t off = u64At(b, e + 8), size = u64At(b, e + 16);
+    out.push_back({u32At(b, e), std::vector<uint8_t>(b.begin() + off, b.begin() + off + size)});
+  }
+  return out;
+}
+
+std::vector<uint8_t> pack(const std::vector<RawSection>& sections, uint32_t version = kEngineFormatVersion) {
+  std::vector<SectionData> data;
+  for (const RawSection& s : sections) data.push_back({s.kind, s.bytes.data(), s.bytes.size()});
+  return packSections(data, version);
+}
+
+// The test engine with its metadata JSON edited by `edit`.
+std::vector<uint8_t> withMetadata(const std::function<void(json&)>& edit) {
+  std::vector<RawSection> sections = sectionsOf(writeEngine(test::makeAxpbEngine(16)));
+  json meta = json::parse(sections[0].bytes.begin(), sections[0].bytes.end());
+  edit(meta);
+  std::string text = meta.dump();
+  sections[0].bytes.assign(text.begin(), text.end());
+  return pack(sections);
+}
+
+struct LoadResult {
+  kiln_status status;
+  std::string message;
+};
+
+LoadResult load(const std::vector<uint8_t>& bytes) {
+  static int sentinel;
+  kiln_engine* e = reinterpret_cast<kiln_engine*>(&sentinel);  // must be reset to NULL on failure
+  kiln_status s = kiln_engine_load_from_memory(bytes.data(), bytes.size(), &e);
+  LoadResult r{s, kiln_status_message(s)};
+  if (s == KILN_OK) kiln_engine_destroy(e);
+  else EXPECT_EQ(e, nullptr);
+  return r;
+}
+
+#define EXPECT_REJECTED(bytes, code, text)                                              \
+  do {                                                                                  \
+    LoadResult r_ = load(bytes);                                                        \
+    EXPECT_EQ(r_.status, code) << r_.message;                                           \
+    EXPECT_NE(r_.message.find(text), std::string::npos) << "message: " << r_.message;   \
+  } while (0)
+
+TEST(EngineFormat, RoundTrip) {
+  EngineDesc d = test::makeAxpbEngine();
+  d.route = "gemm.tile=64x128;precision=fp16";
+  d.environment["cuda"] = "13.0";
+  d.modules[0].cubin = {0x7f, 'E', 'L', 'F', 1, 2, 3};
+  d.cudaGraph = true;
+  std::vector<uint8_t> bytes = writeEngine(d);
+
+  EngineDesc back;
+  std::string error;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error), ParseStatus::Ok) << error;
+  EXPECT_EQ(back.kilnVersion, d.kilnVersion);
+  EXPECT_EQ(back.arch, "sm_90");
+  EXPECT_EQ(back.sm, 90);
+  EXPECT_EQ(back.route, d.route);
+  EXPECT_EQ(back.environment, d.environment);
+  ASSERT_EQ(back.io.size(), 2u);
+  EXPECT_EQ(back.io[1].name, "y");
+  EXPECT_FALSE(back.io[1].isInput);
+  EXPECT_EQ(back.io[1].shape, std::vector<int64_t>{1000});
+  EXPECT_EQ(back.modules[0].ptx, d.modules[0].ptx);
+  EXPECT_EQ(back.modules[0].cubin, d.modules[0].cubin);
+  EXPECT_EQ(back.kernels[0].entry, "axpb");
+  EXPECT_EQ(back.arenaBytes, 4000u);
+  EXPECT_EQ(back.weights, d.weights);
+  ASSERT_EQ(back.launches.size(), 2u);
+  EXPECT_EQ(back.launches[0].grid[0], 4u);
+  EXPECT_EQ(back.launches[0].args[3].f32, test::kAxpbA);
+  EXPECT_EQ(back.launches[0].args[5].i64, 1000);
+  EXPECT_EQ(back.launches[1].kind, Launch::Kind::Copy);
+  EXPECT_EQ(back.launches[1].dst.io, 1);
+  EXPECT_TRUE(back.cudaGraph);
+  // Everything survived: writing the decoded desc gives the same bytes.
+  EXPECT_EQ(writeEngine(back), bytes);
+
+  // The runtime's zero-copy form leaves the weights in the file.
+  ByteRange w;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error, &w), ParseStatus::Ok) << error;
+  EXPECT_TRUE(back.weights.empty());
+  ASSERT_EQ(w.size, d.weights.size());
+  EXPECT_EQ(w.offset % 64, 0u);
+  EXPECT_EQ(0, std::memcmp(bytes.data() + w.offset, d.weights.data(), d.weights.size()));
+}
+
+TEST(EngineFormat, Deterministic) {
+  EngineDesc a = test::makeAxpbEngine();
+  EngineDesc b = test::makeAxpbEngine();
+  a.environment = {{"zeta", "1"}, {"alpha", "2"}};
+  b.environment.clear();
+  b.environment["alpha"] = "2";
+  b.environment["zeta"] = "1";
+  EXPECT_EQ(writeEngine(a), writeEngine(a));
+  EXPECT_EQ(writeEngine(a), writeEngine(b));
+}
+
+TEST(EngineFormat, LayoutIsAligned) {
+  std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine());
+  EXPECT_EQ(0, std::memcmp(bytes.data(), "KILNENG\0", 8));
+  EXPECT_EQ(u32At(bytes, 8), 1u);
+  EXPECT_EQ(u32At(bytes, 12), 64u);
+  EXPECT_EQ(u64At(bytes, 16), bytes.size());
+  EXPECT_EQ(bytes.size() % 64, 0u);
+  uint32_t n = u32At(bytes, 32);
+  EXPECT_EQ(n, 3u);  // metadata, PTX, weights
+  for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(u64At(bytes, kHeaderSize + i * kSectionEntrySize + 8) % 64, 0u);
+}
+
+TEST(EngineFormat, SpecialFloatsRoundTrip) {
+  EngineDesc d = test::makeAxpbEngine(16);
+  const float values[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(), -0.0f,
+                          0.1f, std::numeric_limits<float>::max()};
+  for (float v : values) d.launches[0].args.push_back(LaunchArg::ofF32(v));
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string error;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error), ParseStatus::Ok) << error;
+  for (size_t i = 0; i < std::size(values); ++i) {
+    float got = back.launches[0].args[6 + i].f32;
+    EXPECT_EQ(0, std::memcmp(&got, &values[i], 4)) << i;
+  }
+}
+
+TEST(EngineFormat, EveryTruncationIsRejected) {
+  std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine(16));
+  ASSERT_EQ(load(bytes).status, KILN_OK) << load(bytes).message;
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + n);
+    LoadResult r = load(cut);
+    ASSERT_EQ(r.status, KILN_ERROR_FORMAT) << "length " << n << ": " << r.message;
+    ASSERT_FALSE(r.message.empty());
+    if (n >= 12) {
+      ASSERT_NE(r.message.find("truncated"), std::string::npos) << "length " << n << ": " << r.message;
+    }
+  }
+}
+
+TEST(EngineFormat, EveryByteFlipIsDetected) {
+  const std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine(16));
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (uint8_t mask : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff)}) {
+      std::vector<uint8_t> bad = bytes;
+      bad[i] ^= mask;
+      LoadResult r = load(bad);
+      ASSERT_TRUE(r.status == KILN_ERROR_FORMAT || r.status == KILN_ERROR_VERSION) << "byte " << i << ": " << r.message;
+      ASSERT_FALSE(r.message.empty());
+      if (i >= kHeaderSize) {
+        ASSERT_NE(r.message.find("checksum mismatch"), std::string::npos) << "byte " << i << ": " << r.message;
+      }
+    }
+  }
+}
+
+// Random damage with a repaired checksum reaches the section table, JSON and validation code;
+// none of it may crash (this test runs under ASan/UBSan in the fuzz build).
+TEST(EngineFormat, RandomDamageBehindTheChecksum) {
+  const std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine(16));
+  std::mt19937 rng(1234);
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::vector<uint8_t> bad = bytes;
+    int edits = 1 + int(rng() % 4);
+    for (int k = 0; k < edits; ++k) bad[kHeaderSize + rng() % (bad.size() - kHeaderSize)] = uint8_t(rng());
+    reseal(bad);
+    LoadResult r = load(bad);
+    if (r.status != KILN_OK) {
+      ASSERT_FALSE(r.message.empty());
+    }
+  }
+}
+
+TEST(EngineFormat, WrongMagic) {
+  std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine(16));
+  bytes[3] = 'X';
+  EXPECT_REJECTED(bytes, KILN_ERROR_FORMAT, "not a kiln engine");
+  EXPECT_REJECTED(std::vector<uint8_t>{}, KILN_ERROR_FORMAT, "empty");
+  std::vector<uint8_t> onnx = {0x08, 0x07, 0x12, 0x04};
+  EXPECT_REJECTED(onnx, KILN_ERROR_FORMAT, "not a kiln engine");
+}
+
+TEST(EngineFormat, WrongVersion) {
+  std::vector<uint8_t> v2 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 2);
+  EXPECT_REJECTED(v2, KILN_ERROR_VERSION, "engine format version 2, this runtime reads 1");
+  // A newer file says so even when it is cut short.
+  v2.resize(20);
+  EXPECT_REJECTED(v2, KILN_ERROR_VERSION, "engine format version 2");
+}
+
+TEST(EngineFormat, SizeMismatch) {
+  std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine(16));
+  std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 64);
+  EXPECT_REJECTED(cut, KILN_ERROR_FORMAT, "truncated engine: the header says " + std::to_string(bytes.size()));
+  std::vector<uint8_t> longer = bytes;
+  longer.resize(bytes.size() + 5);
+  EXPECT_REJECTED(longer, KILN_ERROR_FORMAT, "5 bytes after its end");
+}
+
+TEST(EngineFormat, SectionTableProblems) {
+  const std::vector<uint8_t> good = writeEngine(test::makeAxpbEngine(16));
+  const size_t ptxEntry = kHeaderSize + 1 * kSectionEntrySize, weightsEntry = kHeaderSize + 2 * kSectionEntrySize;
+  {
+    std::vector<uint8_t> b = good;
+    putU64(b, weightsEntry + 16, b.size());  // weights size runs past the end
+    reseal(b);
+    EXPECT_REJECTED(b, KILN_ERROR_FORMAT, "section 2 (WEIGHTS): bytes [");
+  }
+  {
+    std::vector<uint8_t> b = good;
+    putU64(b, weightsEntry + 8, u64At(b, ptxEntry + 8));  // weights on top of the PTX
+    reseal(b);
+    EXPECT_REJECTED(b, KILN_ERROR_FORMAT, "overlap");
+  }
+  {
+    std::vector<uint8_t> b = good;
+    putU64(b, ptxEntry + 8, u64At(b, ptxEntry + 8) + 8);
+    reseal(b);
+    EXPECT_REJECTED(b, KILN_ERROR_FORMAT, "not 64-byte aligned");
+  }
+  {
+    std::vector<uint8_t> b = good;
+    b[ptxEntry] = 9;
+    reseal(b);
+    EXPECT_REJECTED(b, KILN_ERROR_FORMAT, "section 1: unknown kind 9");
+  }
+  {
+    std::vector<RawSection> s = sectionsOf(good);
+    s.push_back({uint32_t(SectionKind::Ptx), {'x'}});
+    EXPECT_REJECTED(pack(s), KILN_ERROR_FORMAT, "section 3 (PTX) is not referenced");
+  }
+  {
+    std::vector<RawSection> s = sectionsOf(good);
+    s.pop_back();
+    EXPECT_REJECTED(pack(s), KILN_ERROR_FORMAT, "no WEIGHTS section");
+  }
+}
+
+TEST(EngineFormat, BadJson) {
+  std::vector<RawSection> s = sectionsOf(writeEngine(test::makeAxpbEngine(16)));
+  s[0].bytes = {'{', '"', 'i', 'o', '"', ':'};
+  EXPECT_REJECTED(pack(s), KILN_ERROR_FORMAT, "metadata is not valid JSON: parse error");
+  s[0].bytes = {'[', ']'};
+  EXPECT_REJECTED(pack(s), KILN_ERROR_FORMAT, "metadata: (top level): expected an object");
+  std::string deep(100, '[');
+  s[0].bytes.assign(deep.begin(), deep.end());
+  EXPECT_REJECTED(pack(s), KILN_ERROR_FORMAT, "nested more than");
+}
+
+TEST(EngineFormat, MissingOrWronglyTypedFields) {
+  EXPECT_REJECTED(withMetadata([](json& m) { m.erase("route"); }), KILN_ERROR_FORMAT, "metadata: missing field 'route'");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["io"][0]["dtype"] = "float"; }), KILN_ERROR_FORMAT,
+                  "metadata: io[0].dtype: expected an integer");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["grid"] = {1, 1}; }), KILN_ERROR_FORMAT,
+                  "launches[0].grid: expected 3 integers");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][4] = {{"i32", 1ll << 40}}; }), KILN_ERROR_FORMAT,
+                  "launches[0].args[4].i32: out of range");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][3] = {{"f32", 1e300}}; }), KILN_ERROR_FORMAT,
+                  "outside the float32 range");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][0]["space"] = "heap"; }), KILN_ERROR_FORMAT,
+                  "'heap' is not arena, weights or io");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["environment"]["x"] = 3; }), KILN_ERROR_FORMAT, "environment.x: expected a string");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["format_version"] = 7; }), KILN_ERROR_FORMAT, "disagrees with the header");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["memory"]["weights_bytes"] = 8; }), KILN_ERROR_FORMAT,
+                  "memory.weights_bytes is 8 but the WEIGHTS section has 64 bytes");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["modules"][0]["ptx"] = 2; }), KILN_ERROR_FORMAT,
+                  "modules[0].ptx: section 2 is WEIGHTS, not PTX");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["modules"][0]["ptx"] = 9; }), KILN_ERROR_FORMAT, "section index 9 out of range");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["target"]["arch"] = "sm_80"; }), KILN_ERROR_FORMAT,
+                  "target arch 'sm_80' disagrees with target sm 90");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["cuda_graph"] = 1; }), KILN_ERROR_FORMAT, "metadata: cuda_graph: expected true or false");
+  // Optional fields may be absent.
+  EXPECT_EQ(load(withMetadata([](json& m) { m.erase("cuda_graph"); })).status, KILN_OK);
+}
+
+TEST(EngineFormat, IndicesOutOfRange) {
+  EXPECT_REJECTED(withMetadata([](json& m) { m["kernels"][0]["module"] = 5; }), KILN_ERROR_FORMAT,
+                  "kernel 0 ('axpb'): module index 5 out of range (1 modules)");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["kernel"] = 3; }), KILN_ERROR_FORMAT,
+                  "launch 0 (node '/axpb'): kernel index 3 out of range (1 kernels)");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][0]["io"] = 7; }), KILN_ERROR_FORMAT,
+                  "arg 0: io index 7 out of range (2 I/O tensors)");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][1]["copy"]["dst"]["io"] = -1; }), KILN_ERROR_FORMAT,
+                  "copy destination: io index -1 out of range");
+}
+
+TEST(EngineFormat, BuffersOutOfBounds) {
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][2]["offset"] = 64; }), KILN_ERROR_FORMAT,
+                  "arg 2: arena range [64, +0) is outside the arena (64 bytes)");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][1]["offset"] = 100; }), KILN_ERROR_FORMAT,
+                  "is outside the weights (64 bytes)");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][1]["copy"]["bytes"] = 65; }), KILN_ERROR_FORMAT,
+                  "copy source: arena range [0, +65) is outside the arena");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][1]["copy"]["dst"]["offset"] = 4; }), KILN_ERROR_FORMAT,
+                  "copy destination: io range [4, +64) is outside I/O tensor 1 'y' (64 bytes)");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["memory"]["arena_bytes"] = 1ull << 60; }), KILN_ERROR_FORMAT,
+                  "memory.arena_bytes: 1152921504606846976 exceeds the limit");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["io"][0]["shape"] = {1ll << 30, 1ll << 30, 1ll << 30}; }), KILN_ERROR_FORMAT,
+                  "io[0] 'x': tensor size is absurd");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["io"][0]["dtype"] = 8; }), KILN_ERROR_FORMAT, "unsupported dtype 8");
+}
+
+TEST(EngineFormat, CheckEngineDescCatchesPlanErrors) {
+  EngineDesc d = test::makeAxpbEngine(16);
+  EXPECT_EQ(checkEngineDesc(d), "");
+  EngineDesc e = d;
+  e.launches[1].dst = {BufferRef::Space::Io, 0, 0};
+  EXPECT_NE(checkEngineDesc(e).find("copy into input 'x', which is read-only"), std::string::npos);
+  e = d;
+  e.launches[1].dst = {BufferRef::Space::Weights, 0, -1};
+  EXPECT_NE(checkEngineDesc(e).find("copy into the weights"), std::string::npos);
+  e = d;
+  e.launches[1].dst = {BufferRef::Space::Arena, 8, -1};
+  e.launches[1].bytes = 16;
+  EXPECT_NE(checkEngineDesc(e).find("overlap"), std::string::npos);
+  e = d;
+  e.launches[0].block[0] = 2048;
+  EXPECT_NE(checkEngineDesc(e).find("block [2048,1,1] is outside CUDA's limits"), std::string::npos);
+  e = d;
+  e.io[1].name = "x";
+  EXPECT_NE(checkEngineDesc(e).find("duplicate I/O tensor name"), std::string::npos);
+  e = d;
+  e.modules[0].ptx.clear();
+  EXPECT_NE(checkEngineDesc(e).find("module 0 has neither cubin nor PTX"), std::string::npos);
+  e = d;
+  e.arch = "compute_90";
+  EXPECT_NE(checkEngineDesc(e).find("not of the form sm_<number>"), std::string::npos);
+  e = d;
+  e.arch = "sm_90a";
+  EXPECT_EQ(checkEngineDesc(e), "");
+}
+
+TEST(EngineFormat, CApiLoadFromFile) {
+  std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine());
+  std::string path = ::testing::TempDir() + "kiln_engine_format_test.kiln";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_load(path.c_str(), &e), KILN_OK) << kiln_status_message(KILN_ERROR_FORMAT);
+  EXPECT_EQ(kiln_engine_num_io(e), 2);
+  EXPECT_STREQ(kiln_engine_io_name(e, 0), "x");
+  EXPECT_EQ(kiln_engine_io_dtype(e, 0), KILN_DTYPE_FLOAT32);
+  EXPECT_EQ(kiln_engine_io_rank(e, 0), 1);
+  EXPECT_EQ(kiln_engine_io_shape(e, 0)[0], 1000);
+  EXPECT_EQ(kiln_engine_io_is_input(e, 1), 0);
+  EXPECT_STREQ(kiln_engine_target_arch(e), "sm_90");
+  EXPECT_STREQ(kiln_engine_route(e), "");
+  EXPECT_EQ(kiln_engine_io_name(e, 2), nullptr);
+  kiln_engine_destroy(e);
+  std::remove(path.c_str());
+
+  kiln_engine* none = nullptr;
+  kiln_status s = kiln_engine_load((path + ".missing").c_str(), &none);
+  EXPECT_EQ(s, KILN_ERROR_IO);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("No such file"), std::string::npos) << kiln_status_message(s);
+}
+
+// With no driver library the context fails cleanly. (The driver is loaded once per process, so
+// this must be the only test here that creates a context.)
+TEST(EngineFormat, NoDriverMeansNoDevice) {
+  setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine(16));
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_load_from_memory(bytes.data(), bytes.size(), &e), KILN_OK);
+  kiln_context* c = reinterpret_cast<kiln_context*>(e);
+  kiln_status s = kiln_context_create(e, &c);
+  EXPECT_EQ(s, KILN_ERROR_NO_DEVICE);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("cannot load the NVIDIA driver library"), std::string::npos)
+      << kiln_status_message(s);
+  kiln_engine_destroy(e);
+}
+
+}  // namespace

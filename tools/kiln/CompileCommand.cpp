@@ -1,0 +1,113 @@
+// `kiln compile model.onnx -o model.kiln [--arch sm_90]`: import, clean up, lower every op to a
+// CUDA kernel, compile with NVRTC and write the engine. Needs no GPU.
+#include "codegen/lowering/EngineBuilder.h"
+#include "codegen/nvrtc/CompilePool.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelLoading.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+namespace kiln::cli {
+
+// Writes the whole file under a temporary name, then renames: a reader never sees a partial engine.
+static bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes, std::string &err) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) {
+      err = "cannot write '" + tmp + "'";
+      return false;
+    }
+    f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!f) {
+      err = "cannot write '" + tmp + "'";
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = "cannot rename '" + tmp + "' to '" + path + "'";
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+Runner addCompileCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("compile", "Compile an ONNX model into an engine file (no GPU needed)");
+  auto opts = std::make_shared<ModelOptions>();
+  auto out = std::make_shared<std::string>();
+  auto arch = std::make_shared<std::string>("sm_90");
+  auto noCache = std::make_shared<bool>(false);
+  auto cacheDir = std::make_shared<std::string>();
+  auto jobs = std::make_shared<unsigned>(0);
+  auto json = std::make_shared<bool>(false);
+  opts->add(*cmd);
+  cmd->add_option("-o,--output", *out, "Engine file to write")->required();
+  cmd->add_option("--arch", *arch, "Target GPU architecture (sm_75 ... sm_121)")->capture_default_str();
+  cmd->add_flag("--no-compile-cache", *noCache, "Compile every kernel, bypassing the on-disk NVRTC cache");
+  cmd->add_option("--compile-cache-dir", *cacheDir, "NVRTC cache folder (default: $XDG_CACHE_HOME/kiln/nvrtc)");
+  cmd->add_option("-j,--jobs", *jobs, "Parallel NVRTC compiles (default: all cores)");
+  cmd->add_flag("--json", *json, "Print a JSON summary");
+  return [=]() -> int {
+    if (!*cmd) return -1;
+    if (auto err = codegen::validateArch(*arch); !err.empty()) {
+      std::cerr << "kiln: error: " << err << "\n";
+      return 2;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    mlir::MLIRContext ctx;
+    LoadedModel m = loadModel(*opts, ctx);
+    if (!m.ok()) return 2;
+    if (!m.import.unsupported.empty()) {
+      std::cerr << "kiln: error: " << opts->model << " has unsupported ops:\n";
+      for (auto &u : m.import.unsupported) std::cerr << "  " << u << "\n";
+      return 2;
+    }
+    codegen::BuildOptions bo;
+    bo.arch = *arch;
+    bo.cache.disabled = *noCache;
+    bo.cache.dir = *cacheDir;
+    bo.jobs = *jobs;
+    if (!*json) bo.progress = codegen::terminalProgress();
+    auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+    codegen::BuildResult r = codegen::buildEngine(f, bo);
+    if (!r.error.empty()) {
+      std::cerr << "kiln: error: " << opts->model << ": " << r.error;
+      if (r.error.back() != '\n') std::cerr << "\n";
+      return 2;
+    }
+    std::string err;
+    if (!writeFileAtomically(*out, r.engine, err)) {
+      std::cerr << "kiln: error: " << err << "\n";
+      return 2;
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const codegen::BuildStats &s = r.stats;
+    if (*json) {
+      nlohmann::json j = {{"engine", *out}, {"bytes", r.engine.size()}, {"arch", *arch},
+                          {"launches", s.launches}, {"kernels", s.uniqueKernels}, {"cache_hits", s.cacheHits},
+                          {"compiled", s.compiled}, {"arena_bytes", s.arenaBytes}, {"weights_bytes", s.weightsBytes},
+                          {"compile_seconds", s.compileSeconds}, {"total_seconds", secs}};
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("wrote %s (%s) for %s: %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
+                  "arena %s, weights %s, %.1f s in all\n",
+                  out->c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), s.launches, s.uniqueKernels,
+                  s.cacheHits, s.compiled, s.compileSeconds, humanBytes(s.arenaBytes).c_str(),
+                  humanBytes(s.weightsBytes).c_str(), secs);
+    }
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,86 @@
+// `kiln inspect model.kiln`: what an engine holds — target, route, I/O, kernels, launches,
+// memory — read with the runtime's verifying reader (a corrupt file is an error, not a crash).
+#include "runtime/src/EngineFormat.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelLoading.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+
+namespace kiln::cli {
+
+static std::string shapeText(const std::vector<int64_t> &s) {
+  std::string r;
+  for (size_t k = 0; k < s.size(); ++k) r += (k ? "x" : "") + std::to_string(s[k]);
+  return r.empty() ? "scalar" : r;
+}
+
+Runner addInspectCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("inspect", "Show what an engine file holds");
+  auto path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("engine", *path, "Engine file (.kiln)")->required();
+  cmd->add_flag("--json", *json, "Print a JSON document");
+  return [=]() -> int {
+    if (!*cmd) return -1;
+    std::ifstream f(*path, std::ios::binary);
+    if (!f) {
+      std::cerr << "kiln: error: cannot read engine file '" << *path << "'\n";
+      return 2;
+    }
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    rt::EngineDesc d;
+    std::string err;
+    if (rt::parseEngine(bytes.data(), bytes.size(), d, err) != rt::ParseStatus::Ok) {
+      std::cerr << "kiln: error: " << *path << ": " << err << "\n";
+      return 2;
+    }
+    size_t cubin = 0, ptx = 0;
+    for (auto &m : d.modules) cubin += m.cubin.size(), ptx += m.ptx.size();
+    std::map<std::string, int> launchesPerNode;
+    int copies = 0;
+    for (auto &l : d.launches) l.kind == rt::Launch::Kind::Copy ? ++copies : launchesPerNode[l.node]++;
+    if (*json) {
+      nlohmann::json io = nlohmann::json::array();
+      for (auto &t : d.io) io.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"is_input", t.isInput}});
+      nlohmann::json kernels = nlohmann::json::array();
+      for (auto &k : d.kernels) kernels.push_back({{"entry", k.entry}, {"node", k.node}, {"module", k.module}});
+      nlohmann::json j = {{"engine", *path}, {"bytes", bytes.size()}, {"kiln_version", d.kilnVersion},
+                          {"arch", d.arch}, {"route", d.route}, {"environment", d.environment}, {"io", io},
+                          {"kernels", kernels}, {"launches", d.launches.size()}, {"copies", copies},
+                          {"arena_bytes", d.arenaBytes}, {"weights_bytes", d.weights.size()},
+                          {"cubin_bytes", cubin}, {"ptx_bytes", ptx}};
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("engine:   %s (%s)\nkiln:     %s\ntarget:   %s\nroute:    %s\n", path->c_str(),
+                humanBytes(bytes.size()).c_str(), d.kilnVersion.c_str(), d.arch.c_str(),
+                d.route.empty() ? "(default)" : d.route.c_str());
+    for (auto &[k, v] : d.environment) std::printf("env:      %s = %s\n", k.c_str(), v.c_str());
+    for (auto &t : d.io)
+      std::printf("%-9s %-24s dtype %-3d %s\n", t.isInput ? "input" : "output", t.name.c_str(), t.dtype,
+                  shapeText(t.shape).c_str());
+    std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
+                humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);
+    std::printf("memory:   arena %s, weights %s\n", humanBytes(d.arenaBytes).c_str(), humanBytes(d.weights.size()).c_str());
+    std::printf("\n%-5s %-32s %s\n", "#", "node", "kernel");
+    int i = 0;
+    for (auto &l : d.launches) {
+      if (l.kind == rt::Launch::Kind::Copy) {
+        std::printf("%-5d %-32s copy %llu bytes\n", i++, l.node.c_str(), static_cast<unsigned long long>(l.bytes));
+        continue;
+      }
+      const auto &k = d.kernels[l.kernel];
+      std::printf("%-5d %-32s %s grid %ux%ux%u block %u\n", i++, l.node.c_str(), k.entry.c_str(), l.grid[0],
+                  l.grid[1], l.grid[2], l.block[0] * l.block[1] * l.block[2]);
+    }
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli
