@@ -4,48 +4,18 @@
 // in `ConvGeometry`; the shape functions and kernels use the same geometry, so they cannot
 // disagree about the output size.
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
 
 namespace kiln::ops {
 namespace {
 
-std::string listString(const std::vector<int64_t> &v) {
-  std::string r = "[";
-  for (size_t k = 0; k < v.size(); ++k) r += (k ? ", " : "") + std::to_string(v[k]);
-  return r + "]";
-}
-
 // Floor division (Python's //), used where ONNX's formulas may see negative numerators.
 int64_t floorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   if (a % b != 0 && ((a < 0) != (b < 0))) --q;
   return q;
-}
-
-// Bound on kernel sizes, strides, dilations and pads, so size arithmetic cannot overflow.
-constexpr int64_t kMaxAttr = int64_t{1} << 31;
-
-// Advances `idx` to the next coordinate of `dims` in row-major order; false after the last one.
-bool nextIndex(std::vector<int64_t> &idx, const Shape &dims) {
-  for (size_t k = dims.size(); k-- > 0;) {
-    if (++idx[k] < dims[k]) return true;
-    idx[k] = 0;
-  }
-  return false;
-}
-
-// A per-spatial-axis attribute (strides, dilations, output_padding): `n` values, each >= minValue.
-std::vector<int64_t> spatialAttr(const std::string &op, const Attrs &attrs, const std::string &name,
-                                 size_t n, int64_t dflt, int64_t minValue) {
-  std::vector<int64_t> v = attrs.getInts(name, std::vector<int64_t>(n, dflt));
-  check(v.size() == n, op + ": attribute '" + name + "' has " + std::to_string(v.size()) +
-                           " values but the input has " + std::to_string(n) + " spatial axes");
-  for (int64_t x : v)
-    check(x >= minValue && x <= kMaxAttr,
-          op + ": attribute '" + name + "' must be in [" + std::to_string(minValue) + ", 2^31], got " +
-              listString(v));
-  return v;
 }
 
 struct ConvGeometry {

@@ -10,6 +10,7 @@
 //
 // Elements are copied through the tensors' storage (`f` or `i`), so no value is ever converted.
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,12 +21,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-std::string listString(const std::vector<int64_t> &v) {
-  std::string r = "[";
-  for (size_t k = 0; k < v.size(); ++k) r += (k ? ", " : "") + std::to_string(v[k]);
-  return r + "]";
-}
 
 void checkSupported(const std::string &op, const TensorType &t, const std::string &what) {
   check(t.dtype != DType::String, op + ": string tensors are not supported (input " + what + ")");

@@ -4,6 +4,7 @@
 // The windowed pools share `PoolGeometry` (kernel_shape, strides, dilations, pads, auto_pad,
 // ceil_mode), so the shape function and the kernel agree on the output size.
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,24 +12,6 @@
 
 namespace kiln::ops {
 namespace {
-
-std::string listString(const std::vector<int64_t> &v) {
-  std::string r = "[";
-  for (size_t k = 0; k < v.size(); ++k) r += (k ? ", " : "") + std::to_string(v[k]);
-  return r + "]";
-}
-
-// Bound on kernel sizes, strides, dilations and pads, so size arithmetic cannot overflow.
-constexpr int64_t kMaxAttr = int64_t{1} << 31;
-
-// Advances `idx` to the next coordinate of `dims` in row-major order; false after the last one.
-bool nextIndex(std::vector<int64_t> &idx, const Shape &dims) {
-  for (size_t k = dims.size(); k-- > 0;) {
-    if (++idx[k] < dims[k]) return true;
-    idx[k] = 0;
-  }
-  return false;
-}
 
 void checkInput(const std::string &op, const TensorType &x, bool allowInt8) {
   bool ok = isFloat(x.dtype) || (allowInt8 && (x.dtype == DType::I8 || x.dtype == DType::U8));
@@ -42,18 +25,6 @@ struct PoolGeometry {
   int64_t planes = 0;  // N * C
   Shape inSpatial, kernel, strides, dilations, padBegin, padEnd, outSpatial;
 };
-
-std::vector<int64_t> spatialAttr(const std::string &op, const Attrs &attrs, const std::string &name,
-                                 size_t n, int64_t dflt, int64_t minValue) {
-  std::vector<int64_t> v = attrs.getInts(name, std::vector<int64_t>(n, dflt));
-  check(v.size() == n, op + ": attribute '" + name + "' has " + std::to_string(v.size()) +
-                           " values but the input has " + std::to_string(n) + " spatial axes");
-  for (int64_t x : v)
-    check(x >= minValue && x <= kMaxAttr,
-          op + ": attribute '" + name + "' must be in [" + std::to_string(minValue) + ", 2^31], got " +
-              listString(v));
-  return v;
-}
 
 PoolGeometry poolGeometry(const std::string &op, const TensorType &x, const Attrs &attrs) {
   PoolGeometry g;

@@ -17,18 +17,13 @@
 //    ONNX Runtime say (the reference uses -0.5 and the real-valued length; the two agree for
 //    nearest and linear).
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace kiln::ops {
 namespace {
-
-std::string listString(const std::vector<int64_t> &v) {
-  std::string r = "[";
-  for (size_t k = 0; k < v.size(); ++k) r += (k ? ", " : "") + std::to_string(v[k]);
-  return r + "]";
-}
 
 // Everything that determines a resize, from either op's inputs and attributes.
 struct ResizeSpec {
