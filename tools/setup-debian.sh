@@ -20,6 +20,6 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# Code generation (NVRTC) will need the CUDA 13 toolkit; nothing built today does.
-[ -x /usr/local/cuda/bin/nvcc ] || echo "warning: CUDA 13 toolkit not found at /usr/local/cuda" >&2
+# Code generation needs the CUDA 13 toolkit's headers and NVRTC (not a Debian package).
+[ -f /usr/local/cuda/include/nvrtc.h ] || { echo "error: CUDA 13 toolkit not found at /usr/local/cuda" >&2; exit 1; }
 echo "setup: all dependencies present"
