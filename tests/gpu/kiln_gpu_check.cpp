@@ -3,7 +3,12 @@
 // reference evaluator (double precision). Then time the engine: CUDA events after warm-up,
 // median of N runs, with min/p90.
 //
-//   kiln-gpu-check MODEL [--shapes ..] [--no-reference] [--iterations N] [--tolerance 1e-4]
+//   kiln-gpu-check MODEL [--shapes ..] [--no-reference] [--reference-dir DIR] [--iterations N]
+//                  [--tolerance 1e-4]
+//
+// --reference-dir DIR takes the inputs and the expected outputs from DIR/input_K.bin and
+// DIR/output_K.bin (raw little-endian tensors in I/O order; bench/ort_reference.py writes them
+// with onnxruntime) instead of random inputs and the CPU evaluator.
 //
 // Exit: 0 agree, 1 disagree or failed, 77 no GPU (ctest reports a skip).
 #include "codegen/lowering/EngineBuilder.h"
@@ -24,11 +29,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace {
+
+std::vector<uint8_t> readAll(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
 
 #define CUDA_OK(x)                                                                      \
   do {                                                                                  \
@@ -51,7 +63,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: kiln-gpu-check MODEL [--shapes S] [--no-reference] [--iterations N] [--tolerance T]\n");
     return 2;
   }
-  std::string model = argv[1], shapes;
+  std::string model = argv[1], shapes, refDir;
   bool reference = true;
   int iterations = 50;
   double tolerance = 1e-4;
@@ -59,6 +71,7 @@ int main(int argc, char **argv) {
     std::string a = argv[i];
     if (a == "--shapes" && i + 1 < argc) shapes = argv[++i];
     else if (a == "--no-reference") reference = false;
+    else if (a == "--reference-dir" && i + 1 < argc) refDir = argv[++i];
     else if (a == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
     else {
@@ -110,10 +123,17 @@ int main(int argc, char **argv) {
     CUDA_OK(cudaMalloc(&d, std::max<size_t>(bytes, 1)));
     buffers.push_back(d);
     if (kiln_engine_io_is_input(engine, i)) {
-      std::uniform_real_distribution<double> mag(0.25, 1.0);
-      for (int64_t k = 0; k < t.size(); ++k)
-        t.set(k, t.isFloating() ? (rng() % 2 ? 1 : -1) * mag(rng) : 1 + rng() % 97);
-      std::vector<uint8_t> raw = kiln::ops::tensorToBytes(t);
+      std::vector<uint8_t> raw;
+      if (!refDir.empty()) {
+        raw = readAll(refDir + "/input_" + std::to_string(inputs.size()) + ".bin");
+        if (raw.size() != bytes) return std::fprintf(stderr, "%s: reference input has %zu bytes, expected %zu\n", kiln_engine_io_name(engine, i), raw.size(), bytes), 1;
+        t = kiln::ops::tensorFromBytes(t.dtype, t.shape, raw.data(), raw.size());
+      } else {
+        std::uniform_real_distribution<double> mag(0.25, 1.0);
+        for (int64_t k = 0; k < t.size(); ++k)
+          t.set(k, t.isFloating() ? (rng() % 2 ? 1 : -1) * mag(rng) : 1 + rng() % 97);
+        raw = kiln::ops::tensorToBytes(t);
+      }
       CUDA_OK(cudaMemcpy(d, raw.data(), raw.size(), cudaMemcpyHostToDevice));
       inputs.push_back(t);
     } else {
@@ -132,7 +152,20 @@ int main(int argc, char **argv) {
   if (reference) {
     std::vector<kiln::ops::Tensor> want;
     auto r0 = std::chrono::steady_clock::now();
-    if (auto err = kiln::evaluateFunction(f, inputs, want)) return std::fprintf(stderr, "reference: %s\n", err->c_str()), 1;
+    if (!refDir.empty()) {
+      for (int i = 0; i < n; ++i) {
+        if (kiln_engine_io_is_input(engine, i)) continue;
+        const int64_t *dims = kiln_engine_io_shape(engine, i);
+        auto dt = static_cast<kiln::ops::DType>(kiln_engine_io_dtype(engine, i));
+        kiln::ops::Shape shape(dims, dims + kiln_engine_io_rank(engine, i));
+        std::vector<uint8_t> raw = readAll(refDir + "/output_" + std::to_string(want.size()) + ".bin");
+        if (raw.size() != kiln::ops::numElements(shape) * static_cast<size_t>(kiln::ops::byteSize(dt)))
+          return std::fprintf(stderr, "%s: reference output has the wrong size\n", kiln_engine_io_name(engine, i)), 1;
+        want.push_back(kiln::ops::tensorFromBytes(dt, shape, raw.data(), raw.size()));
+      }
+    } else if (auto err = kiln::evaluateFunction(f, inputs, want)) {
+      return std::fprintf(stderr, "reference: %s\n", err->c_str()), 1;
+    }
     double refSecs = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
     int out = 0;
     for (int i = 0; i < n; ++i) {
@@ -151,8 +184,8 @@ int main(int argc, char **argv) {
       }
       double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
       bool ok = !nan && rel <= tolerance;
-      std::printf("  output %-20s rel_l2 %.3e  max_abs %.3e  %s (reference %.1f s)\n", kiln_engine_io_name(engine, i),
-                  rel, maxAbs, ok ? "ok" : "MISMATCH", refSecs);
+      std::printf("  output %-20s rel_l2 %.3e  max_abs %.3e  %s (reference: %s, %.1f s)\n", kiln_engine_io_name(engine, i),
+                  rel, maxAbs, ok ? "ok" : "MISMATCH", refDir.empty() ? "CPU evaluator" : "files", refSecs);
       if (!ok) rc = 1;
     }
   }
