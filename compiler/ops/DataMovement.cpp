@@ -112,8 +112,10 @@ void checkDims(const std::string &op, const Shape &s) {
   for (int64_t d : s) {
     check(d >= 0, op + ": negative dimension in result shape " + listString(s));
     check(d <= kMaxDim, op + ": result shape " + listString(s) + " is too large");
-    if (d != 0) n *= d;  // both factors are <= 2^50 and n stays <= 2^50
-    check(n <= kMaxDim, op + ": result shape " + listString(s) + " is too large");
+    if (d == 0) continue;
+    // Checked before multiplying: two factors <= 2^50 can overflow int64.
+    check(n <= kMaxDim / d, op + ": result shape " + listString(s) + " is too large");
+    n *= d;
   }
 }
 
