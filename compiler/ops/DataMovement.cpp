@@ -27,17 +27,6 @@ void checkSupported(const std::string &op, const TensorType &t, const std::strin
   check(t.dtype != DType::Undefined, op + ": input " + what + " is required");
 }
 
-// The ShapeContext for a kernel's actual inputs: every present input is also a known value.
-ShapeContext shapeContextOf(const EvalContext &ctx) {
-  std::vector<TensorType> types;
-  std::vector<const Tensor *> values;
-  for (const Tensor *t : ctx.inputs) {
-    types.push_back(t ? TensorType{t->dtype, t->shape} : TensorType{});
-    values.push_back(t);
-  }
-  return ShapeContext{types, values, ctx.attrs, ctx.numOutputs};
-}
-
 template <typename ShapeFnT>
 std::vector<TensorType> shapeOf(ShapeFnT fn, const EvalContext &ctx) {
   return fn(shapeContextOf(ctx));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
 
 #include <cmath>
 #include <cstdint>
@@ -24,12 +25,6 @@ namespace kiln::ops::ew {
 
 inline TensorType typeOf(const Tensor &t) { return TensorType{t.dtype, t.shape}; }
 
-// The ShapeContext that describes an EvalContext's inputs (every input is a known value).
-inline ShapeContext shapeContextOf(const EvalContext &ctx) {
-  std::vector<TensorType> types;
-  for (const Tensor *t : ctx.inputs) types.push_back(t ? typeOf(*t) : TensorType{});
-  return ShapeContext{std::move(types), ctx.inputs, ctx.attrs, ctx.numOutputs};
-}
 
 inline std::string plural(int64_t n, const char *what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");

@@ -8,6 +8,14 @@
 
 namespace kiln::ops {
 
+// The ShapeContext of a kernel's actual inputs (every present input is also a known value), so a
+// kernel can run its own shape function and the two cannot disagree.
+inline ShapeContext shapeContextOf(const EvalContext &ctx) {
+  std::vector<TensorType> types;
+  for (const Tensor *t : ctx.inputs) types.push_back(t ? TensorType{t->dtype, t->shape} : TensorType{});
+  return ShapeContext{std::move(types), ctx.inputs, ctx.attrs, ctx.numOutputs};
+}
+
 // "[1, 2, 3]", for messages.
 inline std::string listString(const std::vector<int64_t> &v) {
   std::string r = "[";

@@ -371,16 +371,6 @@ std::vector<Tensor> resizeKernel(const ResizeSpec &s, const Tensor &x) {
   return {y};
 }
 
-ShapeContext shapeContextOf(const EvalContext &ctx) {
-  std::vector<TensorType> types;
-  std::vector<const Tensor *> values;
-  for (const Tensor *t : ctx.inputs) {
-    types.push_back(t ? TensorType{t->dtype, t->shape} : TensorType{});
-    values.push_back(t);
-  }
-  return ShapeContext{types, values, ctx.attrs, ctx.numOutputs};
-}
-
 std::vector<TensorType> resizeShape(const ShapeContext &ctx) {
   ResizeSpec s = resizeSpec(ctx, false);
   return {{ctx.inputs[0].dtype, resizeGeometry(s, ctx.inputs[0].shape).out}};
