@@ -56,19 +56,6 @@ ConvGeometry commonGeometry(const std::string &op, const TensorType &x, const Te
   return g;
 }
 
-// Explicit `pads` attribute: 2n non-negative values [begin..., end...].
-void explicitPads(const std::string &op, const Attrs &attrs, ConvGeometry &g) {
-  size_t n = g.inSpatial.size();
-  std::vector<int64_t> pads = attrs.getInts("pads", std::vector<int64_t>(2 * n, 0));
-  check(pads.size() == 2 * n, op + ": pads has " + std::to_string(pads.size()) +
-                                  " values, expected " + std::to_string(2 * n) +
-                                  " (begin and end for each spatial axis)");
-  for (int64_t p : pads)
-    check(p >= 0 && p <= kMaxAttr, op + ": pads must be in [0, 2^31], got " + listString(pads));
-  g.padBegin.assign(pads.begin(), pads.begin() + n);
-  g.padEnd.assign(pads.begin() + n, pads.end());
-}
-
 ConvGeometry convGeometry(const TensorType &x, const TensorType &w, const Attrs &attrs) {
   const std::string op = "Conv";
   ConvGeometry g = commonGeometry(op, x, w, attrs);
@@ -88,7 +75,7 @@ ConvGeometry convGeometry(const TensorType &x, const TensorType &w, const Attrs 
   g.padBegin.assign(n, 0);
   g.padEnd.assign(n, 0);
   if (autoPad == "NOTSET") {
-    explicitPads(op, attrs, g);
+    explicitPads(op, attrs, g.inSpatial.size(), g.padBegin, g.padEnd);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // Output = ceil(in / stride); the total padding needed for that is split evenly, the odd one
     // going to the end (SAME_UPPER) or the beginning (SAME_LOWER).
@@ -260,7 +247,7 @@ ConvGeometry convTransposeGeometry(const TensorType &x, const TensorType &w, con
       }
     }
   } else if (autoPad == "NOTSET") {
-    explicitPads(op, attrs, g);
+    explicitPads(op, attrs, g.inSpatial.size(), g.padBegin, g.padEnd);
   }
   g.outSpatial.resize(n);
   for (size_t i = 0; i < n; ++i) {

@@ -48,4 +48,15 @@ inline std::vector<int64_t> spatialAttr(const std::string &op, const Attrs &attr
   return v;
 }
 
+// The explicit `pads` attribute of an n-D window op: 2n values in [0, 2^31], [begin..., end...].
+inline void explicitPads(const std::string &op, const Attrs &attrs, size_t n, Shape &padBegin, Shape &padEnd) {
+  std::vector<int64_t> pads = attrs.getInts("pads", std::vector<int64_t>(2 * n, 0));
+  check(pads.size() == 2 * n, op + ": pads has " + std::to_string(pads.size()) + " values, expected " +
+                                  std::to_string(2 * n) + " (begin and end for each spatial axis)");
+  for (int64_t p : pads)
+    check(p >= 0 && p <= kMaxAttr, op + ": pads must be in [0, 2^31], got " + listString(pads));
+  padBegin.assign(pads.begin(), pads.begin() + n);
+  padEnd.assign(pads.begin() + n, pads.end());
+}
+
 }  // namespace kiln::ops

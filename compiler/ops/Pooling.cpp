@@ -52,14 +52,7 @@ PoolGeometry poolGeometry(const std::string &op, const TensorType &x, const Attr
     return g;
   }
   if (autoPad == "NOTSET") {
-    std::vector<int64_t> pads = attrs.getInts("pads", std::vector<int64_t>(2 * n, 0));
-    check(pads.size() == 2 * n, op + ": pads has " + std::to_string(pads.size()) +
-                                    " values, expected " + std::to_string(2 * n) +
-                                    " (begin and end for each spatial axis)");
-    for (int64_t p : pads)
-      check(p >= 0 && p <= kMaxAttr, op + ": pads must be in [0, 2^31], got " + listString(pads));
-    g.padBegin.assign(pads.begin(), pads.begin() + n);
-    g.padEnd.assign(pads.begin() + n, pads.end());
+    explicitPads(op, attrs, n, g.padBegin, g.padEnd);
   } else {
     check(autoPad == "VALID", op + ": unknown auto_pad '" + autoPad +
                                   "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
