@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <string>
+
 namespace kiln {
 
 #define GEN_PASS_DECL
@@ -17,5 +19,13 @@ namespace kiln {
 // The pipeline run after import: fold constants, then MLIR's canonicalizer (dead code,
 // duplicate constants).
 void buildImportCleanupPipeline(mlir::OpPassManager &pm);
+
+// The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
+// matrix-product canonicalisation, precision, layout, then kernel regions (fusion).
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route);
+
+// Whether codegen computes `op` per element (has an elementwise kernel for its attributes): the
+// ops fusion may put in a kernel region.
+bool isFusableElementwise(mlir::Operation *op);
 
 }  // namespace kiln

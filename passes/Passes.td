@@ -24,4 +24,98 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+// Passes that read knobs take the build route as an option (`route="precision=fp16"`); each
+// reads only the knobs it owns (registered in its .cpp).
+class RoutePass<string arg, string root> : Pass<arg, root> {
+  let options = [
+    Option<"route", "route", "std::string", /*default=*/"\"\"",
+           "Build route (canonical `knob=value;...` text); knobs it does not set keep their default">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def FoldBatchNorm : RoutePass<"kiln-fold-batchnorm", "mlir::func::FuncOp"> {
+  let summary = "Fold inference BatchNormalization into the preceding Conv (knob fusion.batchnorm)";
+  let description = [{
+    `BN(Conv(x, W, b))` with constant statistics becomes `Conv(x, W', b')`, W' = W·s and
+    b' = (b − mean)·s + B per output channel, s = scale / sqrt(var + ε), computed in double
+    (needs the Conv result to have no other use). A BatchNormalization left over becomes
+    `x·s + t` with constant per-channel `s` and `t`, which elementwise fusion can absorb.
+    With `fusion.batchnorm=off` nothing changes.
+
+    Before:
+      %y = kiln.conv %x, %w, %b ...
+      %z = kiln.batch_normalization %y, %scale, %bias, %mean, %var ...
+    After:
+      %z = kiln.conv %x, %w_folded, %b_folded ...
+  }];
+}
+
+def CanonicalizeLinear : RoutePass<"kiln-canonicalize-linear", "mlir::func::FuncOp"> {
+  let summary = "One form for matrix products: Gemm and transposed operands become TransposedMatMul";
+  let description = [{
+    `Gemm(A, B, C)` becomes `TransposedMatMul(A, B)` (transA/transB as operand permutations),
+    then `· alpha` and `+ beta·C` as elementwise ops that epilogue fusion puts back into the
+    product's store. With `fusion.transpose=on` (the default), a `Transpose` whose only user is
+    a matrix product is folded into the product's operand permutation (attention's head
+    transposes and K^T read in place), composing with permutations already there.
+
+    Before:
+      %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>}
+      %s = kiln.matmul %q, %kt
+    After:
+      %s = kiln.transposed_matmul %q, %k {perm_b = array<i64: 0, 1, 3, 2>}
+  }];
+}
+
+def Precision : RoutePass<"kiln-precision", "mlir::func::FuncOp"> {
+  let summary = "Run the graph in fp16 or bf16 (knob precision; per node node.<name>.precision)";
+  let description = [{
+    With `precision=fp16|bf16`, every float32 tensor of the graph becomes half precision:
+    float inputs are cast on entry, outputs cast back to their declared float32 type, float
+    constants converted (finite values saturated to fp16's range, so `finfo.min` masks stay
+    finite), `Cast(to=float)` retargeted. Kernels still accumulate matrix products, reductions,
+    softmax and normalisations in float32. An op whose kernel has no half form, or a node
+    whose `node.<name>.precision` is fp32, runs in float32 between casts (`kiln.cast`), reported
+    as a remark.
+  }];
+}
+
+def Layout : RoutePass<"kiln-layout", "mlir::func::FuncOp"> {
+  let summary = "NHWC activations for convolutions (knob layout.conv; per node node.<name>.layout)";
+  let description = [{
+    Each 2-D Conv chosen for NHWC becomes `Transpose → ConvNhwc → Transpose`; transposes are
+    then pushed through elementwise ops, pooling (MaxPoolNhwc/AveragePoolNhwc) and global
+    average pooling (ReduceMean over H, W), and cancelled where they meet, so a chain of
+    convolutions keeps NHWC and transposes remain only at its boundaries. `auto` picks NHWC
+    for half-precision graphs (tensor-core implicit GEMM) and NCHW for float32.
+  }];
+}
+
+def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> {
+  let summary = "Compose transposes, drop identities, turn unit-dim transposes into reshapes";
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise ops into the store of a matrix product or convolution (knob fusion.epilogue)";
+  let description = [{
+    A MatMul, TransposedMatMul, Conv or ConvNhwc whose result flows through a chain of
+    elementwise ops or `kiln.fused "elementwise"` regions (bias add, scale, activation, residual
+    add, casts), each the single user of the value before it, becomes one `kiln.fused
+    "epilogue"` region: the chain runs on each output element as it is stored (absorbed regions
+    are inlined). Chain links keep the product's result shape; their other operands broadcast
+    into it. Runs after elementwise fusion in the compile pipeline.
+  }];
+}
+
+def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Group elementwise ops into one kernel each (knob fusion.elementwise)";
+  let description = [{
+    Grows regions backwards from each elementwise op over elementwise producers whose results
+    are used only inside the region, and makes every region of two or more ops one
+    `kiln.fused "elementwise"` op (one launch, intermediates never stored).
+  }];
+}
+
 #endif

@@ -34,9 +34,10 @@ std::optional<std::string> evaluateOp(Operation *op, const std::vector<const ops
   return std::nullopt;
 }
 
-std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<ops::Tensor> &inputs,
-                                            std::vector<ops::Tensor> &outputs) {
-  Block &body = f.getBody().front();
+// Evaluates the ops of `body` with its arguments bound to `inputs`; `outputs` receives the
+// terminator's operands. Kernel regions (kiln.fused) recurse into their bodies.
+static std::optional<std::string> evaluateBlock(Block &body, const std::vector<ops::Tensor> &inputs,
+                                                std::vector<ops::Tensor> &outputs) {
   if (inputs.size() != body.getNumArguments())
     return "function takes " + std::to_string(body.getNumArguments()) + " inputs, got " +
            std::to_string(inputs.size());
@@ -75,7 +76,13 @@ std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<op
         if (it == env.end()) return describeOp(&op) + ": operand has no value";
         args.push_back(&it->second);
       }
-      if (auto err = evaluateOp(&op, args, results)) return err;
+      if (auto fused = dyn_cast<FusedOp>(op)) {
+        std::vector<ops::Tensor> in;
+        for (const ops::Tensor *t : args) in.push_back(*t);
+        if (auto err = evaluateBlock(fused.getBody().front(), in, results)) return err;
+      } else if (auto err = evaluateOp(&op, args, results)) {
+        return err;
+      }
       for (Value v : op.getOperands()) {
         auto it = usesLeft.find(v);
         if (it != usesLeft.end() && --it->second == 0) env.erase(v);
@@ -89,10 +96,15 @@ std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<op
   outputs.clear();
   for (Value v : body.getTerminator()->getOperands()) {
     auto it = env.find(v);
-    if (it == env.end()) return std::string("a function result has no value");
+    if (it == env.end()) return std::string("a result has no value");
     outputs.push_back(it->second);
   }
   return std::nullopt;
+}
+
+std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<ops::Tensor> &inputs,
+                                            std::vector<ops::Tensor> &outputs) {
+  return evaluateBlock(f.getBody().front(), inputs, outputs);
 }
 
 FoldResult foldWithEvaluator(Operation *op, OpBuilder &builder, int64_t maxElements) {

@@ -83,6 +83,23 @@ LogicalResult verifyInferredTypes(Operation *op, StringRef onnxName) {
   return success();
 }
 
+LogicalResult FusedOp::verify() {
+  Block &b = getBody().front();
+  if (b.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size() << " inputs but its body takes " << b.getNumArguments();
+  for (unsigned k = 0; k < b.getNumArguments(); ++k)
+    if (b.getArgument(k).getType() != getInputs()[k].getType())
+      return emitOpError() << "input #" << k << " has type " << getInputs()[k].getType()
+                           << " but the body argument has " << b.getArgument(k).getType();
+  auto yield = b.empty() ? YieldOp() : dyn_cast<YieldOp>(b.back());
+  if (!yield) return emitOpError("body must end with kiln.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types differ from the result types");
+  StringRef kind = getKind();
+  if (kind != "elementwise" && kind != "epilogue") return emitOpError() << "unknown kind '" << kind << "'";
+  return success();
+}
+
 }  // namespace kiln
 
 namespace kiln {

@@ -275,4 +275,50 @@ def Kiln_DequantizeLinearOp : Kiln_Op<"dequantize_linear", "DequantizeLinear"> {
   let results = (outs Kiln_Tensor:$y);
 }
 
+//===--- kiln-internal forms (made by passes; semantics in compiler/ops/Internal.cpp) --------===//
+
+// MatMul(Transpose(A, perm_a), Transpose(B, perm_b)): transposes folded into the operand reads.
+def Kiln_TransposedMatMulOp : Kiln_Op<"transposed_matmul", "TransposedMatMul"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, IntsOpt:$perm_a, IntsOpt:$perm_b);
+  let results = (outs Kiln_Tensor:$Y);
+}
+// Conv, Max/AveragePool with NHWC activations (W keeps ONNX's [M, C/group, KH, KW] layout).
+def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_TensorOrNone:$B, StrOpt:$auto_pad,
+                   IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape, IntsOpt:$pads,
+                   IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_MaxPoolNhwcOp : Kiln_UnaryOp<"max_pool_nhwc", "MaxPoolNhwc",
+    (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, IntsOpt:$dilations, IntsOpt:$kernel_shape,
+     IntsOpt:$pads, I64Opt:$storage_order, IntsOpt:$strides)>;
+def Kiln_AveragePoolNhwcOp : Kiln_UnaryOp<"average_pool_nhwc", "AveragePoolNhwc",
+    (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, I64Opt:$count_include_pad, IntsOpt:$dilations,
+     IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides)>;
+
+//===--- Kernel regions ---------------------------------------------------------------------===//
+
+def Kiln_FusedOp : Op<Kiln_Dialect, "fused", [IsolatedFromAbove, Pure]> {
+  let summary = "A kernel region: the ops that one kernel launch computes";
+  let description = [{
+    The body is ordinary kiln ops over the region's block arguments (bound to `inputs`);
+    `kiln.yield` returns the region's results. `kind` says how codegen reads the body:
+    "elementwise" (a DAG of elementwise ops, one output) or "epilogue" (a matrix product or
+    convolution first, then elementwise ops applied to its result as it is stored). Fusion
+    passes create these; the evaluator runs the body op by op, so a fused graph keeps its
+    reference semantics.
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, StrAttr:$kind);
+  let results = (outs Variadic<Kiln_Tensor>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+}
+
+def Kiln_YieldOp : Op<Kiln_Dialect, "yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "The results of a kernel region";
+  let arguments = (ins Variadic<Kiln_Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
 #endif

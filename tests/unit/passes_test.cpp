@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -24,7 +26,8 @@ std::vector<kiln::ops::Tensor> randomInputs(mlir::func::FuncOp f, unsigned seed)
   for (mlir::Type t : f.getArgumentTypes()) {
     auto rt = mlir::cast<mlir::RankedTensorType>(t);
     kiln::ops::Tensor x(kiln::dtypeOf(rt.getElementType()), {rt.getShape().begin(), rt.getShape().end()});
-    for (int64_t i = 0; i < x.size(); ++i) x.set(i, (rng() % 2 ? 1 : -1) * dist(rng));
+    // Floats of both signs away from 0; integers 0/1 (masks, indices).
+    for (int64_t i = 0; i < x.size(); ++i) x.set(i, x.isFloating() ? (rng() % 2 ? 1 : -1) * dist(rng) : double(rng() % 2));
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -46,7 +49,11 @@ std::vector<std::string> splitInput(const std::string &path) {
   return chunks;
 }
 
-void expectSameBeforeAndAfter(const std::string &litFile, void (*build)(mlir::OpPassManager &)) {
+// Runs the pipeline that `build` adds on every function of a lit file and compares the
+// evaluator's outputs before and after on random inputs: bit-exact when `tol` is 0, else
+// ‖after − before‖ / ‖before‖ ≤ tol per output (passes that re-round, e.g. to fp16).
+void expectSameBeforeAndAfter(const std::string &litFile, const std::function<void(mlir::OpPassManager &)> &build,
+                              double tol = 0) {
   mlir::MLIRContext ctx;
   kiln::registerKilnDialects(ctx);
   int functions = 0;
@@ -69,8 +76,20 @@ void expectSameBeforeAndAfter(const std::string &litFile, void (*build)(mlir::Op
         ASSERT_EQ(want.size(), got.size());
         for (size_t k = 0; k < want.size(); ++k) {
           ASSERT_EQ(want[k].shape, got[k].shape);
-          for (int64_t i = 0; i < want[k].size(); ++i)
-            ASSERT_EQ(want[k].get(i), got[k].get(i)) << f.getSymName().str() << " output " << k;
+          ASSERT_EQ(want[k].dtype, got[k].dtype);
+          if (tol == 0) {
+            for (int64_t i = 0; i < want[k].size(); ++i)
+              if (!(std::isnan(want[k].get(i)) && std::isnan(got[k].get(i))))
+                ASSERT_EQ(want[k].get(i), got[k].get(i)) << f.getSymName().str() << " output " << k;
+            continue;
+          }
+          double num = 0, den = 0;
+          for (int64_t i = 0; i < want[k].size(); ++i) {
+            double d = got[k].get(i) - want[k].get(i);
+            ASSERT_FALSE(std::isnan(got[k].get(i))) << f.getSymName().str() << " output " << k;
+            num += d * d, den += want[k].get(i) * want[k].get(i);
+          }
+          EXPECT_LE(std::sqrt(num / std::max(den, 1e-300)), tol) << f.getSymName().str() << " output " << k;
         }
       }
     }
@@ -78,8 +97,52 @@ void expectSameBeforeAndAfter(const std::string &litFile, void (*build)(mlir::Op
   EXPECT_GT(functions, 0);
 }
 
+template <class P> std::function<void(mlir::OpPassManager &)> nested(P make) {
+  return [make](mlir::OpPassManager &pm) { pm.addNestedPass<mlir::func::FuncOp>(make()); };
+}
+
 TEST(FoldConstants, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/fold_constants.mlir", kiln::buildImportCleanupPipeline);
+}
+
+// Folding BN into conv weights re-rounds them to f32 once: equal up to f32 rounding.
+TEST(FoldBatchNorm, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/fold_batchnorm.mlir", nested([] { return kiln::createFoldBatchNorm(); }), 1e-6);
+}
+
+TEST(CanonicalizeLinear, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/canonicalize_linear.mlir", nested([] { return kiln::createCanonicalizeLinear(); }), 1e-6);
+}
+
+// fp16 storage: within fp16 rounding of the fp32 graph; bf16 within bf16's.
+TEST(Precision, Fp16AndBf16StayCloseToFp32) {
+  expectSameBeforeAndAfter("passes/precision.mlir", nested([] { return kiln::createPrecision({"precision=fp16"}); }), 2e-3);
+  expectSameBeforeAndAfter("passes/precision.mlir", nested([] { return kiln::createPrecision({"precision=bf16"}); }), 1.5e-2);
+  expectSameBeforeAndAfter("passes/precision.mlir",
+                           nested([] { return kiln::createPrecision({"precision=fp16;node.fc2.precision=fp32"}); }), 2e-3);
+}
+
+// Layout changes only where values live: bit-exact.
+TEST(Layout, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc"}); }));
+}
+
+TEST(SimplifyTransposes, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/simplify_transposes.mlir", nested([] { return kiln::createSimplifyTransposes(); }));
+}
+
+// Kernel regions evaluate their bodies op by op: bit-exact.
+TEST(Fusion, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) {
+    pm.addNestedPass<mlir::func::FuncOp>(kiln::createFuseElementwise());
+    pm.addNestedPass<mlir::func::FuncOp>(kiln::createFuseEpilogue());
+  });
+}
+
+// The whole compile pipeline on the layout test (precision, layout, fusion together).
+TEST(CompilePipeline, Fp16CloseToFp32) {
+  expectSameBeforeAndAfter("passes/layout.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, "precision=fp16"); }, 2e-3);
+  expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, ""); }, 1e-6);
 }
 
 }  // namespace

@@ -1,0 +1,25 @@
+// Building kiln ops from passes: result types come from the semantics registry, as the importer's.
+#pragma once
+
+#include "compiler/ops/Tensor.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace kiln {
+
+// Creates the op named `opName` ("kiln.transpose") with these operands and attributes and
+// `numResults` results whose types are inferred. On failure erases it, sets `error` and returns
+// nullptr.
+mlir::Operation *createInferred(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef opName,
+                                mlir::ValueRange operands, llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                                std::string *error, unsigned numResults = 1);
+
+// Re-infers `op`'s result types in place (after its operands' types changed).
+bool reinferResultTypes(mlir::Operation *op, std::string *error);
+
+// A kiln.constant holding `t`.
+mlir::Value createConstant(mlir::OpBuilder &b, mlir::Location loc, const ops::Tensor &t);
+
+}  // namespace kiln

@@ -1,0 +1,135 @@
+// kiln-internal ops: forms that compiler passes create, not ONNX ops. Each is defined by the ONNX
+// ops it stands for, so its reference semantics are those ops' kernels composed:
+//   TransposedMatMul(A, B, perm_a, perm_b) = MatMul(Transpose(A, perm_a), Transpose(B, perm_b))
+//   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
+//   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
+// (ConvNhwc keeps W in ONNX's [M, C/group, KH, KW] layout: only activations change layout.)
+#include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
+
+#include <algorithm>
+
+namespace kiln::ops {
+namespace {
+
+const Shape kToNhwc = {0, 2, 3, 1};
+const Shape kToNchw = {0, 3, 1, 2};
+
+TensorType permuted(const TensorType &t, const Shape &perm) {
+  check(t.shape.size() == perm.size(), "expected rank " + std::to_string(perm.size()) + ", got " +
+                                           shapeString(t.shape));
+  TensorType r{t.dtype, Shape(perm.size())};
+  for (size_t k = 0; k < perm.size(); ++k) r.shape[k] = t.shape[perm[k]];
+  return r;
+}
+
+Tensor transposed(const Tensor &t, const Shape &perm) {
+  Attrs a;
+  a.set("perm", perm);
+  EvalContext ctx{{&t}, a, 1};
+  return findOp("Transpose")->eval(ctx).at(0);
+}
+
+const OpDef &base(const char *name) {
+  const OpDef *d = findOp(name);
+  check(d != nullptr, std::string("internal: op ") + name + " is not registered");
+  return *d;
+}
+
+// The permutation named by attribute `name` for an operand of rank `rank` (identity if absent).
+Shape permOf(const Attrs &attrs, const char *name, size_t rank) {
+  Shape id(rank);
+  for (size_t k = 0; k < rank; ++k) id[k] = static_cast<int64_t>(k);
+  Shape p = attrs.getInts(name, id);
+  Shape sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  check(sorted == id, std::string("TransposedMatMul: ") + name + " " + listString(p) +
+                          " is not a permutation of the operand's " + std::to_string(rank) + " dims");
+  return p;
+}
+
+// ---- TransposedMatMul ------------------------------------------------------------------------
+
+ShapeContext matmulContext(const ShapeContext &ctx, std::vector<TensorType> &types) {
+  check(ctx.present(0) && ctx.present(1), "TransposedMatMul: needs A and B");
+  check(ctx.inputs[0].shape.size() >= 2 && ctx.inputs[1].shape.size() >= 2,
+        "TransposedMatMul: A and B must have rank >= 2");
+  types = {permuted(ctx.inputs[0], permOf(ctx.attrs, "perm_a", ctx.inputs[0].shape.size())),
+           permuted(ctx.inputs[1], permOf(ctx.attrs, "perm_b", ctx.inputs[1].shape.size()))};
+  return ShapeContext{types, {nullptr, nullptr}, ctx.attrs, ctx.numOutputs};
+}
+
+std::vector<TensorType> transposedMatMulShape(const ShapeContext &ctx) {
+  std::vector<TensorType> types;
+  return base("MatMul").shape(matmulContext(ctx, types));
+}
+
+std::vector<Tensor> transposedMatMulEval(const EvalContext &ctx) {
+  const Tensor &a = ctx.in(0), &b = ctx.in(1);
+  Tensor at = transposed(a, permOf(ctx.attrs, "perm_a", a.shape.size()));
+  Tensor bt = transposed(b, permOf(ctx.attrs, "perm_b", b.shape.size()));
+  EvalContext inner{{&at, &bt}, ctx.attrs, 1};
+  return base("MatMul").eval(inner);
+}
+
+int64_t transposedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
+  std::vector<TensorType> types;
+  return base("MatMul").flops(matmulContext(ctx, types), outputs);
+}
+
+// ---- NHWC forms of Conv and pooling ------------------------------------------------------------
+
+// The NCHW view of the context: input 0 transposed, the others as they are.
+ShapeContext nchwContext(const char *op, const ShapeContext &ctx, std::vector<TensorType> &types) {
+  check(ctx.present(0) && ctx.inputs[0].shape.size() == 4,
+        std::string(op) + ": X must be a 4-D NHWC tensor, got " + shapeString(ctx.inputs[0].shape));
+  types = ctx.inputs;
+  types[0] = permuted(ctx.inputs[0], kToNchw);
+  std::vector<const Tensor *> values = ctx.values;
+  values[0] = nullptr;
+  return ShapeContext{types, values, ctx.attrs, ctx.numOutputs};
+}
+
+ShapeFn nhwcShape(const char *name, const char *nchw) {
+  return [name, nchw](const ShapeContext &ctx) {
+    check(ctx.numOutputs == 1, std::string(name) + " has one output");
+    std::vector<TensorType> types;
+    std::vector<TensorType> out = base(nchw).shape(nchwContext(name, ctx, types));
+    out.resize(1);
+    out[0] = permuted(out[0], kToNhwc);
+    return out;
+  };
+}
+
+EvalFn nhwcEval(const char *nchw) {
+  return [nchw](const EvalContext &ctx) {
+    Tensor x = transposed(ctx.in(0), kToNchw);
+    EvalContext inner = ctx;
+    inner.inputs[0] = &x;
+    std::vector<Tensor> out = base(nchw).eval(inner);
+    out.resize(1);
+    out[0] = transposed(out[0], kToNhwc);
+    return out;
+  };
+}
+
+FlopsFn nhwcFlops(const char *name, const char *nchw) {
+  return [name, nchw](const ShapeContext &ctx, const std::vector<TensorType> &outputs) -> int64_t {
+    const OpDef &d = base(nchw);
+    if (!d.flops) return 0;
+    std::vector<TensorType> types;
+    std::vector<TensorType> outs = {permuted(outputs.at(0), kToNchw)};
+    return d.flops(nchwContext(name, ctx, types), outs);
+  };
+}
+
+}  // namespace
+
+KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
+KILN_REGISTER_OP({"ConvNhwc", nhwcShape("ConvNhwc", "Conv"), nhwcEval("Conv"), nhwcFlops("ConvNhwc", "Conv")});
+KILN_REGISTER_OP({"MaxPoolNhwc", nhwcShape("MaxPoolNhwc", "MaxPool"), nhwcEval("MaxPool"),
+                  nhwcFlops("MaxPoolNhwc", "MaxPool")});
+KILN_REGISTER_OP({"AveragePoolNhwc", nhwcShape("AveragePoolNhwc", "AveragePool"), nhwcEval("AveragePool"),
+                  nhwcFlops("AveragePoolNhwc", "AveragePool")});
+
+}  // namespace kiln::ops

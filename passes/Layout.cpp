@@ -1,0 +1,194 @@
+// NHWC layout for convolutions (see Passes.td). Convolutions chosen for NHWC are wrapped in
+// transposes, then transposes to NCHW are pushed down through layout-agnostic ops until they
+// meet their inverses (or a graph boundary) and cancel.
+#include "compiler/ir/Builders.h"
+#include "compiler/ir/TensorConversion.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+#include "passes/Transposes.h"
+
+#include "codegen/kernels/Elementwise.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_LAYOUT
+#include "passes/Passes.h.inc"
+
+KILN_KNOB(kLayout, {"layout.conv", {"auto", "nchw", "nhwc"}, "auto",
+                    "Activation layout of convolutions (auto: nhwc for fp16/bf16, nchw for fp32)",
+                    knobs::Tier::Fast, "passes/Layout.cpp", "layout", {"Conv"}});
+
+namespace {
+
+using namespace mlir;
+
+const Perm kToNhwc = {0, 2, 3, 1};
+const Perm kToNchw = {0, 3, 1, 2};
+
+// x when v = Transpose(x, [0, 3, 1, 2]) (an NHWC tensor seen as NCHW).
+Value nhwcSource(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  return t && permOf(t) == kToNchw ? t.getX() : Value();
+}
+
+bool isHalf(Type t) {
+  auto e = cast<RankedTensorType>(t).getElementType();
+  return e.isF16() || e.isBF16();
+}
+
+// Wraps a 2-D Conv: Transpose → ConvNhwc → Transpose.
+bool wrapConv(ConvOp conv, OpBuilder &b) {
+  if (cast<RankedTensorType>(conv.getX().getType()).getRank() != 4) return false;
+  b.setInsertionPoint(conv);
+  Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
+  std::string err;
+  Operation *n = createInferred(b, conv.getLoc(), "kiln.conv_nhwc", {xt, conv.getW(), conv.getB()},
+                                conv->getAttrs(), &err);
+  if (!n) {
+    xt.getDefiningOp()->erase();
+    return false;
+  }
+  Value y = createTranspose(b, conv.getLoc(), n->getResult(0), kToNchw);
+  conv.getResult().replaceAllUsesWith(y);
+  conv->erase();
+  return true;
+}
+
+// Ops computed per element whatever the layout: those with an elementwise kernel.
+bool isLayoutAgnostic(Operation *op) {
+  static const std::vector<std::string> names = codegen::elementwiseOpTypes();
+  std::string t = onnxTypeOf(op);
+  return !t.empty() && t != "PRelu" && std::find(names.begin(), names.end(), t) != names.end() &&
+         op->getNumResults() == 1;
+}
+
+// E(…, T(x), …) → T(E(…, x, …)) when every operand is such a transpose, a constant (its
+// NHWC copy is computed here) or a scalar.
+bool sinkThroughElementwise(Operation *op, OpBuilder &b) {
+  if (!isLayoutAgnostic(op) || cast<RankedTensorType>(op->getResult(0).getType()).getRank() != 4) return false;
+  bool any = false;
+  SmallVector<Value> operands;
+  b.setInsertionPoint(op);
+  for (Value v : op->getOperands()) {
+    if (Value x = nhwcSource(v)) {
+      operands.push_back(x);
+      any = true;
+      continue;
+    }
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t) return false;  // none
+    if (t.getNumElements() == 1 || t.getRank() == 0) {
+      operands.push_back(v);
+      continue;
+    }
+    auto c = constantValue(v, int64_t(1) << 24);
+    if (!c || c->rank() > 4) return false;
+    // Broadcast rank 4 (leading 1s), then NCHW → NHWC.
+    ops::Shape s4(4 - c->rank(), 1);
+    s4.insert(s4.end(), c->shape.begin(), c->shape.end());
+    ops::Tensor t4 = *c;
+    t4.shape = s4;
+    ops::Tensor n(t4.dtype, {s4[0], s4[2], s4[3], s4[1]});
+    for (int64_t i0 = 0; i0 < s4[0]; ++i0)
+      for (int64_t i1 = 0; i1 < s4[1]; ++i1)
+        for (int64_t i2 = 0; i2 < s4[2]; ++i2)
+          for (int64_t i3 = 0; i3 < s4[3]; ++i3) {
+            int64_t src = ((i0 * s4[1] + i1) * s4[2] + i2) * s4[3] + i3;
+            int64_t dst = ((i0 * s4[2] + i2) * s4[3] + i3) * s4[1] + i1;
+            if (n.isFloating()) n.f[dst] = t4.f[src];
+            else n.i[dst] = t4.i[src];
+          }
+    operands.push_back(createConstant(b, v.getLoc(), n));
+  }
+  if (!any) return false;
+  std::string err;
+  Operation *e = createInferred(b, op->getLoc(), op->getName().getStringRef(), operands, op->getAttrs(), &err);
+  if (!e) return false;
+  Value y = createTranspose(b, op->getLoc(), e->getResult(0), kToNchw);
+  if (!y || y.getType() != op->getResult(0).getType()) {
+    if (y) y.getDefiningOp()->erase();
+    e->erase();
+    return false;
+  }
+  op->getResult(0).replaceAllUsesWith(y);
+  op->erase();
+  return true;
+}
+
+// MaxPool/AveragePool of an NHWC tensor → the NHWC pool; GlobalAverage/MaxPool → ReduceMean/Max
+// over H and W.
+bool sinkThroughPool(Operation *op, OpBuilder &b) {
+  std::string t = onnxTypeOf(op);
+  if (op->getNumOperands() < 1) return false;
+  Value x = nhwcSource(op->getOperand(0));
+  if (!x) return false;
+  b.setInsertionPoint(op);
+  std::string err;
+  Operation *n = nullptr;
+  if ((t == "MaxPool" && op->getNumResults() == 1) || t == "AveragePool") {
+    n = createInferred(b, op->getLoc(), t == "MaxPool" ? "kiln.max_pool_nhwc" : "kiln.average_pool_nhwc", {x},
+                       op->getAttrs(), &err);
+  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+    n = createInferred(b, op->getLoc(), t == "GlobalAveragePool" ? "kiln.reduce_mean" : "kiln.reduce_max", {x},
+                       {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2})),
+                        b.getNamedAttr("keepdims", b.getI64IntegerAttr(1))},
+                       &err);
+  }
+  if (!n) return false;
+  Value y = createTranspose(b, op->getLoc(), n->getResult(0), kToNchw);
+  if (!y || y.getType() != op->getResult(0).getType()) {
+    if (y) y.getDefiningOp()->erase();
+    n->erase();
+    return false;
+  }
+  op->getResult(0).replaceAllUsesWith(y);
+  op->erase();
+  return true;
+}
+
+struct LayoutPass : impl::LayoutBase<LayoutPass> {
+  using LayoutBase::LayoutBase;
+
+  void runOnOperation() override {
+    knobs::Route r;
+    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
+    OpBuilder b(&getContext());
+    SmallVector<ConvOp> convs;
+    getOperation().walk([&](ConvOp c) { convs.push_back(c); });
+    bool wrapped = false;
+    for (ConvOp c : convs) {
+      std::string v = r.get(kLayout, nodeName(c));
+      if (v == "nchw" || (v == "auto" && !isHalf(c.getX().getType()))) continue;
+      wrapped |= wrapConv(c, b);
+    }
+    if (!wrapped) return;
+    // Push transposes down and cancel them, to a fixed point.
+    for (bool changed = true; changed;) {
+      changed = false;
+      SmallVector<Operation *> order;
+      getOperation().getBody().front().walk([&](Operation *op) { order.push_back(op); });
+      llvm::DenseSet<Operation *> erased;
+      for (Operation *op : order) {
+        if (erased.count(op)) continue;
+        if (auto t = dyn_cast<TransposeOp>(op)) {
+          if (t->use_empty()) {
+            t->erase();
+            changed = true;
+            continue;
+          }
+          // simplifyTranspose may erase the transpose feeding t, which is earlier in `order`.
+          Operation *inner = t.getX().getDefiningOp();
+          bool innerDies = inner && isa<TransposeOp>(inner) && inner->hasOneUse();
+          if (simplifyTranspose(t, b)) {
+            changed = true;
+            if (innerDies) erased.insert(inner);
+          }
+          continue;
+        }
+        if (sinkThroughElementwise(op, b) || sinkThroughPool(op, b)) changed = true;
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace kiln

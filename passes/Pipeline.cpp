@@ -1,0 +1,26 @@
+// The compile pipeline: what `kiln compile` runs between import and code generation.
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace kiln {
+
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route) {
+  buildImportCleanupPipeline(pm);
+  mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
+  f.addPass(createFoldBatchNorm({route}));
+  f.addPass(createCanonicalizeLinear({route}));
+  f.addPass(createFoldConstants());  // beta · C of lowered Gemms, BN constants
+  f.addPass(createPrecision({route}));
+  f.addPass(createLayout({route}));
+  f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
+  f.addPass(createSimplifyTransposes());
+  f.addPass(mlir::createCanonicalizerPass());  // dead ops and constants
+  // Elementwise regions first, so an epilogue can take a whole region (GELU's DAG uses the
+  // product's result twice, which a chain of single uses would not reach).
+  f.addPass(createFuseElementwise({route}));
+  f.addPass(createFuseEpilogue({route}));
+}
+
+}  // namespace kiln

@@ -1,0 +1,184 @@
+// Half-precision graphs (see Passes.td). Types are rewritten in program order: block arguments
+// get entry casts, constants are converted where a converted op uses them, every op is
+// re-inferred with its new operand types, and outputs are cast back to their declared types.
+#include "compiler/ir/Builders.h"
+#include "compiler/ir/TensorConversion.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_PRECISION
+#include "passes/Passes.h.inc"
+
+KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16"}, "fp32",
+                       "Storage precision of float tensors (matrix products, reductions and normalisations "
+                       "accumulate in fp32)",
+                       knobs::Tier::Fast, "passes/Precision.cpp", "precision", {"Conv", "MatMul", "Gemm"}});
+
+namespace {
+
+using namespace mlir;
+
+bool isF32Tensor(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && r.getElementType().isF32();
+}
+
+// Operands that ONNX requires to be float32 whatever the data type (parameters, not data).
+bool keepsF32(Operation *op, unsigned operand) {
+  std::string t = onnxTypeOf(op);
+  return (t == "Resize" && (operand == 1 || operand == 2)) || (t == "Upsample" && operand == 1);
+}
+
+class Converter {
+ public:
+  Converter(func::FuncOp f, const std::string &precision, const knobs::Route &route)
+      : f_(f), global_(precision), half_(precision == "fp16" ? ops::DType::F16 : ops::DType::BF16), route_(route),
+        b_(f.getContext()) {}
+
+  LogicalResult run() {
+    Block &body = f_.getBody().front();
+    b_.setInsertionPointToStart(&body);
+    for (BlockArgument a : body.getArguments()) {
+      if (!isF32Tensor(a.getType()) || a.use_empty()) continue;
+      Value c = cast(a, half_, a.getLoc());
+      a.replaceAllUsesExcept(c, c.getDefiningOp());
+      wasF32_.insert(c);
+    }
+    SmallVector<Operation *> order;
+    for (Operation &op : body.without_terminator()) order.push_back(&op);
+    for (Operation *op : order) {
+      if (isa<ConstantOp, NoneOp>(op) || isCast_(op)) continue;
+      if (failed(convert(op))) return failure();
+    }
+    // Results keep the function's declared types.
+    Operation *ret = body.getTerminator();
+    b_.setInsertionPoint(ret);
+    auto results = f_.getFunctionType().getResults();
+    for (unsigned k = 0; k < ret->getNumOperands(); ++k) {
+      Value v = ret->getOperand(k);
+      if (v.getType() == results[k]) continue;
+      ret->setOperand(k, cast(v, tensorTypeOf(results[k]).dtype, v.getLoc()));
+    }
+    return success();
+  }
+
+  std::vector<std::string> remarks;
+
+ private:
+  // A Cast this pass inserted (skipped when walking).
+  bool isCast_(Operation *op) { return inserted_.count(op) != 0; }
+
+  Value cast(Value v, ops::DType to, Location loc) {
+    std::string err;
+    Operation *c = createInferred(b_, loc, "kiln.cast", {v}, {b_.getNamedAttr("to", b_.getI64IntegerAttr(int64_t(to)))}, &err);
+    inserted_.insert(c);
+    return c->getResult(0);
+  }
+
+  // The half-precision copy of an f32 constant (made once, next to the original).
+  Value halfConstant(ConstantOp c) {
+    auto it = halfConstants_.find(c);
+    if (it != halfConstants_.end()) return it->second;
+    ops::Tensor t = tensorFromAttr(c.getValue());
+    ops::Tensor h(half_, t.shape);
+    const double maxFinite = half_ == ops::DType::F16 ? 65504.0 : 3.3895313892515355e38;
+    for (int64_t k = 0; k < t.size(); ++k) {
+      double v = t.f[k];
+      if (std::isfinite(v)) v = std::max(-maxFinite, std::min(maxFinite, v));  // saturate, never overflow to inf
+      h.set(k, v);
+    }
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointAfter(c);
+    Value v = createConstant(b_, c.getLoc(), h);
+    halfConstants_[c] = v;
+    return v;
+  }
+
+  // Runs `op` in float32: casts its half operands up, its float results back down.
+  LogicalResult island(Operation *op, const std::string &why) {
+    b_.setInsertionPoint(op);
+    for (OpOperand &o : op->getOpOperands()) {
+      auto t = tensorTypeOf(o.get().getType());
+      if (t.dtype == half_ && wasF32_.count(o.get())) o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
+    }
+    std::string err;
+    if (!reinferResultTypes(op, &err)) return op->emitError(err);
+    b_.setInsertionPointAfter(op);
+    for (Value r : op->getResults()) {
+      if (!isF32Tensor(r.getType()) || r.use_empty()) continue;
+      Value c = cast(r, half_, op->getLoc());
+      r.replaceAllUsesExcept(c, c.getDefiningOp());
+      wasF32_.insert(c);
+    }
+    remarks.push_back(describeOp(op) + " runs in fp32: " + why);
+    return success();
+  }
+
+  LogicalResult convert(Operation *op) {
+    std::string node = nodeName(op);
+    std::string want = route_.get(kPrecision, node);
+    if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
+    if (want != global_)
+      return op->emitError("node." + node + ".precision=" + want + " on a " + global_ +
+                           " route: fp16 and bf16 cannot be mixed in one engine");
+    // Half-precision constants for float32 data operands.
+    SmallVector<std::pair<unsigned, Value>> original;
+    for (OpOperand &o : op->getOpOperands()) {
+      auto c = o.get().getDefiningOp<ConstantOp>();
+      if (!c || !isF32Tensor(c.getType()) || keepsF32(op, o.getOperandNumber())) continue;
+      original.push_back({o.getOperandNumber(), o.get()});
+      o.set(halfConstant(c));
+      wasF32_.insert(o.get());
+    }
+    if (auto castOp = dyn_cast<CastOp>(op); castOp && castOp.getTo() == int64_t(ops::DType::F32))
+      castOp.setTo(int64_t(half_));
+    std::string err;
+    if (!reinferResultTypes(op, &err)) {
+      // The op has no half form: restore its constants and run it in float32.
+      for (auto &[k, v] : original) op->setOperand(k, v);
+      return island(op, err);
+    }
+    for (Value r : op->getResults())
+      if (tensorTypeOf(r.getType()).dtype == half_) wasF32_.insert(r);
+    return success();
+  }
+
+  func::FuncOp f_;
+  std::string global_;
+  ops::DType half_;
+  const knobs::Route &route_;
+  OpBuilder b_;
+  llvm::DenseMap<Operation *, Value> halfConstants_;
+  llvm::DenseSet<Operation *> inserted_;
+  llvm::DenseSet<Value> wasF32_;  // half values standing for float32 ones of the original graph
+};
+
+struct PrecisionPass : impl::PrecisionBase<PrecisionPass> {
+  using PrecisionBase::PrecisionBase;
+
+  void runOnOperation() override {
+    knobs::Route r;
+    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
+    std::string p = r.get(kPrecision);
+    bool anyNodeHalf = false;
+    for (auto &[k, v] : r.values())
+      if (k.rfind("node.", 0) == 0 && (v == "fp16" || v == "bf16")) anyNodeHalf = true;
+    if (p == "fp32" && !anyNodeHalf) return;
+    if (p == "fp32") {
+      getOperation().emitError("node.<name>.precision=fp16|bf16 on an fp32 route is not supported yet; "
+                               "set precision=fp16|bf16 and mark fp32 nodes instead");
+      return signalPassFailure();
+    }
+    Converter c(getOperation(), p, r);
+    if (failed(c.run())) return signalPassFailure();
+    for (auto &m : c.remarks) getOperation().emitRemark(m);
+  }
+};
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,68 @@
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=fusion.transpose=off | FileCheck %s --check-prefix=OFF
+
+// Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
+// CHECK-LABEL: func.func @gemm
+// CHECK: %[[P:.*]] = kiln.transposed_matmul %arg0, %arg1 {perm_b = array<i64: 1, 0>} : (tensor<4x3xf32>, tensor<5x3xf32>) -> tensor<4x5xf32>
+// CHECK: %[[S:.*]] = kiln.mul %[[P]], %{{.*}} : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xf32>
+// CHECK: %[[C:.*]] = kiln.mul %arg2, %{{.*}} : (tensor<5xf32>, tensor<f32>) -> tensor<5xf32>
+// CHECK: %[[Y:.*]] = kiln.add %[[S]], %[[C]]
+// CHECK-NOT: kiln.gemm
+// CHECK: return %[[Y]]
+func.func @gemm(%a: tensor<4x3xf32>, %b: tensor<5x3xf32>, %c: tensor<5xf32>) -> tensor<4x5xf32> {
+  %y = kiln.gemm %a, %b, %c {alpha = 0.5 : f32, beta = 2.0 : f32, transB = 1 : i64} : (tensor<4x3xf32>, tensor<5x3xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}
+
+// -----
+
+// Gemm without C, transA only, alpha 1: just the product.
+// CHECK-LABEL: func.func @gemm_plain
+// CHECK: %[[P:.*]] = kiln.transposed_matmul %arg0, %arg1 {perm_a = array<i64: 1, 0>}
+// CHECK-NEXT: return %[[P]]
+func.func @gemm_plain(%a: tensor<3x4xf32>, %b: tensor<3x5xf32>) -> tensor<4x5xf32> {
+  %none = kiln.none
+  %y = kiln.gemm %a, %b, %none {transA = 1 : i64} : (tensor<3x4xf32>, tensor<3x5xf32>, none) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}
+
+// -----
+
+// Attention scores: K^T read in place; the head transposes of Q and K fold too (composed).
+// CHECK-LABEL: func.func @attention_scores
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.transposed_matmul %arg0, %arg1 {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>} : (tensor<2x7x3x4xf32>, tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32>
+// OFF-LABEL: func.func @attention_scores
+// OFF-COUNT-3: kiln.transpose
+// OFF: kiln.matmul
+func.func @attention_scores(%q: tensor<2x7x3x4xf32>, %k: tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32> {
+  %qt = kiln.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf32>) -> tensor<2x3x7x4xf32>
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf32>) -> tensor<2x3x7x4xf32>
+  %ktt = kiln.transpose %kt {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x7x4xf32>) -> tensor<2x3x4x7xf32>
+  %s = kiln.matmul %qt, %ktt : (tensor<2x3x7x4xf32>, tensor<2x3x4x7xf32>) -> tensor<2x3x7x7xf32>
+  return %s : tensor<2x3x7x7xf32>
+}
+
+// -----
+
+// A transpose with another user stays (copying it once is cheaper than reading it strided twice).
+// CHECK-LABEL: func.func @shared_transpose
+// CHECK: %[[T:.*]] = kiln.transpose %arg1
+// CHECK: kiln.matmul %arg0, %[[T]]
+func.func @shared_transpose(%a: tensor<4x3xf32>, %b: tensor<5x3xf32>) -> (tensor<4x5xf32>, tensor<3x5xf32>) {
+  %bt = kiln.transpose %b {perm = array<i64: 1, 0>} : (tensor<5x3xf32>) -> tensor<3x5xf32>
+  %y = kiln.matmul %a, %bt : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  return %y, %bt : tensor<4x5xf32>, tensor<3x5xf32>
+}
+
+// -----
+
+// 1-D operands keep MatMul (numpy's vector rules).
+// CHECK-LABEL: func.func @vector
+// CHECK: kiln.transpose
+// CHECK: kiln.matmul
+func.func @vector(%v: tensor<3xf32>, %b: tensor<5x3xf32>) -> tensor<5xf32> {
+  %bt = kiln.transpose %b {perm = array<i64: 1, 0>} : (tensor<5x3xf32>) -> tensor<3x5xf32>
+  %y = kiln.matmul %v, %bt : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>
+  return %y : tensor<5xf32>
+}

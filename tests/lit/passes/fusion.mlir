@@ -1,0 +1,118 @@
+// RUN: %kiln-opt %s -split-input-file -kiln-fuse-elementwise -kiln-fuse-epilogue | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-fuse-epilogue="route=fusion.epilogue=off" -kiln-fuse-elementwise="route=fusion.elementwise=off" | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s -split-input-file -kiln-fuse-epilogue="route=fusion.epilogue=off" -kiln-fuse-elementwise | FileCheck %s --check-prefix=EWONLY
+
+// Linear layer: bias add, GELU (erf form) and a residual add run in the product's store.
+// CHECK-LABEL: func.func @linear_gelu_residual
+// CHECK: %[[F:.*]] = kiln.fused "epilogue"(%arg0, %{{.*}}, %{{.*}}, %arg1)
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: %[[P:.*]] = kiln.transposed_matmul
+// CHECK-NEXT: kiln.add %[[P]]
+// CHECK-NEXT: kiln.gelu
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: return %[[F]]
+// OFF-LABEL: func.func @linear_gelu_residual
+// OFF-NOT: kiln.fused
+// EWONLY-LABEL: func.func @linear_gelu_residual
+// EWONLY: kiln.transposed_matmul
+// EWONLY: kiln.fused "elementwise"
+func.func @linear_gelu_residual(%x: tensor<4x6xf32>, %res: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %w = kiln.constant dense<0.125> : tensor<5x6xf32>
+  %b = kiln.constant dense<[0.5, -0.5, 1.0, -1.0, 0.0]> : tensor<5xf32>
+  %p = kiln.transposed_matmul %x, %w {perm_b = array<i64: 1, 0>} : (tensor<4x6xf32>, tensor<5x6xf32>) -> tensor<4x5xf32>
+  %a = kiln.add %p, %b : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %g = kiln.gelu %a : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  %y = kiln.add %g, %res : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}
+
+// -----
+
+// A conv whose result is used twice keeps its own store; a chain stops at a broadcast that
+// would change the stored shape.
+// CHECK-LABEL: func.func @conv_two_uses
+// CHECK: %[[C:.*]] = kiln.conv
+// CHECK-NOT: kiln.fused "epilogue"
+// CHECK: return
+func.func @conv_two_uses(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %w = kiln.constant dense<0.5> : tensor<2x2x1x1xf32>
+  %none = kiln.none
+  %c = kiln.conv %x, %w, %none : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x4x4xf32>
+  %r = kiln.relu %c : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %c, %r : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// GELU written out (tanh form, as GPT-2 exports it): one elementwise region; x feeds it twice;
+// the scalar constants are copied into the region.
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK: %[[F:.*]] = kiln.fused "elementwise"(%arg0) : (tensor<3x7xf32>) -> tensor<3x7xf32>
+// CHECK: kiln.constant dense<3.000000e+00>
+// CHECK-NEXT: kiln.pow %arg1
+// CHECK: kiln.tanh
+// CHECK: kiln.mul %arg1
+// CHECK-NEXT: %[[Y:.*]] = kiln.mul
+// CHECK-NEXT: kiln.yield %[[Y]]
+// CHECK: return %[[F]]
+// OFF-LABEL: func.func @gelu_tanh
+// OFF-NOT: kiln.fused
+func.func @gelu_tanh(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %three = kiln.constant dense<3.0> : tensor<f32>
+  %k = kiln.constant dense<0.044715> : tensor<f32>
+  %s = kiln.constant dense<0.797884583> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %x3 = kiln.pow %x, %three : (tensor<3x7xf32>, tensor<f32>) -> tensor<3x7xf32>
+  %kx3 = kiln.mul %x3, %k : (tensor<3x7xf32>, tensor<f32>) -> tensor<3x7xf32>
+  %in = kiln.add %x, %kx3 : (tensor<3x7xf32>, tensor<3x7xf32>) -> tensor<3x7xf32>
+  %sc = kiln.mul %in, %s : (tensor<3x7xf32>, tensor<f32>) -> tensor<3x7xf32>
+  %t = kiln.tanh %sc : (tensor<3x7xf32>) -> tensor<3x7xf32>
+  %t1 = kiln.add %t, %one : (tensor<3x7xf32>, tensor<f32>) -> tensor<3x7xf32>
+  %hx = kiln.mul %x, %half : (tensor<3x7xf32>, tensor<f32>) -> tensor<3x7xf32>
+  %y = kiln.mul %hx, %t1 : (tensor<3x7xf32>, tensor<3x7xf32>) -> tensor<3x7xf32>
+  return %y : tensor<3x7xf32>
+}
+
+// -----
+
+// A value used outside the region ends it: the Exp result is returned, so Exp and the
+// Add after it are separate kernels, while Add → Abs fuse.
+// CHECK-LABEL: func.func @escape
+// CHECK: %[[E:.*]] = kiln.exp %arg0
+// CHECK: %[[F:.*]] = kiln.fused "elementwise"(%[[E]], %arg1)
+// CHECK: return %[[E]], %[[F]]
+func.func @escape(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = kiln.exp %x : (tensor<8xf32>) -> tensor<8xf32>
+  %a = kiln.add %e, %y : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %s = kiln.abs %a : (tensor<8xf32>) -> tensor<8xf32>
+  return %e, %s : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// After elementwise fusion, an epilogue takes a whole region: GELU (erf form) reads the
+// product's biased result twice, so no single-use chain reaches it.
+// CHECK-LABEL: func.func @linear_gelu_erf
+// CHECK: %[[F:.*]] = kiln.fused "epilogue"
+// CHECK: kiln.matmul
+// CHECK: kiln.erf
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.fused
+// CHECK: return %[[F]]
+func.func @linear_gelu_erf(%x: tensor<4x6xf32>) -> tensor<4x5xf32> {
+  %w = kiln.constant dense<0.125> : tensor<6x5xf32>
+  %b = kiln.constant dense<[0.5, -0.5, 1.0, -1.0, 0.0]> : tensor<5xf32>
+  %sqrt2 = kiln.constant dense<1.41421354> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %p = kiln.matmul %x, %w : (tensor<4x6xf32>, tensor<6x5xf32>) -> tensor<4x5xf32>
+  %a = kiln.add %p, %b : (tensor<4x5xf32>, tensor<5xf32>) -> tensor<4x5xf32>
+  %d = kiln.div %a, %sqrt2 : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xf32>
+  %e = kiln.erf %d : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  %e1 = kiln.add %e, %one : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xf32>
+  %m = kiln.mul %a, %e1 : (tensor<4x5xf32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  %y = kiln.mul %m, %half : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xf32>
+  return %y : tensor<4x5xf32>
+}

@@ -1,0 +1,50 @@
+// RUN: %kiln-opt %s -split-input-file -kiln-layout=route=layout.conv=nhwc | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-layout | FileCheck %s --check-prefix=AUTO
+
+// Conv → bias-free ReLU → Conv → residual Add → MaxPool → GlobalAveragePool: one transpose in,
+// and the result of the global pool needs none out (only size-1 dims move: a reshape).
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[X:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[C1:.*]] = kiln.conv_nhwc %[[X]]
+// CHECK: %[[R:.*]] = kiln.relu %[[C1]] : (tensor<2x6x5x8xf32>)
+// CHECK: %[[C2:.*]] = kiln.conv_nhwc %[[R]]
+// CHECK: %[[A:.*]] = kiln.add %[[C2]], %[[R]] : (tensor<2x6x5x8xf32>, tensor<2x6x5x8xf32>)
+// CHECK: %[[B:.*]] = kiln.add %[[A]], %{{.*}} : (tensor<2x6x5x8xf32>, tensor<1x1x1x8xf32>)
+// CHECK: %[[P:.*]] = kiln.max_pool_nhwc %[[B]]
+// CHECK: %[[G:.*]] = kiln.reduce_mean %[[P]] {axes = array<i64: 1, 2>, keepdims = 1 : i64}
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[S:.*]] = kiln.reshape %[[G]]
+// CHECK: return %[[S]] : tensor<2x8x1x1xf32>
+// AUTO-LABEL: func.func @chain
+// AUTO-NOT: nhwc
+func.func @chain(%x: tensor<2x3x6x5xf32>) -> tensor<2x8x1x1xf32> {
+  %w1 = kiln.constant dense<0.5> : tensor<8x3x3x3xf32>
+  %w2 = kiln.constant dense<0.25> : tensor<8x8x1x1xf32>
+  %bias = kiln.constant dense<[[[1.0]], [[2.0]], [[3.0]], [[4.0]], [[5.0]], [[6.0]], [[7.0]], [[8.0]]]> : tensor<8x1x1xf32>
+  %none = kiln.none
+  %c1 = kiln.conv %x, %w1, %none {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x6x5xf32>, tensor<8x3x3x3xf32>, none) -> tensor<2x8x6x5xf32>
+  %r = kiln.relu %c1 : (tensor<2x8x6x5xf32>) -> tensor<2x8x6x5xf32>
+  %c2 = kiln.conv %r, %w2, %none : (tensor<2x8x6x5xf32>, tensor<8x8x1x1xf32>, none) -> tensor<2x8x6x5xf32>
+  %a = kiln.add %c2, %r : (tensor<2x8x6x5xf32>, tensor<2x8x6x5xf32>) -> tensor<2x8x6x5xf32>
+  %b = kiln.add %a, %bias : (tensor<2x8x6x5xf32>, tensor<8x1x1xf32>) -> tensor<2x8x6x5xf32>
+  %p = kiln.max_pool %b {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<2x8x6x5xf32>) -> tensor<2x8x3x2xf32>
+  %g = kiln.global_average_pool %p : (tensor<2x8x3x2xf32>) -> tensor<2x8x1x1xf32>
+  return %g : tensor<2x8x1x1xf32>
+}
+
+// -----
+
+// A conv whose result leaves through an op with no NHWC form keeps a transpose back to NCHW there.
+// CHECK-LABEL: func.func @boundary
+// CHECK: kiln.conv_nhwc
+// CHECK: %[[T:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: kiln.softmax %[[T]] {axis = 1 : i64}
+// AUTO-LABEL: func.func @boundary
+// AUTO: kiln.conv_nhwc
+func.func @boundary(%x: tensor<1x4x5x5xf16>) -> tensor<1x4x5x5xf16> {
+  %w = kiln.constant dense<0.5> : tensor<4x4x1x1xf16>
+  %none = kiln.none
+  %c = kiln.conv %x, %w, %none : (tensor<1x4x5x5xf16>, tensor<4x4x1x1xf16>, none) -> tensor<1x4x5x5xf16>
+  %s = kiln.softmax %c {axis = 1 : i64} : (tensor<1x4x5x5xf16>) -> tensor<1x4x5x5xf16>
+  return %s : tensor<1x4x5x5xf16>
+}
