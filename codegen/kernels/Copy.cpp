@@ -173,3 +173,55 @@ CopySpec gatherCopy(const std::vector<int64_t> &dataShape, int axis, const std::
 }
 
 }  // namespace kiln::codegen
+
+namespace kiln::codegen {
+
+KernelLaunch emitPad(const PadSpec &s) {
+  size_t r = s.inShape.size();
+  if (s.before.size() != r || s.after.size() != r) throw std::invalid_argument("pad: one pad pair per dim");
+  if (s.mode != "constant" && s.mode != "edge" && s.mode != "reflect" && s.mode != "wrap")
+    throw std::invalid_argument("pad: unknown mode '" + s.mode + "'");
+  std::vector<int64_t> out(r), inStrides = contiguousStrides(s.inShape);
+  for (size_t k = 0; k < r; ++k) {
+    out[k] = s.inShape[k] + s.before[k] + s.after[k];
+    if (out[k] < 0) throw std::invalid_argument("pad: negative output size");
+  }
+  const int64_t total = numElementsOf(out);
+  std::string idx = indexType(total + numElementsOf(s.inShape) + 8192 * 256);
+  std::string src = "// kiln pad (" + s.mode + "): " + std::to_string(total) + " elements\n";
+  src += kDevicePrelude;
+  src += "typedef " + std::string(storageTypeName(s.type)) + " T;\n";
+  src += "KILN_DEV long long floor_mod(long long a, long long b) { long long m = a % b; return m < 0 ? m + b : m; }\n";
+  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ in, T* __restrict__ out) {\n";
+  src += "  for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < (" + idx + ")" +
+         std::to_string(total) + "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
+  src += "    long long r_ = i, src = 0; bool inside = true;\n";
+  for (size_t d = r; d-- > 0;) {
+    int64_t dim = s.inShape[d];
+    int64_t lo = std::max<int64_t>(0, -s.before[d]);
+    int64_t len = dim - lo - std::max<int64_t>(0, -s.after[d]);
+    src += "    { long long c = r_ % " + std::to_string(out[d]) + "LL; r_ /= " + std::to_string(out[d]) + "LL;";
+    src += " long long x = c - (" + std::to_string(s.before[d]) + "LL);";
+    if (s.mode == "constant") {
+      src += " inside = inside && x >= 0 && x < " + std::to_string(dim) + "LL;";
+    } else {
+      src += " long long j = x - " + std::to_string(lo) + "LL;";
+      if (s.mode == "edge") src += " j = j < 0 ? 0 : j > " + std::to_string(len - 1) + "LL ? " + std::to_string(len - 1) + "LL : j;";
+      else if (s.mode == "wrap") src += " j = floor_mod(j, " + std::to_string(std::max<int64_t>(len, 1)) + "LL);";
+      else if (len == 1) src += " j = 0;";
+      else src += " j = floor_mod(j, " + std::to_string(2 * (len - 1)) + "LL); if (j >= " + std::to_string(len) + "LL) j = " +
+                  std::to_string(2 * (len - 1)) + "LL - j;";
+      src += " x = j + " + std::to_string(lo) + "LL;";
+    }
+    src += " src += x * " + std::to_string(inStrides[d]) + "LL; }\n";
+  }
+  src += "    out[i] = inside ? in[src] : " + storeExpr(s.type, floatLiteral(static_cast<float>(s.value))) + ";\n";
+  src += "  }\n}\n";
+  KernelLaunch k = finalizeKernel("pad", src);
+  k.block = {256, 1, 1};
+  k.grid = {gridStrideBlocks(total, 256), 1, 1};
+  k.numParams = 2;
+  return k;
+}
+
+}  // namespace kiln::codegen

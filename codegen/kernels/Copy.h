@@ -49,3 +49,18 @@ CopySpec gatherCopy(const std::vector<int64_t> &dataShape, int axis, const std::
                     ElemType indexType = ElemType::I64, ElemType t = ElemType::F32);
 
 }  // namespace kiln::codegen
+
+namespace kiln::codegen {
+
+// Pad (ONNX): out[c] = in[c - before] where that is inside the input, else `value` (constant)
+// or the edge / reflected / wrapped element of the kept region. Negative pads crop.
+// Kernel parameters: in, out.
+struct PadSpec {
+  std::vector<int64_t> inShape, before, after;  // one pad pair per dim
+  std::string mode = "constant";                // constant, edge, reflect, wrap
+  double value = 0;                             // constant mode
+  ElemType type = ElemType::F32;
+};
+KernelLaunch emitPad(const PadSpec &spec);
+
+}  // namespace kiln::codegen

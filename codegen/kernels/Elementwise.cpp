@@ -1,7 +1,9 @@
 #include "codegen/kernels/Elementwise.h"
 
+#include "codegen/kernels/FusedProgram.h"
 #include "codegen/kernels/KernelUtil.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -13,102 +15,100 @@ namespace {
 
 constexpr int kBlock = 256;
 
-bool isHalfType(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; }
-
-// The body of one element: loads of a, b, c from offsets o0.. and the store.
-std::string elementBody(const ElementwiseSpec &s, const std::vector<std::string> &offsets,
-                        const std::string &outIndex) {
+// The simple form (expr over a, b, c) as a program: a, b, c alias the loaded inputs.
+FusedProgram programOf(const ElementwiseSpec &s) {
+  if (!s.program.result.empty()) return s.program;
+  size_t n = s.inputShapes.size();
+  if (n < 1 || n > 3) throw std::invalid_argument("elementwise: needs 1 to 3 inputs, got " + std::to_string(n));
+  if (s.expr.empty()) throw std::invalid_argument("elementwise: empty expression");
+  std::vector<ElemType> types = s.inputTypes.empty() ? std::vector<ElemType>(n, ElemType::F32) : s.inputTypes;
+  if (types.size() != n) throw std::invalid_argument("elementwise: inputTypes does not match inputs");
+  FusedProgram p;
   static const char *vars[] = {"a", "b", "c"};
-  std::string code;
-  for (size_t k = 0; k < s.inputShapes.size(); ++k)
-    code += std::string("    const ") + storageTypeName(s.inputTypes[k]) + " " + vars[k] + " = in" +
-            std::to_string(k) + "[" + offsets[k] + "];\n";
-  code += std::string("    out[") + outIndex + "] = (" + storageTypeName(s.outType) + ")(" + s.expr + ");\n";
-  return code;
+  for (size_t k = 0; k < n; ++k) {
+    p.inputShapes.push_back(s.inputShapes[k]);
+    p.inputTypes.push_back(types[k]);
+    p.body.push_back(std::string("const ") + computeTypeName(types[k]) + " " + vars[k] + " = x" + std::to_string(k) + ";");
+  }
+  p.result = "(" + s.expr + ")";
+  return p;
 }
 
 }  // namespace
 
-KernelLaunch emitElementwise(const ElementwiseSpec &specIn) {
-  ElementwiseSpec s = specIn;
-  size_t n = s.inputShapes.size();
-  if (n < 1 || n > 3) throw std::invalid_argument("elementwise: needs 1 to 3 inputs, got " + std::to_string(n));
-  if (s.inputTypes.empty()) s.inputTypes.assign(n, ElemType::F32);
-  if (s.inputTypes.size() != n) throw std::invalid_argument("elementwise: inputTypes does not match inputs");
-  for (ElemType t : s.inputTypes)
-    if (isHalfType(t)) throw std::invalid_argument("elementwise: f16/bf16 kernels are not implemented yet");
-  if (isHalfType(s.outType)) throw std::invalid_argument("elementwise: f16/bf16 kernels are not implemented yet");
-  if (s.expr.empty()) throw std::invalid_argument("elementwise: empty expression");
-  std::vector<int64_t> out = broadcastShapes(s.inputShapes);
-  if (!s.outShape.empty() || out.empty()) {
+KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
+  FusedProgram p = programOf(spec);
+  size_t n = p.numInputs();
+  std::vector<int64_t> out;
+  if (n) out = broadcastShapes(p.inputShapes);
+  if (!spec.outShape.empty() || out.empty()) {
     // An explicit output shape must be what the inputs broadcast to (or a scalar's []).
-    if (!s.outShape.empty() && broadcastShapes({out, s.outShape}) != s.outShape)
+    if (!spec.outShape.empty() && broadcastShapes({out, spec.outShape}) != spec.outShape)
       throw std::invalid_argument("elementwise: inputs do not broadcast to the output shape");
-    if (!s.outShape.empty()) out = s.outShape;
+    if (!spec.outShape.empty()) out = spec.outShape;
   }
+  checkProgram(p, out);
   const int64_t total = numElementsOf(out);
-
-  StridedSpace space;
-  space.dims = out;
-  for (size_t k = 0; k < n; ++k) space.strides.push_back(broadcastStrides(s.inputShapes[k], out));
-  space = coalesce(space);
-
   int64_t maxBlocks = 8192;
-  std::string idx = indexType(total + maxBlocks * kBlock * 4);
+  std::string idx = indexType(total + maxBlocks * kBlock * 8);
 
-  // float4 path: f32 everywhere, every input full-size (contiguous) or a single element.
-  bool vec = s.allowVectorized && total > 0 && total % 4 == 0 && s.outType == ElemType::F32;
+  // Vector path: float storage everywhere, every input full-size (contiguous) or one element.
+  // W elements per thread = 16 bytes of the widest type.
+  size_t widest = elemSize(spec.outType);
+  bool vec = spec.allowVectorized && total > 0 && isFloatType(spec.outType);
   std::vector<bool> scalarIn(n);
   for (size_t k = 0; k < n; ++k) {
-    int64_t size = numElementsOf(s.inputShapes[k]);
+    int64_t size = numElementsOf(p.inputShapes[k]);
     scalarIn[k] = size == 1;
-    vec = vec && s.inputTypes[k] == ElemType::F32 && (size == 1 || size == total);
+    vec = vec && isFloatType(p.inputTypes[k]) && (size == 1 || size == total);
+    if (size != 1) widest = std::max(widest, elemSize(p.inputTypes[k]));
   }
+  const int W = static_cast<int>(16 / widest);
+  vec = vec && total % W == 0;
 
-  std::string src = "// kiln elementwise: out = " + s.expr + "\n";
+  std::string src = "// kiln elementwise: " + std::to_string(n) + " inputs, " + std::to_string(p.body.size()) +
+                    " statements, out " + storageTypeName(spec.outType) + "\n";
   src += kDevicePrelude;
-  src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") KILN_ENTRY(";
-  for (size_t k = 0; k < n; ++k)
-    src += std::string("const ") + storageTypeName(s.inputTypes[k]) + "* __restrict__ in" + std::to_string(k) + ", ";
-  src += std::string(storageTypeName(s.outType)) + "* __restrict__ out) {\n";
+  src += "template <class T, int W> struct __align__(sizeof(T) * W) kiln_vec { T v[W]; };\n";
+  src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") KILN_ENTRY(" +
+         programParams(p, "in") + storageTypeName(spec.outType) + "* __restrict__ out) {\n";
   src += "  const " + idx + " n = " + std::to_string(total) + ";\n";
   src += "  const " + idx + " step = (" + idx + ")gridDim.x * blockDim.x;\n";
   src += "  " + idx + " first = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x;\n";
   if (vec) {
-    static const char *vars[] = {"a", "b", "c"};
-    static const char *lanes[] = {"x", "y", "z", "w"};
+    std::string w = std::to_string(W);
     std::string aligned = "(((unsigned long long)out";
     for (size_t k = 0; k < n; ++k)
       if (!scalarIn[k]) aligned += " | (unsigned long long)in" + std::to_string(k);
     aligned += ") & 15) == 0";
     src += "  if (" + aligned + ") {\n";
     for (size_t k = 0; k < n; ++k)
-      if (scalarIn[k]) src += "    const float s" + std::to_string(k) + " = in" + std::to_string(k) + "[0];\n";
-    src += "    for (" + idx + " i = first; i < n / 4; i += step) {\n";
+      if (scalarIn[k])
+        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " s" + std::to_string(k) + " = kiln_ld(in" +
+               std::to_string(k) + "[0]);\n";
+    src += "    for (" + idx + " i = first; i < n / " + w + "; i += step) {\n";
     for (size_t k = 0; k < n; ++k)
       if (!scalarIn[k])
-        src += "      const float4 v" + std::to_string(k) + " = reinterpret_cast<const float4*>(in" +
-               std::to_string(k) + ")[i];\n";
-    src += "      float4 r;\n";
-    for (const char *lane : lanes) {
-      src += "      { ";
-      for (size_t k = 0; k < n; ++k)
-        src += std::string("const float ") + vars[k] + " = " +
-               (scalarIn[k] ? "s" + std::to_string(k) : "v" + std::to_string(k) + "." + lane) + "; ";
-      src += std::string("r.") + lane + " = (float)(" + s.expr + "); }\n";
-    }
-    src += "      reinterpret_cast<float4*>(out)[i] = r;\n    }\n    return;\n  }\n";
+        src += std::string("      const kiln_vec<") + storageTypeName(p.inputTypes[k]) + ", " + w + "> v" +
+               std::to_string(k) + " = reinterpret_cast<const kiln_vec<" + storageTypeName(p.inputTypes[k]) + ", " + w +
+               ">*>(in" + std::to_string(k) + ")[i];\n";
+    src += std::string("      kiln_vec<") + storageTypeName(spec.outType) + ", " + w + "> r;\n";
+    src += "#pragma unroll\n      for (int l = 0; l < " + w + "; ++l) {\n";
+    for (size_t k = 0; k < n; ++k)
+      src += std::string("        const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) + " = " +
+             (scalarIn[k] ? "s" + std::to_string(k) : "kiln_ld(v" + std::to_string(k) + ".v[l])") + ";\n";
+    for (auto &st : p.body) src += "        " + st + "\n";
+    src += "        r.v[l] = " + storeExpr(spec.outType, p.result) + ";\n      }\n";
+    src += "      reinterpret_cast<kiln_vec<" + std::string(storageTypeName(spec.outType)) + ", " + w + ">*>(out)[i] = r;\n";
+    src += "    }\n    return;\n  }\n";
   }
   src += "  for (" + idx + " i = first; i < n; i += step) {\n";
-  std::vector<std::string> names;
-  for (size_t k = 0; k < n; ++k) names.push_back("o" + std::to_string(k));
-  src += offsetCode(space, names, idx, "i");
-  src += elementBody(s, names, "i");
+  src += programElementCode(p, out, spec.outType, idx, "i", "in", "out[i]");
   src += "  }\n}\n";
 
   KernelLaunch k = finalizeKernel("ew", src);
   k.block = {kBlock, 1, 1};
-  k.grid = {gridStrideBlocks(vec ? total / 4 : total, kBlock, maxBlocks), 1, 1};
+  k.grid = {gridStrideBlocks(vec ? total / W : total, kBlock, maxBlocks), 1, 1};
   k.numParams = static_cast<int>(n) + 1;
   return k;
 }
@@ -285,18 +285,19 @@ const std::map<std::string, Make> &table() {
       if (n != 3 || t == ElemType::F16 || t == ElemType::BF16) return std::nullopt;
       return ElementwiseOp{"(a ? b : c)", t, {ElemType::Bool, t, t}};
     };
-    // Cast(to): ONNX TensorProto dtype codes.
+    // Cast(to): ONNX TensorProto dtype codes. Float data of any storage computes in float, so a
+    // cast to a half type rounds the value explicitly.
     m["Cast"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
       if (n != 1 || t == ElemType::F16 || t == ElemType::BF16) return std::nullopt;
-      ElemType to;
       switch (at.getInt("to", 0)) {
-        case 1: to = ElemType::F32; break;
-        case 6: to = ElemType::I32; break;
-        case 7: to = ElemType::I64; break;
-        case 9: to = ElemType::Bool; break;
+        case 1: return ElementwiseOp{"(float)(a)", ElemType::F32, {t}};
+        case 6: return ElementwiseOp{"(int)(a)", ElemType::I32, {t}};
+        case 7: return ElementwiseOp{"(long long)(a)", ElemType::I64, {t}};
+        case 9: return ElementwiseOp{"(a != 0)", ElemType::Bool, {t}};
+        case 10: return ElementwiseOp{"kiln_round_f16((float)(a))", ElemType::F16, {t}};
+        case 16: return ElementwiseOp{"kiln_round_bf16((float)(a))", ElemType::BF16, {t}};
         default: return std::nullopt;
       }
-      return ElementwiseOp{to == ElemType::Bool ? "(a != 0)" : "a", to, {t}};
     };
     return m;
   }();

@@ -1,12 +1,16 @@
-// Elementwise kernels: one output = f(a, b, c) over 1-3 inputs with numpy broadcasting (any rank;
-// dims are coalesced, so rank is not limited), plus the table from ONNX/kiln op types to f.
+// Elementwise kernels: one output = f(inputs) with numpy broadcasting (any rank; dims are
+// coalesced, so rank is not limited), plus the table from ONNX/kiln op types to f. f is either a
+// simple expression over a, b, c (1-3 inputs) or a fused program (FusedProgram.h: any number of
+// inputs and statements — one kernel for a chain of ops).
 //
-// Kernel parameters: `const TA* in0 [, const TB* in1 [, const TC* in2]], TO* out`.
-// The expression sees the loaded input values as `a`, `b`, `c` of their element types (float for
-// F32, bool for Bool, long long for I64, int for I32) and its value is converted to the output type.
+// Kernel parameters: `const T0* in0, ..., TO* out`. Inputs are loaded in their compute types
+// (float for F32/F16/BF16 storage, bool for Bool, long long for I64, int for I32); the result is
+// stored in the output's storage type (half types rounded to nearest even). Where every input is
+// full-size or a single element, 16 bytes are loaded and stored per thread.
 #pragma once
 
 #include "codegen/KernelSpec.h"
+#include "codegen/kernels/FusedProgram.h"
 
 #include <map>
 #include <optional>
@@ -16,15 +20,19 @@
 namespace kiln::codegen {
 
 struct ElementwiseSpec {
-  std::string expr;                               // CUDA expression over a, b, c
+  // Simple form: a CUDA expression over a, b, c (1..3 inputs, loaded in their compute types).
+  std::string expr;
   std::vector<std::vector<int64_t>> inputShapes;  // 1..3 inputs
-  std::vector<ElemType> inputTypes;               // empty: all F32
+  std::vector<ElemType> inputTypes;               // storage types; empty: all F32
+  // General form (used when program.result is set): any number of inputs and statements
+  // (FusedProgram.h); expr, inputShapes and inputTypes are then ignored.
+  FusedProgram program;
   std::vector<int64_t> outShape;                  // empty: the broadcast of the inputs
   ElemType outType = ElemType::F32;
-  bool allowVectorized = true;                    // float4 path when every input is full-size or a scalar
+  bool allowVectorized = true;                    // 16-byte path when every input is full-size or a scalar
 };
 
-// Throws std::invalid_argument on bad specs (arity, shapes that do not broadcast, F16/BF16).
+// Throws std::invalid_argument on bad specs (arity, shapes that do not broadcast).
 KernelLaunch emitElementwise(const ElementwiseSpec &spec);
 
 // Attributes of an elementwise op, already read from the node (floats, ints and strings).
@@ -57,7 +65,9 @@ struct ElementwiseOp {
 // Erf Exp Log Sqrt Neg Abs Sign Reciprocal Floor Ceil Round Sin Cos ... Elu Selu Celu HardSigmoid
 // HardSwish Gelu Softplus Softsign Mish ThresholdedRelu Shrink Clip Where Equal Less Greater
 // LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Identity Cast ...) for `numInputs` inputs
-// of float32 data (`dataType`: F32; comparisons/Equal/Where also take I32/I64 data). Clip's bounds
+// of data computed as `dataType` (F32 for every float storage, f16 and bf16 included; comparisons,
+// Equal, Where and Cast also take I32/I64/Bool data). Types in the result are compute types
+// (Cast to f16/bf16 gives F16/BF16: a float value rounded to that precision). Clip's bounds
 // come from the attributes `min`/`max` when given (as constants), else from inputs 2 and 3
 // (numInputs 3; a missing bound must then be passed as a constant attribute). Cast: attribute
 // `to` is the ONNX TensorProto dtype. Returns nullopt for an op type the table does not know.

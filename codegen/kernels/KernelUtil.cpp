@@ -56,13 +56,22 @@ std::string intLiteral(int64_t v) {
 const char *storageTypeName(ElemType t) {
   switch (t) {
     case ElemType::F32: return "float";
-    case ElemType::F16: return "unsigned short";
-    case ElemType::BF16: return "unsigned short";
+    case ElemType::F16: return "kiln_half";
+    case ElemType::BF16: return "kiln_bf16";
     case ElemType::I32: return "int";
     case ElemType::I64: return "long long";
     case ElemType::Bool: return "bool";
   }
   return "float";
+}
+
+const char *computeTypeName(ElemType t) { return isFloatType(t) ? "float" : storageTypeName(t); }
+
+bool isFloatType(ElemType t) { return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16; }
+
+std::string storeExpr(ElemType t, const std::string &v) {
+  if (isFloatType(t)) return std::string("kiln_st<") + storageTypeName(t) + ">(" + v + ")";
+  return std::string("(") + storageTypeName(t) + ")(" + v + ")";
 }
 
 size_t elemSize(ElemType t) {
@@ -101,6 +110,28 @@ KILN_DEV float kiln_clip(float x, float lo, float hi) {
   x = x < lo ? lo : x;
   return x > hi ? hi : x;
 }
+// Half types are 16-bit storage with explicit conversions (cuda_fp16.h would cost NVRTC time).
+// Loads give the compute type (float for every float storage), stores round to nearest even.
+struct kiln_half { unsigned short x; };
+struct kiln_bf16 { unsigned short x; };
+KILN_DEV float kiln_ld(float v) { return v; }
+KILN_DEV float kiln_ld(kiln_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
+KILN_DEV float kiln_ld(kiln_bf16 h) { return __uint_as_float(((unsigned)h.x) << 16); }
+KILN_DEV int kiln_ld(int v) { return v; }
+KILN_DEV long long kiln_ld(long long v) { return v; }
+KILN_DEV bool kiln_ld(bool v) { return v; }
+template <class T> __device__ __forceinline__ T kiln_st(float v) { return (T)v; }
+template <> __device__ __forceinline__ kiln_half kiln_st<kiln_half>(float v) {
+  kiln_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(v)); return h;
+}
+template <> __device__ __forceinline__ kiln_bf16 kiln_st<kiln_bf16>(float v) {
+  unsigned u = __float_as_uint(v);
+  kiln_bf16 h;
+  h.x = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return h;
+}
+KILN_DEV float kiln_round_f16(float v) { return kiln_ld(kiln_st<kiln_half>(v)); }
+KILN_DEV float kiln_round_bf16(float v) { return kiln_ld(kiln_st<kiln_bf16>(v)); }
 )CUDA";
 
 uint32_t gridStrideBlocks(int64_t work, int64_t block, int64_t maxBlocks) {

@@ -26,13 +26,19 @@ std::string floatLiteral(float v);
 // An integer literal of a 64-bit value ("123LL").
 std::string intLiteral(int64_t v);
 
-// Element type of a tensor as CUDA spells it, with bool kept 1 byte and half types as raw
-// 16-bit storage (the f32 kernels never name cuda_fp16.h types).
+// Element type of a tensor as CUDA spells it, with bool kept 1 byte and half types as the
+// prelude's 16-bit `kiln_half` / `kiln_bf16` (no cuda_fp16.h).
 const char *storageTypeName(ElemType t);
+// The type a value is computed in: float for every float storage, else the storage type.
+const char *computeTypeName(ElemType t);
+bool isFloatType(ElemType t);  // F32, F16, BF16
 size_t elemSize(ElemType t);
+// A store of compute value `v` to storage type `t`: "kiln_st<kiln_half>(v)" or "(int)(v)".
+std::string storeExpr(ElemType t, const std::string &v);
 
 // Device helpers every emitted source may use (no headers): kiln_isnan, kiln_inf, NaN-propagating
-// max/min, sigmoid, softplus.
+// max/min, sigmoid, softplus, the half types with kiln_ld (load → compute type) and kiln_st<T>
+// (compute → storage, round to nearest even), kiln_round_f16/bf16.
 extern const char *kDevicePrelude;
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -11,20 +11,9 @@ using namespace kernels;
 
 namespace {
 
-const char *kMatMulBody = R"CUDA(
-constexpr int WN = BN / TN, WM = BM / TM;    // threads along n and m
-constexpr int THREADS = WN * WM;
-constexpr bool EVEN_M = M % BM == 0, EVEN_N = N % BN == 0, EVEN_K = K % BK == 0;
-
-extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const float* __restrict__ A,
-    const float* __restrict__ B, KILN_BIAS_PARAM float* __restrict__ C) {
-  __shared__ float As[BK][BM + 4];
-  __shared__ float Bs[BK][BN + 4];
-  const int tid = threadIdx.x;
-  const int tx = tid % WN, ty = tid / WN;
-  const long long m0 = (long long)blockIdx.y * BM, n0 = (long long)blockIdx.x * BN;
-  for (long long bz = blockIdx.z; bz < NBATCH; bz += gridDim.z) {
-    long long offA = 0, offB = 0, offBias = 0;
+// Batch offsets of A and B for batch index bz (BDIMS, BSA, BSB are emitted constants).
+const char *kBatchOffsets = R"CUDA(
+    long long offA = 0, offB = 0;
     {
       long long r = bz;
 #pragma unroll
@@ -33,67 +22,284 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const float* __
         r /= BDIMS[d];
         offA += c * BSA[d];
         offB += c * BSB[d];
-        offBias += c * BSBIAS[d];
       }
     }
-    const float* Ab = A + offA;
-    const float* Bb = B + offB;
-    float acc[TM][TN];
+)CUDA";
+
+// Element (gm, gk) of A in float, 0 outside [M, K] (and outside the image for im2col).
+const char *kLoadAElement = R"CUDA(
+KILN_DEV float load_a(const T* __restrict__ A, long long gm, long long gk) {
+  if (gm >= M || gk >= K) return 0.f;
+#if KILN_CONV
+  const long long ow = gm % OW, t = gm / OW, oh = t % OH, img = t / OH;
+  const long long c = gk % CC, tap = gk / CC, kw = tap % KW, kh = tap / KW;
+  const long long ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
+  if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) return 0.f;
+  return kiln_ld(A[((img * IH + ih) * IW + iw) * CC + c]);
+#else
+  return kiln_ld(A[gm * RSA + gk * CSA]);
+#endif
+}
+)CUDA";
+
+// ---- fp32 SIMT ---------------------------------------------------------------------------------
+
+const char *kSimtBody = R"CUDA(
+constexpr int BK = 16, TM = BM / 16, TN = BN / 16, THREADS = 256;
+constexpr bool EVEN_M = M % BM == 0, EVEN_N = N % BN == 0;
+
+extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __restrict__ A,
+    const T* __restrict__ B, KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+  __shared__ float As[BK][BM + 4];
+  __shared__ float Bs[BK][BN + 4];
+  const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  const long long m0 = (long long)blockIdx.y * BM, n0 = (long long)blockIdx.x * BN;
+  for (long long bz = blockIdx.z; bz < NBATCH; bz += gridDim.z) {
+KILN_BATCH_OFFSETS
+    const T* Ab = A + offA;
+    const T* Bb = B + offB;
+    float accum[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-      for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+      for (int j = 0; j < TN; ++j) accum[i][j] = 0.f;
 
     for (long long k0 = 0; k0 < K; k0 += BK) {
-      // A tile (BM x BK), read along A's contiguous dim.
+      // A tile (BM x BK), consecutive threads along A's contiguous dim.
 #pragma unroll
       for (int l = tid; l < BM * BK; l += THREADS) {
-        const int r = TRANS_A ? l % BM : l / BK;
-        const int kk = TRANS_A ? l / BM : l % BK;
-        const long long gm = m0 + r, gk = k0 + kk;
-        float v = 0.f;
-        if ((EVEN_M || gm < M) && (EVEN_K || gk < K)) v = TRANS_A ? Ab[gk * M + gm] : Ab[gm * K + gk];
-        As[kk][r] = v;
+        const int r = A_MCONTIG ? l % BM : l / BK;
+        const int kk = A_MCONTIG ? l / BM : l % BK;
+        As[kk][r] = load_a(Ab, m0 + r, k0 + kk);
       }
       // B tile (BK x BN).
 #pragma unroll
       for (int l = tid; l < BK * BN; l += THREADS) {
-        const int c = TRANS_B ? l / BK : l % BN;
-        const int kk = TRANS_B ? l % BK : l / BN;
+        const int c = B_KCONTIG ? l / BK : l % BN;
+        const int kk = B_KCONTIG ? l % BK : l / BN;
         const long long gn = n0 + c, gk = k0 + kk;
-        float v = 0.f;
-        if ((EVEN_N || gn < N) && (EVEN_K || gk < K)) v = TRANS_B ? Bb[gn * K + gk] : Bb[gk * N + gn];
-        Bs[kk][c] = v;
+        Bs[kk][c] = (gn < N && gk < K) ? kiln_ld(Bb[gk * RSB + gn * CSB]) : 0.f;
       }
       __syncthreads();
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {
         float a[TM], b[TN];
 #pragma unroll
-        for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + i * WM];
+        for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + i * 16];
 #pragma unroll
-        for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tx + j * WN];
+        for (int j = 0; j < TN; ++j) b[j] = Bs[kk][tx + j * 16];
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+          for (int j = 0; j < TN; ++j) accum[i][j] = fmaf(a[i], b[j], accum[i][j]);
       }
       __syncthreads();
     }
-    float* Cb = C + bz * (M * N);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const long long gm = m0 + ty + i * WM;
+      const long long gm = m0 + ty + i * 16;
       if (!EVEN_M && gm >= M) continue;
 #pragma unroll
       for (int j = 0; j < TN; ++j) {
-        const long long gn = n0 + tx + j * WN;
+        const long long gn = n0 + tx + j * 16;
         if (!EVEN_N && gn >= N) continue;
-        float v = ALPHA * acc[i][j];
-        KILN_EPILOGUE
-        Cb[gm * N + gn] = v;
+        const float acc = accum[i][j];
+        const long long L = bz * (M * N) + gm * N + gn;
+        {
+KILN_EPILOGUE
+        }
       }
     }
+  }
+}
+)CUDA";
+
+// ---- Tensor cores (fp16 / bf16) -----------------------------------------------------------------
+
+const char *kMmaHelpers = R"CUDA(
+KILN_DEV unsigned smem_addr(const void* p) {
+  unsigned r;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+  return r;
+}
+KILN_DEV void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+KILN_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> KILN_DEV void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+KILN_DEV void ldsm_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+KILN_DEV void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+KILN_DEV void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.MMA_TYPE.MMA_TYPE.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+)CUDA";
+
+const char *kMmaBody = R"CUDA(
+constexpr int BK = 32, PAD = 8;
+constexpr int NWARPS = WM * WN, THREADS = NWARPS * 32;
+constexpr int WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+// Shared tiles: A as [BM][BK] (k contiguous) or [BK][BM]; B as [BN][BK] or [BK][BN]; rows padded
+// by 16 bytes so ldmatrix's eight row reads hit distinct banks.
+constexpr int A_COLS = (A_MCONTIG ? BM : BK) + PAD, A_STAGE = (A_MCONTIG ? BK : BM) * A_COLS;
+constexpr int B_COLS = (B_KCONTIG ? BK : BN) + PAD, B_STAGE = (B_KCONTIG ? BN : BK) * B_COLS;
+
+// Copies the k-tile starting at k0 into one pipeline stage.
+KILN_DEV void load_tile(T* as, T* bs, const T* __restrict__ Ab, const T* __restrict__ Bb,
+                        long long m0, long long n0, long long k0, int tid) {
+#if VEC_A && !A_MCONTIG
+  // 16-byte chunks of 8 k-values per row.
+#pragma unroll
+  for (int c = tid; c < BM * (BK / 8); c += THREADS) {
+    const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
+    const long long gm = m0 + r, gk = k0 + kc;
+    bool valid = gm < M && gk < K;
+#if KILN_CONV
+    const T* src = Ab;
+    if (valid) {
+      const long long ow = gm % OW, t = gm / OW, oh = t % OH, img = t / OH;
+      const long long ch = gk % CC, tap = gk / CC, kw = tap % KW, kh = tap / KW;
+      const long long ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
+      valid = ih >= 0 && ih < IH && iw >= 0 && iw < IW;
+      if (valid) src = Ab + ((img * IH + ih) * IW + iw) * CC + ch;
+    }
+    cp_async16(as + r * A_COLS + kc, src, valid);
+#else
+    cp_async16(as + r * A_COLS + kc, valid ? Ab + gm * RSA + gk : Ab, valid);
+#endif
+  }
+#elif VEC_A
+  // A_MCONTIG: 16-byte chunks of 8 m-values per k-row.
+#pragma unroll
+  for (int c = tid; c < BK * (BM / 8); c += THREADS) {
+    const int kr = c / (BM / 8), mc = (c % (BM / 8)) * 8;
+    const long long gm = m0 + mc, gk = k0 + kr;
+    const bool valid = gm < M && gk < K;
+    cp_async16(as + kr * A_COLS + mc, valid ? Ab + gk * CSA + gm : Ab, valid);
+  }
+#else
+  for (int l = tid; l < BM * BK; l += THREADS) {
+    const int r = A_ELEM_MFAST ? l % BM : l / BK, kk = A_ELEM_MFAST ? l / BM : l % BK;
+    as[r * A_COLS + kk] = kiln_st<T>(load_a(Ab, m0 + r, k0 + kk));
+  }
+#endif
+#if VEC_B && B_KCONTIG
+#pragma unroll
+  for (int c = tid; c < BN * (BK / 8); c += THREADS) {
+    const int r = c / (BK / 8), kc = (c % (BK / 8)) * 8;
+    const long long gn = n0 + r, gk = k0 + kc;
+    const bool valid = gn < N && gk < K;
+    cp_async16(bs + r * B_COLS + kc, valid ? Bb + gn * CSB + gk : Bb, valid);
+  }
+#elif VEC_B
+#pragma unroll
+  for (int c = tid; c < BK * (BN / 8); c += THREADS) {
+    const int kr = c / (BN / 8), nc = (c % (BN / 8)) * 8;
+    const long long gn = n0 + nc, gk = k0 + kr;
+    const bool valid = gn < N && gk < K;
+    cp_async16(bs + kr * B_COLS + nc, valid ? Bb + gk * RSB + gn : Bb, valid);
+  }
+#else
+  for (int l = tid; l < BN * BK; l += THREADS) {
+    const int r = B_ELEM_NFAST ? l % BN : l / BK, kk = B_ELEM_NFAST ? l / BN : l % BK;
+    const long long gn = n0 + r, gk = k0 + kk;
+    T v = kiln_st<T>(0.f);
+    if (gn < N && gk < K) v = Bb[gk * RSB + gn * CSB];
+    bs[r * B_COLS + kk] = v;
+  }
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __restrict__ A,
+    const T* __restrict__ B, KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* As = reinterpret_cast<T*>(smem_raw);
+  T* Bs = As + STAGES * A_STAGE;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WN, wn = warp % WN;
+  const long long m0 = (long long)blockIdx.y * BM, n0 = (long long)blockIdx.x * BN;
+  constexpr int KT = (int)((K + BK - 1) / BK);
+  for (long long bz = blockIdx.z; bz < NBATCH; bz += gridDim.z) {
+KILN_BATCH_OFFSETS
+    const T* Ab = A + offA;
+    const T* Bb = B + offB;
+    float accum[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) accum[i][j][q] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < KT) load_tile(As + s * A_STAGE, Bs + s * B_STAGE, Ab, Bb, m0, n0, (long long)s * BK, tid);
+      cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();  // tile kt is in shared memory; every warp is done with tile kt - 1
+      const int nk = kt + STAGES - 1;
+      if (nk < KT) load_tile(As + (nk % STAGES) * A_STAGE, Bs + (nk % STAGES) * B_STAGE, Ab, Bb, m0, n0,
+                             (long long)nk * BK, tid);
+      cp_async_commit();
+      const T* as = As + (kt % STAGES) * A_STAGE;
+      const T* bs = Bs + (kt % STAGES) * B_STAGE;
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 16) {
+        unsigned af[MI][4], bf[NI][2];
+        const int i8 = lane >> 3, j8 = lane & 7;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          const int mrow = wm * WTM + mi * 16;
+#if A_MCONTIG
+          ldsm_x4_trans(af[mi], as + (kk + (i8 >> 1) * 8 + j8) * A_COLS + mrow + (i8 & 1) * 8);
+#else
+          ldsm_x4(af[mi], as + (mrow + (lane & 15)) * A_COLS + kk + (lane >> 4) * 8);
+#endif
+        }
+#pragma unroll
+        for (int ni = 0; ni < NI; ni += 2) {
+          const int ncol = wn * WTN + ni * 8;
+          unsigned r[4];
+#if B_KCONTIG
+          ldsm_x4(r, bs + (ncol + (i8 >> 1) * 8 + j8) * B_COLS + kk + (i8 & 1) * 8);
+#else
+          ldsm_x4_trans(r, bs + (kk + (i8 & 1) * 8 + j8) * B_COLS + ncol + (i8 >> 1) * 8);
+#endif
+          bf[ni][0] = r[0]; bf[ni][1] = r[1]; bf[ni + 1][0] = r[2]; bf[ni + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < NI; ++ni) mma16816(accum[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+      }
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the next batch's prologue overwrites the stages
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const long long gm = m0 + wm * WTM + mi * 16 + (lane >> 2) + (q >> 1) * 8;
+          const long long gn = n0 + wn * WTN + ni * 8 + (lane & 3) * 2 + (q & 1);
+          if (gm >= M || gn >= N) continue;
+          const float acc = accum[mi][ni][q];
+          const long long L = bz * (M * N) + gm * N + gn;
+          {
+KILN_EPILOGUE
+          }
+        }
   }
 }
 )CUDA";
@@ -110,76 +316,222 @@ std::string replaceAll(std::string s, const std::string &from, const std::string
   return s;
 }
 
+struct Tile {
+  int bm, bn, wm, wn;
+};
+
+Tile mmaTile(const std::string &t) {
+  if (t == "256x128") return {256, 128, 4, 2};
+  if (t == "128x256") return {128, 256, 2, 4};
+  if (t == "128x128") return {128, 128, 2, 4};
+  if (t == "128x64") return {128, 64, 2, 2};
+  if (t == "64x128") return {64, 128, 2, 2};
+  if (t == "64x64" || t == "32x32") return {64, 64, 2, 2};
+  throw std::invalid_argument("matmul: unknown tile '" + t + "'");
+}
+
+Tile simtTile(const std::string &t) {
+  if (t == "256x128" || t == "128x256" || t == "128x128") return {128, 128, 0, 0};
+  if (t == "128x64") return {128, 64, 0, 0};
+  if (t == "64x128") return {64, 128, 0, 0};
+  if (t == "64x64") return {64, 64, 0, 0};
+  if (t == "32x32") return {32, 32, 0, 0};
+  throw std::invalid_argument("matmul: unknown tile '" + t + "'");
+}
+
+// The largest tile that still gives the GPU (~132 SMs) a full wave of blocks.
+std::string autoTile(const MatMulSpec &s, int64_t nbatch, bool mma) {
+  auto blocks = [&](int bm, int bn) { return ceilDiv(s.M, bm) * ceilDiv(s.N, bn) * nbatch; };
+  if (mma) {
+    if (s.M >= 128 && s.N >= 128 && blocks(128, 128) >= 132) return "128x128";
+    if (s.M >= 128 && blocks(128, 64) >= 132) return "128x64";
+    if (s.N >= 128 && blocks(64, 128) >= 132) return "64x128";
+    return "64x64";
+  }
+  if (s.M >= 128 && s.N >= 128 && blocks(128, 128) >= 132) return "128x128";
+  if (s.M >= 48 && s.N >= 48) return "64x64";
+  if (s.M >= 64 || s.N >= 64) return blocks(64, 64) >= 132 ? "64x64" : "32x32";
+  return "32x32";
+}
+
+bool all8(const std::vector<int64_t> &v) {
+  for (int64_t x : v)
+    if (x % 8) return false;
+  return true;
+}
+
 }  // namespace
 
-std::vector<std::string> matMulTiles() { return {"128x128", "64x64", "32x32"}; }
+std::vector<std::string> matMulTiles() { return {"256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"}; }
 
-KernelLaunch emitMatMul(const MatMulSpec &s) {
+KernelLaunch emitMatMul(const MatMulSpec &in) {
+  MatMulSpec s = in;
   if (s.M < 0 || s.N < 0 || s.K < 0) throw std::invalid_argument("matmul: negative size");
+  const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
+  if (!mma && s.type != ElemType::F32) throw std::invalid_argument("matmul: operands must be f32, f16 or bf16");
+  if (!isFloatType(s.outType)) throw std::invalid_argument("matmul: the result must be a float type");
   size_t br = s.batchShape.size();
-  auto checkStrides = [&](const std::vector<int64_t> &v, const char *what) {
-    if (!v.empty() && v.size() != br)
-      throw std::invalid_argument(std::string("matmul: ") + what + " must have one stride per batch dim");
-  };
-  checkStrides(s.batchStridesA, "batchStridesA");
-  checkStrides(s.batchStridesB, "batchStridesB");
-  checkStrides(s.batchStridesBias, "batchStridesBias");
-  std::vector<int64_t> bdims = s.batchShape, sa = s.batchStridesA, sb = s.batchStridesB, sbias = s.batchStridesBias;
-  std::vector<int64_t> cont = contiguousStrides(bdims);
-  if (sa.empty()) for (int64_t c : cont) sa.push_back(c * s.M * s.K);
-  if (sb.empty()) for (int64_t c : cont) sb.push_back(c * s.K * s.N);
-  if (sbias.empty()) sbias.assign(br, 0);
-  int64_t nbatch = numElementsOf(bdims);
-  if (br == 0) { bdims = {1}; sa = {0}; sb = {0}; sbias = {0}; }
-
-  std::string tile = s.tile;
-  if (tile.empty()) {
-    auto blocks = [&](int64_t t) { return ceilDiv(s.M, t) * ceilDiv(s.N, t) * nbatch; };
-    if (s.M >= 128 && s.N >= 128 && blocks(128) >= 132) tile = "128x128";
-    else if (s.M >= 48 && s.N >= 48) tile = "64x64";
-    else if (s.M >= 64 || s.N >= 64) tile = blocks(64) >= 132 ? "64x64" : "32x32";
-    else tile = "32x32";
+  for (const MatrixView *v : {&s.a, &s.b})
+    if (!v->batchStrides.empty() && v->batchStrides.size() != br)
+      throw std::invalid_argument("matmul: one batch stride per batch dim");
+  // Defaults: row-major contiguous operands, batches back to back.
+  std::vector<int64_t> cont = contiguousStrides(s.batchShape);
+  if (s.a.rowStride == 0 && s.a.colStride == 1) s.a.rowStride = s.K;
+  if (s.b.rowStride == 0 && s.b.colStride == 1) s.b.rowStride = s.N;
+  if (s.a.batchStrides.empty()) for (int64_t c : cont) s.a.batchStrides.push_back(c * s.M * s.K);
+  if (s.b.batchStrides.empty()) for (int64_t c : cont) s.b.batchStrides.push_back(c * s.K * s.N);
+  if (s.conv) {
+    const ConvGeometry &g = *s.conv;
+    if (s.M != g.N * g.OH * g.OW || s.K != g.KH * g.KW * g.C || br != 0)
+      throw std::invalid_argument("matmul: im2col sizes do not match M and K");
   }
-  int bm, tm;
-  if (tile == "128x128") { bm = 128; tm = 8; }
-  else if (tile == "64x64") { bm = 64; tm = 4; }
-  else if (tile == "32x32") { bm = 32; tm = 2; }
-  else throw std::invalid_argument("matmul: unknown tile '" + tile + "' (128x128, 64x64, 32x32)");
+  int64_t nbatch = numElementsOf(s.batchShape);
+  std::vector<int64_t> bdims = s.batchShape, sa = s.a.batchStrides, sb = s.b.batchStrides;
+  if (br == 0) bdims = {1}, sa = {0}, sb = {0};
+  std::vector<int64_t> outShape = s.outShape;
+  if (outShape.empty()) {
+    outShape = s.batchShape;
+    outShape.push_back(s.M);
+    outShape.push_back(s.N);
+  }
+  if (numElementsOf(outShape) != nbatch * s.M * s.N) throw std::invalid_argument("matmul: outShape has the wrong size");
+  FusedProgram epi = s.epilogue;
+  if (epi.result.empty()) epi.result = "acc";
+  checkProgram(epi, outShape);
 
-  std::string src = "// kiln matmul: [" + std::to_string(nbatch) + "] " + std::to_string(s.M) + "x" +
-                    std::to_string(s.N) + "x" + std::to_string(s.K) + (s.transA ? " A^T" : "") +
-                    (s.transB ? " B^T" : "") + (s.hasBias ? " +bias" : "") + (s.relu ? " relu" : "") +
-                    " tile " + tile + "\n";
+  std::string tile = s.tile.empty() || s.tile == "auto" ? autoTile(s, nbatch, mma) : s.tile;
+  std::string src = "// kiln matmul (" + std::string(mma ? "tensor cores" : "simt") + "): [" + std::to_string(nbatch) +
+                    "] " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
+                    (s.conv ? " im2col" : "") + " tile " + tile + ", epilogue of " + std::to_string(epi.numInputs()) +
+                    " inputs\n";
   src += kDevicePrelude;
-  src += "constexpr long long M = " + std::to_string(s.M) + "LL, N = " + std::to_string(s.N) +
-         "LL, K = " + std::to_string(s.K) + "LL, NBATCH = " + std::to_string(nbatch) + "LL;\n";
-  src += "constexpr int BM = " + std::to_string(bm) + ", BN = " + std::to_string(bm) + ", BK = 16, TM = " +
-         std::to_string(tm) + ", TN = " + std::to_string(tm) + ";\n";
-  src += std::string("constexpr bool TRANS_A = ") + (s.transA ? "true" : "false") + ", TRANS_B = " +
-         (s.transB ? "true" : "false") + ";\n";
+  src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
+  src += "constexpr long long M = " + std::to_string(s.M) + "LL, N = " + std::to_string(s.N) + "LL, K = " +
+         std::to_string(s.K) + "LL, NBATCH = " + std::to_string(nbatch) + "LL;\n";
+  src += "constexpr long long RSA = " + std::to_string(s.a.rowStride) + "LL, CSA = " + std::to_string(s.a.colStride) +
+         "LL, RSB = " + std::to_string(s.b.rowStride) + "LL, CSB = " + std::to_string(s.b.colStride) + "LL;\n";
   src += "constexpr int BRANK = " + std::to_string(bdims.size()) + ";\n";
   src += "__device__ constexpr long long BDIMS[] = " + arrayLit(bdims) + ";\n";
   src += "__device__ constexpr long long BSA[] = " + arrayLit(sa) + ";\n";
   src += "__device__ constexpr long long BSB[] = " + arrayLit(sb) + ";\n";
-  src += "__device__ constexpr long long BSBIAS[] = " + arrayLit(sbias) + ";\n";
-  src += "constexpr float ALPHA = " + floatLiteral(s.alpha) + ";\n";
-  std::string epi;
-  if (s.hasBias)
-    epi += "v += " + floatLiteral(s.beta) + " * bias[offBias + gm * (" + std::to_string(s.biasStrideM) +
-           "LL) + gn * (" + std::to_string(s.biasStrideN) + "LL)];";
-  if (s.relu) epi += " v = v < 0.f ? 0.f : v;";
-  std::string body = replaceAll(kMatMulBody, "KILN_BIAS_PARAM", s.hasBias ? "const float* __restrict__ bias," : "");
-  body = replaceAll(body, "KILN_EPILOGUE", epi);
+  src += std::string("#define KILN_CONV ") + (s.conv ? "1" : "0") + "\n";
+  if (s.conv) {
+    const ConvGeometry &g = *s.conv;
+    auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+    src += "constexpr long long IH = " + L(g.H) + ", IW = " + L(g.W) + ", CC = " + L(g.C) + ", KH = " + L(g.KH) +
+           ", KW = " + L(g.KW) + ", SH = " + L(g.strideH) + ", SW = " + L(g.strideW) + ", PT = " + L(g.padTop) +
+           ", PL = " + L(g.padLeft) + ", DH = " + L(g.dilationH) + ", DW = " + L(g.dilationW) + ", OH = " + L(g.OH) +
+           ", OW = " + L(g.OW) + ";\n";
+  }
+  // Which of A's / B's dims is contiguous decides how tiles are read.
+  const bool aMContig = !s.conv && s.a.rowStride == 1 && s.a.colStride != 1;
+  const bool bKContig = s.b.rowStride == 1 && s.b.colStride != 1;
+  src += kLoadAElement;
+  std::string body;
+  KernelLaunch k;
+  if (!mma) {
+    Tile t = simtTile(tile);
+    src += "constexpr int BM = " + std::to_string(t.bm) + ", BN = " + std::to_string(t.bn) + ";\n";
+    src += std::string("#define A_MCONTIG ") + (aMContig ? "1" : "0") + "\n#define B_KCONTIG " + (bKContig ? "1" : "0") + "\n";
+    body = kSimtBody;
+    k.block = {256, 1, 1};
+    k.grid = {static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.N, t.bn))),
+              static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.M, t.bm))), 0};
+  } else {
+    Tile t = mmaTile(tile);
+    bool vecA, vecB;
+    if (s.conv) vecA = s.conv->C % 8 == 0;
+    else if (aMContig) vecA = s.a.colStride % 8 == 0 && all8(sa) && s.M % 8 == 0;
+    else vecA = s.a.colStride == 1 && s.a.rowStride % 8 == 0 && all8(sa) && s.K % 8 == 0;
+    if (bKContig) vecB = s.b.colStride % 8 == 0 && all8(sb) && s.K % 8 == 0;
+    else vecB = s.b.colStride == 1 && s.b.rowStride % 8 == 0 && all8(sb) && s.N % 8 == 0;
+    const bool aSmemM = vecA && aMContig, bSmemK = !vecB || bKContig;
+    int stages = s.stages ? s.stages : (t.bm * t.bn >= 128 * 128 ? 3 : 4);
+    if (stages < 2 || stages > 4) throw std::invalid_argument("matmul: stages must be 2, 3 or 4");
+    const int pad = 8, bk = 32;
+    int64_t aStage = (aSmemM ? bk : t.bm) * ((aSmemM ? t.bm : bk) + pad);
+    int64_t bStage = (bSmemK ? t.bn : bk) * ((bSmemK ? bk : t.bn) + pad);
+    int64_t smem = stages * (aStage + bStage) * 2;
+    if (smem > 227 * 1024) throw std::invalid_argument("matmul: tile and stages need too much shared memory");
+    src += "constexpr int BM = " + std::to_string(t.bm) + ", BN = " + std::to_string(t.bn) + ", WM = " +
+           std::to_string(t.wm) + ", WN = " + std::to_string(t.wn) + ", STAGES = " + std::to_string(stages) + ";\n";
+    src += std::string("#define VEC_A ") + (vecA ? "1" : "0") + "\n#define VEC_B " + (vecB ? "1" : "0") +
+           "\n#define A_MCONTIG " + (aSmemM ? "1" : "0") + "\n#define B_KCONTIG " + (bSmemK ? "1" : "0") +
+           "\n#define A_ELEM_MFAST " + (aMContig ? "1" : "0") + "\n#define B_ELEM_NFAST " +
+           (s.b.colStride == 1 ? "1" : "0") + "\n";
+    src += replaceAll(kMmaHelpers, "MMA_TYPE", s.type == ElemType::F16 ? "f16" : "bf16");
+    body = kMmaBody;
+    k.block = {static_cast<uint32_t>(t.wm * t.wn * 32), 1, 1};
+    k.grid = {static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.N, t.bn))),
+              static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.M, t.bm))), 0};
+    k.sharedBytes = static_cast<uint32_t>(smem);
+  }
+  body = replaceAll(body, "KILN_BATCH_OFFSETS", kBatchOffsets);
+  body = replaceAll(body, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
+  body = replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "long long", "L", "e", "C[L]"));
   src += body;
+  if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
+    throw std::invalid_argument("matmul: M too large for grid.y");
+  KernelLaunch out = finalizeKernel(mma ? "mma" : "mm", src);
+  out.block = k.block;
+  out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
+  out.sharedBytes = k.sharedBytes;
+  out.numParams = 3 + static_cast<int>(epi.numInputs());
+  return out;
+}
 
-  KernelLaunch k = finalizeKernel("mm", src);
-  k.block = {256, 1, 1};
-  k.grid = {static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.N, bm))),
-            static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.M, bm))),
-            static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
-  if (ceilDiv(s.M, bm) > 65535) throw std::invalid_argument("matmul: M too large for grid.y");
-  k.numParams = s.hasBias ? 4 : 3;
-  return k;
+namespace {
+
+std::vector<int64_t> permuted(const std::vector<int64_t> &v, const std::vector<int64_t> &perm) {
+  std::vector<int64_t> r(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) r[k] = v.at(perm[k]);
+  return r;
+}
+
+}  // namespace
+
+MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,
+                                const std::vector<int64_t> &bShape, const std::vector<int64_t> &permB,
+                                std::vector<int64_t> *outShape) {
+  if (aShape.size() < 2 || bShape.size() < 2) throw std::invalid_argument("matmul: operands must have rank >= 2");
+  auto identity = [](size_t n) {
+    std::vector<int64_t> p(n);
+    for (size_t k = 0; k < n; ++k) p[k] = static_cast<int64_t>(k);
+    return p;
+  };
+  std::vector<int64_t> pa = permA.empty() ? identity(aShape.size()) : permA;
+  std::vector<int64_t> pb = permB.empty() ? identity(bShape.size()) : permB;
+  if (pa.size() != aShape.size() || pb.size() != bShape.size()) throw std::invalid_argument("matmul: bad permutation");
+  // Logical operands and, per logical dim, the element stride in memory.
+  std::vector<int64_t> a = permuted(aShape, pa), as = permuted(contiguousStrides(aShape), pa);
+  std::vector<int64_t> b = permuted(bShape, pb), bs = permuted(contiguousStrides(bShape), pb);
+  MatMulSpec s;
+  s.M = a[a.size() - 2];
+  s.K = a.back();
+  s.N = b.back();
+  if (b[b.size() - 2] != s.K) throw std::invalid_argument("matmul: inner dims differ");
+  s.a.rowStride = as[as.size() - 2];
+  s.a.colStride = as.back();
+  s.b.rowStride = bs[bs.size() - 2];
+  s.b.colStride = bs.back();
+  std::vector<int64_t> ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  s.batchShape = broadcastShapes({ab, bb});
+  // Batch strides: the operand's memory stride where its dim matches, 0 where it broadcasts.
+  auto batchStrides = [&](const std::vector<int64_t> &dims, const std::vector<int64_t> &strides) {
+    std::vector<int64_t> r(s.batchShape.size(), 0);
+    size_t off = s.batchShape.size() - dims.size();
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] != 1) r[off + d] = strides[d];
+    return r;
+  };
+  s.a.batchStrides = batchStrides(ab, std::vector<int64_t>(as.begin(), as.end() - 2));
+  s.b.batchStrides = batchStrides(bb, std::vector<int64_t>(bs.begin(), bs.end() - 2));
+  if (outShape) {
+    *outShape = s.batchShape;
+    outShape->push_back(s.M);
+    outShape->push_back(s.N);
+  }
+  return s;
 }
 
 MatMulSpec matMulSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape,
@@ -189,18 +541,8 @@ MatMulSpec matMulSpecFromShapes(const std::vector<int64_t> &aShape, const std::v
   bool aVec = a.size() == 1, bVec = b.size() == 1;
   if (aVec) a.insert(a.begin(), 1);
   if (bVec) b.push_back(1);
-  MatMulSpec s;
-  s.M = a[a.size() - 2];
-  s.K = a.back();
-  s.N = b.back();
-  if (b[b.size() - 2] != s.K) throw std::invalid_argument("matmul: inner dims differ");
-  std::vector<int64_t> ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  s.batchShape = broadcastShapes({ab, bb});
-  std::vector<int64_t> sa = broadcastStrides(ab, s.batchShape), sb = broadcastStrides(bb, s.batchShape);
-  for (int64_t &x : sa) x *= s.M * s.K;
-  for (int64_t &x : sb) x *= s.K * s.N;
-  s.batchStridesA = sa;
-  s.batchStridesB = sb;
+  std::vector<int64_t> full;
+  MatMulSpec s = transposedMatMulSpec(a, {}, b, {}, &full);
   if (outShape) {
     *outShape = s.batchShape;
     if (!aVec) outShape->push_back(s.M);
@@ -213,21 +555,16 @@ MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vec
                               bool hasC, const std::vector<int64_t> &cShape, bool transA, bool transB,
                               float alpha, float beta) {
   if (aShape.size() != 2 || bShape.size() != 2) throw std::invalid_argument("gemm: A and B must be 2-D");
-  MatMulSpec s;
-  s.transA = transA;
-  s.transB = transB;
-  s.M = transA ? aShape[1] : aShape[0];
-  s.K = transA ? aShape[0] : aShape[1];
-  s.N = transB ? bShape[0] : bShape[1];
-  if ((transB ? bShape[1] : bShape[0]) != s.K) throw std::invalid_argument("gemm: inner dims differ");
-  s.alpha = alpha;
-  s.beta = beta;
+  MatMulSpec s = transposedMatMulSpec(aShape, transA ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{},
+                                      bShape, transB ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{});
+  std::string v = alpha == 1.f ? "acc" : floatLiteral(alpha) + " * acc";
   if (hasC && beta != 0.f) {
-    std::vector<int64_t> st = broadcastStrides(cShape, {s.M, s.N});
-    s.hasBias = true;
-    s.biasStrideM = st[0];
-    s.biasStrideN = st[1];
+    (void)broadcastStrides(cShape, {s.M, s.N});
+    s.epilogue.inputShapes.push_back(cShape);
+    s.epilogue.inputTypes.push_back(ElemType::F32);
+    v += beta == 1.f ? " + x0" : " + " + floatLiteral(beta) + " * x0";
   }
+  s.epilogue.result = v;
   return s;
 }
 

@@ -1,34 +1,58 @@
-// Batched fp32 matrix products: C[b] = alpha * op(A[b]) * op(B[b]) (+ beta * bias) (ReLU?), which
-// covers MatMul (numpy batch broadcasting, 1-D operands) and Gemm (transA/transB, alpha, beta, C
-// broadcast to [M, N]). Shared-memory tiled SIMT: BM x BN tiles, BK = 16, TM x TN outputs per
-// thread (128x128/8x8, 64x64/4x4, 32x32/2x2; 256 threads).
+// Batched matrix products with a fused epilogue: C[b] = epilogue(A[b] · B[b]), which covers
+// MatMul (numpy batch broadcasting, 1-D operands), TransposedMatMul (operands read through any
+// permutation whose innermost dims keep a unit stride or not), Gemm, and NHWC convolution as an
+// implicit GEMM (A = the im2col view of the image, never materialised).
 //
-// Layouts (row-major, per batch): A is [M, K] ([K, M] when transA), B is [K, N] ([N, K] when
-// transB), C is [M, N] and contiguous over the batch (batch index b is row-major over batchShape).
-// Kernel parameters: A, B, [bias], C.
+// Two kernel families share this spec:
+//   - fp32 (type F32): shared-memory tiled SIMT, BK = 16, 256 threads, (BM/16) x (BN/16) outputs
+//     per thread;
+//   - fp16 / bf16: tensor cores (mma.sync m16n8k16, fp32 accumulation), BK = 32, a STAGES-deep
+//     cp.async pipeline with 16-byte copies where an operand's contiguous dim allows (else
+//     element loads into the same pipeline), ldmatrix (.trans for M- or N-contiguous operands).
+//
+// Operands are views: element (b, i, j) of the logical matrix (A: [M, K], B: [K, N]) is at
+// base + Σ_d b_d · batchStrides[d] + i · rowStride + j · colStride. The result is written
+// contiguous over [batch..., M, N]; the epilogue (FusedProgram.h, `acc` = the fp32 product)
+// computes each stored element, its inputs broadcast to `outShape`.
+//
+// Kernel parameters: A (or the NHWC image), B, epilogue inputs..., C.
 #pragma once
 
 #include "codegen/KernelSpec.h"
+#include "codegen/kernels/FusedProgram.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln::codegen {
 
+struct MatrixView {
+  std::vector<int64_t> batchStrides;  // per batch dim of the output (0 = broadcast)
+  int64_t rowStride = 0, colStride = 1;
+};
+
+// A = im2col of an NHWC image x[N, H, W, C]: row m = (n, oh, ow), column k = (kh, kw, c), so
+// M = N·OH·OW, K = KH·KW·C; taps outside the image read 0. B is then the weights as [K, N]
+// (usually stored [Cout, KH, KW, C], i.e. rowStride 1, colStride K).
+struct ConvGeometry {
+  int64_t N = 1, H = 1, W = 1, C = 1, KH = 1, KW = 1;
+  int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, dilationH = 1, dilationW = 1;
+  int64_t OH = 1, OW = 1;
+};
+
 struct MatMulSpec {
   int64_t M = 1, N = 1, K = 1;
-  bool transA = false, transB = false;
-  // Output batch dims; per dim, the element stride of A's, B's (and bias's) matrix in that dim
-  // (0 = broadcast). Empty stride lists mean contiguous batches (M*K, K*N, M*N per batch).
-  std::vector<int64_t> batchShape;
-  std::vector<int64_t> batchStridesA, batchStridesB, batchStridesBias;
-  float alpha = 1.f;
-  float beta = 1.f;         // scales the bias
-  bool hasBias = false;     // element (m, n) of batch b: bias[b-offset + m * biasStrideM + n * biasStrideN]
-  int64_t biasStrideM = 0, biasStrideN = 1;
-  bool relu = false;        // epilogue max(x, 0) (NaN passes)
-  std::string tile;         // "128x128", "64x64", "32x32"; empty: chosen from the sizes
+  std::vector<int64_t> batchShape;  // output batch dims
+  MatrixView a, b;                  // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
+  std::optional<ConvGeometry> conv; // A is the im2col view of an image (then `a` is unused)
+  ElemType type = ElemType::F32;    // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
+  ElemType outType = ElemType::F32;
+  FusedProgram epilogue;            // result empty: C = acc
+  std::vector<int64_t> outShape;    // epilogue broadcast shape; empty: batchShape + [M, N]
+  std::string tile;                 // "auto" or empty: chosen from the sizes; else one of matMulTiles()
+  int stages = 0;                   // tensor-core pipeline depth (2..4); 0: automatic
 };
 
 KernelLaunch emitMatMul(const MatMulSpec &spec);
@@ -38,12 +62,19 @@ KernelLaunch emitMatMul(const MatMulSpec &spec);
 MatMulSpec matMulSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape,
                                 std::vector<int64_t> *outShape = nullptr);
 
-// ONNX Gemm: A, B 2-D; `cShape` (empty vector with hasC=false: no C) broadcasts to [M, N].
+// MatMul(Transpose(A, permA), Transpose(B, permB)) for operands of rank >= 2 (empty perm:
+// identity): the transposes become strides.
+MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,
+                                const std::vector<int64_t> &bShape, const std::vector<int64_t> &permB,
+                                std::vector<int64_t> *outShape = nullptr);
+
+// ONNX Gemm: A, B 2-D; C (hasC) broadcasts to [M, N]; alpha · A'B' + beta · C as the epilogue.
 MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape,
                               bool hasC, const std::vector<int64_t> &cShape, bool transA, bool transB,
                               float alpha, float beta);
 
-// The tiles the emitter has ("128x128", "64x64", "32x32"): the domain of a gemm.tile knob.
+// The tiles ("BMxBN"): the domain of the gemm.tile knob. The fp32 kernels have no 256-wide
+// tiles (they use 128x128 instead); the tensor-core kernels no 32x32 (they use 64x64).
 std::vector<std::string> matMulTiles();
 
 }  // namespace kiln::codegen

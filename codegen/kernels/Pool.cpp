@@ -17,14 +17,25 @@ namespace {
 const char *kPoolBody = R"CUDA(
 constexpr long long TOTAL = N * C * OH * OW;
 
-extern "C" __global__ void __launch_bounds__(256) KILN_ENTRY(const float* __restrict__ x,
-    float* __restrict__ y KILN_INDEX_PARAM) {
+extern "C" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ x,
+    T* __restrict__ y KILN_INDEX_PARAM) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < TOTAL;
        i += (long long)gridDim.x * blockDim.x) {
+#if KILN_NHWC
+    // i = ((n * OH + oh) * OW + ow) * C + c; element (ih, iw) of the plane at XS * (ih * W + iw).
+    const long long c = i % C, pix = i / C;
+    const int ow = (int)(pix % OW);
+    const int oh = (int)((pix / OW) % OH);
+    const long long plane = pix / (OH * OW);
+    const T* xp = x + plane * (H * W) * C + c;
+    constexpr long long XS = C;
+#else
     const int ow = (int)(i % OW);
     const int oh = (int)((i / OW) % OH);
     const long long plane = i / (OH * OW);
-    const float* xp = x + plane * (H * W);
+    const T* xp = x + plane * (H * W);
+    constexpr long long XS = 1;
+#endif
     const int ih0 = oh * SH - PT, iw0 = ow * SW - PL;
 #if KILN_MAX
     // First maximum wins; NaNs never replace a value (a leading NaN is skipped), as the reference.
@@ -38,11 +49,11 @@ extern "C" __global__ void __launch_bounds__(256) KILN_ENTRY(const float* __rest
       for (int kw = 0; kw < KW; ++kw) {
         const int iw = iw0 + kw * DW;
         if (iw < 0 || iw >= W) continue;
-        const float v = xp[ih * W + iw];
+        const float v = kiln_ld(xp[(ih * W + iw) * XS]);
         if (bestOff < 0 ? !(v != v) : v > best) { best = v; bestOff = ih * W + iw; }
       }
     }
-    y[i] = best;
+    y[i] = kiln_st<T>(best);
 #if KILN_INDICES
     indices[i] = bestOff < 0 ? -1 : plane * (H * W) + bestOff;
 #endif
@@ -57,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(256) KILN_ENTRY(const float* __rest
       for (int kw = 0; kw < KW; ++kw) {
         const int iw = iw0 + kw * DW;
         if (iw < 0 || iw >= W) continue;
-        sum += xp[ih * W + iw];
+        sum += kiln_ld(xp[(ih * W + iw) * XS]);
         ++taps;
       }
     }
@@ -68,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(256) KILN_ENTRY(const float* __rest
     for (int kw = 0; kw < KW; ++kw) { const int iw = iw0 + kw * DW; tw += iw >= -PL && iw < W + PR; }
     taps = th * tw;
 #endif
-    y[i] = sum / (float)taps;
+    y[i] = kiln_st<T>(sum / (float)taps);
 #endif
   }
 }
@@ -82,6 +93,7 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
       s.dilationH < 1 || s.dilationW < 1 || s.padTop < 0 || s.padLeft < 0 || s.padBottom < 0 || s.padRight < 0)
     throw std::invalid_argument("pool: bad geometry");
   if (s.kind == PoolKind::Average && s.indicesOutput) throw std::invalid_argument("pool: Indices is MaxPool's");
+  if (s.nhwc && s.indicesOutput) throw std::invalid_argument("pool: Indices needs NCHW");
   if (s.OH == 0) s.OH = convOutSize(s.H, s.KH, s.strideH, s.padTop, s.padBottom, s.dilationH);
   if (s.OW == 0) s.OW = convOutSize(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW);
   if (s.H * s.W >= (int64_t(1) << 31)) throw std::invalid_argument("pool: image too large");
@@ -91,6 +103,8 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
                     "," + std::to_string(s.C) + "," + std::to_string(s.H) + "," + std::to_string(s.W) + "] k " +
                     std::to_string(s.KH) + "x" + std::to_string(s.KW) + "\n";
   src += kDevicePrelude;
+  src += std::string("typedef ") + storageTypeName(s.type) + " T;\n";
+  src += std::string("#define KILN_NHWC ") + (s.nhwc ? "1" : "0") + "\n";
   src += "constexpr long long N = " + L(s.N) + ", C = " + L(s.C) + ", OH = " + L(s.OH) + ", OW = " + L(s.OW) + ";\n";
   src += "constexpr int H = " + std::to_string(s.H) + ", W = " + std::to_string(s.W) + ", KH = " +
          std::to_string(s.KH) + ", KW = " + std::to_string(s.KW) + ", SH = " + std::to_string(s.strideH) +
@@ -112,11 +126,12 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
   return k;
 }
 
-KernelLaunch emitGlobalPool(bool max, int64_t planes, int64_t size) {
+KernelLaunch emitGlobalPool(bool max, int64_t planes, int64_t size, ElemType type) {
   RowReductionSpec r;
   r.op = max ? RowOp::Max : RowOp::Mean;
   r.outer = planes;
   r.cols = size;
+  r.type = r.outType = type;
   return emitRowReduction(r);
 }
 

@@ -1,10 +1,11 @@
-// 2-D pooling, NCHW, fp32: MaxPool (dilations, optional int64 Indices output, row-major
+// 2-D pooling, NCHW or NHWC, fp32 arithmetic on f32/f16/bf16 storage: MaxPool (dilations, optional int64 Indices output, row-major
 // storage_order 0) and AveragePool (count_include_pad), with pads and strides; output sizes are
 // the caller's (ceil_mode and auto_pad resolved there; windows that run past the end padding are
 // clipped, as the CPU reference does). GlobalAveragePool / GlobalMaxPool are row reductions over
 // [N * C, H * W] (Reduction.h), emitted through emitGlobalPool.
 //
-// One thread per output element, consecutive threads along the output row.
+// One thread per output element, consecutive threads along the output row (NCHW) or along the
+// channels (NHWC).
 // Kernel parameters: MaxPool: x, y [, indices]; AveragePool: x, y; Global*: x, y.
 #pragma once
 
@@ -25,13 +26,15 @@ struct Pool2dSpec {
   int64_t dilationH = 1, dilationW = 1;
   int64_t OH = 0, OW = 0;  // 0: floor mode from the pads
   bool countIncludePad = false;  // AveragePool
-  bool indicesOutput = false;    // MaxPool's optional Indices (int64)
+  bool indicesOutput = false;    // MaxPool's optional Indices (int64; NCHW only)
+  ElemType type = ElemType::F32; // x and y storage (arithmetic in fp32)
+  bool nhwc = false;             // x [N, H, W, C], y [N, OH, OW, C]
 };
 
 KernelLaunch emitPool2d(const Pool2dSpec &spec);
 
 // GlobalAveragePool (max = false) or GlobalMaxPool over x [N, C, spatial...]: `planes` = N * C,
 // `size` = product of the spatial dims.
-KernelLaunch emitGlobalPool(bool max, int64_t planes, int64_t size);
+KernelLaunch emitGlobalPool(bool max, int64_t planes, int64_t size, ElemType type = ElemType::F32);
 
 }  // namespace kiln::codegen

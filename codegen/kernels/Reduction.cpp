@@ -106,20 +106,22 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   std::string src = std::string("// kiln row kernel: ") + opName(s.op) + " over [" + std::to_string(s.outer) +
                     ", " + std::to_string(s.cols) + ", " + std::to_string(s.inner) + "]\n";
   src += kDevicePrelude;
+  src += std::string("typedef ") + storageTypeName(s.type) + " XT;\ntypedef " + storageTypeName(s.outType) +
+         " OT;\ntypedef " + storageTypeName(s.statsType) + " ST;\n";
   src += "constexpr long long ROWS = " + std::to_string(rows) + "LL, COLS = " + std::to_string(s.cols) +
          "LL, INNER = " + std::to_string(s.inner) + "LL;\n";
   src += "constexpr int T = " + std::to_string(T) + ", RPB = " + std::to_string(rpb) + ";\n";
   src += kRowCommon;
 
   // Parameters.
-  std::string params = "const float* __restrict__ in, ";
+  std::string params = "const XT* __restrict__ in, ";
   if (s.op == RowOp::LayerNorm) {
-    params += "const float* __restrict__ scale, ";
-    if (s.hasBias) params += "const float* __restrict__ bias, ";
-    params += "float* __restrict__ out";
-    if (s.statsOutputs) params += ", float* __restrict__ mean_out, float* __restrict__ inv_out";
+    params += "const XT* __restrict__ scale, ";
+    if (s.hasBias) params += "const XT* __restrict__ bias, ";
+    params += "OT* __restrict__ out";
+    if (s.statsOutputs) params += ", ST* __restrict__ mean_out, ST* __restrict__ inv_out";
   } else {
-    params += "float* __restrict__ out";
+    params += "OT* __restrict__ out";
   }
   src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
   src += "  __shared__ float sm[32];\n";
@@ -127,12 +129,12 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "  const long long sub = T == 1 ? threadIdx.x : threadIdx.x / T;\n";
   src += "  for (long long row = (long long)blockIdx.x * RPB + sub; row < ROWS; row += (long long)gridDim.x * RPB) {\n";
   src += "    const long long base = (row / INNER) * COLS * INNER + (row % INNER);\n";
-  src += "    const float* x = in + base;\n";
-  std::string load = cache ? "v[p]" : "x[j * INNER]";
+  src += "    const XT* x = in + base;\n";
+  std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])";
   if (cache) {
     src += "    float v[PER > 0 ? PER : 1];\n";
     src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
-           " v[p] = j < COLS ? x[j * INNER] : 0.f; }\n";
+           " v[p] = j < COLS ? kiln_ld(x[j * INNER]) : 0.f; }\n";
   }
   std::string store = "out[base + j * INNER]";
   auto forEach = [cache](const std::string &body) { return rowLoop(body, cache); };
@@ -146,9 +148,9 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    " + forEach("sum += expf(" + load + " - m);");
       src += "    sum = row_reduce<0>(sum, sm);\n";
       if (s.op == RowOp::Softmax)
-        src += "    " + forEach(store + " = expf(" + load + " - m) / sum;");
+        src += "    const float inv_sum = 1.f / sum;\n    " + forEach(store + " = kiln_st<OT>(expf(" + load + " - m) * inv_sum);");
       else
-        src += "    const float ls = logf(sum);\n    " + forEach(store + " = (" + load + " - m) - ls;");
+        src += "    const float ls = logf(sum);\n    " + forEach(store + " = kiln_st<OT>((" + load + " - m) - ls);");
       break;
     case RowOp::LayerNorm:
       src += "    float sum = 0.f;\n";
@@ -158,9 +160,9 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    " + forEach("const float d = " + load + " - mean; sq += d * d;");
       src += "    const float var = row_reduce<0>(sq, sm) / (float)COLS;\n";
       src += "    const float inv = 1.f / sqrtf(var + " + floatLiteral(s.epsilon) + ");\n";
-      src += "    " + forEach(store + " = (" + load + " - mean) * inv * scale[j]" +
-                              (s.hasBias ? std::string(" + bias[j]") : std::string()) + ";");
-      if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = mean; inv_out[row] = inv; }\n";
+      src += "    " + forEach(store + " = kiln_st<OT>((" + load + " - mean) * inv * kiln_ld(scale[j])" +
+                              (s.hasBias ? std::string(" + kiln_ld(bias[j])") : std::string()) + ");");
+      if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = kiln_st<ST>(mean); inv_out[row] = kiln_st<ST>(inv); }\n";
       break;
     case RowOp::LogSumExp:
       src += "    float m = -kiln_inf();\n";
@@ -169,7 +171,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    float sum = 0.f;\n";
       src += "    " + forEach("sum += expf(" + load + " - m);");
       src += "    sum = row_reduce<0>(sum, sm);\n";
-      src += "    if (t == 0) out[row] = kiln_isinf(m) ? m : m + logf(sum);\n";
+      src += "    if (t == 0) out[row] = kiln_st<OT>(kiln_isinf(m) ? m : m + logf(sum));\n";
       break;
     default: {
       std::string init = "0.f", step, fin = "acc";
@@ -189,7 +191,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    float acc = " + init + ";\n";
       src += "    " + forEach("const float xv = " + load + "; " + step);
       src += "    acc = row_reduce<" + std::to_string(k) + ">(acc, sm);\n";
-      src += "    if (t == 0) out[row] = " + fin + ";\n";
+      src += "    if (t == 0) out[row] = kiln_st<OT>(" + fin + ");\n";
       break;
     }
   }

@@ -1,4 +1,5 @@
-// Row reductions and row normalizations over a [rows, cols] view, fp32 accumulation:
+// Row reductions and row normalizations over a [rows, cols] view, fp32 arithmetic whatever the
+// storage type (f32, f16, bf16):
 // Softmax, LogSoftmax, LayerNormalization (scale, bias, epsilon, optional Mean/InvStdDev outputs),
 // ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp.
 //
@@ -41,6 +42,9 @@ struct RowReductionSpec {
   bool statsOutputs = false;  // also write Mean and InvStdDev per row
   // Threads per row for last-axis rows; 0 = automatic (32 up to 1024 columns, else 256..1024).
   int threadsPerRow = 0;
+  // Storage types (arithmetic is fp32 whatever they are): input, scale and bias; output;
+  // LayerNorm's Mean/InvStdDev outputs.
+  ElemType type = ElemType::F32, outType = ElemType::F32, statsType = ElemType::F32;
 };
 
 // "Softmax", "LogSoftmax", "LayerNormalization", "ReduceSum", ... → RowOp; false if unknown.

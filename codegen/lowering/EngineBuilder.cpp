@@ -3,6 +3,7 @@
 #include "codegen/kernels/Conv.h"
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
+#include "codegen/kernels/FusedProgram.h"
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
@@ -10,17 +11,33 @@
 #include "compiler/analysis/MemoryPlan.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
+#include "compiler/knobs/Knob.h"
+#include "passes/Passes.h"
 #include "runtime/src/EngineFormat.h"
 
 #include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 
 using namespace mlir;
 
 namespace kiln::codegen {
+
+KILN_KNOB(kGemmTile, {"gemm.tile", {"auto", "256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"},
+                      "auto",
+                      "Block tile (rows x columns of the result) of matrix products and implicit-GEMM convolutions "
+                      "(auto: the largest that fills the GPU)",
+                      knobs::Tier::Mixed, "codegen/lowering/EngineBuilder.cpp", "tile", {"MatMul", "Gemm", "Conv"}});
+KILN_KNOB(kGemmStages, {"gemm.stages", {"auto", "2", "3", "4"}, "auto",
+                        "Depth of the cp.async pipeline of tensor-core matrix products", knobs::Tier::Full,
+                        "codegen/lowering/EngineBuilder.cpp"});
+KILN_KNOB(kCudaGraph, {"runtime.cuda_graph", {"on", "off"}, "on",
+                       "Replay an engine's launches as one CUDA graph (recorded in the engine, read by the runtime)",
+                       knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp"});
+
 namespace {
 
 using Shape = std::vector<int64_t>;
@@ -42,13 +59,50 @@ int64_t bytesOf(Value v) {
 ElemType elemTypeOf(Value v) {
   switch (tensorTypeOf(v.getType()).dtype) {
     case ops::DType::F32: return ElemType::F32;
+    case ops::DType::F16: return ElemType::F16;
+    case ops::DType::BF16: return ElemType::BF16;
     case ops::DType::I64: return ElemType::I64;
     case ops::DType::I32: return ElemType::I32;
     case ops::DType::Bool: return ElemType::Bool;
     default:
       throw std::invalid_argument(std::string("element type ") + ops::dtypeName(tensorTypeOf(v.getType()).dtype) +
-                                  " has no kernels yet (float32, int32, int64 and bool do)");
+                                  " has no kernels yet (float32, float16, bfloat16, int32, int64 and bool do)");
   }
+}
+
+// The type an elementwise expression computes a value of this storage type in.
+ElemType computeOf(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16 ? ElemType::F32 : t; }
+
+ElementwiseAttrs elementwiseAttrsOf(const ops::Attrs &attrs) {
+  ElementwiseAttrs ea;
+  for (auto &[k, v] : attrs.values) {
+    if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
+    else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
+    else if (auto *s = std::get_if<std::string>(&v)) ea.strings[k] = *s;
+  }
+  return ea;
+}
+
+// Byte-level transpose of a row-major tensor of `shape` (elements of `elem` bytes) by `perm`.
+std::vector<uint8_t> permuteBytes(const std::vector<uint8_t> &in, const Shape &shape, const Shape &perm, size_t elem) {
+  Shape out(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) out[k] = shape[perm[k]];
+  Shape inStrides(shape.size(), 1);
+  for (int64_t k = int64_t(shape.size()) - 2; k >= 0; --k) inStrides[k] = inStrides[k + 1] * shape[k + 1];
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<uint8_t> r(in.size());
+  Shape idx(out.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t src = 0;
+    for (size_t k = 0; k < out.size(); ++k) src += idx[k] * inStrides[perm[k]];
+    std::memcpy(&r[size_t(i) * elem], &in[size_t(src) * elem], elem);
+    for (size_t k = out.size(); k-- > 0;) {
+      if (++idx[k] < out[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return r;
 }
 
 // Ops whose result is their first operand's bytes under another shape: no launch.
@@ -98,6 +152,26 @@ class Lowering {
 
  private:
   void lowerOp(Operation *op);
+  void lowerFused(FusedOp f);
+  // A product (MatMul, TransposedMatMul, Conv, ConvNhwc) whose result flows through `chain`
+  // (elementwise ops, possibly empty) to `result`, in one launch.
+  void lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result);
+  // Elementwise ops (a DAG whose last op yields `result`) in one launch.
+  void lowerElementwise(ArrayRef<Operation *> ops, Value result);
+  // Appends `ops` to a program: values already named are reused, single-element constants become
+  // literals, anything else becomes an input (its outer value pushed on `params`).
+  void appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> &names, ArrayRef<Operation *> ops,
+                 std::vector<Value> &params);
+  // The value outside a kernel region that a region's block argument stands for.
+  Value outer(Value v) {
+    if (auto a = dyn_cast<BlockArgument>(v))
+      if (auto f = dyn_cast<FusedOp>(a.getOwner()->getParentOp())) return f.getInputs()[a.getArgNumber()];
+    return v;
+  }
+  // A constant's raw bytes permuted (weights repacked for a kernel layout), as a build-time
+  // constant in the IR so it is placed like any other weight.
+  Value repacked(Value weights, const Shape &perm, const Shape &newShape);
+  std::string tileFor(Operation *op) { return opts_.route.get(kGemmTile, nodeName(op)); }
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
   rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
   Value root(Value v) {
@@ -159,6 +233,182 @@ Value Lowering::addWeights(const std::vector<float> &vals, Operation *at) {
   return c;
 }
 
+Value Lowering::repacked(Value weights, const Shape &perm, const Shape &newShape) {
+  auto c = outer(weights).getDefiningOp<ConstantOp>();
+  if (!c) throw std::invalid_argument("convolution weights must be constants");
+  std::vector<uint8_t> bytes = bytesFromAttr(c.getValue());
+  if (bytes.empty() && c.getValue().getNumElements() > 0) bytes = ops::tensorToBytes(tensorFromAttr(c.getValue()));
+  auto type = cast<RankedTensorType>(c.getType());
+  Shape shape(type.getShape().begin(), type.getShape().end());
+  size_t elem = ops::byteSize(dtypeOf(type.getElementType()));
+  std::vector<uint8_t> r = permuteBytes(bytes, shape, perm, elem);
+  auto newType = RankedTensorType::get(newShape, type.getElementType());
+  builder_.setInsertionPoint(c);
+  ArrayRef<char> raw(reinterpret_cast<const char *>(r.data()), r.size());
+  Value v = builder_.create<ConstantOp>(c.getLoc(), resourceAttrFromBytes(newType, "repacked", raw));
+  buildTimeConstants_.push_back(v.getDefiningOp());
+  return v;
+}
+
+void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> &names, ArrayRef<Operation *> ops,
+                         std::vector<Value> &params) {
+  for (Operation *op : ops) {
+    auto sem = cast<ShapeInferenceOpInterface>(op);
+    std::string type = sem.getOnnxOpType().str();
+    ElementwiseAttrs ea = elementwiseAttrsOf(attrsFromOp(op));
+    std::vector<Value> ins(op->getOperands().begin(), op->getOperands().end());
+    if (type == "Clip") {  // constant bounds become attributes
+      ins = {op->getOperand(0)};
+      for (int k : {1, 2}) {
+        if (k >= static_cast<int>(op->getNumOperands()) || isa<NoneType>(op->getOperand(k).getType())) continue;
+        auto c = constantValue(outer(op->getOperand(k)));
+        if (!c) throw std::invalid_argument("Clip bounds must be constants");
+        ea.floats[k == 1 ? "min" : "max"] = c->get(0);
+      }
+    }
+    // The type the op computes in: its last tensor operand's (Where: X's).
+    Value data = op->getResult(0);
+    for (Value v : ins)
+      if (!isa<NoneType>(v.getType())) data = v;
+    if (type == "Where") data = op->getOperand(1);
+    auto ew = lookupElementwiseOp(type, static_cast<int>(ins.size()), ea, computeOf(elemTypeOf(data)));
+    if (!ew) throw std::invalid_argument("no elementwise kernel for this op");
+    std::vector<std::string> args;
+    for (Value v : ins) {
+      auto it = names.find(v);
+      if (it != names.end()) {
+        args.push_back(it->second);
+        continue;
+      }
+      auto t = cast<RankedTensorType>(v.getType());
+      if (t.getNumElements() == 1)
+        if (auto c = constantValue(outer(v))) {
+          args.push_back(ProgramBuilder::literal(c->get(0), computeOf(elemTypeOf(v))));
+          continue;
+        }
+      std::string name = pb.input(shapeOf(v), elemTypeOf(v));
+      params.push_back(outer(v));
+      names[v] = name;
+      args.push_back(name);
+    }
+    names[op->getResult(0)] = pb.apply(*ew, args);
+  }
+}
+
+void Lowering::lowerElementwise(ArrayRef<Operation *> ops, Value result) {
+  ElementwiseSpec spec;
+  ProgramBuilder pb(spec.program);
+  llvm::DenseMap<Value, std::string> names;
+  std::vector<Value> params;
+  appendOps(pb, names, ops, params);
+  spec.program.result = names.lookup(ops.back()->getResult(0));
+  spec.outShape = shapeOf(result);
+  spec.outType = elemTypeOf(result);
+  if (spec.program.numInputs() == 0) spec.allowVectorized = false;
+  params.push_back(result);
+  addLaunch(ops.back(), emitElementwise(spec), params);
+}
+
+void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result) {
+  std::string type = cast<ShapeInferenceOpInterface>(anchor).getOnnxOpType().str();
+  ops::Attrs attrs = attrsFromOp(anchor);
+  auto operands = anchor->getOperands();
+  FusedProgram epi;
+  ProgramBuilder pb(epi);
+  llvm::DenseMap<Value, std::string> names;
+  std::vector<Value> params = {outer(operands[0]), outer(operands[1])};
+  names[anchor->getResult(0)] = "acc";
+  const bool conv = type == "Conv" || type == "ConvNhwc";
+  const bool nhwc = type == "ConvNhwc";
+  if (conv && !isa<NoneType>(operands[2].getType())) {
+    // The convolution's own bias: per output channel, before the chain.
+    Value bias = operands[2];
+    int64_t M = shapeOf(operands[1])[0];
+    std::string x = pb.input(nhwc ? Shape{M} : Shape{M, 1, 1}, elemTypeOf(bias));
+    params.push_back(outer(bias));
+    epi.body.push_back("const float tb = acc + " + x + ";");
+    names[anchor->getResult(0)] = "tb";
+    epi.result = "tb";
+  }
+  appendOps(pb, names, chain, params);
+  epi.result = chain.empty() ? (epi.result.empty() ? "acc" : epi.result) : names.lookup(chain.back()->getResult(0));
+  params.push_back(result);
+  ElemType inType = elemTypeOf(operands[0]), outType = elemTypeOf(result);
+  Shape outShape = shapeOf(anchor->getResult(0));
+  std::string stages = opts_.route.get(kGemmStages);
+
+  if (type == "MatMul" || type == "TransposedMatMul") {
+    MatMulSpec spec;
+    if (type == "MatMul") {
+      spec = matMulSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]));
+    } else {
+      spec = transposedMatMulSpec(shapeOf(operands[0]), attrs.getInts("perm_a", {}), shapeOf(operands[1]),
+                                  attrs.getInts("perm_b", {}));
+    }
+    spec.type = inType;
+    if (elemTypeOf(operands[1]) != inType) throw std::invalid_argument("matrix product operands of different types");
+    spec.outType = outType;
+    spec.epilogue = epi;
+    spec.outShape = outShape;
+    spec.tile = tileFor(anchor);
+    spec.stages = stages == "auto" ? 0 : std::stoi(stages);
+    addLaunch(anchor, emitMatMul(spec), params);
+    return;
+  }
+  if (!conv) throw std::logic_error("not a product: " + type);
+  Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
+  if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
+  auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
+  Conv2dSpec s;
+  s.N = x[0], s.M = w[0], s.KH = w[2], s.KW = w[3];
+  if (nhwc) s.H = x[1], s.W = x[2], s.C = x[3], s.OH = outShape[1], s.OW = outShape[2];
+  else s.C = x[1], s.H = x[2], s.W = x[3], s.OH = outShape[2], s.OW = outShape[3];
+  s.group = attrs.getInt("group", 1);
+  s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
+  resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
+  s.type = inType;
+  s.outType = outType;
+  s.epilogue = epi;
+  if (!nhwc) {
+    addLaunch(anchor, emitConv2d(s), params);
+    return;
+  }
+  if (s.group == 1) {
+    // Implicit GEMM: A = im2col(x) [N·OH·OW, KH·KW·C], B = weights as [Cout][KH][KW][C] read as [K, Cout].
+    MatMulSpec spec;
+    ConvGeometry g;
+    g.N = s.N, g.H = s.H, g.W = s.W, g.C = s.C, g.KH = s.KH, g.KW = s.KW, g.strideH = s.strideH, g.strideW = s.strideW;
+    g.padTop = s.padTop, g.padLeft = s.padLeft, g.dilationH = s.dilationH, g.dilationW = s.dilationW, g.OH = s.OH, g.OW = s.OW;
+    spec.conv = g;
+    spec.M = s.N * s.OH * s.OW;
+    spec.N = s.M;
+    spec.K = s.KH * s.KW * s.C;
+    spec.b.rowStride = 1;
+    spec.b.colStride = spec.K;
+    spec.type = inType;
+    spec.outType = outType;
+    spec.epilogue = epi;
+    spec.outShape = outShape;
+    spec.tile = tileFor(anchor);
+    spec.stages = stages == "auto" ? 0 : std::stoi(stages);
+    params[1] = repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
+    addLaunch(anchor, emitMatMul(spec), params);
+    return;
+  }
+  // Grouped / depthwise: weights as [KH][KW][C/group][M].
+  params[1] = repacked(operands[1], {2, 3, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M});
+  addLaunch(anchor, emitConv2dNhwc(s), params);
+}
+
+void Lowering::lowerFused(FusedOp f) {
+  SmallVector<Operation *> body;
+  for (Operation &op : f.getBody().front().without_terminator())
+    if (!isa<NoneOp, ConstantOp>(op)) body.push_back(&op);
+  if (body.empty()) throw std::invalid_argument("empty kernel region");
+  if (f.getKind() == "epilogue") lowerProduct(body.front(), ArrayRef<Operation *>(body).drop_front(), f.getResult(0));
+  else lowerElementwise(body, f.getResult(0));
+}
+
 void Lowering::lowerOp(Operation *op) {
   auto sem = cast<ShapeInferenceOpInterface>(op);
   std::string type = sem.getOnnxOpType().str();
@@ -167,49 +417,8 @@ void Lowering::lowerOp(Operation *op) {
   Shape outShape = shapeOf(out);
   auto operands = op->getOperands();
 
-  // Elementwise (with Clip's constant bounds as attributes).
-  {
-    ElementwiseAttrs ea;
-    for (auto &[k, v] : attrs.values) {
-      if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
-      else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
-      else if (auto *s = std::get_if<std::string>(&v)) ea.strings[k] = *s;
-    }
-    std::vector<Value> ins;
-    for (Value v : operands) ins.push_back(v);
-    if (type == "Clip") {
-      ins = {operands[0]};
-      for (int k : {1, 2}) {
-        if (isa<NoneType>(operands[k].getType())) continue;
-        auto c = constantValue(operands[k]);
-        if (!c) throw std::invalid_argument("Clip bounds must be constants");
-        ea.floats[k == 1 ? "min" : "max"] = c->get(0);
-      }
-    }
-    // The data type an elementwise kernel computes in: its last tensor operand's (Where: X's).
-    Value data = out;
-    for (Value v : ins)
-      if (!isa<NoneType>(v.getType())) data = v;
-    if (type == "Where") data = operands[1];
-    ElemType dataType = elemTypeOf(data);
-    if (auto ew = lookupElementwiseOp(type, static_cast<int>(ins.size()), ea, dataType)) {
-      ElementwiseSpec spec;
-      spec.expr = ew->expr;
-      for (Value v : ins) spec.inputShapes.push_back(shapeOf(v));
-      spec.inputTypes = ew->inputTypes;
-      spec.outShape = outShape;
-      spec.outType = elemTypeOf(out);
-      std::vector<Value> params = ins;
-      params.push_back(out);
-      addLaunch(op, emitElementwise(spec), params);
-      return;
-    }
-  }
-
-  if (type == "MatMul") {
-    Shape os;
-    MatMulSpec spec = matMulSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]), &os);
-    addLaunch(op, emitMatMul(spec), {operands[0], operands[1], out});
+  if (isa<MatMulOp, TransposedMatMulOp, ConvOp, ConvNhwcOp>(op)) {
+    lowerProduct(op, {}, out);
     return;
   }
   if (type == "Gemm") {
@@ -218,39 +427,33 @@ void Lowering::lowerOp(Operation *op) {
                                          hasC ? shapeOf(operands[2]) : Shape{}, attrs.getInt("transA", 0),
                                          attrs.getInt("transB", 0), attrs.getFloat("alpha", 1.0),
                                          attrs.getFloat("beta", 1.0));
+    spec.type = elemTypeOf(operands[0]);
+    spec.outType = elemTypeOf(out);
+    if (spec.epilogue.numInputs()) spec.epilogue.inputTypes = {elemTypeOf(operands[2])};
+    spec.tile = tileFor(op);
     std::vector<Value> params = {operands[0], operands[1]};
-    if (hasC) params.push_back(operands[2]);
+    if (spec.epilogue.numInputs()) params.push_back(operands[2]);
     params.push_back(out);
     addLaunch(op, emitMatMul(spec), params);
     return;
   }
-  if (type == "Conv") {
-    Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
-    if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
-    auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
-    Conv2dSpec s;
-    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.M = w[0], s.KH = w[2], s.KW = w[3];
-    s.group = attrs.getInt("group", 1);
-    s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
-    s.OH = outShape[2], s.OW = outShape[3];
-    resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
-    s.hasBias = !isa<NoneType>(operands[2].getType());
-    std::vector<Value> params = {operands[0], operands[1]};
-    if (s.hasBias) params.push_back(operands[2]);
-    params.push_back(out);
-    addLaunch(op, emitConv2d(s), params);
+  if (isFusableElementwise(op)) {
+    lowerElementwise({op}, out);
     return;
   }
-  if (type == "MaxPool" || type == "AveragePool") {
+  if (type == "MaxPool" || type == "AveragePool" || type == "MaxPoolNhwc" || type == "AveragePoolNhwc") {
     Shape x = shapeOf(operands[0]);
     if (x.size() != 4) throw std::invalid_argument("only 2-D pooling has kernels yet");
     auto ks = attrs.getInts("kernel_shape");
     auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
     Pool2dSpec s;
-    s.kind = type == "MaxPool" ? PoolKind::Max : PoolKind::Average;
-    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.KH = ks[0], s.KW = ks[1];
+    s.kind = type.rfind("MaxPool", 0) == 0 ? PoolKind::Max : PoolKind::Average;
+    s.nhwc = type.size() > 4 && type.compare(type.size() - 4, 4, "Nhwc") == 0;
+    s.type = elemTypeOf(out);
+    if (s.nhwc) s.N = x[0], s.H = x[1], s.W = x[2], s.C = x[3], s.OH = outShape[1], s.OW = outShape[2];
+    else s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.OH = outShape[2], s.OW = outShape[3];
+    s.KH = ks[0], s.KW = ks[1];
     s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
-    s.OH = outShape[2], s.OW = outShape[3];
     resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
     auto pads = intsOr(attrs, "pads", {s.padTop, s.padLeft, s.padTop, s.padLeft});
     if (pads.size() == 4) s.padBottom = pads[2], s.padRight = pads[3];
@@ -263,7 +466,8 @@ void Lowering::lowerOp(Operation *op) {
   }
   if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
     Shape x = shapeOf(operands[0]);
-    addLaunch(op, emitGlobalPool(type == "GlobalMaxPool", x[0] * x[1], product(x, 2, x.size())), {operands[0], out});
+    addLaunch(op, emitGlobalPool(type == "GlobalMaxPool", x[0] * x[1], product(x, 2, x.size()), elemTypeOf(out)),
+              {operands[0], out});
     return;
   }
   RowOp rowOp;
@@ -272,6 +476,12 @@ void Lowering::lowerOp(Operation *op) {
     int64_t r = static_cast<int64_t>(x.size());
     RowReductionSpec s;
     s.op = rowOp;
+    s.type = elemTypeOf(operands[0]);
+    s.outType = elemTypeOf(out);
+    if (op->getNumResults() > 1) s.statsType = elemTypeOf(op->getResult(1));
+    if (type == "LayerNormalization" && (elemTypeOf(operands[1]) != s.type ||
+                                         (!isa<NoneType>(operands[2].getType()) && elemTypeOf(operands[2]) != s.type)))
+      throw std::invalid_argument("LayerNormalization scale/bias must have X's type");
     if (type == "Softmax" || type == "LogSoftmax") {
       int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
       if (attrs.getInt("coerce_2d", 0)) {
@@ -339,7 +549,9 @@ void Lowering::lowerOp(Operation *op) {
     ElementwiseSpec spec;
     spec.expr = "a * b + c";
     spec.inputShapes = {x, chan, chan};
+    spec.inputTypes = {elemTypeOf(operands[0]), ElemType::F32, ElemType::F32};
     spec.outShape = outShape;
+    spec.outType = elemTypeOf(out);
     addLaunch(op, emitElementwise(spec), {operands[0], av, bv, out});
     return;
   }
@@ -398,6 +610,35 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, emitCopy(sliceCopy(x, st, steps, outShape, et)), {operands[0], out});
     return;
   }
+  if (type == "Pad") {
+    auto pads = constantValue(operands[1]);
+    if (!pads) throw std::invalid_argument("Pad pads must be constants");
+    Shape x = shapeOf(operands[0]);
+    size_t r = x.size();
+    std::vector<int64_t> axes;
+    if (!isa<NoneType>(operands[3].getType())) {
+      auto a = constantValue(operands[3]);
+      if (!a) throw std::invalid_argument("Pad axes must be constants");
+      for (int64_t v : a->toInts()) axes.push_back(ops::normalizeAxis(v, r));
+    } else {
+      for (size_t k = 0; k < r; ++k) axes.push_back(static_cast<int64_t>(k));
+    }
+    std::vector<int64_t> p = pads->toInts();
+    PadSpec s;
+    s.inShape = x;
+    s.before.assign(r, 0);
+    s.after.assign(r, 0);
+    for (size_t k = 0; k < axes.size(); ++k) s.before[axes[k]] = p.at(k), s.after[axes[k]] = p.at(k + axes.size());
+    s.mode = attrs.getString("mode", "constant");
+    if (!isa<NoneType>(operands[2].getType())) {
+      auto v = constantValue(operands[2]);
+      if (!v) throw std::invalid_argument("Pad constant_value must be a constant");
+      if (v->size() == 1) s.value = v->get(0);
+    }
+    s.type = et;
+    addLaunch(op, emitPad(s), {operands[0], out});
+    return;
+  }
   if (type == "Expand") {
     addLaunch(op, emitCopy(expandCopy(shapeOf(operands[0]), outShape, et)), {operands[0], out});
     return;
@@ -425,6 +666,8 @@ BuildResult Lowering::run() {
   desc_.kilnVersion = KILN_VERSION;
   desc_.arch = opts_.arch;
   desc_.sm = archNumber(opts_.arch);
+  desc_.route = opts_.route.canonical();
+  desc_.cudaGraph = opts_.route.get(kCudaGraph) == "on";
 
   // I/O table: arguments, then results.
   for (unsigned k = 0; k < body.getNumArguments(); ++k) {
@@ -455,9 +698,12 @@ BuildResult Lowering::run() {
       continue;
     }
     try {
-      lowerOp(op);
+      if (auto f = dyn_cast<FusedOp>(op)) lowerFused(f);
+      else lowerOp(op);
     } catch (const std::exception &e) {
-      errors_.push_back(describeOp(op) + ": " + e.what());
+      Operation *at = op;
+      if (auto f = dyn_cast<FusedOp>(op)) at = &f.getBody().front().front();
+      errors_.push_back(describeOp(at) + (isa<FusedOp>(op) ? " (kernel region)" : "") + ": " + e.what());
     }
   }
   if (!errors_.empty()) {

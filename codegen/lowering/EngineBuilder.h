@@ -1,9 +1,11 @@
-// kiln IR (after import and cleanup) → engine file: one kernel launch per op (fusion comes
-// later), arena offsets from the memory planner, weights packed 64-byte aligned, kernels compiled
-// with NVRTC (parallel, de-duplicated, cached), the result written in the runtime's format.
+// kiln IR (after the compile pipeline) → engine file: one kernel launch per kernel region
+// (kiln.fused) or remaining op, arena offsets from the memory planner, weights packed 64-byte
+// aligned, kernels compiled with NVRTC (parallel, de-duplicated, cached), the result written in
+// the runtime's format.
 #pragma once
 
 #include "codegen/nvrtc/CompileCache.h"
+#include "compiler/knobs/Knob.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -16,6 +18,7 @@ namespace kiln::codegen {
 
 struct BuildOptions {
   std::string arch = "sm_90";
+  knobs::Route route;  // codegen's knobs (tiles, pipeline depth, CUDA graphs); recorded in the engine
   CompileCacheOptions cache;
   unsigned jobs = 0;  // NVRTC workers; 0: all cores
   std::function<void(size_t done, size_t total)> progress;

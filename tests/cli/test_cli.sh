@@ -52,8 +52,18 @@ expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
 
 # compile / inspect (NVRTC, no GPU needed) and a corrupt engine.
 tmp=$(mktemp -d)
-expect 0 "wrote .*cbr.kiln .*for sm_90: 5 launches" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr.kiln" --compile-cache-dir "$tmp/cache"
-expect 0 "5 from cache, 0 compiled" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr2.kiln" --compile-cache-dir "$tmp/cache"
+expect 0 "wrote .*cbr.kiln .*for sm_90, route '': 3 launches" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr.kiln" --compile-cache-dir "$tmp/cache"
+expect 0 "3 from cache, 0 compiled" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr2.kiln" --compile-cache-dir "$tmp/cache"
+# Fusion knobs off: one launch per op again (Conv, BatchNorm, Relu, ...).
+expect 0 "route 'fusion.batchnorm=off;fusion.elementwise=off;fusion.epilogue=off': 5 launches" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr_unfused.kiln" --compile-cache-dir "$tmp/cache" --route 'fusion.epilogue=off;fusion.elementwise=off;fusion.batchnorm=off'
+expect 0 "route 'precision=fp16'" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr16.kiln" --compile-cache-dir "$tmp/cache" --precision fp16
+expect 0 "route: +precision=fp16" -- inspect "$tmp/cbr16.kiln"
+# Bad routes name the problem.
+expect 2 "unknown knob 'no.such.knob'" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'no.such.knob=1'
+expect 2 "knob 'precision' has no value 'fp64'" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'precision=fp64'
+expect 2 "route sets knob 'precision' twice" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'precision=fp16;precision=bf16'
+expect 2 "is not KNOB=VALUE" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'precision'
+expect 2 "contradicts the route" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'precision=bf16' --precision fp16
 if cmp -s "$tmp/cbr.kiln" "$tmp/cbr2.kiln"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: rebuilt engine is not byte-identical"; fi
 expect 0 "target: +sm_90" -- inspect "$tmp/cbr.kiln"
 expect 0 '"arena_bytes"' -- inspect "$tmp/cbr.kiln" --json

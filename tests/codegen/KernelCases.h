@@ -252,8 +252,7 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     s.strideH = st[0]; s.strideW = st[1];
     s.dilationH = dil[0]; s.dilationW = dil[1];
     s.padTop = pads[0]; s.padLeft = pads[1]; s.padBottom = pads[2]; s.padRight = pads[3];
-    s.hasBias = c.inputs.size() > 2;
-    s.relu = attr("fused_relu", "0") == "1";
+    s.epilogue = convBiasEpilogue(c.inputs.size() > 2, s.M, false, ElemType::F32, attr("fused_relu", "0") == "1");
     return {emitConv2d(s)};
   }
   if (op == "MaxPool" || op == "AveragePool") {

@@ -66,11 +66,12 @@ int bench() {
   {
     Conv2dSpec s;
     s.N = 32; s.C = 64; s.H = 56; s.W = 56; s.M = 64; s.KH = 3; s.KW = 3; s.padTop = s.padLeft = 1;
-    s.padBottom = s.padRight = 1; s.hasBias = true; s.relu = true;
+    s.padBottom = s.padRight = 1; s.epilogue = convBiasEpilogue(true, 64, false, ElemType::F32, true);
     bs.push_back({"conv_r50_3x3_64", emitConv2d(s), {32 * 64 * 56 * 56, 64 * 64 * 9, 64, 32 * 64 * 56 * 56},
                   2.0 * 32 * 64 * 56 * 56 * 64 * 9, 0});
     Conv2dSpec d = s;
     d.C = d.M = d.group = 144;
+    d.epilogue = convBiasEpilogue(true, 144, false, ElemType::F32, true);
     bs.push_back({"conv_mbv2_dw_144", emitConv2d(d), {32 * 144 * 56 * 56, 144 * 9, 144, 32 * 144 * 56 * 56},
                   2.0 * 32 * 144 * 56 * 56 * 9, 8.0 * 32 * 144 * 56 * 56});
   }

@@ -3,15 +3,21 @@
 // reference evaluator (double precision). Then time the engine: CUDA events after warm-up,
 // median of N runs, with min/p90.
 //
-//   kiln-gpu-check MODEL [--shapes ..] [--no-reference] [--reference-dir DIR] [--iterations N]
-//                  [--tolerance 1e-4]
+//   kiln-gpu-check MODEL [--shapes ..] [--route ROUTE] [--no-reference] [--reference-dir DIR]
+//                  [--iterations N] [--tolerance T] [--min-cos C]
+//
+// The engine is built with the route (default: the default route, fp32); the reference is the
+// model's own fp32 semantics (import + cleanup only). Per output: ‖kiln − ref‖/‖ref‖ ≤ T
+// (default 1e-4 for fp32 routes, 1e-2 for fp16/bf16), cosine ≥ C (default 0.999 for half
+// routes), no NaN where the reference has none, and for [batch, classes] outputs the top-1
+// agreement is printed.
 //
 // --reference-dir DIR takes the inputs and the expected outputs from DIR/input_K.bin and
 // DIR/output_K.bin (raw little-endian tensors in I/O order; bench/ort_reference.py writes them
 // with onnxruntime) instead of random inputs and the CPU evaluator.
 //
 // Exit: 0 agree, 1 disagree or failed, 77 no GPU (ctest reports a skip).
-#include "codegen/lowering/EngineBuilder.h"
+#include "codegen/lowering/ModelBuild.h"
 #include "compiler/eval/Evaluator.h"
 #include "compiler/importer/Importer.h"
 #include "compiler/ir/TensorConversion.h"
@@ -63,10 +69,10 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: kiln-gpu-check MODEL [--shapes S] [--no-reference] [--iterations N] [--tolerance T]\n");
     return 2;
   }
-  std::string model = argv[1], shapes, refDir;
+  std::string model = argv[1], shapes, refDir, routeText;
   bool reference = true;
   int iterations = 50;
-  double tolerance = 1e-4;
+  double tolerance = -1, minCos = -1;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--shapes" && i + 1 < argc) shapes = argv[++i];
@@ -74,6 +80,8 @@ int main(int argc, char **argv) {
     else if (a == "--reference-dir" && i + 1 < argc) refDir = argv[++i];
     else if (a == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
     else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
+    else if (a == "--min-cos" && i + 1 < argc) minCos = std::atof(argv[++i]);
+    else if (a == "--route" && i + 1 < argc) routeText = argv[++i];
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -85,6 +93,13 @@ int main(int argc, char **argv) {
     return 77;
   }
 
+  kiln::codegen::BuildOptions bo;
+  std::string routeError;
+  if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
+  const bool half = bo.route.get(*kiln::knobs::findKnob("precision")) != "fp32";
+  if (tolerance < 0) tolerance = half ? 1e-2 : 1e-4;
+  if (minCos < 0) minCos = half ? 0.999 : 0.0;
+  // The reference: the model's own semantics (import + cleanup, fp32).
   mlir::MLIRContext ctx;
   kiln::ImportOptions io;
   if (auto err = kiln::parseShapeOverrides(shapes, io.shapes); !err.empty()) return std::fprintf(stderr, "%s\n", err.c_str()), 2;
@@ -97,12 +112,13 @@ int main(int argc, char **argv) {
 
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  kiln::codegen::BuildOptions bo;
   bo.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
-  auto t0 = std::chrono::steady_clock::now();
-  kiln::codegen::BuildResult built = kiln::codegen::buildEngine(f, bo);
-  double buildSecs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!built.error.empty()) return std::fprintf(stderr, "build: %s\n", built.error.c_str()), 1;
+  mlir::MLIRContext buildCtx;
+  kiln::codegen::ModelBuild mb = kiln::codegen::buildModel(model, io, bo, buildCtx);
+  for (auto &r : mb.remarks) std::printf("  note: %s\n", r.c_str());
+  if (!mb.ok()) return std::fprintf(stderr, "build: %s\n", mb.error.c_str()), 1;
+  const kiln::codegen::BuildResult &built = mb.engine;
+  double buildSecs = mb.seconds;
 
   kiln_engine *engine = nullptr;
   if (kiln_status s = kiln_engine_load_from_memory(built.engine.data(), built.engine.size(), &engine)) return fail("load", s);
@@ -174,18 +190,35 @@ int main(int argc, char **argv) {
       std::vector<uint8_t> raw(w.size() * kiln::ops::byteSize(w.dtype));
       CUDA_OK(cudaMemcpy(raw.data(), buffers[i], raw.size(), cudaMemcpyDeviceToHost));
       kiln::ops::Tensor got = kiln::ops::tensorFromBytes(w.dtype, w.shape, raw.data(), raw.size());
-      double num = 0, den = 0, maxAbs = 0;
+      double num = 0, den = 0, maxAbs = 0, dot = 0, gg = 0;
       bool nan = false;
       for (int64_t k = 0; k < w.size(); ++k) {
         double g = got.get(k), e = w.get(k);
         nan |= std::isnan(g) != std::isnan(e);
         if (std::isnan(e)) continue;
         num += (g - e) * (g - e), den += e * e, maxAbs = std::max(maxAbs, std::fabs(g - e));
+        dot += g * e, gg += g * g;
       }
       double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-      bool ok = !nan && rel <= tolerance;
-      std::printf("  output %-20s rel_l2 %.3e  max_abs %.3e  %s (reference: %s, %.1f s)\n", kiln_engine_io_name(engine, i),
-                  rel, maxAbs, ok ? "ok" : "MISMATCH", refDir.empty() ? "CPU evaluator" : "files", refSecs);
+      double cosine = den > 0 && gg > 0 ? dot / std::sqrt(den * gg) : (num == 0 ? 1.0 : 0.0);
+      // Top-1 agreement for [batch, classes] outputs.
+      std::string top1;
+      if (w.shape.size() == 2 && w.shape[1] > 1 && w.isFloating()) {
+        int64_t agree = 0, rows = w.shape[0], cols = w.shape[1];
+        for (int64_t r = 0; r < rows; ++r) {
+          int64_t bg = 0, be = 0;
+          for (int64_t c = 1; c < cols; ++c) {
+            if (got.get(r * cols + c) > got.get(r * cols + bg)) bg = c;
+            if (w.get(r * cols + c) > w.get(r * cols + be)) be = c;
+          }
+          agree += bg == be;
+        }
+        top1 = "  top1 " + std::to_string(agree) + "/" + std::to_string(rows);
+      }
+      bool ok = !nan && rel <= tolerance && cosine >= minCos;
+      std::printf("  output %-20s rel_l2 %.3e  max_abs %.3e  cos %.6f%s  %s (reference: %s, %.1f s)\n",
+                  kiln_engine_io_name(engine, i), rel, maxAbs, cosine, top1.c_str(), ok ? "ok" : "MISMATCH",
+                  refDir.empty() ? "CPU evaluator" : "files", refSecs);
       if (!ok) rc = 1;
     }
   }
@@ -208,8 +241,8 @@ int main(int argc, char **argv) {
   }
   std::sort(ms.begin(), ms.end());
   if (!ms.empty())
-    std::printf("  latency median %.3f ms  min %.3f  p90 %.3f  (%d runs, fp32, one launch per op)\n", ms[ms.size() / 2],
-                ms.front(), ms[ms.size() * 9 / 10], iterations);
+    std::printf("  latency median %.3f ms  min %.3f  p90 %.3f  (%d runs, route '%s')\n", ms[ms.size() / 2],
+                ms.front(), ms[ms.size() * 9 / 10], iterations, bo.route.canonical().c_str());
   kiln_context_destroy(kctx);
   kiln_engine_destroy(engine);
   for (void *d : buffers) cudaFree(d);

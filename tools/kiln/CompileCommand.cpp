@@ -1,6 +1,7 @@
-// `kiln compile model.onnx -o model.kiln [--arch sm_90]`: import, clean up, lower every op to a
-// CUDA kernel, compile with NVRTC and write the engine. Needs no GPU.
-#include "codegen/lowering/EngineBuilder.h"
+// `kiln compile model.onnx -o model.kiln [--arch sm_90] [--precision fp16] [--route ROUTE]`:
+// import, run the compile pipeline for the route, generate and compile the kernels with NVRTC and
+// write the engine. Needs no GPU.
+#include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "tools/kiln/Commands.h"
@@ -51,7 +52,11 @@ Runner addCompileCommand(CLI::App &app) {
   auto cacheDir = std::make_shared<std::string>();
   auto jobs = std::make_shared<unsigned>(0);
   auto json = std::make_shared<bool>(false);
+  auto routeText = std::make_shared<std::string>();
+  auto precision = std::make_shared<std::string>();
   opts->add(*cmd);
+  cmd->add_option("--route", *routeText, "Build route: KNOB=VALUE;... (`kiln knobs` lists the knobs)");
+  cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (fp32, fp16, bf16)");
   cmd->add_option("-o,--output", *out, "Engine file to write")->required();
   cmd->add_option("--arch", *arch, "Target GPU architecture (sm_75 ... sm_121)")->capture_default_str();
   cmd->add_flag("--no-compile-cache", *noCache, "Compile every kernel, bypassing the on-disk NVRTC cache");
@@ -65,28 +70,31 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     auto t0 = std::chrono::steady_clock::now();
-    mlir::MLIRContext ctx;
-    LoadedModel m = loadModel(*opts, ctx);
-    if (!m.ok()) return 2;
-    if (!m.import.unsupported.empty()) {
-      std::cerr << "kiln: error: " << opts->model << " has unsupported ops:\n";
-      for (auto &u : m.import.unsupported) std::cerr << "  " << u << "\n";
+    codegen::BuildOptions bo;
+    std::string err;
+    if (!parseRoute(*routeText, *precision, bo.route, err)) {
+      std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
-    codegen::BuildOptions bo;
     bo.arch = *arch;
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;
     bo.jobs = *jobs;
     if (!*json) bo.progress = codegen::terminalProgress();
-    auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
-    codegen::BuildResult r = codegen::buildEngine(f, bo);
-    if (!r.error.empty()) {
-      std::cerr << "kiln: error: " << opts->model << ": " << r.error;
-      if (r.error.back() != '\n') std::cerr << "\n";
+    ImportOptions io;
+    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
+      std::cerr << "kiln: error: " << e << "\n";
       return 2;
     }
-    std::string err;
+    mlir::MLIRContext ctx;
+    codegen::ModelBuild m = codegen::buildModel(opts->model, io, bo, ctx);
+    for (auto &r : m.remarks) std::cerr << "kiln: note: " << r << "\n";
+    if (!m.ok()) {
+      std::cerr << "kiln: error: " << opts->model << ": " << m.error;
+      if (m.error.back() != '\n') std::cerr << "\n";
+      return 2;
+    }
+    const codegen::BuildResult &r = m.engine;
     if (!writeFileAtomically(*out, r.engine, err)) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
@@ -94,15 +102,15 @@ Runner addCompileCommand(CLI::App &app) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const codegen::BuildStats &s = r.stats;
     if (*json) {
-      nlohmann::json j = {{"engine", *out}, {"bytes", r.engine.size()}, {"arch", *arch},
+      nlohmann::json j = {{"engine", *out}, {"bytes", r.engine.size()}, {"arch", *arch}, {"route", bo.route.canonical()},
                           {"launches", s.launches}, {"kernels", s.uniqueKernels}, {"cache_hits", s.cacheHits},
                           {"compiled", s.compiled}, {"arena_bytes", s.arenaBytes}, {"weights_bytes", s.weightsBytes},
                           {"compile_seconds", s.compileSeconds}, {"total_seconds", secs}};
       std::cout << j.dump(2) << "\n";
     } else {
-      std::printf("wrote %s (%s) for %s: %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
+      std::printf("wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
                   "arena %s, weights %s, %.1f s in all\n",
-                  out->c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), s.launches, s.uniqueKernels,
+                  out->c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), bo.route.canonical().c_str(), s.launches, s.uniqueKernels,
                   s.cacheHits, s.compiled, s.compileSeconds, humanBytes(s.arenaBytes).c_str(),
                   humanBytes(s.weightsBytes).c_str(), secs);
     }

@@ -46,6 +46,25 @@ LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cle
   return m;
 }
 
+bool parseRoute(const std::string &route, const std::string &precision, knobs::Route &out, std::string &error) {
+  if (!knobs::Route::parse(route, &out, &error)) {
+    error = "--route: " + error;
+    return false;
+  }
+  if (precision.empty()) return true;
+  const knobs::KnobDef *p = knobs::findKnob("precision");
+  if (route.find("precision") != std::string::npos && out.values().count("precision") &&
+      out.get(*p) != precision) {
+    error = "--precision " + precision + " contradicts the route's precision=" + out.get(*p);
+    return false;
+  }
+  if (!out.set("precision", precision, &error)) {
+    error = "--precision: " + error;
+    return false;
+  }
+  return true;
+}
+
 std::string humanBytes(int64_t b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(b);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "compiler/importer/Importer.h"
+#include "compiler/knobs/Knob.h"
 #include "tools/kiln/Commands.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -16,6 +17,10 @@ struct LoadedModel {
 
 // On failure prints "kiln: error: ..." to stderr and returns a result with !ok().
 LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cleanup = true);
+
+// The build route of --route and --precision (a shorthand for the precision knob; it may not
+// contradict the route). False with an error message on a bad route.
+bool parseRoute(const std::string &route, const std::string &precision, knobs::Route &out, std::string &error);
 
 std::string humanBytes(int64_t b);
 std::string humanCount(double v);  // 1.2 G, 340 M

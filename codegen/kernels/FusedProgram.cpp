@@ -1,0 +1,76 @@
+#include "codegen/kernels/FusedProgram.h"
+
+#include "codegen/kernels/Elementwise.h"
+#include "codegen/kernels/KernelUtil.h"
+
+#include <stdexcept>
+
+namespace kiln::codegen {
+
+using namespace kernels;
+
+std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType storage) {
+  p_.inputShapes.push_back(shape);
+  p_.inputTypes.push_back(storage);
+  return "x" + std::to_string(p_.inputShapes.size() - 1);
+}
+
+std::string ProgramBuilder::literal(double v, ElemType t) {
+  if (isFloatType(t)) return floatLiteral(static_cast<float>(v));
+  if (t == ElemType::Bool) return v != 0 ? "true" : "false";
+  if (t == ElemType::I32) return "(" + std::to_string(static_cast<int64_t>(v)) + ")";
+  return "(" + intLiteral(static_cast<int64_t>(v)) + ")";
+}
+
+std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std::string> &args) {
+  if (args.size() != op.inputTypes.size())
+    throw std::invalid_argument("fused program: op takes " + std::to_string(op.inputTypes.size()) + " inputs, got " +
+                                std::to_string(args.size()));
+  static const char *vars[] = {"a", "b", "c"};
+  if (args.size() > 3) throw std::invalid_argument("fused program: ops take at most 3 inputs");
+  std::string t = "t" + std::to_string(temps_++);
+  std::string ct = computeTypeName(op.outType);
+  std::string s = ct + " " + t + "; { ";
+  for (size_t k = 0; k < args.size(); ++k)
+    s += std::string("const ") + computeTypeName(op.inputTypes[k]) + " " + vars[k] + " = " + args[k] + "; ";
+  s += t + " = (" + ct + ")(" + op.expr + "); }";
+  p_.body.push_back(s);
+  p_.result = t;
+  return t;
+}
+
+void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape) {
+  if (p.inputTypes.size() != p.inputShapes.size()) throw std::invalid_argument("fused program: one type per input");
+  for (auto &s : p.inputShapes) (void)broadcastStrides(s, outShape);
+  if (p.result.empty()) throw std::invalid_argument("fused program: no result");
+}
+
+std::string programParams(const FusedProgram &p, const std::string &param) {
+  std::string s;
+  for (size_t k = 0; k < p.numInputs(); ++k)
+    s += std::string("const ") + storageTypeName(p.inputTypes[k]) + "* __restrict__ " + param + std::to_string(k) + ", ";
+  return s;
+}
+
+std::string programElementCode(const FusedProgram &p, const std::vector<int64_t> &outShape, ElemType outType,
+                               const std::string &idx, const std::string &linear, const std::string &param,
+                               const std::string &outRef) {
+  std::string code;
+  if (p.numInputs()) {
+    StridedSpace space;
+    space.dims = outShape;
+    for (auto &s : p.inputShapes) space.strides.push_back(broadcastStrides(s, outShape));
+    space = coalesce(space);
+    std::vector<std::string> names;
+    for (size_t k = 0; k < p.numInputs(); ++k) names.push_back("o" + std::to_string(k));
+    code += offsetCode(space, names, idx, linear);
+    for (size_t k = 0; k < p.numInputs(); ++k)
+      code += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) + " = kiln_ld(" +
+              param + std::to_string(k) + "[o" + std::to_string(k) + "]);\n";
+  }
+  for (auto &s : p.body) code += "    " + s + "\n";
+  code += "    " + outRef + " = " + storeExpr(outType, p.result) + ";\n";
+  return code;
+}
+
+}  // namespace kiln::codegen

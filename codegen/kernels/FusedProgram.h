@@ -1,0 +1,58 @@
+// A fused elementwise computation: what an elementwise kernel computes per output element, and
+// what a matrix product or convolution applies to each accumulator as it stores it (epilogue).
+//
+// Inputs are kernel parameters, each broadcast (numpy rules) to the output shape and loaded into
+// `x<k>` in its compute type (float for every float storage). The body is statements over the
+// inputs, earlier temporaries and — in epilogues — `acc`, the product's float value; `result`
+// is the expression stored (converted to the output's storage type).
+#pragma once
+
+#include "codegen/KernelSpec.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct ElementwiseOp;  // Elementwise.h
+
+struct FusedProgram {
+  std::vector<std::vector<int64_t>> inputShapes;
+  std::vector<ElemType> inputTypes;  // storage types
+  std::vector<std::string> body;
+  std::string result;
+  size_t numInputs() const { return inputShapes.size(); }
+};
+
+// Appends statements to a program: inputs, literals and op applications.
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(FusedProgram &p) : p_(p) {}
+  // A new input parameter; returns its variable ("x3").
+  std::string input(const std::vector<int64_t> &shape, ElemType storage);
+  // A compile-time constant of compute type `t`, as a literal.
+  static std::string literal(double v, ElemType t);
+  // `op` applied to variables `args` (in op-input order); returns the new temporary ("t5").
+  std::string apply(const ElementwiseOp &op, const std::vector<std::string> &args);
+
+ private:
+  FusedProgram &p_;
+  int temps_ = 0;
+};
+
+// CUDA statements for one output element with linear index `linear` (type `idx`) of
+// `outShape`: loads of every input from parameters `<param>0, <param>1, …` at their broadcast
+// offsets, the body, and the store `<outRef> = result` in `outType`.
+std::string programElementCode(const FusedProgram &p, const std::vector<int64_t> &outShape, ElemType outType,
+                               const std::string &idx, const std::string &linear, const std::string &param,
+                               const std::string &outRef);
+
+// The kernel parameter declarations of the inputs ("const kiln_half* __restrict__ e0, ...",
+// each followed by ", ").
+std::string programParams(const FusedProgram &p, const std::string &param);
+
+// Throws std::invalid_argument if an input does not broadcast to `outShape`.
+void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape);
+
+}  // namespace kiln::codegen

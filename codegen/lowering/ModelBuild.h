@@ -1,0 +1,33 @@
+// ONNX model → engine bytes for one build route: import, the compile pipeline (passes), code
+// generation. The one path that `kiln compile`, `kiln tune` and the GPU checks build through.
+#pragma once
+
+#include "codegen/lowering/EngineBuilder.h"
+#include "compiler/importer/Importer.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct ModelBuild {
+  ImportResult import;                // the module after the pipeline ran
+  std::vector<std::string> remarks;   // what passes report (e.g. nodes kept in fp32)
+  std::string error;                  // non-empty on failure (import, pipeline or codegen)
+  BuildResult engine;                 // engine bytes and stats, when error is empty
+  double seconds = 0;
+  bool ok() const { return error.empty(); }
+};
+
+// Imports `path` (with shape overrides), runs buildCompilePipeline for `options.route`, and
+// builds the engine. Unsupported ops are an error listing every one of them.
+ModelBuild buildModel(const std::string &path, const ImportOptions &importOptions, const BuildOptions &options,
+                      mlir::MLIRContext &ctx);
+
+// Import and pipeline only (for `kiln plan`, dry runs and pass tests): no code generation.
+ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
+                      mlir::MLIRContext &ctx);
+
+}  // namespace kiln::codegen
