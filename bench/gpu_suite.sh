@@ -1,30 +1,88 @@
 #!/usr/bin/env bash
-# Everything that needs the GPU, in one call (the device time is short): the zoo is generated
-# with the host's PyTorch, then every check writes its log under $OUT.
-#   bash bench/gpu_suite.sh            (from the repo root, with build/bin carried)
+# Everything that needs the GPU, in as few device calls as possible (device time is short).
+#
+#   bash bench/gpu_suite.sh check   # correctness: kernel cases, tiny and case models over many
+#                                   # routes, the zoo in fp32 and fp16 against onnxruntime, C API
+#   bash bench/gpu_suite.sh bench   # side-by-side latency: kiln vs PyTorch (bench/torch_baselines.py)
+#
+# Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
+# build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
+# its PyTorch (models/make_zoo.py). Logs and a summary go to $OUT.
 set -u
+mode=${1:-check}
 OUT=${OUT:-/tmp/kiln-gpu-out}
 mkdir -p "$OUT"
-bin=build/bin
+bin=${KILN_BIN:-build/bin}
+cases=${KILN_CASES:-build/models/cases}
+zoo=${KILN_ZOO:-/tmp/zoo}
 export PYTHONUNBUFFERED=1
+summary="$OUT/summary.txt"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; git log -1 --format=%H 2>/dev/null; date -u; } > "$OUT/host.txt" 2>&1
-python3 models/make_zoo.py --out /tmp/zoo --no-check > "$OUT/zoo.log" 2>&1 || echo "zoo generation failed" >> "$OUT/summary.txt"
-run() {  # name, command...: log to $OUT/name.log, one summary line per check
+
+# One check: log to $OUT/logs/NAME.log, one summary line.
+mkdir -p "$OUT/logs"
+run() {
   local name=$1; shift
-  timeout 300 "$@" > "$OUT/$name.log" 2>&1
-  echo "$name rc=$? | $(grep -E 'rel_l2|latency|skipped|failed|error|passed|FAIL|output' "$OUT/$name.log" | tr '\n' '|' | cut -c1-400)" >> "$OUT/summary.txt"
+  timeout "${KILN_TIMEOUT:-300}" "$@" > "$OUT/logs/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
+  return $rc
 }
-for m in mlp conv_bn_relu opset11_mix shape_chain; do run "tiny_$m" $bin/kiln-gpu-check models/tiny/$m.onnxtxt --iterations 20; done
-# Every emitted kernel case against onnxruntime (NVRTC + driver through ctypes).
-$bin/kiln-kernel-cases-dump > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
-[ -x $bin/kiln-make-test-engine ] && $bin/kiln-make-test-engine /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test $bin/kiln-c-api-test /tmp/axpb.kiln
-# The README's C example on an engine that `kiln compile` built here.
-$bin/kiln compile /tmp/zoo/resnet18.onnx -o /tmp/resnet18.kiln > "$OUT/compile_resnet18.log" 2>&1 && run c_example $bin/kiln-example /tmp/resnet18.kiln
-# fp32 accuracy against the CPU reference (double), then latency.
-for m in resnet18 resnet50 mobilenetv2_b32; do run "zoo_$m" $bin/kiln-gpu-check /tmp/zoo/$m.onnx --iterations 30; done
-# The larger models against onnxruntime (CPU, fp32; the CPU evaluator is too slow for them).
-for m in resnet50_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512; do
-  python3 bench/ort_reference.py /tmp/zoo/$m.onnx /tmp/ref_$m > "$OUT/ort_$m.log" 2>&1
-  run "zoo_$m" $bin/kiln-gpu-check /tmp/zoo/$m.onnx --reference-dir /tmp/ref_$m --iterations 20
-done
-cat "$OUT/summary.txt"
+
+zoo_models="resnet50 resnet50_b32 mobilenetv2_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512"
+make_zoo() {  # in the background while other checks run
+  if [ ! -f "$zoo/gpt2_small_s512.onnx" ]; then
+    python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing > "$OUT/logs/zoo.log" 2>&1
+  fi
+  for m in $zoo_models; do
+    [ -f "$zoo/ref_$m/output_0.bin" ] || python3 bench/ort_reference.py "$zoo/$m.onnx" "$zoo/ref_$m" >> "$OUT/logs/zoo.log" 2>&1
+  done
+  touch "$zoo/.ready"
+}
+
+if [ "$mode" = check ]; then
+  : > "$summary"
+  mkdir -p "$zoo"; rm -f "$zoo/.ready"
+  make_zoo &
+  # Every case model over routes that exercise each kernel family, against the CPU evaluator.
+  routes=("" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "precision=fp16;layout.conv=nchw"
+          "layout.conv=nhwc;gemm.tactic=cublaslt" "precision=fp16;gemm.tactic=kiln;gemm.tile=128x256;gemm.stages=2"
+          "precision=fp16;gemm.tactic=kiln;gemm.tile=64x64;gemm.stages=4"
+          "fusion.epilogue=off;fusion.elementwise=off;fusion.transpose=off")
+  for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
+           models/tiny/shape_chain.onnxtxt "$cases"/*.onnx; do
+    stem=$(basename "$m"); stem=${stem%%.*}
+    for r in "${routes[@]}"; do
+      run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
+    done
+  done
+  # The CLI on the GPU: run (random inputs, outputs written), check against the CPU evaluator and
+  # against the written outputs.
+  "$bin/kiln" compile "$cases/convnet.onnx" -o /tmp/convnet.kiln --precision fp16 > /dev/null 2>&1
+  run cli_run "$bin/kiln" run /tmp/convnet.kiln --iterations 50 --outputs /tmp/convnet_out.npz --profile
+  run cli_check_onnx "$bin/kiln" check /tmp/convnet.kiln --onnx "$cases/convnet.onnx"
+  run cli_check_ref "$bin/kiln" check /tmp/convnet.kiln --reference /tmp/convnet_out.npz
+  # Every emitted kernel case against onnxruntime (NVRTC + the driver through ctypes).
+  "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+  "$bin/kiln-make-test-engine" /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test "$bin/kiln-c-api-test" /tmp/axpb.kiln
+  wait
+  # The zoo: fp32 and fp16 against onnxruntime fp32 (fp16: rel L2 <= 1e-2, cos >= 0.999).
+  for m in $zoo_models; do
+    for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln"; do
+      run "zoo_${m}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --reference-dir "$zoo/ref_$m" --route "$r" \
+        --iterations 20 ${KILN_PROFILE:+--profile}
+    done
+  done
+  "$bin/kiln" compile "$zoo/resnet50.onnx" -o /tmp/resnet50.kiln --precision fp16 > "$OUT/logs/compile_resnet50.log" 2>&1 &&
+    run c_example "$bin/kiln-example" /tmp/resnet50.kiln
+fi
+
+if [ "$mode" = bench ]; then
+  [ -f "$zoo/.ready" ] || make_zoo
+  python3 bench/torch_baselines.py --out "$OUT/torch_baselines.json" --time-budget "${TORCH_BUDGET:-420}" \
+    > "$OUT/logs/torch.log" 2>&1
+  for m in $zoo_models; do
+    run "bench_${m}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --no-reference --route "${KILN_BENCH_ROUTE:-precision=fp16}" --iterations 200
+  done
+fi
+cat "$summary"

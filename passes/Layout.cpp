@@ -35,18 +35,43 @@ bool isHalf(Type t) {
   return e.isF16() || e.isBF16();
 }
 
+// Half-precision tensor-core convolutions read 8 channels (16 bytes) at a time: an input with
+// fewer or an odd number of channels (an RGB image) is zero-padded to a multiple of 8, and the
+// weights with it, which leaves the result unchanged. Returns false when W is not a constant.
+bool padChannels(Value &xt, Value &w, OpBuilder &b, Location loc) {
+  auto wt = constantValue(w, int64_t(1) << 26);
+  if (!wt || wt->rank() != 4) return false;
+  int64_t C = wt->shape[1], C8 = (C + 7) / 8 * 8;
+  ops::Tensor pads(ops::DType::I64, {8});
+  pads.setInt(7, C8 - C);
+  Value none = b.create<NoneOp>(loc).getResult();
+  std::string err;
+  Operation *p = createInferred(b, loc, "kiln.pad", {xt, createConstant(b, loc, pads), none, none},
+                                {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
+  if (!p) return false;
+  ops::Tensor w8(wt->dtype, {wt->shape[0], C8, wt->shape[2], wt->shape[3]});
+  int64_t plane = wt->shape[2] * wt->shape[3];
+  for (int64_t m = 0; m < wt->shape[0]; ++m)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t k = 0; k < plane; ++k) w8.f[(m * C8 + c) * plane + k] = wt->f[(m * C + c) * plane + k];
+  xt = p->getResult(0);
+  w = createConstant(b, loc, w8);
+  return true;
+}
+
 // Wraps a 2-D Conv: Transpose → ConvNhwc → Transpose.
 bool wrapConv(ConvOp conv, OpBuilder &b) {
   if (cast<RankedTensorType>(conv.getX().getType()).getRank() != 4) return false;
   b.setInsertionPoint(conv);
   Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
+  Value w = conv.getW();
+  int64_t C = cast<RankedTensorType>(conv.getX().getType()).getDimSize(1);
+  if (isHalf(conv.getX().getType()) && C % 8 != 0 && attrsFromOp(conv).getInt("group", 1) == 1)
+    padChannels(xt, w, b, conv.getLoc());
   std::string err;
-  Operation *n = createInferred(b, conv.getLoc(), "kiln.conv_nhwc", {xt, conv.getW(), conv.getB()},
+  Operation *n = createInferred(b, conv.getLoc(), "kiln.conv_nhwc", {xt, w, conv.getB()},
                                 conv->getAttrs(), &err);
-  if (!n) {
-    xt.getDefiningOp()->erase();
-    return false;
-  }
+  if (!n) return false;  // the transpose (and pad) left behind are dead and erased later
   Value y = createTranspose(b, conv.getLoc(), n->getResult(0), kToNchw);
   conv.getResult().replaceAllUsesWith(y);
   conv->erase();

@@ -69,7 +69,6 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   std::string src = "// kiln elementwise: " + std::to_string(n) + " inputs, " + std::to_string(p.body.size()) +
                     " statements, out " + storageTypeName(spec.outType) + "\n";
   src += kDevicePrelude;
-  src += "template <class T, int W> struct __align__(sizeof(T) * W) kiln_vec { T v[W]; };\n";
   src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") KILN_ENTRY(" +
          programParams(p, "in") + storageTypeName(spec.outType) + "* __restrict__ out) {\n";
   src += "  const " + idx + " n = " + std::to_string(total) + ";\n";

@@ -130,6 +130,8 @@ template <> __device__ __forceinline__ kiln_bf16 kiln_st<kiln_bf16>(float v) {
   h.x = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   return h;
 }
+// W elements of T as one aligned access (16 bytes at most for a single load or store).
+template <class T, int W> struct __align__(sizeof(T) * W) kiln_vec { T v[W]; };
 KILN_DEV float kiln_round_f16(float v) { return kiln_ld(kiln_st<kiln_half>(v)); }
 KILN_DEV float kiln_round_bf16(float v) { return kiln_ld(kiln_st<kiln_bf16>(v)); }
 )CUDA";

@@ -34,6 +34,10 @@ KILN_KNOB(kGemmTile, {"gemm.tile", {"auto", "256x128", "128x256", "128x128", "12
 KILN_KNOB(kGemmStages, {"gemm.stages", {"auto", "2", "3", "4"}, "auto",
                         "Depth of the cp.async pipeline of tensor-core matrix products", knobs::Tier::Full,
                         "codegen/lowering/EngineBuilder.cpp"});
+KILN_KNOB(kGemmTactic, {"gemm.tactic", {"auto", "kiln", "cublaslt"}, "auto",
+                        "Who computes matrix products: kiln's kernels or cuBLASLt (bias/ReLU/residual/scale "
+                        "epilogues only); auto: cuBLASLt for fp16/bf16 products it can take, else kiln",
+                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tactic", {"MatMul", "Gemm"}});
 KILN_KNOB(kCudaGraph, {"runtime.cuda_graph", {"on", "off"}, "on",
                        "Replay an engine's launches as one CUDA graph (recorded in the engine, read by the runtime)",
                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp"});
@@ -114,6 +118,9 @@ bool isAlias(Operation *op) {
 // One launch: a kernel and the values bound to its pointer parameters, in order.
 struct PendingLaunch {
   KernelLaunch kernel;
+  // A library GEMM instead of a kernel: its buffers are params {A, B, [C], [bias], D}.
+  bool library = false;
+  rt::GemmCall gemm;
   std::vector<Value> params;
   std::vector<int64_t> paramOffsets;  // extra byte offset per param (Split/Concat write into a part)
   std::string node;
@@ -172,6 +179,9 @@ class Lowering {
   // constant in the IR so it is placed like any other weight.
   Value repacked(Value weights, const Shape &perm, const Shape &newShape);
   std::string tileFor(Operation *op) { return opts_.route.get(kGemmTile, nodeName(op)); }
+  // The product and its chain as one cuBLASLt call, when the knob allows and cuBLASLt can
+  // express the chain (scale, bias, residual add, ReLU, a final cast to fp32). False: use kiln.
+  bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec);
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
   rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
   Value root(Value v) {
@@ -221,7 +231,12 @@ void Lowering::addLaunch(Operation *op, KernelLaunch k, std::vector<Value> param
     throw std::logic_error("kernel " + k.entry + " takes " + std::to_string(k.numParams) + " pointers, got " +
                            std::to_string(params.size()));
   offsets.resize(params.size(), 0);
-  launches_.push_back({std::move(k), std::move(params), std::move(offsets), nodeName(op)});
+  PendingLaunch p;
+  p.kernel = std::move(k);
+  p.params = std::move(params);
+  p.paramOffsets = std::move(offsets);
+  p.node = nodeName(op);
+  launches_.push_back(std::move(p));
 }
 
 Value Lowering::addWeights(const std::vector<float> &vals, Operation *at) {
@@ -347,7 +362,17 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     }
     spec.type = inType;
     if (elemTypeOf(operands[1]) != inType) throw std::invalid_argument("matrix product operands of different types");
+    // Tensor cores read B best k-contiguous ([N, K], ldmatrix without .trans): constant [K, N]
+    // weights are repacked once at build time.
+    Shape bShape = shapeOf(operands[1]);
+    if ((inType == ElemType::F16 || inType == ElemType::BF16) && bShape.size() == 2 && spec.b.colStride == 1 &&
+        spec.K % 8 == 0 && outer(operands[1]).getDefiningOp<ConstantOp>()) {
+      params[1] = repacked(operands[1], {1, 0}, {bShape[1], bShape[0]});
+      spec.b.rowStride = 1;
+      spec.b.colStride = spec.K;
+    }
     spec.outType = outType;
+    if (tryLibraryGemm(anchor, chain, result, spec)) return;
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(anchor);
@@ -379,7 +404,11 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     ConvGeometry g;
     g.N = s.N, g.H = s.H, g.W = s.W, g.C = s.C, g.KH = s.KH, g.KW = s.KW, g.strideH = s.strideH, g.strideW = s.strideW;
     g.padTop = s.padTop, g.padLeft = s.padLeft, g.dilationH = s.dilationH, g.dilationW = s.dilationW, g.OH = s.OH, g.OW = s.OW;
-    spec.conv = g;
+    // A 1x1, stride-1, unpadded convolution reads the image as a plain [N·H·W, C] matrix.
+    if (!(s.KH == 1 && s.KW == 1 && s.strideH == 1 && s.strideW == 1 && s.padTop == 0 && s.padLeft == 0))
+      spec.conv = g;
+    else
+      spec.a.rowStride = s.C, spec.a.colStride = 1;
     spec.M = s.N * s.OH * s.OW;
     spec.N = s.M;
     spec.K = s.KH * s.KW * s.C;
@@ -398,6 +427,89 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   // Grouped / depthwise: weights as [KH][KW][C/group][M].
   params[1] = repacked(operands[1], {2, 3, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M});
   addLaunch(anchor, emitConv2dNhwc(s), params);
+}
+
+bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec) {
+  std::string tactic = opts_.route.get(kGemmTactic, nodeName(anchor));
+  ElemType in = spec.type, out = elemTypeOf(result);
+  bool half = in == ElemType::F16 || in == ElemType::BF16;
+  if (tactic == "kiln" || (tactic == "auto" && !half)) return false;
+  if (!half && in != ElemType::F32) return false;
+  if (out != in && out != ElemType::F32) return false;
+  // Operand views: one unit stride each (cuBLASLt's op N / op T).
+  const MatrixView &a = spec.a, &b = spec.b;
+  bool aK = a.colStride == 1 && a.rowStride >= spec.K, aM = !aK && a.rowStride == 1 && a.colStride >= spec.M;
+  bool bN = b.colStride == 1 && b.rowStride >= spec.N, bK = !bN && b.rowStride == 1 && b.colStride >= spec.K;
+  if (!(aK || aM) || !(bN || bK)) return false;
+  // The batch dims must be one uniform stride per operand.
+  int64_t nbatch = 1;
+  for (int64_t d : spec.batchShape) nbatch *= d;
+  int64_t strideA = 0, strideB = 0;
+  if (nbatch > 1) {
+    auto uniform = [&](const std::vector<int64_t> &st, int64_t &unit) {
+      size_t r = spec.batchShape.size();
+      unit = st[r - 1];
+      int64_t span = 1;
+      for (size_t d = r; d-- > 0;) {
+        if (spec.batchShape[d] != 1 && st[d] != unit * span) return false;
+        span *= spec.batchShape[d];
+      }
+      return true;
+    };
+    if (!uniform(a.batchStrides, strideA) || !uniform(b.batchStrides, strideB)) return false;
+  }
+  // The chain: scale, then bias and residual adds, then ReLU, then a cast to fp32 (no C then).
+  Value v = anchor->getResult(0), bias, residual;
+  float alpha = 1.f;
+  bool relu = false, toF32 = false;
+  Shape outShape = shapeOf(result);
+  for (Operation *op : chain) {
+    std::string type = cast<ShapeInferenceOpInterface>(op).getOnnxOpType().str();
+    if (toF32) return false;
+    Value other;
+    if (op->getNumOperands() == 2) other = op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(1) == v ? op->getOperand(0) : Value();
+    if ((type == "Mul" || type == "Div") && other && op->getOperand(0) == v && !bias && !residual && !relu) {
+      auto c = constantValue(outer(other));
+      if (!c || c->size() != 1) return false;
+      alpha = type == "Mul" ? alpha * float(c->get(0)) : alpha / float(c->get(0));
+    } else if (type == "Add" && other && !relu) {
+      Shape os = shapeOf(other);
+      int64_t n = 1;
+      for (int64_t d : os) n *= d;
+      if (!bias && n == spec.N && !os.empty() && os.back() == spec.N && elemTypeOf(other) == out) bias = other;
+      else if (!residual && os == outShape && elemTypeOf(other) == out) residual = other;
+      else return false;
+    } else if (type == "Relu" && !relu) {
+      relu = true;
+    } else if (type == "Cast" && attrsFromOp(op).getInt("to", 0) == 1 && op == chain.back() && !bias && !residual) {
+      toF32 = true;
+    } else {
+      return false;
+    }
+    v = op->getResult(0);
+  }
+  if (in != out && !toF32) return false;
+  PendingLaunch p;
+  p.library = true;
+  rt::GemmCall &g = p.gemm;
+  g.abType = static_cast<int32_t>(in == ElemType::F16 ? ops::DType::F16 : in == ElemType::BF16 ? ops::DType::BF16 : ops::DType::F32);
+  g.cdType = static_cast<int32_t>(out == ElemType::F16 ? ops::DType::F16 : out == ElemType::BF16 ? ops::DType::BF16 : ops::DType::F32);
+  // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our B, its B our A.
+  g.m = spec.N, g.n = spec.M, g.k = spec.K;
+  g.transA = !bN, g.lda = bN ? b.rowStride : b.colStride;
+  g.transB = !aK, g.ldb = aK ? a.rowStride : a.colStride;
+  g.ldc = spec.N;
+  g.batch = nbatch, g.strideA = strideB, g.strideB = strideA, g.strideC = spec.M * spec.N;
+  g.alpha = alpha, g.beta = residual ? 1.f : 0.f;
+  g.epilogue = (bias ? rt::GemmCall::Bias : 0) | (relu ? rt::GemmCall::Relu : 0);
+  p.params = {outer(anchor->getOperand(1)), outer(anchor->getOperand(0))};
+  if (residual) p.params.push_back(outer(residual));
+  if (bias) p.params.push_back(outer(bias));
+  p.params.push_back(result);
+  p.paramOffsets.assign(p.params.size(), 0);
+  p.node = nodeName(anchor);
+  launches_.push_back(std::move(p));
+  return true;
 }
 
 void Lowering::lowerFused(FusedOp f) {
@@ -752,7 +864,9 @@ BuildResult Lowering::run() {
 
   // Compile the unique kernels.
   std::vector<KernelLaunch> kernels;
-  for (auto &l : launches_) kernels.push_back(l.kernel);
+  std::vector<size_t> kernelIndex(launches_.size(), 0);  // launch → its index among kernel launches
+  for (size_t i = 0; i < launches_.size(); ++i)
+    if (!launches_[i].library) kernelIndex[i] = kernels.size(), kernels.push_back(launches_[i].kernel);
   CompileCache cache(opts_.cache);
   CompilePoolOptions po;
   po.arch = opts_.arch;
@@ -770,14 +884,30 @@ BuildResult Lowering::run() {
     m.cubin.assign(k.output.cubin.begin(), k.output.cubin.end());
     m.ptx = k.output.ptx;
     while (!m.ptx.empty() && m.ptx.back() == '\0') m.ptx.pop_back();
-    desc_.kernels.push_back({static_cast<int32_t>(desc_.modules.size()), k.entry, launches_[k.firstLaunch].node});
+    std::string node;
+    for (size_t i = 0; i < launches_.size(); ++i)
+      if (!launches_[i].library && kernelIndex[i] == k.firstLaunch) node = launches_[i].node;
+    desc_.kernels.push_back({static_cast<int32_t>(desc_.modules.size()), k.entry, node});
     desc_.modules.push_back(std::move(m));
   }
   for (size_t i = 0; i < launches_.size(); ++i) {
     const PendingLaunch &p = launches_[i];
     rt::Launch l;
+    l.node = p.node;
+    if (p.library) {
+      l.kind = rt::Launch::Kind::Gemm;
+      l.gemm = p.gemm;
+      size_t k = 0;
+      l.gemm.a = bufferOf(p.params[k++]);
+      l.gemm.b = bufferOf(p.params[k++]);
+      if (p.gemm.beta != 0.f) l.gemm.c = bufferOf(p.params[k++]);
+      if (p.gemm.epilogue & rt::GemmCall::Bias) l.gemm.bias = bufferOf(p.params[k++]);
+      l.gemm.d = bufferOf(p.params[k]);
+      desc_.launches.push_back(std::move(l));
+      continue;
+    }
     l.kind = rt::Launch::Kind::Kernel;
-    l.kernel = static_cast<int32_t>(compiled.kernelOfLaunch[i]);
+    l.kernel = static_cast<int32_t>(compiled.kernelOfLaunch[kernelIndex[i]]);
     for (int d = 0; d < 3; ++d) l.grid[d] = p.kernel.grid[d], l.block[d] = p.kernel.block[d];
     l.sharedBytes = p.kernel.sharedBytes;
     l.node = p.node;

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -149,6 +151,10 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
     if (found == SIZE_MAX) {
       found = result.kernels.size();
       candidates.push_back(found);
+      // KILN_DUMP_KERNELS=DIR writes every distinct kernel source there (debugging, reading SASS).
+      if (const char *dump = std::getenv("KILN_DUMP_KERNELS"); dump && *dump) {
+        std::ofstream(std::string(dump) + "/" + l.entry + ".cu") << l.source;
+      }
       CompiledKernel k;
       k.entry = l.entry;
       k.sourceHash = sh;

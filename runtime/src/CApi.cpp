@@ -239,6 +239,28 @@ KILN_API kiln_status kiln_context_enqueue(kiln_context* c, void* cuda_stream) {
   });
 }
 
+KILN_API kiln_status kiln_context_profile(kiln_context* c, void* cuda_stream, kiln_launch_profile* out, int32_t capacity,
+                                          int32_t* count) {
+  return guarded([&] {
+    if (!c || !count) return fail(KILN_ERROR_INVALID_ARGUMENT, !c ? "context is NULL" : "count is NULL");
+    if (capacity > 0 && !out) return fail(KILN_ERROR_INVALID_ARGUMENT, "out is NULL with a non-zero capacity");
+    std::vector<float> ms;
+    Status s = c->exec->profile(static_cast<CUstream>(cuda_stream), ms);
+    if (!s.ok()) return fail(s);
+    const EngineDesc& d = c->exec->engine().desc;
+    *count = static_cast<int32_t>(ms.size());
+    for (int32_t i = 0; i < capacity && i < *count; ++i) {
+      const Launch& l = d.launches[size_t(i)];
+      out[i].node = l.node.c_str();
+      out[i].kernel = l.kind == Launch::Kind::Copy ? "copy"
+                      : l.kind == Launch::Kind::Gemm ? "cublasLt_matmul"
+                                                     : d.kernels[size_t(l.kernel)].entry.c_str();
+      out[i].ms = ms[size_t(i)];
+    }
+    return KILN_OK;
+  });
+}
+
 KILN_API void kiln_context_destroy(kiln_context* c) { delete c; }
 
 }  // extern "C"

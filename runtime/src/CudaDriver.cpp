@@ -65,6 +65,17 @@ const char* bind(void* lib, CudaDriver& d) {
   KILN_BIND_OPTIONAL(cuGraphLaunch, "cuGraphLaunch")
   KILN_BIND_OPTIONAL(cuGraphExecDestroy, "cuGraphExecDestroy")
   KILN_BIND_OPTIONAL(cuGraphDestroy, "cuGraphDestroy")
+  KILN_BIND_OPTIONAL(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
+  KILN_BIND_OPTIONAL(cuMemsetD8, "cuMemsetD8_v2")
+  KILN_BIND_OPTIONAL(cuStreamCreate, "cuStreamCreate")
+  KILN_BIND_OPTIONAL(cuStreamDestroy, "cuStreamDestroy_v2")
+  KILN_BIND_OPTIONAL(cuStreamSynchronize, "cuStreamSynchronize")
+  KILN_BIND_OPTIONAL(cuMemGetInfo, "cuMemGetInfo_v2")
+  KILN_BIND_OPTIONAL(cuEventCreate, "cuEventCreate")
+  KILN_BIND_OPTIONAL(cuEventRecord, "cuEventRecord")
+  KILN_BIND_OPTIONAL(cuEventSynchronize, "cuEventSynchronize")
+  KILN_BIND_OPTIONAL(cuEventElapsedTime, "cuEventElapsedTime_v2")
+  KILN_BIND_OPTIONAL(cuEventDestroy, "cuEventDestroy_v2")
 #undef KILN_BIND_OPTIONAL
   return nullptr;
 }

@@ -215,6 +215,7 @@ class Checker {
         return fail(what + ": copy source and destination overlap");
       return;
     }
+    if (l.kind == Launch::Kind::Gemm) return checkGemm(l.gemm, what + ": gemm");
     if (l.kernel < 0 || size_t(l.kernel) >= d_.kernels.size())
       return fail(what + ": kernel index " + std::to_string(l.kernel) + " out of range (" + std::to_string(d_.kernels.size()) + " kernels)");
     what += " of kernel '" + d_.kernels[size_t(l.kernel)].entry + "'";
@@ -228,6 +229,35 @@ class Checker {
     if (l.args.size() > kMaxLaunchArgs) return fail(what + ": too many arguments");
     for (size_t a = 0; a < l.args.size(); ++a)
       if (l.args[a].kind == LaunchArg::Kind::Buffer && !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a))) return;
+  }
+
+  // A column-major matrix of rows x cols (leading dim ld), `batch` of them `stride` apart.
+  bool checkMatrix(const BufferRef& b, int32_t dtype, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride,
+                   const std::string& what) {
+    if (ld < rows) {
+      fail(what + ": leading dimension " + std::to_string(ld) + " is below its " + std::to_string(rows) + " rows");
+      return false;
+    }
+    // Sizes are below 2^31 (the reader's bounds), so this cannot overflow 64 bits.
+    uint64_t elems = uint64_t(batch - 1) * uint64_t(stride) + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
+    return checkBuffer(b, elems * dtypeByteSize(dtype), what);
+  }
+
+  void checkGemm(const GemmCall& g, const std::string& what) {
+    auto supported = [](int32_t t) { return t == 1 || t == 10 || t == 16; };
+    if (!supported(g.abType) || !supported(g.cdType))
+      return fail(what + ": element types " + std::to_string(g.abType) + "/" + std::to_string(g.cdType) +
+                  " (float, float16 and bfloat16 are supported)");
+    if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) return fail(what + ": empty product");
+    if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.batch, g.strideA, what + " A") ||
+        !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.batch, g.strideB, what + " B") ||
+        !checkMatrix(g.d, g.cdType, g.m, g.n, g.ldc, g.batch, g.strideC, what + " D"))
+      return;
+    if (g.beta != 0.f && !checkMatrix(g.c, g.cdType, g.m, g.n, g.ldc, g.batch, g.strideC, what + " C")) return;
+    if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias")) return;
+    if (g.d.space == BufferRef::Space::Weights) return fail(what + ": D in the weights, which are read-only");
+    if (g.d.space == BufferRef::Space::Io && d_.io[size_t(g.d.io)].isInput)
+      return fail(what + ": D in input '" + d_.io[size_t(g.d.io)].name + "', which is read-only");
   }
 
   static std::string dims(const uint32_t v[3]) {

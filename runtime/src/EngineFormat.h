@@ -12,7 +12,9 @@
 namespace kiln::rt {
 
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
-constexpr uint32_t kEngineFormatVersion = 1;
+// Version 2 added library GEMM launches (cuBLASLt); the reader still accepts version 1 files.
+constexpr uint32_t kEngineFormatVersion = 2;
+constexpr uint32_t kOldestEngineFormatVersion = 1;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
 constexpr uint64_t kSectionAlignment = 64;
@@ -77,9 +79,25 @@ struct LaunchArg {
   static LaunchArg ofF32(float v) { LaunchArg a; a.kind = Kind::F32; a.f32 = v; return a; }
 };
 
-// One step of the launch plan: a kernel launch, or a device-to-device copy.
+// A matrix product run by cuBLASLt (the gemm.tactic=cublaslt knob), in its column-major terms:
+// D = act(alpha · op(A) · op(B) + beta · C + bias), D and C m x n with leading dim ldc, op(A)
+// m x k, op(B) k x n; `batch` products `stride*` elements apart. Types are ONNX dtype codes
+// (1 float, 10 float16, 16 bfloat16); arithmetic is fp32. `bias` (m values of D's type) and C
+// are used only when the epilogue / beta ask for them.
+struct GemmCall {
+  enum Epilogue : int32_t { None = 0, Relu = 1, Bias = 2, ReluBias = 3 };
+  int32_t abType = 10, cdType = 10;
+  bool transA = false, transB = false;
+  int64_t m = 1, n = 1, k = 1, lda = 1, ldb = 1, ldc = 1;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  float alpha = 1.f, beta = 0.f;
+  int32_t epilogue = None;
+  BufferRef a, b, c, d, bias;
+};
+
+// One step of the launch plan: a kernel launch, a device-to-device copy, or a library GEMM.
 struct Launch {
-  enum class Kind { Kernel, Copy };
+  enum class Kind { Kernel, Copy, Gemm };
   Kind kind = Kind::Kernel;
   // Kind::Kernel
   int32_t kernel = 0;  // index into EngineDesc::kernels
@@ -91,6 +109,8 @@ struct Launch {
   // Kind::Copy
   BufferRef src, dst;
   uint64_t bytes = 0;
+  // Kind::Gemm
+  GemmCall gemm;
 };
 
 // Everything an engine file holds. The compiler fills one and calls writeEngine; parseEngine

@@ -199,6 +199,37 @@ class Decoder {
       return src && dst && buffer(*src, path + ".copy.src", out.src) && buffer(*dst, path + ".copy.dst", out.dst) &&
              u64(c, "bytes", path + ".copy", kMaxDeviceBytes, out.bytes);
     }
+    if (v.contains("gemm")) {
+      out.kind = Launch::Kind::Gemm;
+      const json& g = v["gemm"];
+      std::string p = path + ".gemm";
+      GemmCall& c = out.gemm;
+      int64_t ab, cd, ep;
+      const int64_t big = std::numeric_limits<int32_t>::max();
+      if (!str(v, "node", path, out.node) || !integer(g, "ab_type", p, 0, 1000, ab) || !integer(g, "cd_type", p, 0, 1000, cd) ||
+          !boolean(g, "trans_a", p, c.transA) || !boolean(g, "trans_b", p, c.transB) || !integer(g, "m", p, 1, big, c.m) ||
+          !integer(g, "n", p, 1, big, c.n) || !integer(g, "k", p, 1, big, c.k) || !integer(g, "lda", p, 1, big, c.lda) ||
+          !integer(g, "ldb", p, 1, big, c.ldb) || !integer(g, "ldc", p, 1, big, c.ldc) || !integer(g, "batch", p, 1, big, c.batch) ||
+          !integer(g, "stride_a", p, 0, big, c.strideA) || !integer(g, "stride_b", p, 0, big, c.strideB) ||
+          !integer(g, "stride_c", p, 0, big, c.strideC) || !integer(g, "epilogue", p, 0, 3, ep) ||
+          !f32(g.contains("alpha") ? g["alpha"] : json(), p + ".alpha", c.alpha) ||
+          !f32(g.contains("beta") ? g["beta"] : json(), p + ".beta", c.beta))
+        return false;
+      c.abType = int32_t(ab), c.cdType = int32_t(cd), c.epilogue = int32_t(ep);
+      for (auto [name, ref] : {std::pair<const char*, BufferRef*>{"a", &c.a}, {"b", &c.b}, {"d", &c.d}}) {
+        const json* b = field(g, name, p);
+        if (!b || !buffer(*b, p + "." + name, *ref)) return false;
+      }
+      if (c.beta != 0.f) {
+        const json* b = field(g, "c", p);
+        if (!b || !buffer(*b, p + ".c", c.c)) return false;
+      }
+      if (c.epilogue & GemmCall::Bias) {
+        const json* b = field(g, "bias", p);
+        if (!b || !buffer(*b, p + ".bias", c.bias)) return false;
+      }
+      return true;
+    }
     out.kind = Launch::Kind::Kernel;
     int64_t kernel, shared;
     if (!integer(v, "kernel", path, -1, std::numeric_limits<int32_t>::max(), kernel)) return false;
@@ -227,12 +258,12 @@ class Decoder {
 // Decodes the metadata object into `d`; module section indices go to `moduleSections` (pairs of
 // cubin, ptx; -1 for none) because their blobs are resolved against the section table later.
 bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t, int64_t>>& moduleSections,
-                    uint64_t& weightsBytes, Decoder& dec) {
+                    uint64_t& weightsBytes, Decoder& dec, uint32_t headerVersion) {
   if (!m.is_object()) return dec.fail("(top level)", "expected an object");
   int64_t formatVersion;
   if (!dec.integer(m, "format_version", "", 0, std::numeric_limits<int32_t>::max(), formatVersion)) return false;
-  if (formatVersion != kEngineFormatVersion)
-    return dec.fail("format_version", std::to_string(formatVersion) + " disagrees with the header's " + std::to_string(kEngineFormatVersion));
+  if (formatVersion != headerVersion)
+    return dec.fail("format_version", std::to_string(formatVersion) + " disagrees with the header's " + std::to_string(headerVersion));
   if (!dec.str(m, "kiln_version", "", d.kilnVersion) || !dec.str(m, "route", "", d.route)) return false;
 
   const json* target = dec.field(m, "target", "");
@@ -323,8 +354,9 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   if (std::memcmp(data, kEngineMagic, magicLen) != 0) return malformed("not a kiln engine (the file does not start with \"KILNENG\")");
   if (size < 12) return malformed("truncated engine: " + std::to_string(size) + " bytes, less than the 64-byte header");
   uint32_t version = getU32(data + 8);
-  if (version != kEngineFormatVersion) {
-    error = "engine format version " + std::to_string(version) + ", this runtime reads " + std::to_string(kEngineFormatVersion);
+  if (version < kOldestEngineFormatVersion || version > kEngineFormatVersion) {
+    error = "engine format version " + std::to_string(version) + ", this runtime reads versions " +
+            std::to_string(kOldestEngineFormatVersion) + " to " + std::to_string(kEngineFormatVersion);
     return ParseStatus::UnsupportedVersion;
   }
   if (size < kHeaderSize) return malformed("truncated engine: " + std::to_string(size) + " bytes, less than the 64-byte header");
@@ -422,7 +454,7 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   std::vector<std::pair<int64_t, int64_t>> moduleSections;
   uint64_t weightsBytes = 0;
   out = EngineDesc();
-  if (!decodeMetadata(meta, out, moduleSections, weightsBytes, dec)) return malformed(dec.error);
+  if (!decodeMetadata(meta, out, moduleSections, weightsBytes, dec, version)) return malformed(dec.error);
 
   // ---- Cross-checks between metadata and sections
   const Section& ws = sections[size_t(weightsIndex)];

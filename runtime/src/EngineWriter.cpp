@@ -49,6 +49,19 @@ json launchJson(const Launch& l) {
     if (!l.node.empty()) j["node"] = l.node;
     return j;
   }
+  if (l.kind == Launch::Kind::Gemm) {
+    const GemmCall& g = l.gemm;
+    json jg = {{"ab_type", g.abType}, {"cd_type", g.cdType}, {"trans_a", g.transA}, {"trans_b", g.transB},
+               {"m", g.m}, {"n", g.n}, {"k", g.k}, {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc},
+               {"batch", g.batch}, {"stride_a", g.strideA}, {"stride_b", g.strideB}, {"stride_c", g.strideC},
+               {"alpha", f32Json(g.alpha)}, {"beta", f32Json(g.beta)}, {"epilogue", g.epilogue},
+               {"a", bufferJson(g.a)}, {"b", bufferJson(g.b)}, {"d", bufferJson(g.d)}};
+    if (g.beta != 0.f) jg["c"] = bufferJson(g.c);
+    if (g.epilogue & GemmCall::Bias) jg["bias"] = bufferJson(g.bias);
+    j["gemm"] = jg;
+    j["node"] = l.node;
+    return j;
+  }
   j["kernel"] = l.kernel;
   j["grid"] = {l.grid[0], l.grid[1], l.grid[2]};
   j["block"] = {l.block[0], l.block[1], l.block[2]};

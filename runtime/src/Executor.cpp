@@ -50,7 +50,10 @@ Status Executor::init() {
   if (!s.ok()) return s;
   ScopedContext scope(cu_, context_);
   if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the CUDA context current");
-  if ((s = loadModules()).ok() && (s = allocate()).ok()) prepareLaunches();
+  if ((s = loadModules()).ok() && (s = allocate()).ok()) {
+    prepareLaunches();
+    s = prepareGemms();
+  }
   return s;
 }
 
@@ -202,7 +205,102 @@ void Executor::prepareLaunches() {
   }
 }
 
-Status Executor::enqueue(CUstream stream) {
+namespace {
+
+int ltType(int32_t onnxDtype) {
+  return onnxDtype == 10 ? lt::CUDA_R_16F : onnxDtype == 16 ? lt::CUDA_R_16BF : lt::CUDA_R_32F;
+}
+
+}  // namespace
+
+Status Executor::prepareGemms() {
+  const EngineDesc& d = engine_->desc;
+  bool any = false;
+  for (const Launch& l : d.launches) any = any || l.kind == Launch::Kind::Gemm;
+  if (!any) return Status::success();
+  std::string why;
+  if (!(lt_ = cublasLt(why)))
+    return makeStatus(KILN_ERROR_CUDA, "the engine runs matrix products with cuBLASLt (gemm.tactic=cublaslt): " + why);
+  cublasStatus st = lt_->cublasLtCreate(&ltHandle_);
+  if (st != 0) {
+    ltHandle_ = nullptr;
+    return makeStatus(KILN_ERROR_CUDA, "cublasLtCreate failed: " + lt_->describe(st));
+  }
+  CUresult r = cu_.cuMemAlloc(&ltWorkspace_, kLtWorkspaceBytes);
+  if (r != CUDA_SUCCESS) {
+    ltWorkspace_ = 0;
+    return makeStatus(codeFor(r), "allocating the cuBLASLt workspace: " + cu_.describe(r));
+  }
+  for (PreparedLaunch& p : launches_) {
+    const Launch& l = d.launches[p.index];
+    if (l.kind != Launch::Kind::Gemm) continue;
+    const GemmCall& g = l.gemm;
+    std::string what = "launch " + std::to_string(p.index) + " (node '" + l.node + "'): ";
+    auto check = [&](cublasStatus s, const char* call) {
+      return s == 0 ? Status::success() : makeStatus(KILN_ERROR_CUDA, what + call + " failed: " + lt_->describe(s));
+    };
+    Status s = check(lt_->cublasLtMatmulDescCreate(&p.matmul, lt::CUBLAS_COMPUTE_32F, lt::CUDA_R_32F), "cublasLtMatmulDescCreate");
+    if (!s.ok()) return s;
+    int32_t ta = g.transA ? lt::OP_T : lt::OP_N, tb = g.transB ? lt::OP_T : lt::OP_N;
+    uint32_t epi = g.epilogue == GemmCall::Relu ? lt::EPILOGUE_RELU : g.epilogue == GemmCall::Bias ? lt::EPILOGUE_BIAS
+                   : g.epilogue == GemmCall::ReluBias ? lt::EPILOGUE_RELU_BIAS : lt::EPILOGUE_DEFAULT;
+    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSA, &ta, sizeof ta);
+    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSB, &tb, sizeof tb);
+    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_EPILOGUE, &epi, sizeof epi);
+    if (g.epilogue & GemmCall::Bias) {
+      int32_t bt = ltType(g.cdType);
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+    }
+    const int64_t rows[4] = {g.transA ? g.k : g.m, g.transB ? g.n : g.k, g.m, g.m};
+    const int64_t cols[4] = {g.transA ? g.m : g.k, g.transB ? g.k : g.n, g.n, g.n};
+    const int64_t lds[4] = {g.lda, g.ldb, g.ldc, g.ldc};
+    const int64_t strides[4] = {g.strideA, g.strideB, g.strideC, g.strideC};
+    const int32_t types[4] = {g.abType, g.abType, g.cdType, g.cdType};
+    for (int k = 0; k < 4; ++k) {
+      if (!(s = check(lt_->cublasLtMatrixLayoutCreate(&p.layouts[k], ltType(types[k]), uint64_t(rows[k]), uint64_t(cols[k]), lds[k]),
+                      "cublasLtMatrixLayoutCreate")).ok())
+        return s;
+      if (g.batch > 1) {
+        int32_t count = int32_t(g.batch);
+        lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_COUNT, &count, sizeof count);
+        lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k], sizeof strides[k]);
+      }
+    }
+    cublasLtMatmulPreference pref = nullptr;
+    if (!(s = check(lt_->cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")).ok()) return s;
+    uint64_t ws = kLtWorkspaceBytes;
+    lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulHeuristicResult result{};
+    int found = 0;
+    cublasStatus hs = lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, p.matmul, p.layouts[0], p.layouts[1], p.layouts[2],
+                                                          p.layouts[3], pref, 1, &result, &found);
+    lt_->cublasLtMatmulPreferenceDestroy(pref);
+    if (hs != 0 || found == 0)
+      return makeStatus(KILN_ERROR_CUDA, what + "cuBLASLt has no algorithm for this product on " + deviceText() +
+                                             (hs != 0 ? ": " + lt_->describe(hs) : std::string()));
+    p.algo = result.algo;
+  }
+  return Status::success();
+}
+
+Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
+  const Launch& l = engine_->desc.launches[p.index];
+  const GemmCall& g = l.gemm;
+  if (g.epilogue & GemmCall::Bias) {
+    CUdeviceptr bias = resolve(g.bias);
+    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+  }
+  CUdeviceptr a = resolve(g.a), b = resolve(g.b), dd = resolve(g.d), c = g.beta != 0.f ? resolve(g.c) : dd;
+  cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, reinterpret_cast<void*>(a), p.layouts[0],
+                                       reinterpret_cast<void*>(b), p.layouts[1], &g.beta, reinterpret_cast<void*>(c),
+                                       p.layouts[2], reinterpret_cast<void*>(dd), p.layouts[3], &p.algo,
+                                       reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, stream);
+  if (s == 0) return Status::success();
+  return makeStatus(KILN_ERROR_CUDA, "launch " + std::to_string(p.index) + " (cuBLASLt matmul, node '" + l.node +
+                                         "') failed: " + lt_->describe(s));
+}
+
+Status Executor::checkBound() const {
   const EngineDesc& d = engine_->desc;
   std::string unbound;
   for (size_t i = 0; i < d.io.size(); ++i)
@@ -210,6 +308,47 @@ Status Executor::enqueue(CUstream stream) {
       unbound += std::string(unbound.empty() ? "" : ", ") + (d.io[i].isInput ? "input '" : "output '") + d.io[i].name + "'";
   if (!unbound.empty())
     return makeStatus(KILN_ERROR_UNBOUND, "no device address bound for " + unbound + " (call kiln_context_set_tensor_address)");
+  return Status::success();
+}
+
+Status Executor::profile(CUstream stream, std::vector<float>& ms) {
+  Status s = checkBound();
+  if (!s.ok()) return s;
+  if (!cu_.hasEvents()) return makeStatus(KILN_ERROR_CUDA, "the CUDA driver has no event functions");
+  ScopedContext scope(cu_, context_);
+  if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the context's CUDA context current");
+  std::vector<CUevent> events(launches_.size() + 1, nullptr);
+  auto cleanup = [&] {
+    for (CUevent e : events)
+      if (e) cu_.cuEventDestroy(e);
+  };
+  CUresult r = CUDA_SUCCESS;
+  for (CUevent& e : events)
+    if ((r = cu_.cuEventCreate(&e, 0)) != CUDA_SUCCESS) {
+      e = nullptr;
+      cleanup();
+      return makeStatus(codeFor(r), "cuEventCreate failed: " + cu_.describe(r));
+    }
+  for (size_t i = 0; i < launches_.size() && r == CUDA_SUCCESS; ++i) {
+    r = cu_.cuEventRecord(events[i], stream);
+    if (r == CUDA_SUCCESS && !(s = launchOne(launches_[i], stream)).ok()) {
+      cu_.cuEventSynchronize(events[i]);
+      cleanup();
+      return s;
+    }
+  }
+  if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(events.back(), stream);
+  if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(events.back());
+  ms.assign(launches_.size(), 0.f);
+  for (size_t i = 0; i < launches_.size() && r == CUDA_SUCCESS; ++i) r = cu_.cuEventElapsedTime(&ms[i], events[i], events[i + 1]);
+  cleanup();
+  if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "profiling failed: " + cu_.describe(r));
+  return Status::success();
+}
+
+Status Executor::enqueue(CUstream stream) {
+  Status bound = checkBound();
+  if (!bound.ok()) return bound;
 
   ScopedContext scope(cu_, context_);
   if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the context's CUDA context current");
@@ -231,23 +370,28 @@ Status Executor::enqueue(CUstream stream) {
   return Status::success();
 }
 
-Status Executor::launchAll(CUstream stream) {
+Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
   const EngineDesc& d = engine_->desc;
+  const Launch& l = d.launches[p.index];
+  if (l.kind == Launch::Kind::Gemm) return launchGemm(p, stream);
+  CUresult r;
+  if (l.kind == Launch::Kind::Copy) {
+    r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
+  } else {
+    for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = ioAddress_[size_t(patch.io)] + patch.offset;
+    r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.sharedBytes,
+                           stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
+  }
+  if (r == CUDA_SUCCESS) return Status::success();
+  std::string what = l.kind == Launch::Kind::Copy ? "copy" : "kernel '" + d.kernels[size_t(l.kernel)].entry + "'";
+  return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + " (" + what + (l.node.empty() ? "" : ", node '" + l.node + "'") +
+                                    ") failed: " + cu_.describe(r));
+}
+
+Status Executor::launchAll(CUstream stream) {
   for (PreparedLaunch& p : launches_) {
-    const Launch& l = d.launches[p.index];
-    CUresult r;
-    if (l.kind == Launch::Kind::Copy) {
-      r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
-    } else {
-      for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = ioAddress_[size_t(patch.io)] + patch.offset;
-      r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.sharedBytes,
-                             stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
-    }
-    if (r != CUDA_SUCCESS) {
-      std::string what = l.kind == Launch::Kind::Copy ? "copy" : "kernel '" + d.kernels[size_t(l.kernel)].entry + "'";
-      return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + " (" + what + (l.node.empty() ? "" : ", node '" + l.node + "'") +
-                                        ") failed: " + cu_.describe(r));
-    }
+    Status s = launchOne(p, stream);
+    if (!s.ok()) return s;
   }
   return Status::success();
 }
@@ -287,6 +431,13 @@ Executor::~Executor() {
     ScopedContext scope(cu_, context_);
     if (scope.ok()) {
       dropGraph();
+      for (PreparedLaunch& p : launches_) {
+        if (p.matmul) lt_->cublasLtMatmulDescDestroy(p.matmul);
+        for (cublasLtMatrixLayout layout : p.layouts)
+          if (layout) lt_->cublasLtMatrixLayoutDestroy(layout);
+      }
+      if (ltHandle_) lt_->cublasLtDestroy(ltHandle_);
+      if (ltWorkspace_) cu_.cuMemFree(ltWorkspace_);
       if (arena_) cu_.cuMemFree(arena_);
       if (weights_) cu_.cuMemFree(weights_);
       for (CUmodule m : modules_) cu_.cuModuleUnload(m);

@@ -2,6 +2,7 @@
 // architecture check, the weights and arena allocations, tensor bindings and the launch list.
 #pragma once
 
+#include "CublasLt.h"
 #include "CudaDriver.h"
 #include "LoadedEngine.h"
 #include "Status.h"
@@ -23,6 +24,9 @@ class Executor {
   const LoadedEngine& engine() const { return *engine_; }
   void bind(int32_t io, CUdeviceptr address) { ioAddress_[size_t(io)] = address; }
   Status enqueue(CUstream stream);
+  // Runs the launches one by one on `stream` with an event between each and waits: ms[i] is
+  // launch i's device time.
+  Status profile(CUstream stream, std::vector<float>& ms);
   bool usesGraphs() const { return engine_->desc.cudaGraph && cu_.hasGraphs(); }
 
  private:
@@ -38,6 +42,10 @@ class Executor {
     std::vector<uint64_t> slots;  // one 8-byte slot per argument, holding its value
     std::vector<void*> params;    // cuLaunchKernel's kernelParams: pointers to the slots
     std::vector<IoPatch> ioPatches;
+    // Kind::Gemm: cuBLASLt descriptors and the algorithm chosen for this device at create time.
+    cublasLtMatmulDesc matmul = nullptr;
+    cublasLtMatrixLayout layouts[4] = {nullptr, nullptr, nullptr, nullptr};  // A, B, C, D
+    cublasLtMatmulAlgo algo{};
   };
 
   Executor(const CudaDriver& cu, std::shared_ptr<const LoadedEngine> engine) : cu_(cu), engine_(std::move(engine)) {}
@@ -46,7 +54,11 @@ class Executor {
   Status loadModules();
   Status allocate();
   void prepareLaunches();
+  Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
+  Status launchGemm(PreparedLaunch& p, CUstream stream);
   Status launchAll(CUstream stream);
+  Status launchOne(PreparedLaunch& p, CUstream stream);
+  Status checkBound() const;
   Status captureGraph(CUstream stream);
   void dropGraph();
   CUdeviceptr resolve(const BufferRef& b) const;
@@ -65,6 +77,10 @@ class Executor {
   std::vector<CUdeviceptr> ioAddress_;
   std::vector<PreparedLaunch> launches_;  // one per launch of the plan, in order
   CUgraphExec graph_ = nullptr;
+  const CublasLt* lt_ = nullptr;
+  cublasLtHandle ltHandle_ = nullptr;
+  CUdeviceptr ltWorkspace_ = 0;
+  static constexpr size_t kLtWorkspaceBytes = 32u << 20;
   std::vector<CUdeviceptr> graphAddresses_;  // the bindings graph_ was captured with
 };
 

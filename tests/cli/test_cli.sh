@@ -75,6 +75,18 @@ expect 2 "not a kiln engine" -- inspect "$tiny/mlp.onnx"
 expect 2 "unsupported ops" -- compile "$tiny/unsupported.onnxtxt" -o "$tmp/u.kiln"
 expect 2 "sm_42" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --arch sm_42
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --compile-cache-dir "$tmp/cache"
+# run/check need a GPU; without one they fail cleanly, and bad arguments are rejected first.
+if [ ! -e /dev/nvidia0 ]; then
+  expect 2 "no NVIDIA driver|no CUDA device" -- run "$tmp/m.kiln"
+  expect 2 "no NVIDIA driver|no CUDA device" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt"
+fi
+expect 2 "check needs --onnx MODEL or --reference FILE" -- check "$tmp/m.kiln"
+expect 2 "excludes" -- check "$tmp/m.kiln" --onnx a.onnx --reference b.npz
+expect 2 "unknown metric 'coss'" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --accuracy 'coss>=1'
+expect 2 "is not a number" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --accuracy 'cos>=high'
+expect 2 "cannot read" -- run "$tmp/missing.kiln"
+head -c 500 "$tmp/m.kiln" > "$tmp/short.kiln"
+expect 2 "truncated|outside|smaller" -- run "$tmp/short.kiln"
 rm -rf "$tmp"
 
 # Inputs the importer fuzzer (tools/fuzz) once crashed on (stored without its format byte): each

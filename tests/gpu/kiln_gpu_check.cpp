@@ -37,6 +37,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -73,6 +74,7 @@ int main(int argc, char **argv) {
   bool reference = true;
   int iterations = 50;
   double tolerance = -1, minCos = -1;
+  bool profile = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--shapes" && i + 1 < argc) shapes = argv[++i];
@@ -82,6 +84,7 @@ int main(int argc, char **argv) {
     else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
     else if (a == "--min-cos" && i + 1 < argc) minCos = std::atof(argv[++i]);
     else if (a == "--route" && i + 1 < argc) routeText = argv[++i];
+    else if (a == "--profile") profile = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -145,9 +148,15 @@ int main(int argc, char **argv) {
         if (raw.size() != bytes) return std::fprintf(stderr, "%s: reference input has %zu bytes, expected %zu\n", kiln_engine_io_name(engine, i), raw.size(), bytes), 1;
         t = kiln::ops::tensorFromBytes(t.dtype, t.shape, raw.data(), raw.size());
       } else {
+        // Floats of both signs away from 0; masks 1 with the last quarter of each row 0; other
+        // integers (token ids) in [0, 97), inside every vocabulary of the test models.
         std::uniform_real_distribution<double> mag(0.25, 1.0);
+        bool isMask = std::string(kiln_engine_io_name(engine, i)).find("mask") != std::string::npos;
+        int64_t row = t.shape.empty() ? 1 : t.shape.back();
         for (int64_t k = 0; k < t.size(); ++k)
-          t.set(k, t.isFloating() ? (rng() % 2 ? 1 : -1) * mag(rng) : 1 + rng() % 97);
+          t.set(k, t.isFloating() ? (rng() % 2 ? 1 : -1) * mag(rng)
+                   : isMask       ? double(k % row < row - row / 4)
+                                  : double(rng() % 97));
         raw = kiln::ops::tensorToBytes(t);
       }
       CUDA_OK(cudaMemcpy(d, raw.data(), raw.size(), cudaMemcpyHostToDevice));
@@ -243,6 +252,37 @@ int main(int argc, char **argv) {
   if (!ms.empty())
     std::printf("  latency median %.3f ms  min %.3f  p90 %.3f  (%d runs, route '%s')\n", ms[ms.size() / 2],
                 ms.front(), ms[ms.size() * 9 / 10], iterations, bo.route.canonical().c_str());
+  if (profile) {
+    // Per-launch device times (median of 5 profiled runs), by kernel kind and the slowest launches.
+    int32_t count = 0;
+    if (kiln_status s = kiln_context_profile(kctx, stream, nullptr, 0, &count)) return fail("profile", s);
+    std::vector<kiln_launch_profile> runs[5];
+    for (auto &r : runs) {
+      r.resize(size_t(count));
+      if (kiln_status s = kiln_context_profile(kctx, stream, r.data(), count, &count)) return fail("profile", s);
+    }
+    std::vector<std::pair<float, int>> byTime;
+    std::map<std::string, std::pair<float, int>> byKind;
+    float total = 0;
+    for (int i = 0; i < count; ++i) {
+      std::vector<float> t;
+      for (auto &r : runs) t.push_back(r[size_t(i)].ms);
+      std::sort(t.begin(), t.end());
+      float m = t[2];
+      total += m;
+      byTime.push_back({m, i});
+      std::string k = runs[0][size_t(i)].kernel;
+      k = k.substr(0, k.rfind('_'));
+      byKind[k].first += m, byKind[k].second += 1;
+    }
+    std::printf("  profile: %d launches, %.3f ms launched one by one\n", count, total);
+    for (auto &[k, v] : byKind) std::printf("    %-16s %4d launches %8.3f ms %5.1f%%\n", k.c_str(), v.second, v.first, 100 * v.first / total);
+    std::sort(byTime.rbegin(), byTime.rend());
+    for (size_t j = 0; j < byTime.size() && j < 25; ++j) {
+      const kiln_launch_profile &p = runs[0][size_t(byTime[j].second)];
+      std::printf("    %8.3f ms  %-26s %s\n", byTime[j].first, p.kernel, p.node);
+    }
+  }
   kiln_context_destroy(kctx);
   kiln_engine_destroy(engine);
   for (void *d : buffers) cudaFree(d);

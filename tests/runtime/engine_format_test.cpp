@@ -147,7 +147,7 @@ TEST(EngineFormat, Deterministic) {
 TEST(EngineFormat, LayoutIsAligned) {
   std::vector<uint8_t> bytes = writeEngine(test::makeAxpbEngine());
   EXPECT_EQ(0, std::memcmp(bytes.data(), "KILNENG\0", 8));
-  EXPECT_EQ(u32At(bytes, 8), 1u);
+  EXPECT_EQ(u32At(bytes, 8), kEngineFormatVersion);
   EXPECT_EQ(u32At(bytes, 12), 64u);
   EXPECT_EQ(u64At(bytes, 16), bytes.size());
   EXPECT_EQ(bytes.size() % 64, 0u);
@@ -229,11 +229,59 @@ TEST(EngineFormat, WrongMagic) {
 }
 
 TEST(EngineFormat, WrongVersion) {
-  std::vector<uint8_t> v2 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 2);
-  EXPECT_REJECTED(v2, KILN_ERROR_VERSION, "engine format version 2, this runtime reads 1");
+  std::vector<uint8_t> v3 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 3);
+  EXPECT_REJECTED(v3, KILN_ERROR_VERSION, "engine format version 3, this runtime reads versions 1 to 2");
   // A newer file says so even when it is cut short.
-  v2.resize(20);
-  EXPECT_REJECTED(v2, KILN_ERROR_VERSION, "engine format version 2");
+  v3.resize(20);
+  EXPECT_REJECTED(v3, KILN_ERROR_VERSION, "engine format version 3");
+  // Header and metadata must agree.
+  std::vector<uint8_t> v1 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 1);
+  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 2 disagrees with the header's 1");
+}
+
+// A library GEMM launch (format version 2): written, read back field by field, and its buffers
+// checked against their spaces.
+TEST(EngineFormat, GemmLaunch) {
+  EngineDesc d = test::makeAxpbEngine(64);
+  d.arenaBytes = 64 * 64 * 2 * 3;
+  Launch l;
+  l.kind = Launch::Kind::Gemm;
+  l.node = "fc";
+  GemmCall &g = l.gemm;
+  g.m = 64, g.n = 32, g.k = 16, g.lda = 64, g.ldb = 32, g.ldc = 64, g.transB = true;
+  g.alpha = 0.5f, g.epilogue = GemmCall::Bias;
+  g.a = {BufferRef::Space::Arena, 0, -1};
+  g.b = {BufferRef::Space::Arena, 64 * 16 * 2, -1};
+  g.d = {BufferRef::Space::Arena, 8192, -1};
+  g.bias = {BufferRef::Space::Weights, 0, -1};
+  d.launches.push_back(l);
+  ASSERT_EQ(checkEngineDesc(d), "");
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string err;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
+  const GemmCall &h = back.launches.back().gemm;
+  EXPECT_EQ(back.launches.back().kind, Launch::Kind::Gemm);
+  EXPECT_EQ(back.launches.back().node, "fc");
+  EXPECT_EQ(h.m, 64);
+  EXPECT_EQ(h.n, 32);
+  EXPECT_EQ(h.k, 16);
+  EXPECT_TRUE(h.transB);
+  EXPECT_FALSE(h.transA);
+  EXPECT_EQ(h.alpha, 0.5f);
+  EXPECT_EQ(h.epilogue, GemmCall::Bias);
+  EXPECT_EQ(h.d.offset, 8192u);
+  EXPECT_EQ(h.bias.space, BufferRef::Space::Weights);
+  // D past the end of the arena, a leading dimension below the rows, an unsupported type.
+  EngineDesc bad = d;
+  bad.launches.back().gemm.d.offset = d.arenaBytes - 16;
+  EXPECT_NE(checkEngineDesc(bad).find("gemm D"), std::string::npos) << checkEngineDesc(bad);
+  bad = d;
+  bad.launches.back().gemm.lda = 8;
+  EXPECT_NE(checkEngineDesc(bad).find("leading dimension 8 is below its 64 rows"), std::string::npos);
+  bad = d;
+  bad.launches.back().gemm.abType = 7;
+  EXPECT_NE(checkEngineDesc(bad).find("element types"), std::string::npos);
 }
 
 TEST(EngineFormat, SizeMismatch) {

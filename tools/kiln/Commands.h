@@ -14,6 +14,8 @@ Runner addPlanCommand(CLI::App &app);
 Runner addImportCommand(CLI::App &app);
 Runner addCompileCommand(CLI::App &app);
 Runner addInspectCommand(CLI::App &app);
+Runner addRunCommand(CLI::App &app);
+Runner addCheckCommand(CLI::App &app);
 
 // Shared by commands that read a model.
 struct ModelOptions {

@@ -75,6 +75,12 @@ Runner addInspectCommand(CLI::App &app) {
         std::printf("%-5d %-32s copy %llu bytes\n", i++, l.node.c_str(), static_cast<unsigned long long>(l.bytes));
         continue;
       }
+      if (l.kind == rt::Launch::Kind::Gemm) {
+        const rt::GemmCall &g = l.gemm;
+        std::printf("%-5d %-32s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %lld epilogue %d\n", i++,
+                    l.node.c_str(), (long long)g.m, (long long)g.n, (long long)g.k, (long long)g.batch, g.epilogue);
+        continue;
+      }
       const auto &k = d.kernels[l.kernel];
       std::printf("%-5d %-32s %s grid %ux%ux%u block %u\n", i++, l.node.c_str(), k.entry.c_str(), l.grid[0],
                   l.grid[1], l.grid[2], l.block[0] * l.block[1] * l.block[2]);

@@ -12,6 +12,8 @@ int main(int argc, char **argv) {
       kiln::cli::addImportCommand(app),
       kiln::cli::addCompileCommand(app),
       kiln::cli::addInspectCommand(app),
+      kiln::cli::addRunCommand(app),
+      kiln::cli::addCheckCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -146,6 +146,21 @@ KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, cons
  * some launches may already be enqueued; the outputs are then undefined. */
 KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* cuda_stream);
 
+/* One launch of a profiled execution. */
+typedef struct {
+  const char* node;   /* the graph node(s) the launch implements ("" if unknown) */
+  const char* kernel; /* the kernel's entry point, "copy" (device-to-device copy) or "cublasLt_matmul" */
+  float ms;           /* device time between CUDA events recorded around the launch */
+} kiln_launch_profile;
+
+/* Runs one execution launch by launch on `cuda_stream` (never as a CUDA graph), records a CUDA
+ * event around every launch and waits for the stream, like trtexec --dumpProfile. Writes
+ * min(*count, capacity) entries to `out` and sets *count to the number of launches (pass
+ * capacity 0 to learn it). Strings belong to the engine. The outputs are computed as by
+ * kiln_context_enqueue. Errors: as kiln_context_enqueue, and INVALID_ARGUMENT for a NULL count. */
+KILN_API kiln_status kiln_context_profile(kiln_context* context, void* cuda_stream, kiln_launch_profile* out,
+                                          int32_t capacity, int32_t* count);
+
 /* Frees the context's device memory and modules. Work it enqueued must have finished (for
  * example, synchronize the stream first). NULL is ignored. */
 KILN_API void kiln_context_destroy(kiln_context* context);

@@ -48,3 +48,18 @@ func.func @boundary(%x: tensor<1x4x5x5xf16>) -> tensor<1x4x5x5xf16> {
   %s = kiln.softmax %c {axis = 1 : i64} : (tensor<1x4x5x5xf16>) -> tensor<1x4x5x5xf16>
   return %s : tensor<1x4x5x5xf16>
 }
+
+// -----
+
+// fp16 with 3 input channels: input and weights are zero-padded to 8 channels, so the
+// tensor-core convolution reads 16-byte channel groups.
+// CHECK-LABEL: func.func @rgb_stem
+// CHECK: %[[T:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x9x9xf16>) -> tensor<1x9x9x3xf16>
+// CHECK: %[[P:.*]] = kiln.pad %[[T]], {{.*}} : (tensor<1x9x9x3xf16>, tensor<8xi64>, none, none) -> tensor<1x9x9x8xf16>
+// CHECK: kiln.conv_nhwc %[[P]], %{{.*}} : (tensor<1x9x9x8xf16>, tensor<4x8x3x3xf16>, none) -> tensor<1x9x9x4xf16>
+func.func @rgb_stem(%x: tensor<1x3x9x9xf16>) -> tensor<1x4x9x9xf16> {
+  %w = kiln.constant dense<0.5> : tensor<4x3x3x3xf16>
+  %none = kiln.none
+  %c = kiln.conv %x, %w, %none {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x9x9xf16>, tensor<4x3x3x3xf16>, none) -> tensor<1x4x9x9xf16>
+  return %c : tensor<1x4x9x9xf16>
+}

@@ -1,0 +1,135 @@
+// `kiln run model.kiln [--inputs in.npz] [--outputs run.npz] [--warmup N] [--iterations N]
+// [--profile] [--json]`: execute and benchmark an engine, like trtexec. --outputs writes the inputs
+// and outputs of one run. Inputs come from the
+// file or are random (non-zero); latency is CUDA events around each run after warm-up: median,
+// p90, min, max, mean, and throughput in samples/s (the first input's first dim is the batch).
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelLoading.h"
+#include "tuner/EngineRunner.h"
+#include "tuner/TensorFiles.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+
+namespace kiln::cli {
+
+bool readFile(const std::string &path, std::vector<uint8_t> &bytes, std::string &error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
+
+std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error) {
+  std::vector<uint8_t> bytes;
+  if (!readFile(path, bytes, error)) return nullptr;
+  auto r = tuner::EngineRunner::open(bytes, error);
+  if (!r) error = path + ": " + error;
+  return r;
+}
+
+bool loadInputs(tuner::EngineRunner &r, const std::string &path, uint32_t seed, std::vector<tuner::HostTensor> &inputs,
+                std::string &error) {
+  if (path.empty()) {
+    inputs = tuner::randomInputs(r.inputs(), seed);
+  } else {
+    std::vector<tuner::HostTensor> all;
+    if (!tuner::readTensors(path, all, error)) return false;
+    for (const auto &t : r.inputs()) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const tuner::HostTensor &x) { return x.name == t.name; });
+      if (it == all.end()) {
+        error = path + " has no array named '" + t.name + "' (an input of the engine)";
+        return false;
+      }
+      inputs.push_back(*it);
+    }
+  }
+  return r.setInputs(inputs, error);
+}
+
+// The inputs and outputs of one run in one .npz, so `kiln check --reference` can replay it
+// (an output named like an input is stored under the output's name only).
+static bool writeRunFile(const std::string &path, const std::vector<tuner::HostTensor> &inputs,
+                         const std::vector<tuner::HostTensor> &outputs, std::string &error) {
+  std::vector<tuner::HostTensor> all = outputs;
+  for (const auto &t : inputs)
+    if (std::none_of(outputs.begin(), outputs.end(), [&](auto &o) { return o.name == t.name; })) all.push_back(t);
+  return tuner::writeTensors(path, all, error);
+}
+
+Runner addRunCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("run", "Execute and benchmark an engine on the GPU");
+  auto path = std::make_shared<std::string>();
+  auto in = std::make_shared<std::string>(), out = std::make_shared<std::string>();
+  auto warmup = std::make_shared<int>(10), iterations = std::make_shared<int>(100);
+  auto seed = std::make_shared<uint32_t>(1);
+  auto json = std::make_shared<bool>(false), profile = std::make_shared<bool>(false);
+  cmd->add_option("engine", *path, "Engine file (.kiln)")->required();
+  cmd->add_option("--inputs", *in, "Inputs (.npz with one array per input name; default: random)");
+  cmd->add_option("--outputs", *out, "Write the inputs and outputs of one run here (.npz; `kiln check --reference` reads it)");
+  cmd->add_option("--warmup", *warmup, "Untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iterations", *iterations, "Timed runs")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_flag("--profile", *profile, "Also time every launch (median of 5 profiled runs)");
+  cmd->add_flag("--json", *json, "Print a JSON document");
+  return [=]() -> int {
+    if (!*cmd) return -1;
+    std::string err;
+    auto r = openEngine(*path, err);
+    std::vector<tuner::HostTensor> inputs, outputs;
+    tuner::Timing t;
+    std::vector<tuner::LaunchTime> launches;
+    if (!r || !loadInputs(*r, *in, *seed, inputs, err) || !r->run(outputs, err) ||
+        (!out->empty() && !writeRunFile(*out, inputs, outputs, err)) || !r->time(*warmup, *iterations, t, err) ||
+        (*profile && !r->profile(5, launches, err))) {
+      std::cerr << "kiln: error: " << err << "\n";
+      return 2;
+    }
+    int64_t batch = r->inputs().empty() || r->inputs()[0].shape.empty() ? 1 : r->inputs()[0].shape[0];
+    double throughput = t.median() > 0 ? batch * 1000.0 / t.median() : 0;
+    if (*json) {
+      nlohmann::json j = {{"engine", *path}, {"device", r->deviceName()}, {"route", r->route()},
+                          {"iterations", *iterations}, {"warmup", *warmup},
+                          {"latency_ms", {{"median", t.median()}, {"p90", t.p90()}, {"min", t.min()}, {"max", t.max()}, {"mean", t.mean()}}},
+                          {"throughput_per_s", throughput}, {"batch", batch}};
+      if (*profile) {
+        nlohmann::json l = nlohmann::json::array();
+        for (auto &x : launches) l.push_back({{"node", x.node}, {"kernel", x.kernel}, {"ms", x.ms}});
+        j["launches"] = l;
+      }
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("engine:     %s on %s, route '%s'\n", path->c_str(), r->deviceName().c_str(), r->route().c_str());
+    std::printf("latency:    median %.3f ms, p90 %.3f, min %.3f, max %.3f, mean %.3f (%d runs after %d warm-up)\n",
+                t.median(), t.p90(), t.min(), t.max(), t.mean(), *iterations, *warmup);
+    std::printf("throughput: %.1f samples/s (batch %lld)\n", throughput, static_cast<long long>(batch));
+    if (*profile) {
+      float total = 0;
+      std::map<std::string, std::pair<float, int>> byKind;
+      for (auto &x : launches) {
+        total += x.ms;
+        std::string k = x.kernel.substr(0, x.kernel.rfind('_'));
+        byKind[k].first += x.ms, byKind[k].second++;
+      }
+      std::printf("\nprofile: %zu launches, %.3f ms launched one by one\n", launches.size(), total);
+      for (auto &[k, v] : byKind) std::printf("  %-20s %4d launches %9.3f ms %5.1f%%\n", k.c_str(), v.second, v.first, 100 * v.first / total);
+      std::vector<tuner::LaunchTime> top = launches;
+      std::sort(top.begin(), top.end(), [](auto &a, auto &b) { return a.ms > b.ms; });
+      for (size_t i = 0; i < top.size() && i < 15; ++i)
+        std::printf("  %9.3f ms  %-28s %s\n", top[i].ms, top[i].kernel.c_str(), top[i].node.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

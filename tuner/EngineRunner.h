@@ -1,0 +1,78 @@
+// Running an engine from a tool: device buffers for every I/O tensor, inputs uploaded, outputs
+// poisoned (NaN bytes) then downloaded, and timing with CUDA events (warm-up, then one event pair
+// per run). Used by `kiln run`, `kiln check` and the tuner's measurements. Goes through the public
+// C API for the engine and the runtime's driver table for memory, streams and events, so it needs
+// no CUDA toolkit at run time either.
+#pragma once
+
+#include "kiln/kiln.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::tuner {
+
+// A host tensor by name: ONNX dtype code, shape, raw little-endian bytes.
+struct HostTensor {
+  std::string name;
+  int32_t dtype = 1;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;
+};
+
+struct Timing {
+  std::vector<float> ms;  // every timed run, sorted
+  float median() const { return ms.empty() ? 0.f : ms[ms.size() / 2]; }
+  float p90() const { return ms.empty() ? 0.f : ms[ms.size() * 9 / 10]; }
+  float min() const { return ms.empty() ? 0.f : ms.front(); }
+  float max() const { return ms.empty() ? 0.f : ms.back(); }
+  double mean() const;
+};
+
+struct LaunchTime {
+  std::string node, kernel;
+  float ms;
+};
+
+class EngineRunner {
+ public:
+  // Loads and verifies the engine bytes, creates a context on the current (or primary) device
+  // context, and allocates one device buffer per I/O tensor. Null with `error` on failure.
+  static std::unique_ptr<EngineRunner> open(const std::vector<uint8_t> &engine, std::string &error);
+  ~EngineRunner();
+
+  // The I/O table as tensors without data (inputs first, in the engine's order).
+  const std::vector<HostTensor> &inputs() const { return inputs_; }
+  const std::vector<HostTensor> &outputs() const { return outputs_; }
+  std::string deviceName() const;
+  std::string route() const;
+
+  // Uploads inputs by name (each must match the engine's dtype and shape; all must be given).
+  bool setInputs(const std::vector<HostTensor> &values, std::string &error);
+  // One execution: outputs poisoned first, then computed and downloaded.
+  bool run(std::vector<HostTensor> &outputs, std::string &error);
+  // Warm-up runs, then `iterations` runs each between two CUDA events.
+  bool time(int warmup, int iterations, Timing &timing, std::string &error);
+  // Per-launch device times (median of `runs` profiled executions).
+  bool profile(int runs, std::vector<LaunchTime> &out, std::string &error);
+
+ private:
+  EngineRunner() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<HostTensor> inputs_, outputs_;
+};
+
+// Random, non-zero inputs for every input of `io`: floats of both signs in ±[0.25, 1]; integer
+// tensors whose name contains "mask" 1 except the last quarter of each row; other integers
+// (token ids, indices) in [0, intHigh).
+std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t seed, int64_t intHigh = 97);
+
+// Element i of a host tensor as double (float16/bfloat16 decoded; integers and bools converted).
+double elementAsDouble(const HostTensor &t, int64_t i);
+int64_t numElements(const std::vector<int64_t> &shape);
+size_t dtypeSize(int32_t dtype);
+
+}  // namespace kiln::tuner
