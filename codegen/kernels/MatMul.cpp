@@ -656,6 +656,23 @@ MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::v
     outShape->push_back(s.M);
     outShape->push_back(s.N);
   }
+  // A batch of row blocks times one shared B (a linear layer on [batch, seq, features]) is one
+  // taller product: the rows of consecutive batches are consecutive in A and in the result.
+  bool shared = !s.batchShape.empty();
+  for (int64_t st : s.b.batchStrides) shared = shared && st == 0;
+  if (shared && s.a.colStride == 1) {
+    int64_t span = s.M * s.a.rowStride;
+    for (size_t d = s.batchShape.size(); d-- > 0 && shared;) {
+      shared = s.batchShape[d] == 1 || s.a.batchStrides[d] == span;
+      span *= s.batchShape[d];
+    }
+    if (shared) {
+      s.M *= numElementsOf(s.batchShape);
+      s.batchShape.clear();
+      s.a.batchStrides.clear();
+      s.b.batchStrides.clear();
+    }
+  }
   return s;
 }
 

@@ -181,7 +181,9 @@ class Lowering {
   std::string tileFor(Operation *op) { return opts_.route.get(kGemmTile, nodeName(op)); }
   // The product and its chain as one cuBLASLt call, when the knob allows and cuBLASLt can
   // express the chain (scale, bias, residual add, ReLU, a final cast to fp32). False: use kiln.
-  bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec);
+  // `aMem`/`bMem` are the values `spec`'s views read (B may be a repacked copy of the weights).
+  bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec, Value aMem,
+                      Value bMem);
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
   rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
   Value root(Value v) {
@@ -372,7 +374,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
       spec.b.colStride = spec.K;
     }
     spec.outType = outType;
-    if (tryLibraryGemm(anchor, chain, result, spec)) return;
+    if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1])) return;
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(anchor);
@@ -429,13 +431,13 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   addLaunch(anchor, emitConv2dNhwc(s), params);
 }
 
-bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec) {
+bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec,
+                              Value aMem, Value bMem) {
   std::string tactic = opts_.route.get(kGemmTactic, nodeName(anchor));
   ElemType in = spec.type, out = elemTypeOf(result);
   bool half = in == ElemType::F16 || in == ElemType::BF16;
   if (tactic == "kiln" || (tactic == "auto" && !half)) return false;
   if (!half && in != ElemType::F32) return false;
-  if (out != in && out != ElemType::F32) return false;
   // Operand views: one unit stride each (cuBLASLt's op N / op T).
   const MatrixView &a = spec.a, &b = spec.b;
   bool aK = a.colStride == 1 && a.rowStride >= spec.K, aM = !aK && a.rowStride == 1 && a.colStride >= spec.M;
@@ -458,36 +460,43 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
     };
     if (!uniform(a.batchStrides, strideA) || !uniform(b.batchStrides, strideB)) return false;
   }
-  // The chain: scale, then bias and residual adds, then ReLU, then a cast to fp32 (no C then).
+  // The chain's longest prefix cuBLASLt expresses: scale, then bias and residual adds, then ReLU,
+  // then a cast to fp32 (no C then). The rest, if any, runs as an elementwise kernel after it.
   Value v = anchor->getResult(0), bias, residual;
   float alpha = 1.f;
   bool relu = false, toF32 = false;
   Shape outShape = shapeOf(result);
-  for (Operation *op : chain) {
+  size_t taken = 0;
+  for (; taken < chain.size(); ++taken) {
+    Operation *op = chain[taken];
     std::string type = cast<ShapeInferenceOpInterface>(op).getOnnxOpType().str();
-    if (toF32) return false;
+    if (toF32) break;
     Value other;
     if (op->getNumOperands() == 2) other = op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(1) == v ? op->getOperand(0) : Value();
     if ((type == "Mul" || type == "Div") && other && op->getOperand(0) == v && !bias && !residual && !relu) {
       auto c = constantValue(outer(other));
-      if (!c || c->size() != 1) return false;
+      if (!c || c->size() != 1) break;
       alpha = type == "Mul" ? alpha * float(c->get(0)) : alpha / float(c->get(0));
     } else if (type == "Add" && other && !relu) {
       Shape os = shapeOf(other);
       int64_t n = 1;
       for (int64_t d : os) n *= d;
-      if (!bias && n == spec.N && !os.empty() && os.back() == spec.N && elemTypeOf(other) == out) bias = other;
-      else if (!residual && os == outShape && elemTypeOf(other) == out) residual = other;
-      else return false;
+      if (!bias && n == spec.N && !os.empty() && os.back() == spec.N && elemTypeOf(other) == in) bias = other;
+      else if (!residual && os == outShape && elemTypeOf(other) == in) residual = other;
+      else break;
     } else if (type == "Relu" && !relu) {
       relu = true;
-    } else if (type == "Cast" && attrsFromOp(op).getInt("to", 0) == 1 && op == chain.back() && !bias && !residual) {
+    } else if (type == "Cast" && attrsFromOp(op).getInt("to", 0) == 1 && taken + 1 == chain.size() && !bias && !residual &&
+               in != ElemType::F32) {
       toF32 = true;
     } else {
-      return false;
+      break;
     }
     v = op->getResult(0);
   }
+  // The product's output: the result, or the value where the chain splits (an intermediate).
+  Value d = taken == chain.size() ? result : v;
+  out = elemTypeOf(d);
   if (in != out && !toF32) return false;
   PendingLaunch p;
   p.library = true;
@@ -502,13 +511,14 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   g.batch = nbatch, g.strideA = strideB, g.strideB = strideA, g.strideC = spec.M * spec.N;
   g.alpha = alpha, g.beta = residual ? 1.f : 0.f;
   g.epilogue = (bias ? rt::GemmCall::Bias : 0) | (relu ? rt::GemmCall::Relu : 0);
-  p.params = {outer(anchor->getOperand(1)), outer(anchor->getOperand(0))};
+  p.params = {bMem, aMem};
   if (residual) p.params.push_back(outer(residual));
   if (bias) p.params.push_back(outer(bias));
-  p.params.push_back(result);
+  p.params.push_back(d);
   p.paramOffsets.assign(p.params.size(), 0);
   p.node = nodeName(anchor);
   launches_.push_back(std::move(p));
+  if (taken < chain.size()) lowerElementwise(chain.drop_front(taken), result);
   return true;
 }
 
