@@ -1,5 +1,6 @@
 #include "codegen/lowering/ModelBuild.h"
 
+#include "compiler/ir/KilnDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,6 +37,15 @@ ModelBuild lowerModel(const std::string &path, const ImportOptions &importOption
   buildCompilePipeline(pm, route.canonical());
   if (mlir::failed(pm.run(*m.import.module))) m.error = errors.empty() ? "the compile pipeline failed" : errors;
   return m;
+}
+
+std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module) {
+  std::vector<knobs::NodeRef> nodes;
+  module.walk([&](ShapeInferenceOpInterface op) {
+    std::string name = nodeName(op);
+    if (!name.empty()) nodes.push_back({name, op.getOnnxOpType().str()});
+  });
+  return nodes;
 }
 
 ModelBuild buildModel(const std::string &path, const ImportOptions &importOptions, const BuildOptions &options,

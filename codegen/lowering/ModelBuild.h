@@ -30,4 +30,7 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
                       mlir::MLIRContext &ctx);
 
+// The nodes of an imported model (ONNX name and op type, in program order), for per-node knobs.
+std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module);
+
 }  // namespace kiln::codegen

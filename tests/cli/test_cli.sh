@@ -87,6 +87,29 @@ expect 2 "is not a number" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --a
 expect 2 "cannot read" -- run "$tmp/missing.kiln"
 head -c 500 "$tmp/m.kiln" > "$tmp/short.kiln"
 expect 2 "truncated|outside|smaller" -- run "$tmp/short.kiln"
+# The tuner's CPU side: dry runs list candidates; bad expressions, models and settings fail
+# with a message; without a GPU a real tune stops before measuring; the cache commands work.
+expect 0 "4 candidates \(fast search\)" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*;fusion\.epilogue=.*' --dry-run
+expect 0 '"count": 9' -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.tile=128x.*;precision=fp16' --search full --dry-run --json
+expect 2 "more than --max-candidates 4" -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.tile=.*' --search full --dry-run --max-candidates 4
+expect 2 "invalid regular expression" -- tune "$tiny/mlp.onnxtxt" --route 'gemm\.tile=(' --dry-run
+expect 2 "matches no knob" -- tune "$tiny/mlp.onnxtxt" --route 'nope=.*' --dry-run
+expect 2 "leaves knob 'precision' no value" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp64' --dry-run
+expect 2 "unknown metric" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --accuracy 'cosine>=1' --dry-run
+expect 2 "unsupported ops" -- tune "$tiny/unsupported.onnxtxt" --route 'precision=.*' --dry-run
+expect 2 "unknown search" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --search slow --dry-run
+printf 'route: "precision=fp16|fp32"\nsearch: full\n' > "$tmp/tune.yaml"
+expect 0 "2 candidates \(full search\)" -- tune "$tiny/mlp.onnxtxt" --config "$tmp/tune.yaml" --dry-run
+printf 'rute: x\n' > "$tmp/bad.yaml"
+expect 2 "unknown setting 'rute'" -- tune "$tiny/mlp.onnxtxt" --config "$tmp/bad.yaml" --dry-run
+if [ ! -e /dev/nvidia0 ]; then
+  expect 2 "no GPU to measure on" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --cache "$tmp/t.db"
+fi
+expect 0 "0 measurements" -- cache list --cache "$tmp/t.db"
+expect 0 "exported 0 measurements" -- cache export "$tmp/t.jsonl" --cache "$tmp/t.db"
+expect 0 "imported 0 measurements" -- cache import "$tmp/t.jsonl" --cache "$tmp/t.db"
+echo "not a database at all, definitely not SQLite format 3 ..........................." > "$tmp/junk.db"
+expect 2 "cache|database" -- cache list --cache "$tmp/junk.db"
 rm -rf "$tmp"
 
 # Inputs the importer fuzzer (tools/fuzz) once crashed on (stored without its format byte): each

@@ -16,6 +16,9 @@ Runner addCompileCommand(CLI::App &app);
 Runner addInspectCommand(CLI::App &app);
 Runner addRunCommand(CLI::App &app);
 Runner addCheckCommand(CLI::App &app);
+Runner addKnobsCommand(CLI::App &app);
+Runner addTuneCommand(CLI::App &app);
+Runner addCacheCommand(CLI::App &app);
 
 // Shared by commands that read a model.
 struct ModelOptions {

@@ -14,6 +14,9 @@ int main(int argc, char **argv) {
       kiln::cli::addInspectCommand(app),
       kiln::cli::addRunCommand(app),
       kiln::cli::addCheckCommand(app),
+      kiln::cli::addKnobsCommand(app),
+      kiln::cli::addTuneCommand(app),
+      kiln::cli::addCacheCommand(app),
   };
   try {
     app.parse(argc, argv);

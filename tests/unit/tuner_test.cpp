@@ -1,0 +1,200 @@
+// The tuner's CPU side: route expressions and search plans, accuracy constraints, and the SQLite
+// cache (misses on a changed environment, schema guard, concurrent writers, a writer killed
+// mid-transaction).
+#include "compiler/knobs/Knob.h"
+#include "passes/Passes.h"
+#include "tuner/Accuracy.h"
+#include "tuner/Cache.h"
+#include "tuner/Space.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace kiln::tuner {
+namespace {
+
+std::string tempPath(const std::string &name) {
+  std::string dir = testing::TempDir() + "kiln-tuner-" + std::to_string(getpid());
+  std::string cmd = "mkdir -p " + dir;
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::string p = dir + "/" + name;
+  std::remove(p.c_str());
+  std::remove((p + "-wal").c_str());
+  std::remove((p + "-shm").c_str());
+  return p;
+}
+
+TEST(RouteExpression, DimensionsAndPlans) {
+  SearchSpace s;
+  std::string err;
+  ASSERT_TRUE(parseSpace("precision=fp16|bf16;fusion\\..*=.*;node\\.fc.\\.precision=fp32|fp16",
+                         {{"fc1", "MatMul"}, {"fc2", "Gemm"}, {"act", "Relu"}}, s, err))
+      << err;
+  // precision (base fp16: the default fp32 is not selected), 4 fusion knobs, 2 node knobs.
+  ASSERT_EQ(s.dims.size(), 7u);
+  EXPECT_EQ(s.dims[0].knob, "precision");
+  EXPECT_EQ(s.dims[0].base, "fp16");
+  EXPECT_EQ(s.base().canonical(), "precision=fp16");
+  std::vector<knobs::Route> fast = s.fast();
+  // The base, then one flip per other value: precision bf16, 4 fusion offs, node knobs fp32
+  // (their fp16 is what they inherit).
+  EXPECT_EQ(fast.size(), 1u + 1 + 4 + 2);
+  EXPECT_EQ(fast.back().canonical(), "node.fc2.precision=fp32;precision=fp16");
+  EXPECT_EQ(s.fullCount(), 2.0 * 16 * 4);
+  EXPECT_EQ(s.full().size(), 128u);
+  EXPECT_EQ(s.combinations({0, 1}).size(), 4u);
+}
+
+TEST(RouteExpression, ErrorsNameTheTerm) {
+  SearchSpace s;
+  std::string err;
+  EXPECT_FALSE(parseSpace("gemm\\.tile=(", {}, s, err));
+  EXPECT_NE(err.find("invalid regular expression"), std::string::npos) << err;
+  SearchSpace s2;
+  EXPECT_FALSE(parseSpace("nope=.*", {}, s2, err));
+  EXPECT_NE(err.find("'nope=.*' matches no knob"), std::string::npos) << err;
+  SearchSpace s3;
+  EXPECT_FALSE(parseSpace("precision=fp8", {}, s3, err));
+  EXPECT_NE(err.find("leaves knob 'precision' no value"), std::string::npos) << err;
+  SearchSpace s4;
+  EXPECT_FALSE(parseSpace("precision=.*;prec.*=fp16", {}, s4, err));
+  EXPECT_NE(err.find("matched by route terms"), std::string::npos) << err;
+  SearchSpace s5;
+  EXPECT_FALSE(parseSpace("precision", {}, s5, err));
+}
+
+TEST(Accuracy, ConstraintsAndMetrics) {
+  std::vector<Constraint> c;
+  std::string err;
+  ASSERT_TRUE(parseConstraints("cos>=0.999, max_abs<0.5; logits:top1>=1", c, err)) << err;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[2].output, "logits");
+  EXPECT_FALSE(parseConstraints("cosine>=1", c, err));
+  EXPECT_FALSE(parseConstraints("cos=1", c, err));
+  HostTensor ref{"logits", 1, {2, 3}, {}}, got = ref;
+  float r[] = {1, 2, 3, 3, 2, 1}, g[] = {1, 2, 3.5f, 1, 2, 3};
+  ref.data.assign(reinterpret_cast<uint8_t *>(r), reinterpret_cast<uint8_t *>(r) + sizeof r);
+  got.data.assign(reinterpret_cast<uint8_t *>(g), reinterpret_cast<uint8_t *>(g) + sizeof g);
+  Metrics m = compare(got, ref);
+  EXPECT_DOUBLE_EQ(m.maxAbs, 2.0);
+  EXPECT_DOUBLE_EQ(m.top1, 0.5);
+  EXPECT_NEAR(m.l0, 3.0 / 6, 1e-12);
+  std::vector<std::string> v = violations(c, {{"logits", m}});
+  EXPECT_EQ(v.size(), 3u);  // cos, max_abs and top1 all fail
+  EXPECT_TRUE(violations(defaultConstraints("fp32"), {{"logits", compare(ref, ref)}}).empty());
+}
+
+TEST(Cache, RoundTripAndEnvironmentMiss) {
+  std::string path = tempPath("a.db"), err;
+  auto c = Cache::open(path, err);
+  ASSERT_TRUE(c) << err;
+  CacheKey k{"abc", "x:1x3", "precision=fp16", "gpu=A;kiln=0.1.0;"};
+  Measurement m{"ok", "", 1.5, 1.7, 1.4, 50, "{}", ""};
+  ASSERT_TRUE(c->store(k, m, err)) << err;
+  Measurement got;
+  ASSERT_TRUE(c->lookup(k, got, err)) << err;
+  EXPECT_EQ(got.status, "ok");
+  EXPECT_DOUBLE_EQ(got.medianMs, 1.5);
+  EXPECT_FALSE(got.created.empty());
+  CacheKey other = k;
+  other.environment = "gpu=B;kiln=0.1.0;";
+  EXPECT_FALSE(c->lookup(other, got, err));
+  EXPECT_TRUE(err.empty());
+  // Export, import into a second cache, merge back.
+  std::vector<CacheRow> rows;
+  ASSERT_TRUE(c->rows(rows, err));
+  std::vector<CacheRow> back;
+  ASSERT_TRUE(rowsFromJsonLines(rowsToJsonLines(rows), back, err)) << err;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].key.route, "precision=fp16");
+  std::string path2 = tempPath("b.db");
+  auto c2 = Cache::open(path2, err);
+  ASSERT_TRUE(c2->store(other, m, err));
+  int64_t added = 0;
+  ASSERT_TRUE(c->merge(path2, added, err)) << err;
+  EXPECT_EQ(added, 1);
+  int64_t deleted = 0;
+  ASSERT_TRUE(c->gc("0.1.0", deleted, err));
+  EXPECT_EQ(deleted, 0);
+  ASSERT_TRUE(c->gc("9.9.9", deleted, err));
+  EXPECT_EQ(deleted, 2);
+}
+
+TEST(Cache, RefusesNewerSchemasAndOtherFiles) {
+  std::string path = tempPath("new.db"), err;
+  {
+    auto c = Cache::open(path, err);
+    ASSERT_TRUE(c);
+  }
+  std::string cmd = "/usr/bin/python3 -c \"import sqlite3; d = sqlite3.connect('" + path +
+                    "'); d.execute(\\\"update kiln_meta set value='99' where key='schema_version'\\\"); d.commit()\"";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no python3 sqlite3";
+  EXPECT_FALSE(Cache::open(path, err));
+  EXPECT_NE(err.find("schema version 99, newer than this kiln's 1"), std::string::npos) << err;
+  std::string junk = tempPath("junk.db");
+  std::ofstream(junk) << "this is not a database, just some text that is long enough to be a header........";
+  EXPECT_FALSE(Cache::open(junk, err));
+  EXPECT_FALSE(err.empty());
+}
+
+// Two processes writing one file at once: every row of both is there.
+TEST(Cache, ConcurrentWriters) {
+  std::string path = tempPath("shared.db"), err;
+  ASSERT_TRUE(Cache::open(path, err)) << err;
+  pid_t kids[2];
+  for (int w = 0; w < 2; ++w) {
+    kids[w] = fork();
+    if (kids[w] == 0) {
+      std::string e;
+      auto c = Cache::open(path, e);
+      for (int i = 0; i < 100 && c; ++i)
+        if (!c->store({"m", "", "r" + std::to_string(w) + "_" + std::to_string(i), "env"}, {"ok", "", double(i)}, e)) _exit(1);
+      _exit(c ? 0 : 2);
+    }
+  }
+  for (pid_t p : kids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  auto c = Cache::open(path, err);
+  std::vector<CacheRow> rows;
+  ASSERT_TRUE(c->rows(rows, err));
+  EXPECT_EQ(rows.size(), 200u);
+}
+
+// A writer killed mid-write leaves a sound file with every committed row.
+TEST(Cache, WriterKilledMidWrite) {
+  std::string path = tempPath("killed.db"), err;
+  ASSERT_TRUE(Cache::open(path, err)) << err;
+  pid_t kid = fork();
+  if (kid == 0) {
+    std::string e;
+    auto c = Cache::open(path, e);
+    std::string big(200000, 'x');
+    for (int i = 0;; ++i) c->store({"m", "", "r" + std::to_string(i), "env"}, {"ok", "", 1.0, 0, 0, 0, big}, e);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  kill(kid, SIGKILL);
+  int status;
+  waitpid(kid, &status, 0);
+  auto c = Cache::open(path, err);
+  ASSERT_TRUE(c) << err;
+  std::string check;
+  EXPECT_TRUE(c->integrityCheck(check)) << check;
+  std::vector<CacheRow> rows;
+  ASSERT_TRUE(c->rows(rows, err)) << err;
+  EXPECT_GT(rows.size(), 0u);
+  for (auto &r : rows) EXPECT_EQ(r.m.metrics.size(), 200000u);
+  EXPECT_TRUE(c->store({"m", "", "after", "env"}, {"ok"}, err)) << err;
+}
+
+}  // namespace
+}  // namespace kiln::tuner

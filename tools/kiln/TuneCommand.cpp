@@ -1,0 +1,204 @@
+// `kiln tune model.onnx --route 'REGEX=REGEX;...' [--search fast|mixed|full] [--accuracy C]
+// [--cache db] [--resume] [-o best.kiln] [--json] [--dry-run] [--config tune.yaml] ...`: search
+// build routes for the fastest accurate engine (tuner/Tuner.h). `--dry-run` needs no GPU: it
+// validates the model, the expression and the settings and lists the candidates (a CI gate).
+// `kiln device` (hidden) prints the environment fingerprint the tuner keys its cache by.
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelLoading.h"
+#include "tuner/Environment.h"
+#include "tuner/Tuner.h"
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace kiln::cli {
+
+namespace {
+
+std::atomic<bool> gStop{false};
+void onInterrupt(int) { gStop = true; }
+
+std::vector<int> parseDevices(const std::string &text, std::string &error) {
+  std::vector<int> d;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char *end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < 0) {
+      error = "--devices: '" + item + "' is not a device index";
+      return {};
+    }
+    d.push_back(int(v));
+  }
+  if (d.empty()) error = "--devices: no device";
+  return d;
+}
+
+// Settings from a YAML file; flags given on the command line win (applied afterwards by CLI11's
+// order: the config is read first, then only unset options take its values).
+bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &devices, CLI::App &cmd, std::string &error) {
+  try {
+    YAML::Node y = YAML::LoadFile(path);
+    if (!y.IsMap()) {
+      error = path + ": expected a mapping of settings";
+      return false;
+    }
+    static const char *known[] = {"model", "route", "search", "accuracy", "cache", "reference", "inputs", "output", "arch",
+                                  "shapes", "devices", "max_candidates", "warmup", "iterations", "timeout", "time_budget"};
+    for (auto it = y.begin(); it != y.end(); ++it) {
+      std::string k = it->first.as<std::string>();
+      if (std::find(std::begin(known), std::end(known), k) == std::end(known)) {
+        error = path + ": unknown setting '" + k + "'";
+        return false;
+      }
+    }
+    auto str = [&](const char *key, const char *flag, std::string &out) {
+      if (y[key] && (!flag || cmd.count(flag) == 0)) out = y[key].as<std::string>();
+    };
+    str("model", nullptr, o.model);
+    str("route", "--route", o.routeExpression);
+    str("search", "--search", o.search);
+    str("accuracy", "--accuracy", o.accuracy);
+    str("cache", "--cache", o.cachePath);
+    str("reference", "--reference", o.reference);
+    str("inputs", "--inputs", o.inputs);
+    str("output", "--output", o.output);
+    str("arch", "--arch", o.arch);
+    str("shapes", "--shapes", o.shapes);
+    str("devices", "--devices", devices);
+    if (y["max_candidates"] && !cmd.count("--max-candidates")) o.maxCandidates = y["max_candidates"].as<int>();
+    if (y["warmup"] && !cmd.count("--warmup")) o.warmup = y["warmup"].as<int>();
+    if (y["iterations"] && !cmd.count("--iterations")) o.iterations = y["iterations"].as<int>();
+    if (y["timeout"] && !cmd.count("--timeout")) o.timeoutSeconds = y["timeout"].as<double>();
+    if (y["time_budget"] && !cmd.count("--time-budget")) o.timeBudgetSeconds = y["time_budget"].as<double>();
+  } catch (const YAML::Exception &e) {
+    error = path + ": " + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Runner addTuneCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("tune", "Search build routes for the fastest engine that meets an accuracy constraint");
+  auto o = std::make_shared<tuner::TuneOptions>();
+  auto devices = std::make_shared<std::string>("0"), config = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false), resume = std::make_shared<bool>(false), noRead = std::make_shared<bool>(false);
+  cmd->add_option("model", o->model, "ONNX model");
+  cmd->add_option("--route", o->routeExpression, "Route expression: KNOB-REGEX=VALUE-REGEX;... (`kiln knobs MODEL`)");
+  cmd->add_option("--search", o->search, "fast | mixed | full")->capture_default_str();
+  cmd->add_option("--accuracy", o->accuracy, "Constraints, e.g. 'cos>=0.9995,max_abs<=0.05' (default by precision)");
+  cmd->add_option("--cache", o->cachePath, "SQLite cache (default $XDG_DATA_HOME/kiln/tune-cache.db)");
+  cmd->add_option("--reference", o->reference, "Reference outputs (.npz; default: the fp32 default route on this GPU)");
+  cmd->add_option("--inputs", o->inputs, "Inputs (.npz; default: the reference's, else random)");
+  cmd->add_option("-o,--output", o->output, "Write the winning engine here");
+  cmd->add_option("--arch", o->arch, "Target architecture")->capture_default_str();
+  cmd->add_option("--shapes", o->shapes, "Input shapes, as for compile");
+  cmd->add_option("--devices", *devices, "GPUs to measure on, one worker each (e.g. 0,1)")->capture_default_str();
+  cmd->add_option("--max-candidates", o->maxCandidates, "Refuse a full search with more candidates")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Untimed runs per candidate")->capture_default_str();
+  cmd->add_option("--iterations", o->iterations, "Timed runs per candidate")->capture_default_str();
+  cmd->add_option("--timeout", o->timeoutSeconds, "Seconds a candidate's measurement may take")->capture_default_str();
+  cmd->add_option("--time-budget", o->timeBudgetSeconds, "Stop measuring new candidates after this many seconds");
+  cmd->add_option("--config", *config, "YAML file with the same settings (flags override it)");
+  cmd->add_flag("--resume", *resume, "Measure only what the cache lacks (the default; kept for scripts)");
+  cmd->add_flag("--no-cache-read", *noRead, "Measure every candidate again (results are still stored)");
+  cmd->add_flag("--dry-run", o->dryRun, "Plan only: validate and list the candidates; needs no GPU");
+  cmd->add_flag("--json", *json, "Print a JSON document");
+
+  auto *device = app.add_subcommand("device", "Print this GPU's environment fingerprint (used by tune)");
+  device->group("");  // hidden
+  auto index = std::make_shared<int>(0);
+  device->add_option("--index", *index, "CUDA device index");
+
+  return [=]() -> int {
+    if (*device) {
+      std::string fp, err;
+      if (!tuner::environmentFingerprint(*index, KILN_VERSION, fp, err)) {
+        std::cerr << "kiln: error: " << err << "\n";
+        return 2;
+      }
+      std::cout << fp << "\n";
+      return 0;
+    }
+    if (!*cmd) return -1;
+    std::string err;
+    if (!config->empty() && !applyConfig(*config, *o, *devices, *cmd, err)) {
+      std::cerr << "kiln: error: --config " << err << "\n";
+      return 2;
+    }
+    if (o->model.empty() || o->routeExpression.empty()) {
+      std::cerr << "kiln: error: tune needs a model and --route (on the command line or in --config)\n";
+      return 2;
+    }
+    o->devices = parseDevices(*devices, err);
+    if (!err.empty()) {
+      std::cerr << "kiln: error: " << err << "\n";
+      return 2;
+    }
+    o->readCache = !*noRead;
+    o->kilnVersion = KILN_VERSION;
+    o->log = [](const std::string &s) { std::fprintf(stderr, "tune: %s\n", s.c_str()); };  // progress on stderr
+    std::signal(SIGINT, onInterrupt);
+    tuner::TuneReport r = tuner::tune(*o, gStop);
+    std::signal(SIGINT, SIG_DFL);
+    if (!r.error.empty()) {
+      std::cerr << "kiln: error: " << r.error << "\n";
+      return 2;
+    }
+    if (o->dryRun) {
+      if (*json) {
+        std::cout << nlohmann::json{{"model", o->model}, {"search", o->search}, {"candidates", r.planned},
+                                    {"count", r.planned.size()}, {"note", r.plannedNote},
+                                    {"estimated_seconds", r.estimatedSeconds}}
+                         .dump(2)
+                  << "\n";
+      } else {
+        std::printf("%zu candidates (%s), roughly %.0f s to measure:\n", r.planned.size(), r.plannedNote.c_str(), r.estimatedSeconds);
+        for (auto &p : r.planned) std::printf("  %s\n", p.empty() ? "(default route)" : p.c_str());
+      }
+      return 0;
+    }
+    double baseMs = r.base >= 0 && r.results[size_t(r.base)].m.status == "ok" ? r.results[size_t(r.base)].m.medianMs : 0;
+    if (*json) {
+      nlohmann::json j = {{"model", o->model}, {"environment", r.environment}, {"search", o->search},
+                          {"interrupted", r.interrupted}, {"seconds", r.seconds}, {"candidates", nlohmann::json::array()}};
+      for (auto &c : r.results) {
+        nlohmann::json m = c.m.metrics.empty() ? nlohmann::json() : nlohmann::json::parse(c.m.metrics, nullptr, false);
+        j["candidates"].push_back({{"route", c.route}, {"status", c.m.status}, {"reason", c.m.reason},
+                                   {"median_ms", c.m.medianMs}, {"p90_ms", c.m.p90Ms}, {"min_ms", c.m.minMs},
+                                   {"speedup", baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0},
+                                   {"from_cache", c.fromCache}, {"metrics", m}});
+      }
+      j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("\n%-52s %-12s %10s %8s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2", "worst cos");
+      for (size_t i = 0; i < r.results.size(); ++i) {
+        const auto &c = r.results[i];
+        double l2 = 0, cos = 1;
+        nlohmann::json m = c.m.metrics.empty() ? nlohmann::json() : nlohmann::json::parse(c.m.metrics, nullptr, false);
+        if (m.is_object())
+          for (auto &[k, v] : m.items()) l2 = std::max(l2, v.value("rel_l2", 0.0)), cos = std::min(cos, v.value("cos", 1.0));
+        std::string route = c.route.empty() ? "(default route)" : c.route;
+        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f%s%s\n", route.c_str(), c.m.status.c_str(), c.m.medianMs,
+                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, c.fromCache ? "  (cache)" : "",
+                    int(i) == r.best ? "  <- best" : "");
+      }
+      if (r.best >= 0) std::printf("\nbest: '%s' %.3f ms\n", r.results[size_t(r.best)].route.c_str(), r.results[size_t(r.best)].m.medianMs);
+      else std::printf("\nno candidate built, ran and met the accuracy constraint\n");
+      if (r.interrupted) std::printf("interrupted: every result so far is in the cache; run again to continue\n");
+    }
+    return r.best >= 0 ? 0 : 1;
+  };
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,73 @@
+// The tuning cache: every measurement in SQLite (WAL journal, busy timeout, one transaction per
+// result), keyed by everything that could change it — model hash, input shapes, route and the
+// environment fingerprint (GPU name, sm, SM count, memory clock, driver, NVRTC and kiln
+// versions). A changed environment is a miss, never a wrong hit. Several tuners may share one
+// file. The schema is versioned: an older file is migrated, a newer one refused.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace kiln::tuner {
+
+struct CacheKey {
+  std::string modelHash, shapes, route, environment;
+};
+
+struct Measurement {
+  std::string status;  // ok, build_failed, run_failed, timeout, inaccurate
+  std::string reason;  // why, for the failures
+  double medianMs = 0, p90Ms = 0, minMs = 0;
+  int64_t runs = 0;
+  std::string metrics;  // JSON: accuracy per output
+  std::string created;  // UTC time of the measurement
+};
+
+struct CacheRow {
+  CacheKey key;
+  Measurement m;
+};
+
+class Cache {
+ public:
+  static constexpr int kSchemaVersion = 1;
+  // Opens (creating the file and its folder when missing). Null with `error` when it cannot be
+  // opened, is not a kiln cache, or has a newer schema.
+  static std::unique_ptr<Cache> open(const std::string &path, std::string &error);
+  ~Cache();
+
+  bool lookup(const CacheKey &key, Measurement &out, std::string &error);
+  // Inserts or replaces the measurement of `key` in its own transaction.
+  bool store(const CacheKey &key, const Measurement &m, std::string &error);
+  // Every row (optionally only those whose model hash starts with `modelPrefix`).
+  bool rows(std::vector<CacheRow> &out, std::string &error, const std::string &modelPrefix = "");
+  // Deletes rows whose environment does not mention `keepKilnVersion` (kiln=VERSION); returns
+  // how many went.
+  bool gc(const std::string &keepKilnVersion, int64_t &deleted, std::string &error);
+  // Copies every row of another cache file in (an existing key keeps this cache's row).
+  bool merge(const std::string &otherPath, int64_t &added, std::string &error);
+
+  // SQLite's own consistency check of the file ("ok" when sound).
+  bool integrityCheck(std::string &result);
+
+  const std::string &path() const { return path_; }
+
+ private:
+  Cache() = default;
+  bool exec(const char *sql, std::string &error);
+  sqlite3 *db_ = nullptr;
+  std::string path_;
+};
+
+// Rows as JSON lines (one object per row) and back, for export/import between machines.
+std::string rowsToJsonLines(const std::vector<CacheRow> &rows);
+bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std::string &error);
+
+// The default cache file: $XDG_DATA_HOME/kiln/tune-cache.db (~/.local/share/kiln/...).
+std::string defaultCachePath();
+
+}  // namespace kiln::tuner

@@ -1,0 +1,467 @@
+#include "tuner/Tuner.h"
+
+#include "codegen/lowering/ModelBuild.h"
+#include "runtime/src/EngineFormat.h"
+#include "tuner/Child.h"
+#include "tuner/Space.h"
+#include "tuner/TensorFiles.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace kiln::tuner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string hex64(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string hashOf(const std::vector<uint8_t> &bytes) { return hex64(rt::fnv1a64(bytes.data(), bytes.size())); }
+std::string hashOf(const std::string &s) { return hex64(rt::fnv1a64(reinterpret_cast<const uint8_t *>(s.data()), s.size())); }
+
+bool readBytes(const std::string &path, std::vector<uint8_t> &out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
+
+bool writeBytes(const std::string &path, const std::vector<uint8_t> &bytes, std::string &error) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    if (!f) {
+      error = "cannot write '" + tmp + "'";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot rename '" + tmp + "' to '" + path + "'";
+    return false;
+  }
+  return true;
+}
+
+// The I/O table of an engine, without a GPU.
+bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &inputs, std::string &error) {
+  rt::EngineDesc d;
+  if (rt::parseEngine(engine.data(), engine.size(), d, error) != rt::ParseStatus::Ok) return false;
+  for (const rt::IoTensor &t : d.io)
+    if (t.isInput) inputs.push_back({t.name, t.dtype, t.shape, {}});
+  return true;
+}
+
+class Session {
+ public:
+  Session(const TuneOptions &o, const std::atomic<bool> &stop) : o_(o), stop_(stop) {}
+  TuneReport run();
+
+ private:
+  void log(const std::string &s) {
+    if (o_.log) o_.log(s);
+  }
+  bool buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds);
+  bool prepareReference(std::string &error);
+  // Measures `routes` (cache first), over the devices; appends to report_.results.
+  void measure(const std::vector<knobs::Route> &routes);
+  void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  bool outOfTime() const { return o_.timeBudgetSeconds > 0 && elapsed() > o_.timeBudgetSeconds; }
+
+  const TuneOptions &o_;
+  const std::atomic<bool> &stop_;
+  TuneReport report_;
+  Clock::time_point start_ = Clock::now();
+  std::unique_ptr<Cache> cache_;
+  std::string work_, modelHash_, shapes_, inputsNpz_;
+  std::vector<HostTensor> reference_;
+  std::map<std::string, size_t> done_;  // route → result index
+};
+
+bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds) {
+  codegen::BuildOptions bo;
+  bo.arch = o_.arch;
+  if (!knobs::Route::parse(route, &bo.route, &error)) return false;
+  ImportOptions io;
+  if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) {
+    error = e;
+    return false;
+  }
+  mlir::MLIRContext ctx;
+  codegen::ModelBuild b = codegen::buildModel(o_.model, io, bo, ctx);
+  seconds = b.seconds;
+  if (!b.ok()) {
+    error = b.error;
+    return false;
+  }
+  engine = std::move(b.engine.engine);
+  return true;
+}
+
+bool Session::prepareReference(std::string &error) {
+  // Inputs: given, else the reference file's, else random (from the engine's I/O table).
+  std::vector<uint8_t> refEngine;
+  double secs = 0;
+  log("building the fp32 default-route engine (reference and input shapes)");
+  if (!buildEngine("", refEngine, error, secs)) {
+    error = "the default route does not build: " + error;
+    return false;
+  }
+  std::vector<HostTensor> io, inputs, refFile;
+  if (!engineIo(refEngine, io, error)) return false;
+  if (!o_.reference.empty() && !readTensors(o_.reference, refFile, error)) return false;
+  std::string from = o_.inputs;
+  if (from.empty() && !refFile.empty() &&
+      std::all_of(io.begin(), io.end(), [&](auto &t) { return std::any_of(refFile.begin(), refFile.end(), [&](auto &r) { return r.name == t.name; }); }))
+    from = o_.reference;
+  if (!from.empty()) {
+    std::vector<HostTensor> all;
+    if (!readTensors(from, all, error)) return false;
+    for (auto &t : io) {
+      auto it = std::find_if(all.begin(), all.end(), [&](auto &x) { return x.name == t.name; });
+      if (it == all.end()) {
+        error = from + " has no array for input '" + t.name + "'";
+        return false;
+      }
+      if (it->dtype != t.dtype || it->shape != t.shape) {
+        error = from + ": input '" + t.name + "' has another dtype or shape than the model's";
+        return false;
+      }
+      inputs.push_back(*it);
+    }
+  } else {
+    if (!o_.reference.empty()) {
+      error = o_.reference + " holds no inputs: pass the inputs it was computed on with --inputs";
+      return false;
+    }
+    inputs = randomInputs(io, 1);
+  }
+  inputsNpz_ = work_ + "/inputs.npz";
+  if (!writeTensors(inputsNpz_, inputs, error)) return false;
+  if (!o_.reference.empty()) {
+    for (auto &t : refFile)
+      if (std::none_of(io.begin(), io.end(), [&](auto &x) { return x.name == t.name; })) reference_.push_back(t);
+    return true;
+  }
+  // The fp32 default route's outputs on this GPU, kept beside the cache.
+  std::vector<uint8_t> inBytes;
+  readBytes(inputsNpz_, inBytes);
+  std::string dir = (o_.cachePath.empty() ? defaultCachePath() : o_.cachePath);
+  dir = dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+  std::string refPath = (dir.empty() ? "." : dir) + "/references/" + modelHash_ + "-" + hashOf(shapes_ + report_.environment) +
+                        "-" + hashOf(inBytes) + ".npz";
+  std::vector<HostTensor> cached;
+  std::string ignore;
+  if (readTensors(refPath, cached, ignore)) {
+    log("reference outputs from " + refPath);
+  } else {
+    log("computing the reference outputs (fp32 default route)");
+    std::string eng = work_ + "/reference.kiln";
+    if (!writeBytes(eng, refEngine, error)) return false;
+    Child c;
+    if (!spawn({selfExecutable(), "run", eng, "--inputs", inputsNpz_, "--outputs", work_ + "/reference.npz", "--warmup", "0",
+                "--iterations", "1"},
+               {{"CUDA_VISIBLE_DEVICES", std::to_string(o_.devices.front())}}, work_ + "/ref.out", work_ + "/ref.err",
+               o_.timeoutSeconds, c, error))
+      return false;
+    int code;
+    bool timedOut;
+    wait(c, code, timedOut);
+    if (timedOut || code != 0) {
+      error = "the reference engine failed: " + (timedOut ? std::string("timeout") : readText(work_ + "/ref.err", 2000));
+      return false;
+    }
+    if (!readTensors(work_ + "/reference.npz", cached, error)) return false;
+    mkdir((dir + "/references").c_str(), 0755);
+    std::string e2;
+    std::vector<uint8_t> b;
+    if (readBytes(work_ + "/reference.npz", b)) writeBytes(refPath, b, e2);  // best effort
+  }
+  for (auto &t : cached)
+    if (std::none_of(io.begin(), io.end(), [&](auto &x) { return x.name == t.name; })) reference_.push_back(t);
+  return true;
+}
+
+void Session::finish(size_t index, int exitCode, bool timedOut, const std::string &outNpz, const Child &child) {
+  CandidateResult &r = report_.results[index];
+  Measurement &m = r.m;
+  if (timedOut) {
+    m.status = "timeout";
+    m.reason = "no result within " + std::to_string(int(o_.timeoutSeconds)) + " s";
+  } else if (exitCode != 0) {
+    m.status = "run_failed";
+    std::string err = readText(child.errPath, 4000);
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    m.reason = "exit " + std::to_string(exitCode) + ": " + err;
+  } else {
+    std::vector<HostTensor> outs;
+    std::string error;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(readText(child.outPath));
+    } catch (...) {
+    }
+    if (!j.contains("latency_ms") || !readTensors(outNpz, outs, error)) {
+      m.status = "run_failed";
+      m.reason = error.empty() ? "no timing in the child's output" : error;
+    } else {
+      m.medianMs = j["latency_ms"]["median"];
+      m.p90Ms = j["latency_ms"]["p90"];
+      m.minMs = j["latency_ms"]["min"];
+      m.runs = j.value("iterations", 0);
+      std::vector<std::pair<std::string, Metrics>> metrics;
+      nlohmann::json mj = nlohmann::json::object();
+      for (const HostTensor &ref : reference_) {
+        auto it = std::find_if(outs.begin(), outs.end(), [&](auto &x) { return x.name == ref.name; });
+        if (it == outs.end() || numElements(it->shape) != numElements(ref.shape)) {
+          m.status = "run_failed";
+          m.reason = "output '" + ref.name + "' missing or of another size than the reference";
+          break;
+        }
+        Metrics x = compare(*it, ref);
+        metrics.push_back({ref.name, x});
+        mj[ref.name] = {{"max_abs", x.maxAbs}, {"max_rel", x.maxRel}, {"l0", x.l0}, {"rel_l2", x.relL2}, {"cos", x.cos}, {"top1", x.top1}};
+      }
+      m.metrics = mj.dump();
+      if (m.status.empty()) {
+        std::vector<Constraint> c;
+        std::string perr;
+        if (!o_.accuracy.empty()) parseConstraints(o_.accuracy, c, perr);
+        knobs::Route route;
+        knobs::Route::parse(r.route, &route, &perr);
+        if (c.empty()) c = defaultConstraints(route.get(*knobs::findKnob("precision")));
+        std::vector<std::string> bad = violations(c, metrics);
+        m.status = bad.empty() ? "ok" : "inaccurate";
+        for (auto &b : bad) m.reason += (m.reason.empty() ? "" : "; ") + b;
+      }
+    }
+  }
+  std::string error;
+  if (!cache_->store({modelHash_, shapes_, r.route, report_.environment}, m, error)) log("warning: " + error);
+  char line[256];
+  std::snprintf(line, sizeof line, "[%zu] %-11s %8.3f ms  %s", index + 1, m.status.c_str(), m.medianMs,
+                r.route.empty() ? "(default route)" : r.route.c_str());
+  log(line + (m.status == "ok" ? std::string() : "  — " + m.reason.substr(0, 160)));
+}
+
+void Session::measure(const std::vector<knobs::Route> &routes) {
+  struct Running {
+    Child child;
+    size_t result;
+    std::string outNpz;
+  };
+  std::map<int, Running> running;  // device → child
+  size_t next = 0;
+  auto reap = [&](bool block) {
+    for (auto it = running.begin(); it != running.end();) {
+      int code;
+      bool timedOut;
+      if (block) wait(it->second.child, code, timedOut);
+      else if (!finished(it->second.child, code, timedOut)) {
+        ++it;
+        continue;
+      }
+      finish(it->second.result, code, timedOut, it->second.outNpz, it->second.child);
+      it = running.erase(it);
+    }
+  };
+  while (next < routes.size()) {
+    if (stop_ || outOfTime()) {
+      report_.interrupted = report_.interrupted || stop_;
+      log(stop_ ? "interrupted: finishing the candidates in flight, measuring no more"
+                : "time budget spent: measuring no more candidates");
+      break;
+    }
+    std::string route = routes[next++].canonical();
+    if (done_.count(route)) continue;
+    CandidateResult r;
+    r.route = route;
+    done_[route] = report_.results.size();
+    if (o_.readCache) {
+      std::string error;
+      if (cache_->lookup({modelHash_, shapes_, route, report_.environment}, r.m, error)) {
+        r.fromCache = true;
+        report_.results.push_back(r);
+        log("[" + std::to_string(report_.results.size()) + "] " + r.m.status + " (cache)  " + (route.empty() ? "(default route)" : route));
+        continue;
+      }
+    }
+    std::vector<uint8_t> engine;
+    std::string error;
+    size_t index = report_.results.size();
+    report_.results.push_back(r);
+    if (!buildEngine(route, engine, error, report_.results[index].buildSeconds)) {
+      Measurement &m = report_.results[index].m;
+      m.status = "build_failed";
+      m.reason = error;
+      std::string e2;
+      if (!cache_->store({modelHash_, shapes_, route, report_.environment}, m, e2)) log("warning: " + e2);
+      log("[" + std::to_string(index + 1) + "] build_failed  " + route + "  — " + error.substr(0, 200));
+      continue;
+    }
+    // A free device (waiting for one when all are busy).
+    int device = -1;
+    while (device < 0) {
+      reap(false);
+      for (int d : o_.devices)
+        if (!running.count(d)) {
+          device = d;
+          break;
+        }
+      if (device < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::string stem = work_ + "/c" + std::to_string(index);
+    if (!writeBytes(stem + ".kiln", engine, error)) {
+      report_.results[index].m = {"run_failed", error};
+      continue;
+    }
+    Running run;
+    run.result = index;
+    run.outNpz = stem + ".npz";
+    if (!spawn({selfExecutable(), "run", stem + ".kiln", "--inputs", inputsNpz_, "--outputs", run.outNpz, "--json", "--warmup",
+                std::to_string(o_.warmup), "--iterations", std::to_string(o_.iterations)},
+               {{"CUDA_VISIBLE_DEVICES", std::to_string(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds, run.child, error)) {
+      report_.results[index].m = {"run_failed", error};
+      continue;
+    }
+    running[device] = run;
+  }
+  reap(true);
+}
+
+TuneReport Session::run() {
+  // The model and the route expression (no GPU).
+  ImportOptions io;
+  if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) return report_.error = e, report_;
+  mlir::MLIRContext ctx;
+  auto t0 = Clock::now();
+  codegen::ModelBuild lowered = codegen::lowerModel(o_.model, io, knobs::Route(), ctx);
+  double lowerSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!lowered.ok()) return report_.error = o_.model + ": " + lowered.error, report_;
+  // Per-node knobs name the model's own nodes (as imported, before passes rewrite them).
+  mlir::MLIRContext importCtx;
+  ImportResult imported = importModelFile(o_.model, importCtx, io);
+  SearchSpace space;
+  if (!parseSpace(o_.routeExpression, codegen::modelNodes(*imported.module), space, report_.error)) return report_;
+  std::vector<knobs::Route> plan;
+  if (o_.search == "fast" || o_.search == "mixed") {
+    plan = space.fast();
+    report_.plannedNote = o_.search == "fast" ? "fast search" : "mixed search, first phase (fast); then combinations of the knobs that helped";
+  } else if (o_.search == "full") {
+    if (space.fullCount() > o_.maxCandidates)
+      return report_.error = "a full search of this route expression has " + std::to_string((long long)space.fullCount()) +
+                             " candidates, more than --max-candidates " + std::to_string(o_.maxCandidates) +
+                             " (raise it, or narrow the expression)",
+             report_;
+    plan = space.full();
+    report_.plannedNote = "full search";
+  } else {
+    return report_.error = "unknown search '" + o_.search + "' (fast, mixed, full)", report_;
+  }
+  for (auto &r : plan) report_.planned.push_back(r.canonical());
+  // A rough estimate: per candidate about three times the lowering (code generation and
+  // compilation on a warm cache) plus a child's start, warm-up and runs (~5 s).
+  report_.estimatedSeconds = double(plan.size()) * (3 * lowerSeconds + 5) / double(std::max<size_t>(o_.devices.size(), 1));
+  if (!o_.accuracy.empty()) {
+    std::vector<Constraint> c;
+    if (!parseConstraints(o_.accuracy, c, report_.error)) return report_;
+  }
+  if (o_.dryRun) return report_;
+
+  std::vector<uint8_t> modelBytes;
+  if (!readBytes(o_.model, modelBytes)) return report_.error = "cannot read '" + o_.model + "'", report_;
+  modelHash_ = hashOf(modelBytes);
+  shapes_ = o_.shapes;
+  std::string error;
+  cache_ = Cache::open(o_.cachePath.empty() ? defaultCachePath() : o_.cachePath, error);
+  if (!cache_) return report_.error = error, report_;
+  char tmpl[] = "/tmp/kiln-tune-XXXXXX";
+  if (!mkdtemp(tmpl)) return report_.error = "cannot create a work folder in /tmp", report_;
+  work_ = tmpl;
+  // The environment, asked of a child so that this process never initialises CUDA (it forks
+  // NVRTC workers).
+  Child c;
+  if (!spawn({selfExecutable(), "device", "--index", std::to_string(o_.devices.front())}, {}, work_ + "/env.out",
+             work_ + "/env.err", 60, c, error))
+    return report_.error = error, report_;
+  int code;
+  bool timedOut;
+  wait(c, code, timedOut);
+  report_.environment = readText(work_ + "/env.out");
+  while (!report_.environment.empty() && report_.environment.back() == '\n') report_.environment.pop_back();
+  if (code != 0 || report_.environment.empty())
+    return report_.error = "no GPU to measure on: " + readText(work_ + "/env.err", 2000), report_;
+  log("environment: " + report_.environment);
+  if (!prepareReference(report_.error)) return report_;
+
+  log("measuring " + std::to_string(plan.size()) + " candidates (" + report_.plannedNote + ")");
+  measure(plan);
+  if (o_.search == "mixed" && !stop_ && !outOfTime()) {
+    // Second phase: every combination of the knobs whose flips beat the base route.
+    auto baseIt = done_.find(space.base().canonical());
+    const Measurement *base = baseIt == done_.end() ? nullptr : &report_.results[baseIt->second].m;
+    std::vector<size_t> helped;
+    for (size_t d = 0; d < space.dims.size() && base && base->status == "ok"; ++d)
+      for (const std::string &v : space.dims[d].values) {
+        knobs::Route r = space.base();
+        std::string e;
+        r.set(space.dims[d].knob, v, &e);
+        if (r.canonical() == space.base().canonical()) continue;
+        auto it = done_.find(r.canonical());
+        if (it != done_.end() && report_.results[it->second].m.status == "ok" && report_.results[it->second].m.medianMs < base->medianMs) {
+          helped.push_back(d);
+          break;
+        }
+      }
+    if (helped.size() > 1) {
+      std::vector<knobs::Route> combos = space.combinations(helped);
+      if (combos.size() > size_t(o_.maxCandidates)) {
+        log("mixed search: " + std::to_string(combos.size()) + " combinations exceed --max-candidates; measuring the first " +
+            std::to_string(o_.maxCandidates));
+        combos.resize(size_t(o_.maxCandidates));
+      }
+      log("mixed search: combining " + std::to_string(helped.size()) + " knobs that helped (" + std::to_string(combos.size()) +
+          " routes)");
+      measure(combos);
+    }
+  }
+  // The winner: the fastest candidate that built, ran and was accurate.
+  std::string baseRoute = space.base().canonical();
+  for (size_t i = 0; i < report_.results.size(); ++i) {
+    const CandidateResult &r = report_.results[i];
+    if (r.route == baseRoute) report_.base = int(i);
+    if (r.m.status == "ok" && (report_.best < 0 || r.m.medianMs < report_.results[size_t(report_.best)].m.medianMs))
+      report_.best = int(i);
+  }
+  if (!o_.output.empty() && report_.best >= 0) {
+    std::vector<uint8_t> engine;
+    double secs;
+    const std::string &route = report_.results[size_t(report_.best)].route;
+    if (!buildEngine(route, engine, error, secs) || !writeBytes(o_.output, engine, error))
+      report_.error = "writing the winning engine: " + error;
+    else
+      log("wrote " + o_.output + " (route '" + route + "')");
+  }
+  report_.seconds = elapsed();
+  return report_;
+}
+
+}  // namespace
+
+TuneReport tune(const TuneOptions &options, const std::atomic<bool> &stop) { return Session(options, stop).run(); }
+
+}  // namespace kiln::tuner

@@ -1,0 +1,62 @@
+// The build-route tuner behind `kiln tune`: enumerates candidate routes from a route expression
+// (Space.h), builds each engine in this process (sharing the NVRTC compile cache), measures it
+// in an isolated child (`kiln run`, one per GPU of --devices, with a timeout), checks its
+// outputs against a reference under accuracy constraints, and records every result in the
+// SQLite cache (Cache.h). The winner is the fastest candidate that built, ran and was accurate.
+//
+// Searches: fast (the base route, then each knob's other values one at a time), full (every
+// combination; refused above maxCandidates), mixed (fast, then every combination of the knobs
+// whose flips beat the base). The reference is --reference outputs, or else the fp32 default
+// route's outputs on the same GPU and inputs (computed once, kept beside the cache).
+#pragma once
+
+#include "tuner/Accuracy.h"
+#include "tuner/Cache.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::tuner {
+
+struct TuneOptions {
+  std::string model, shapes;
+  std::string routeExpression;
+  std::string search = "fast";  // fast | mixed | full
+  std::string accuracy;         // constraints; empty: by each candidate's precision
+  std::string cachePath;        // empty: defaultCachePath()
+  std::string reference;        // .npz of reference outputs (and maybe inputs)
+  std::string inputs;           // .npz of inputs; empty: the reference's, else random
+  std::string output;           // write the winner's engine here
+  std::string arch = "sm_90";
+  std::vector<int> devices = {0};
+  int maxCandidates = 64, warmup = 10, iterations = 50;
+  double timeoutSeconds = 300, timeBudgetSeconds = 0;  // 0: no budget
+  bool dryRun = false, readCache = true;
+  std::string kilnVersion;
+  std::function<void(const std::string &)> log;  // progress lines
+};
+
+struct CandidateResult {
+  std::string route;
+  Measurement m;
+  bool fromCache = false;
+  double buildSeconds = 0;
+};
+
+struct TuneReport {
+  std::string error;         // non-empty: the tune could not run (bad model, expression, cache...)
+  std::vector<std::string> planned;  // candidate routes of the plan (mixed: its fast phase)
+  std::string plannedNote;   // what the count means
+  double estimatedSeconds = 0;
+  std::string environment;
+  std::vector<CandidateResult> results;
+  int best = -1, base = -1;  // indices into results
+  bool interrupted = false;
+  double seconds = 0;
+};
+
+TuneReport tune(const TuneOptions &options, const std::atomic<bool> &stop);
+
+}  // namespace kiln::tuner
