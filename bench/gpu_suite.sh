@@ -62,6 +62,8 @@ if [ "$mode" = check ]; then
   run cli_run "$bin/kiln" run /tmp/convnet.kiln --iterations 50 --outputs /tmp/convnet_out.npz --profile
   run cli_check_onnx "$bin/kiln" check /tmp/convnet.kiln --onnx "$cases/convnet.onnx"
   run cli_check_ref "$bin/kiln" check /tmp/convnet.kiln --reference /tmp/convnet_out.npz
+  # The ONNX node tests that pass on the CPU evaluator, compiled to fp32 engines and checked on the GPU.
+  KILN_TIMEOUT=900 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" --out "$OUT/conformance_gpu.txt"
   # Every emitted kernel case against onnxruntime (NVRTC + the driver through ctypes).
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
   "$bin/kiln-make-test-engine" /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test "$bin/kiln-c-api-test" /tmp/axpb.kiln

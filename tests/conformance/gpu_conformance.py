@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The ONNX backend node tests on the GPU: every test that passes on kiln's CPU evaluator
+(tests/conformance/passing.txt) is compiled to an fp32 engine and run with `kiln check`
+against the test's expected outputs (rtol 1e-3, atol 1e-7, as ONNX's own runner).
+
+    python3 tests/conformance/gpu_conformance.py KILN [--data DIR] [--jobs 16] [--out report.txt]
+
+DIR defaults to the onnx package's backend test data (pip's onnx ships it) or Debian's
+/usr/share/libonnx-testdata/data/node. Prints both counts: passing on the CPU evaluator, and
+of those, passing on the GPU; each failure with kiln's message.
+"""
+import argparse
+import concurrent.futures as cf
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ap = argparse.ArgumentParser()
+ap.add_argument("kiln")
+ap.add_argument("--data", default="")
+ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+ap.add_argument("--out", default="")
+ap.add_argument("--expect", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "passing.txt"))
+args = ap.parse_args()
+
+data = args.data
+if not data:
+    pkg = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    data = pkg if os.path.isdir(pkg) else "/usr/share/libonnx-testdata/data/node"
+names = [l.strip() for l in open(args.expect) if l.strip() and not l.startswith("#")]
+work = tempfile.mkdtemp(prefix="kiln-conf-")
+
+
+def load_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def prepare(name):
+    """Compile the test's model and write its inputs and expected outputs as one .npz."""
+    d = os.path.join(data, name)
+    if not os.path.isdir(d):
+        return name, "missing", "not in this onnx's test data"
+    model = onnx.load(os.path.join(d, "model.onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    ins = [i.name for i in model.graph.input if i.name not in inits]
+    outs = [o.name for o in model.graph.output]
+    ds = os.path.join(d, "test_data_set_0")
+    arrays = {}
+    for k, n in enumerate(ins):
+        p = os.path.join(ds, f"input_{k}.pb")
+        if os.path.exists(p):
+            arrays[n] = load_pb(p)
+    for k, n in enumerate(outs):
+        arrays[n] = load_pb(os.path.join(ds, f"output_{k}.pb"))
+    np.savez(os.path.join(work, name + ".npz"), **arrays)
+    r = subprocess.run([args.kiln, "compile", os.path.join(d, "model.onnx"), "-o", os.path.join(work, name + ".kiln"),
+                        "--arch", "sm_90", "-j", "1"], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return name, "compile", (r.stderr.strip().splitlines() or ["?"])[-1]
+    return name, "ready", ""
+
+
+results = {}
+with cf.ThreadPoolExecutor(args.jobs) as ex:
+    for name, status, why in ex.map(prepare, names):
+        results[name] = (status, why)
+for name in names:
+    if results[name][0] != "ready":
+        continue
+    r = subprocess.run([args.kiln, "check", os.path.join(work, name + ".kiln"), "--reference", os.path.join(work, name + ".npz"),
+                        "--atol", "1e-7", "--rtol", "1e-3", "--accuracy", "l0<=0"], capture_output=True, text=True, timeout=300)
+    results[name] = ("pass", "") if r.returncode == 0 else ("fail", (r.stdout + r.stderr).strip().replace("\n", " | ")[-300:])
+
+count = lambda s: sum(1 for v in results.values() if v[0] == s)  # noqa: E731
+lines = [f"ONNX node tests passing on kiln's CPU evaluator: {len(names)} (in this test data: {len(names) - count('missing')})",
+         f"  on the GPU (fp32 engines): {count('pass')} pass, {count('fail')} fail, {count('compile')} do not compile (no GPU kernel)"]
+for name in names:
+    s, why = results[name]
+    if s in ("fail", "compile"):
+        lines.append(f"  {s:8} {name}: {why}")
+text = "\n".join(lines)
+print(text)
+if args.out:
+    open(args.out, "w").write(text + "\n")
+sys.exit(0 if count("fail") == 0 else 1)
