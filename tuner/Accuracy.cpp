@@ -1,5 +1,7 @@
 #include "tuner/Accuracy.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -129,6 +131,34 @@ std::vector<std::string> violations(const std::vector<Constraint> &constraints,
     if (!found) v.push_back("accuracy term '" + c.text + "' names no output");
   }
   return v;
+}
+
+std::string metricsToJson(const std::vector<std::pair<std::string, Metrics>> &metrics) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto &[name, x] : metrics)
+    j[name] = {{"max_abs", x.maxAbs}, {"max_rel", x.maxRel}, {"l0", x.l0},     {"rel_l2", x.relL2},
+               {"cos", x.cos},        {"top1", x.top1},     {"nan_mismatch", x.nanMismatch}};
+  return j.dump();
+}
+
+bool metricsFromJson(const std::string &text, std::vector<std::pair<std::string, Metrics>> &out) {
+  out.clear();
+  try {
+    const nlohmann::json all = nlohmann::json::parse(text);  // named: a temporary would die before the loop
+    if (!all.is_object()) return false;
+    for (const auto &item : all.items()) {
+      const nlohmann::json &x = item.value();
+      auto num = [&](const char *k) { return x.at(k).is_number() ? x.at(k).get<double>() : std::nan(""); };
+      Metrics v;
+      v.maxAbs = num("max_abs"), v.maxRel = num("max_rel"), v.l0 = num("l0");
+      v.relL2 = num("rel_l2"), v.cos = num("cos"), v.top1 = num("top1");
+      v.nanMismatch = x.value("nan_mismatch", false);
+      out.push_back({item.key(), v});
+    }
+    return true;
+  } catch (const nlohmann::json::exception &) {
+    return false;
+  }
 }
 
 }  // namespace kiln::tuner

@@ -35,6 +35,11 @@ struct Constraint {
   bool holds(const Metrics &m) const;
 };
 
+// Per-output metrics as a JSON object {"out": {"max_abs": …, …}} (NaN as null) and back; the
+// tuner cache stores them so that cached results can be judged again under new constraints.
+std::string metricsToJson(const std::vector<std::pair<std::string, Metrics>> &metrics);
+bool metricsFromJson(const std::string &text, std::vector<std::pair<std::string, Metrics>> &out);
+
 // Parses "cos>=0.9995,max_abs<=0.05" (commas or semicolons). Unknown metrics and malformed
 // terms are an error naming the term.
 bool parseConstraints(const std::string &text, std::vector<Constraint> &out, std::string &error);

@@ -15,6 +15,8 @@ struct sqlite3;
 namespace kiln::tuner {
 
 struct CacheKey {
+  // `shapes` holds the --shapes overrides and the hashes of the input data and of the reference
+  // outputs the accuracy was measured against ("x:1x3|inputs=…|reference=…").
   std::string modelHash, shapes, route, environment;
 };
 

@@ -4,6 +4,7 @@
 #include "runtime/src/EngineFormat.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -195,6 +196,14 @@ EngineRunner::~EngineRunner() = default;
 std::string EngineRunner::deviceName() const { return impl_->deviceName; }
 std::string EngineRunner::route() const { return kiln_engine_route(impl_->engine); }
 
+std::string dtypeName(int32_t dtype) {
+  static const std::map<int32_t, const char *> names = {
+      {1, "float32"}, {2, "uint8"},   {3, "int8"},     {4, "uint16"}, {5, "int16"},  {6, "int32"},    {7, "int64"},
+      {9, "bool"},    {10, "float16"}, {11, "float64"}, {12, "uint32"}, {13, "uint64"}, {16, "bfloat16"}};
+  auto it = names.find(dtype);
+  return it != names.end() ? it->second : "dtype " + std::to_string(dtype);
+}
+
 bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string &error) {
   Impl &m = *impl_;
   for (size_t k = 0; k < inputs_.size(); ++k) {
@@ -204,9 +213,11 @@ bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string 
       error = "no value for input '" + want.name + "'";
       return false;
     }
-    if (it->dtype != want.dtype || it->shape != want.shape) {
+    // numpy has no bfloat16: a uint16 array holds a bfloat16 input's bits.
+    bool bf16Bits = want.dtype == 16 && it->dtype == 4;
+    if ((it->dtype != want.dtype && !bf16Bits) || it->shape != want.shape) {
       auto text = [](const HostTensor &t) {
-        std::string s = "dtype " + std::to_string(t.dtype) + " shape [";
+        std::string s = dtypeName(t.dtype) + " shape [";
         for (size_t d = 0; d < t.shape.size(); ++d) s += (d ? "," : "") + std::to_string(t.shape[d]);
         return s + "]";
       };

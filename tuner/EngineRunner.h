@@ -49,7 +49,8 @@ class EngineRunner {
   std::string deviceName() const;
   std::string route() const;
 
-  // Uploads inputs by name (each must match the engine's dtype and shape; all must be given).
+  // Uploads inputs by name (each must match the engine's dtype and shape, except that a uint16
+  // array may hold a bfloat16 input's bits; all must be given).
   bool setInputs(const std::vector<HostTensor> &values, std::string &error);
   // One execution: outputs poisoned first, then computed and downloaded.
   bool run(std::vector<HostTensor> &outputs, std::string &error);
@@ -70,6 +71,8 @@ class EngineRunner {
 // (token ids, indices) in [0, intHigh).
 std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t seed, int64_t intHigh = 97);
 
+// "float32", "bfloat16", … for an ONNX dtype code.
+std::string dtypeName(int32_t dtype);
 // Element i of a host tensor as double (float16/bfloat16 decoded; integers and bools converted).
 double elementAsDouble(const HostTensor &t, int64_t i);
 int64_t numElements(const std::vector<int64_t> &shape);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -74,11 +75,13 @@ class Session {
   void log(const std::string &s) {
     if (o_.log) o_.log(s);
   }
+  void progress();
   bool buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds);
   bool prepareReference(std::string &error);
   // Measures `routes` (cache first), over the devices; appends to report_.results.
   void measure(const std::vector<knobs::Route> &routes);
   void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
+  void judge(const std::string &route, Measurement &m) const;
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   bool outOfTime() const { return o_.timeBudgetSeconds > 0 && elapsed() > o_.timeBudgetSeconds; }
 
@@ -88,9 +91,29 @@ class Session {
   Clock::time_point start_ = Clock::now();
   std::unique_ptr<Cache> cache_;
   std::string work_, modelHash_, shapes_, inputsNpz_;
+  // The cache key's input part: shape overrides, and hashes of the input data and the reference
+  // the accuracy metrics were computed against.
+  std::string inputsKey_;
   std::vector<HostTensor> reference_;
   std::map<std::string, size_t> done_;  // route → result index
+  size_t total_ = 0, measured_ = 0;     // candidates planned; results that were measured (not cached)
+  double measuringSince_ = 0;           // elapsed() when measuring began
 };
+
+void Session::progress() {
+  if (!o_.progress) return;
+  Progress p;
+  p.total = total_;
+  for (const CandidateResult &r : report_.results) {
+    if (r.m.status.empty()) continue;  // in flight
+    ++p.done;
+    if (r.m.status != "ok") ++p.failed;
+    else if (p.bestMs == 0 || r.m.medianMs < p.bestMs) p.bestMs = r.m.medianMs, p.bestRoute = r.route;
+  }
+  if (measured_ > 0 && p.total >= p.done)
+    p.etaSeconds = (elapsed() - measuringSince_) / double(measured_) * double(p.total - p.done);
+  o_.progress(p);
+}
 
 bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds) {
   codegen::BuildOptions bo;
@@ -196,6 +219,27 @@ bool Session::prepareReference(std::string &error) {
   return true;
 }
 
+// ok or inaccurate, from the stored metrics and this tune's constraints (--accuracy, else the
+// route's precision default). Cached results are judged again, so a stricter constraint never
+// reuses an earlier verdict.
+void Session::judge(const std::string &route, Measurement &m) const {
+  std::vector<std::pair<std::string, Metrics>> metrics;
+  if (!metricsFromJson(m.metrics, metrics)) {
+    m.status = "run_failed", m.reason = "unreadable accuracy metrics";
+    return;
+  }
+  std::vector<Constraint> c;
+  std::string perr;
+  if (!o_.accuracy.empty()) parseConstraints(o_.accuracy, c, perr);
+  knobs::Route parsed;
+  knobs::Route::parse(route, &parsed, &perr);
+  if (c.empty()) c = defaultConstraints(parsed.get(*knobs::findKnob("precision")));
+  std::vector<std::string> bad = violations(c, metrics);
+  m.status = bad.empty() ? "ok" : "inaccurate";
+  m.reason.clear();
+  for (auto &b : bad) m.reason += (m.reason.empty() ? "" : "; ") + b;
+}
+
 void Session::finish(size_t index, int exitCode, bool timedOut, const std::string &outNpz, const Child &child) {
   CandidateResult &r = report_.results[index];
   Measurement &m = r.m;
@@ -224,7 +268,6 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
       m.minMs = j["latency_ms"]["min"];
       m.runs = j.value("iterations", 0);
       std::vector<std::pair<std::string, Metrics>> metrics;
-      nlohmann::json mj = nlohmann::json::object();
       for (const HostTensor &ref : reference_) {
         auto it = std::find_if(outs.begin(), outs.end(), [&](auto &x) { return x.name == ref.name; });
         if (it == outs.end() || numElements(it->shape) != numElements(ref.shape)) {
@@ -234,28 +277,19 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
         }
         Metrics x = compare(*it, ref);
         metrics.push_back({ref.name, x});
-        mj[ref.name] = {{"max_abs", x.maxAbs}, {"max_rel", x.maxRel}, {"l0", x.l0}, {"rel_l2", x.relL2}, {"cos", x.cos}, {"top1", x.top1}};
       }
-      m.metrics = mj.dump();
-      if (m.status.empty()) {
-        std::vector<Constraint> c;
-        std::string perr;
-        if (!o_.accuracy.empty()) parseConstraints(o_.accuracy, c, perr);
-        knobs::Route route;
-        knobs::Route::parse(r.route, &route, &perr);
-        if (c.empty()) c = defaultConstraints(route.get(*knobs::findKnob("precision")));
-        std::vector<std::string> bad = violations(c, metrics);
-        m.status = bad.empty() ? "ok" : "inaccurate";
-        for (auto &b : bad) m.reason += (m.reason.empty() ? "" : "; ") + b;
-      }
+      m.metrics = metricsToJson(metrics);
+      if (m.status.empty()) judge(r.route, m);
     }
   }
   std::string error;
-  if (!cache_->store({modelHash_, shapes_, r.route, report_.environment}, m, error)) log("warning: " + error);
+  if (!cache_->store({modelHash_, inputsKey_, r.route, report_.environment}, m, error)) log("warning: " + error);
   char line[256];
   std::snprintf(line, sizeof line, "[%zu] %-11s %8.3f ms  %s", index + 1, m.status.c_str(), m.medianMs,
                 r.route.empty() ? "(default route)" : r.route.c_str());
   log(line + (m.status == "ok" ? std::string() : "  — " + m.reason.substr(0, 160)));
+  ++measured_;
+  progress();
 }
 
 void Session::measure(const std::vector<knobs::Route> &routes) {
@@ -293,10 +327,12 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     done_[route] = report_.results.size();
     if (o_.readCache) {
       std::string error;
-      if (cache_->lookup({modelHash_, shapes_, route, report_.environment}, r.m, error)) {
+      if (cache_->lookup({modelHash_, inputsKey_, route, report_.environment}, r.m, error)) {
         r.fromCache = true;
+        if (r.m.status == "ok" || r.m.status == "inaccurate") judge(route, r.m);
         report_.results.push_back(r);
         log("[" + std::to_string(report_.results.size()) + "] " + r.m.status + " (cache)  " + (route.empty() ? "(default route)" : route));
+        progress();
         continue;
       }
     }
@@ -309,8 +345,10 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
       m.status = "build_failed";
       m.reason = error;
       std::string e2;
-      if (!cache_->store({modelHash_, shapes_, route, report_.environment}, m, e2)) log("warning: " + e2);
+      if (!cache_->store({modelHash_, inputsKey_, route, report_.environment}, m, e2)) log("warning: " + e2);
       log("[" + std::to_string(index + 1) + "] build_failed  " + route + "  — " + error.substr(0, 200));
+      ++measured_;
+      progress();
       continue;
     }
     // A free device (waiting for one when all are busy).
@@ -327,6 +365,8 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     std::string stem = work_ + "/c" + std::to_string(index);
     if (!writeBytes(stem + ".kiln", engine, error)) {
       report_.results[index].m = {"run_failed", error};
+      log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
+      progress();
       continue;
     }
     Running run;
@@ -336,6 +376,8 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
                 std::to_string(o_.warmup), "--iterations", std::to_string(o_.iterations)},
                {{"CUDA_VISIBLE_DEVICES", std::to_string(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds, run.child, error)) {
       report_.results[index].m = {"run_failed", error};
+      log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
+      progress();
       continue;
     }
     running[device] = run;
@@ -407,8 +449,15 @@ TuneReport Session::run() {
     return report_.error = "no GPU to measure on: " + readText(work_ + "/env.err", 2000), report_;
   log("environment: " + report_.environment);
   if (!prepareReference(report_.error)) return report_;
+  std::vector<uint8_t> inBytes, refBytes;
+  readBytes(inputsNpz_, inBytes);
+  inputsKey_ = shapes_ + "|inputs=" + hashOf(inBytes) + "|reference=";
+  if (o_.reference.empty()) inputsKey_ += "fp32-default-route";
+  else if (readBytes(o_.reference, refBytes)) inputsKey_ += hashOf(refBytes);
 
   log("measuring " + std::to_string(plan.size()) + " candidates (" + report_.plannedNote + ")");
+  total_ = plan.size();
+  measuringSince_ = elapsed();
   measure(plan);
   if (o_.search == "mixed" && !stop_ && !outOfTime()) {
     // Second phase: every combination of the knobs whose flips beat the base route.
@@ -436,6 +485,7 @@ TuneReport Session::run() {
       }
       log("mixed search: combining " + std::to_string(helped.size()) + " knobs that helped (" + std::to_string(combos.size()) +
           " routes)");
+      total_ += combos.size();
       measure(combos);
     }
   }

@@ -36,6 +36,15 @@ struct TuneOptions {
   bool dryRun = false, readCache = true;
   std::string kilnVersion;
   std::function<void(const std::string &)> log;  // progress lines
+  std::function<void(const struct Progress &)> progress;  // after every candidate's result
+};
+
+// Where a tune stands, after each candidate (for a progress bar).
+struct Progress {
+  size_t done = 0, total = 0, failed = 0;  // failed: anything but ok
+  double bestMs = 0;                       // 0: no accurate candidate yet
+  std::string bestRoute;
+  double etaSeconds = -1;                  // -1: not known yet
 };
 
 struct CandidateResult {

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -89,6 +91,31 @@ TEST(Accuracy, ConstraintsAndMetrics) {
   std::vector<std::string> v = violations(c, {{"logits", m}});
   EXPECT_EQ(v.size(), 3u);  // cos, max_abs and top1 all fail
   EXPECT_TRUE(violations(defaultConstraints("fp32"), {{"logits", compare(ref, ref)}}).empty());
+}
+
+// The cache stores metrics as JSON and the tuner judges cached results again from them: the round
+// trip must keep every metric (NaN too) so a stricter constraint sees the real numbers.
+TEST(Accuracy, MetricsJsonRoundTrip) {
+  Metrics a;
+  a.maxAbs = 0.0625, a.maxRel = 8.8, a.l0 = 0.3, a.relL2 = 6.4e-4, a.cos = 0.9999998, a.top1 = 1;
+  Metrics b;
+  b.maxAbs = std::nan(""), b.nanMismatch = true;
+  std::vector<std::pair<std::string, Metrics>> back;
+  ASSERT_TRUE(metricsFromJson(metricsToJson({{"logits", a}, {"hidden", b}}), back));
+  ASSERT_EQ(back.size(), 2u);
+  const Metrics &x = back[0].first == "logits" ? back[0].second : back[1].second;
+  const Metrics &y = back[0].first == "logits" ? back[1].second : back[0].second;
+  EXPECT_DOUBLE_EQ(x.maxAbs, 0.0625);
+  EXPECT_DOUBLE_EQ(x.cos, 0.9999998);
+  EXPECT_DOUBLE_EQ(x.top1, 1);
+  EXPECT_TRUE(std::isnan(y.maxAbs));
+  EXPECT_TRUE(y.nanMismatch);
+  std::vector<Constraint> tight;
+  std::string err;
+  ASSERT_TRUE(parseConstraints("max_abs<=1e-6", tight, err));
+  EXPECT_EQ(violations(tight, {{"logits", x}}).size(), 1u);  // max_abs 0.0625 > 1e-6
+  EXPECT_FALSE(metricsFromJson("{\"logits\": {\"cos\": 1}}", back));  // a metric missing
+  EXPECT_FALSE(metricsFromJson("not json", back));
 }
 
 TEST(Cache, RoundTripAndEnvironmentMiss) {

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 namespace kiln::cli {
 
@@ -146,10 +147,31 @@ Runner addTuneCommand(CLI::App &app) {
     }
     o->readCache = !*noRead;
     o->kilnVersion = KILN_VERSION;
-    o->log = [](const std::string &s) { std::fprintf(stderr, "tune: %s\n", s.c_str()); };  // progress on stderr
+    // Progress on stderr: log lines, and on a terminal a bar under them (redrawn after each line).
+    static std::string bar;
+    static const bool terminal = isatty(STDERR_FILENO);
+    o->log = [](const std::string &s) {
+      std::fprintf(stderr, terminal ? "\r\033[Ktune: %s\n%s" : "tune: %s\n%s", s.c_str(), terminal ? bar.c_str() : "");
+      std::fflush(stderr);
+    };
+    if (terminal)
+      o->progress = [](const tuner::Progress &p) {
+        const int width = 24;
+        int filled = p.total ? int(width * std::min(p.done, p.total) / p.total) : 0;
+        char eta[32] = "?";
+        if (p.etaSeconds >= 0) std::snprintf(eta, sizeof eta, "%d:%02d", int(p.etaSeconds) / 60, int(p.etaSeconds) % 60);
+        char best[64] = "none yet";
+        if (p.bestMs > 0) std::snprintf(best, sizeof best, "%.3f ms", p.bestMs);
+        bar = "[" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), '.') + "] " +
+              std::to_string(p.done) + "/" + std::to_string(p.total) + "  failed " + std::to_string(p.failed) +
+              "  best " + best + (p.bestRoute.empty() ? "" : " (" + p.bestRoute.substr(0, 40) + ")") + "  ETA " + eta;
+        std::fprintf(stderr, "\r\033[K%s", bar.c_str());
+        std::fflush(stderr);
+      };
     std::signal(SIGINT, onInterrupt);
     tuner::TuneReport r = tuner::tune(*o, gStop);
     std::signal(SIGINT, SIG_DFL);
+    if (terminal && !bar.empty()) std::fprintf(stderr, "\r\033[K");
     if (!r.error.empty()) {
       std::cerr << "kiln: error: " << r.error << "\n";
       return 2;
@@ -181,16 +203,19 @@ Runner addTuneCommand(CLI::App &app) {
       j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
       std::cout << j.dump(2) << "\n";
     } else {
-      std::printf("\n%-52s %-12s %10s %8s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2", "worst cos");
+      std::printf("\n%-52s %-12s %10s %8s %10s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2", "worst cos",
+                  "max abs");
       for (size_t i = 0; i < r.results.size(); ++i) {
         const auto &c = r.results[i];
-        double l2 = 0, cos = 1;
+        double l2 = 0, cos = 1, maxAbs = 0;
         nlohmann::json m = c.m.metrics.empty() ? nlohmann::json() : nlohmann::json::parse(c.m.metrics, nullptr, false);
         if (m.is_object())
-          for (auto &[k, v] : m.items()) l2 = std::max(l2, v.value("rel_l2", 0.0)), cos = std::min(cos, v.value("cos", 1.0));
+          for (auto &[k, v] : m.items())
+            l2 = std::max(l2, v.value("rel_l2", 0.0)), cos = std::min(cos, v.value("cos", 1.0)),
+            maxAbs = std::max(maxAbs, v.value("max_abs", 0.0));
         std::string route = c.route.empty() ? "(default route)" : c.route;
-        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f%s%s\n", route.c_str(), c.m.status.c_str(), c.m.medianMs,
-                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, c.fromCache ? "  (cache)" : "",
+        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", route.c_str(), c.m.status.c_str(), c.m.medianMs,
+                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, maxAbs, c.fromCache ? "  (cache)" : "",
                     int(i) == r.best ? "  <- best" : "");
       }
       if (r.best >= 0) std::printf("\nbest: '%s' %.3f ms\n", r.results[size_t(r.best)].route.c_str(), r.results[size_t(r.best)].m.medianMs);
