@@ -55,7 +55,11 @@ extern "C" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict
     }
     y[i] = kiln_st<T>(best);
 #if KILN_INDICES
+#if KILN_COL_MAJOR
+    indices[i] = bestOff < 0 ? -1 : plane * (H * W) + (bestOff % W) * H + bestOff / W;
+#else
     indices[i] = bestOff < 0 ? -1 : plane * (H * W) + bestOff;
+#endif
 #endif
 #else
     float sum = 0.f;
@@ -114,6 +118,7 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
          std::to_string(s.dilationW) + ";\n";
   src += std::string("#define KILN_MAX ") + (isMax ? "1" : "0") + "\n";
   src += std::string("#define KILN_INDICES ") + (s.indicesOutput ? "1" : "0") + "\n";
+  src += std::string("#define KILN_COL_MAJOR ") + (s.columnMajorIndices ? "1" : "0") + "\n";
   src += std::string("#define KILN_INCLUDE_PAD ") + (s.countIncludePad ? "1" : "0") + "\n";
   std::string body = kPoolBody;
   const std::string key = "KILN_INDEX_PARAM";

@@ -581,6 +581,7 @@ void Lowering::lowerOp(Operation *op) {
     if (pads.size() == 4) s.padBottom = pads[2], s.padRight = pads[3];
     s.countIncludePad = attrs.getInt("count_include_pad", 0);
     s.indicesOutput = op->getNumResults() > 1;
+    s.columnMajorIndices = attrs.getInt("storage_order", 0) == 1;
     std::vector<Value> params = {operands[0], out};
     if (s.indicesOutput) params.push_back(op->getResult(1));
     addLaunch(op, emitPool2d(s), params);

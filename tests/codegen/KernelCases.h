@@ -143,6 +143,7 @@ inline std::vector<KernelCase> kernelCases() {
   add("MaxPool_ceil", "MaxPool", {{1, 2, 8, 8}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"ceil_mode", "1"}});
   add("MaxPool_dilated", "MaxPool", {{1, 2, 9, 9}}, {{"kernel_shape", "2,2"}, {"dilations", "2,2"}});
   add("MaxPool_indices", "MaxPool", {{2, 3, 7, 5}}, {{"kernel_shape", "2,3"}, {"indices", "1"}});
+  add("MaxPool_indices_colmajor", "MaxPool", {{2, 3, 7, 5}}, {{"kernel_shape", "2,3"}, {"strides", "2,2"}, {"indices", "1"}, {"storage_order", "1"}});
   add("AveragePool_pad", "AveragePool", {{2, 3, 9, 7}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}});
   add("AveragePool_incl", "AveragePool", {{2, 3, 9, 7}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}, {"count_include_pad", "1"}});
   add("AveragePool_ceil_incl", "AveragePool", {{1, 1, 6, 6}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}, {"ceil_mode", "1"}, {"count_include_pad", "1"}});
@@ -270,6 +271,7 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     s.OW = poolOut(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW, ceilMode);
     s.countIncludePad = attr("count_include_pad", "0") == "1";
     s.indicesOutput = attr("indices", "0") == "1";
+    s.columnMajorIndices = attr("storage_order", "0") == "1";
     return {emitPool2d(s)};
   }
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool")
