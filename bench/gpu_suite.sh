@@ -4,6 +4,9 @@
 #   bash bench/gpu_suite.sh check   # correctness: kernel cases, tiny and case models over many
 #                                   # routes, the zoo in fp32 and fp16 against onnxruntime, C API
 #   bash bench/gpu_suite.sh bench   # side-by-side latency: kiln vs PyTorch (bench/torch_baselines.py)
+#   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
+#                                   # a tight accuracy constraint, cache hits, interrupt + --resume
+#   bash bench/gpu_suite.sh conformance  # the ONNX node tests passing on the CPU evaluator, on the GPU
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
 # build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
@@ -86,5 +89,37 @@ if [ "$mode" = bench ]; then
   for m in $zoo_models; do
     run "bench_${m}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --no-reference --route "${KILN_BENCH_ROUTE:-precision=fp16}" --iterations 200
   done
+fi
+if [ "$mode" = tune ]; then
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_b32,bert_base_b32_s128 > "$OUT/logs/zoo.log" 2>&1
+  cache="$OUT/tune-cache.db"
+  # The fast-tier knobs; the base route is the default (fp32) route.
+  route='precision=.*;layout\.conv=.*;gemm\.tactic=.*;fusion\.(elementwise|epilogue)=.*;runtime\.cuda_graph=.*'
+  tune() {  # NAME MODEL ARGS...: table to NAME.txt, JSON to NAME.json, progress log to NAME.log
+    local name=$1 model=$2; shift 2
+    local t0=$(date +%s)
+    "$bin/kiln" tune "$zoo/$model.onnx" --route "$route" --cache "$cache" "$@" > "$OUT/$name.txt" 2> "$OUT/logs/$name.log"
+    local rc=$?
+    echo "$name rc=$rc $(( $(date +%s) - t0 )) s | measured $(grep -c '^tune: \[[0-9]*\] [a-z_]* *[0-9.]* ms' "$OUT/logs/$name.log") | cached $(grep -c '(cache)' "$OUT/logs/$name.log") | $(grep '^best' "$OUT/$name.txt")" >> "$summary"
+  }
+  tune tune_resnet50_fast resnet50_b32 --search fast -o /tmp/resnet50_b32_best.kiln
+  "$bin/kiln" inspect /tmp/resnet50_b32_best.kiln > "$OUT/tune_best_inspect.txt" 2>&1
+  tune tune_bert_fast bert_base_b32_s128 --search fast
+  tune tune_resnet50_mixed resnet50_b32 --search mixed --max-candidates 12       # its fast phase comes from the cache
+  tune tune_bert_fast_again bert_base_b32_s128 --search fast     # everything from the cache
+  tune tune_resnet50_tight resnet50_b32 --search fast --accuracy 'max_abs<=1e-6'  # half routes fail
+  # Interrupted (SIGINT after 25 s) and resumed: the resumed run measures only what is missing.
+  cache="$OUT/resume-cache.db"
+  route='precision=fp16;gemm\.tile=.*;gemm\.tactic=kiln'
+  "$bin/kiln" tune "$zoo/bert_base_b32_s128.onnx" --route "$route" --cache "$cache" > "$OUT/tune_interrupted.txt" 2> "$OUT/logs/tune_interrupted.log" &
+  pid=$!; sleep 25; kill -INT $pid; wait $pid; echo "tune_interrupted rc=$? measured $(grep -c ' ms  ' "$OUT/logs/tune_interrupted.log")" >> "$summary"
+  tune tune_resumed bert_base_b32_s128 --search fast --resume
+  "$bin/kiln" cache list --cache "$OUT/tune-cache.db" > "$OUT/cache_list.txt" 2>&1
+fi
+
+if [ "$mode" = conformance ]; then
+  # The host's onnx package may lack the node tests: $KILN_ONNX_DATA points at a carried copy.
+  run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} \
+    --out "$OUT/conformance_gpu.txt"
 fi
 cat "$summary"
