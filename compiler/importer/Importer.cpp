@@ -453,7 +453,18 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
       for (int k = 0; match && k < tt.shape().dim_size(); ++k)
         match &= !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() == it->second.shape[k];
     }
-    if (!match) return failWith("constant input '" + in.name() + "' does not match the declared type");
+    if (!match) {
+      auto text = [](ops::DType t, const std::vector<int64_t> &dims) {
+        std::string r = std::string(ops::dtypeName(t)) + " [";
+        for (size_t k = 0; k < dims.size(); ++k) r += (k ? "x" : "") + (dims[k] < 0 ? std::string("?") : std::to_string(dims[k]));
+        return r + "]";
+      };
+      std::vector<int64_t> declared;
+      for (int k = 0; tt.has_shape() && k < tt.shape().dim_size(); ++k)
+        declared.push_back(tt.shape().dim(k).has_dim_value() ? tt.shape().dim(k).dim_value() : -1);
+      return failWith("constant input '" + in.name() + "' is " + text(it->second.dtype, it->second.shape) +
+                      ", the graph declares " + text(static_cast<ops::DType>(tt.elem_type()), declared));
+    }
     values_[in.name()] = b_.create<ConstantOp>(locFor(in.name()), attrFromTensor(it->second, &ctx_));
   }
 

@@ -75,6 +75,19 @@ expect 2 "not a kiln engine" -- inspect "$tiny/mlp.onnx"
 expect 2 "unsupported ops" -- compile "$tiny/unsupported.onnxtxt" -o "$tmp/u.kiln"
 expect 2 "sm_42" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --arch sm_42
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --compile-cache-dir "$tmp/cache"
+# --constant-inputs binds inputs at build time: they leave the I/O table (here everything folds).
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  /usr/bin/python3 -c "
+import numpy as np
+np.savez('$tmp/cx.npz', x=np.full((2, 8), 0.5, np.float32))
+np.savez('$tmp/cbad.npz', x=np.ones((2, 3)))
+np.savez('$tmp/cname.npz', nope=np.ones((2, 8), np.float32))"
+  expect 0 "0 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cx.npz"
+  expect 0 "^output +y" -- inspect "$tmp/mc.kiln"
+  expect 2 "constant input 'x' is f64 \[2x3\], the graph declares f32 \[2x8\]" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cbad.npz"
+  expect 2 "constant input 'nope' is not a graph input" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cname.npz"
+  expect 2 "none.npz: no such file" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/none.npz"
+fi
 # run/check need a GPU; without one they fail cleanly, and bad arguments are rejected first.
 if [ ! -e /dev/nvidia0 ]; then
   expect 2 "no NVIDIA driver|no CUDA device" -- run "$tmp/m.kiln"

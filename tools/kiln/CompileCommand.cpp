@@ -4,6 +4,7 @@
 #include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
+#include "compiler/io/Npz.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 
@@ -43,6 +44,22 @@ static bool writeFileAtomically(const std::string &path, const std::vector<uint8
   return true;
 }
 
+// The arrays of an .npz as tensors for ImportOptions::constantInputs (the importer checks names,
+// dtypes and ranks against the graph's inputs).
+static bool readConstantInputs(const std::string &path, std::map<std::string, ops::Tensor> &out, std::string &error) {
+  io::Npz file;
+  if (!io::readNpz(path, file, error)) return false;
+  for (const auto &[name, a] : file.arrays) {
+    int32_t dtype = io::onnxDtypeForDescr(a.descr);
+    if (dtype == 0) {
+      error = "array '" + name + "' has a dtype (" + a.descr + ") no model input can have";
+      return false;
+    }
+    out[name] = ops::tensorFromBytes(ops::DType(dtype), a.shape, a.data.data(), a.data.size());
+  }
+  return true;
+}
+
 Runner addCompileCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("compile", "Compile an ONNX model into an engine file (no GPU needed)");
   auto opts = std::make_shared<ModelOptions>();
@@ -54,6 +71,7 @@ Runner addCompileCommand(CLI::App &app) {
   auto json = std::make_shared<bool>(false);
   auto routeText = std::make_shared<std::string>();
   auto precision = std::make_shared<std::string>();
+  auto constantInputs = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_option("--route", *routeText, "Build route: KNOB=VALUE;... (`kiln knobs` lists the knobs)");
   cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (fp32, fp16, bf16)");
@@ -63,6 +81,9 @@ Runner addCompileCommand(CLI::App &app) {
   cmd->add_option("--compile-cache-dir", *cacheDir, "NVRTC cache folder (default: $XDG_CACHE_HOME/kiln/nvrtc)");
   cmd->add_option("-j,--jobs", *jobs, "Parallel NVRTC compiles (default: all cores)");
   cmd->add_flag("--json", *json, "Print a JSON summary");
+  cmd->add_option("--constant-inputs", *constantInputs,
+                  "Bind graph inputs to these values at build time (.npz, arrays named after the inputs): they "
+                  "become constants and leave the engine's I/O table");
   return [=]() -> int {
     if (!*cmd) return -1;
     if (auto err = codegen::validateArch(*arch); !err.empty()) {
@@ -84,6 +105,10 @@ Runner addCompileCommand(CLI::App &app) {
     ImportOptions io;
     if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
       std::cerr << "kiln: error: " << e << "\n";
+      return 2;
+    }
+    if (!constantInputs->empty() && !readConstantInputs(*constantInputs, io.constantInputs, err)) {
+      std::cerr << "kiln: error: --constant-inputs: " << err << "\n";
       return 2;
     }
     mlir::MLIRContext ctx;
