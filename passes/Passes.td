@@ -118,4 +118,31 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   }];
 }
 
+def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
+  let summary = "Post-training int8 quantization: Q/DQ around convolutions and matrix products from a calibration";
+  let description = [{
+    For every Conv, MatMul and TransposedMatMul whose weight (operand 1) is a float32 constant
+    and whose activation (operand 0) has a range in the calibration file (`kiln calibrate`,
+    keyed by node name and operand): the activation becomes
+    `DequantizeLinear(QuantizeLinear(x, amax/127, 0), amax/127, 0)` (int8, per tensor,
+    symmetric) and the weight `DequantizeLinear(Wq, s)` with Wq an int8 constant quantized per
+    output channel, symmetric, to [-127, 127] (s = max|W[c]| / 127). The graph stays in ONNX's
+    QDQ form, so the reference evaluator computes exactly what int8 kernels must, and explicit
+    Q/DQ models and calibrated ones meet in one form. Products of two activations (attention)
+    and nodes without a range stay float; the count is reported as a remark.
+
+    Before:
+      %y = kiln.matmul %x, %w
+    After:
+      %q = kiln.quantize_linear %x, %sa, %zp      (tensor<...xi8>)
+      %xd = kiln.dequantize_linear %q, %sa, %zp
+      %wd = kiln.dequantize_linear %wq, %sw {axis = 1}
+      %y = kiln.matmul %xd, %wd
+  }];
+  let options = [
+    Option<"calib", "calib", "std::string", /*default=*/"\"\"", "Calibration file (kiln calibrate)">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif

@@ -6,12 +6,22 @@
 
 namespace kiln {
 
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route) {
+void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route) {
   buildImportCleanupPipeline(pm);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createFoldBatchNorm({route}));
   f.addPass(createCanonicalizeLinear({route}));
   f.addPass(createFoldConstants());  // beta · C of lowered Gemms, BN constants
+}
+
+void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath) {
+  buildCalibrationPipeline(pm, "");
+  pm.nest<mlir::func::FuncOp>().addPass(createQuantizeInt8({calibPath}));
+}
+
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route) {
+  buildCalibrationPipeline(pm, route);
+  mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createPrecision({route}));
   f.addPass(createLayout({route}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half

@@ -13,6 +13,12 @@ namespace kiln::codegen {
 
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
                       mlir::MLIRContext &ctx) {
+  return lowerModelWith(path, importOptions, ctx,
+                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical()); });
+}
+
+ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,
+                          const std::function<void(mlir::OpPassManager &)> &pipeline) {
   ModelBuild m;
   m.import = importModelFile(path, ctx, importOptions);
   if (!m.import.error.empty()) {
@@ -34,7 +40,7 @@ ModelBuild lowerModel(const std::string &path, const ImportOptions &importOption
     return mlir::success();
   });
   mlir::PassManager pm(&ctx);
-  buildCompilePipeline(pm, route.canonical());
+  pipeline(pm);
   if (mlir::failed(pm.run(*m.import.module))) m.error = errors.empty() ? "the compile pipeline failed" : errors;
   return m;
 }

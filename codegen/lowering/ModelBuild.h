@@ -2,10 +2,16 @@
 // generation. The one path that `kiln compile`, `kiln tune` and the GPU checks build through.
 #pragma once
 
+#include <functional>
+
 #include "codegen/lowering/EngineBuilder.h"
 #include "compiler/importer/Importer.h"
 
 #include "mlir/IR/MLIRContext.h"
+
+namespace mlir {
+class OpPassManager;
+}
 
 #include <string>
 #include <vector>
@@ -30,6 +36,9 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
                       mlir::MLIRContext &ctx);
 
+// Import and a pipeline of the caller's (calibration, int8): no code generation.
+ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,
+                          const std::function<void(mlir::OpPassManager &)> &pipeline);
 // The nodes of an imported model (ONNX name and op type, in program order), for per-node knobs.
 std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module);
 

@@ -37,7 +37,7 @@ std::optional<std::string> evaluateOp(Operation *op, const std::vector<const ops
 // Evaluates the ops of `body` with its arguments bound to `inputs`; `outputs` receives the
 // terminator's operands. Kernel regions (kiln.fused) recurse into their bodies.
 static std::optional<std::string> evaluateBlock(Block &body, const std::vector<ops::Tensor> &inputs,
-                                                std::vector<ops::Tensor> &outputs) {
+                                                std::vector<ops::Tensor> &outputs, const OpObserver &observe) {
   if (inputs.size() != body.getNumArguments())
     return "function takes " + std::to_string(body.getNumArguments()) + " inputs, got " +
            std::to_string(inputs.size());
@@ -76,10 +76,11 @@ static std::optional<std::string> evaluateBlock(Block &body, const std::vector<o
         if (it == env.end()) return describeOp(&op) + ": operand has no value";
         args.push_back(&it->second);
       }
+      if (observe) observe(&op, args);
       if (auto fused = dyn_cast<FusedOp>(op)) {
         std::vector<ops::Tensor> in;
         for (const ops::Tensor *t : args) in.push_back(*t);
-        if (auto err = evaluateBlock(fused.getBody().front(), in, results)) return err;
+        if (auto err = evaluateBlock(fused.getBody().front(), in, results, observe)) return err;
       } else if (auto err = evaluateOp(&op, args, results)) {
         return err;
       }
@@ -103,8 +104,8 @@ static std::optional<std::string> evaluateBlock(Block &body, const std::vector<o
 }
 
 std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<ops::Tensor> &inputs,
-                                            std::vector<ops::Tensor> &outputs) {
-  return evaluateBlock(f.getBody().front(), inputs, outputs);
+                                            std::vector<ops::Tensor> &outputs, const OpObserver &observe) {
+  return evaluateBlock(f.getBody().front(), inputs, outputs, observe);
 }
 
 FoldResult foldWithEvaluator(Operation *op, OpBuilder &builder, int64_t maxElements) {

@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,11 +22,16 @@ std::optional<std::string> evaluateOp(mlir::Operation *op,
                                       const std::vector<const ops::Tensor *> &operands,
                                       std::vector<ops::Tensor> &results);
 
+// Sees each op (constants excepted, ops inside kiln.fused regions included) with its operand
+// values (nullptr for `none`) just before it runs: calibration collects activation ranges so.
+using OpObserver = std::function<void(mlir::Operation *, const std::vector<const ops::Tensor *> &)>;
+
 // Evaluates a function of kiln ops on `inputs` (in argument order); intermediate values are freed
 // after their last use so large models fit in memory.
 std::optional<std::string> evaluateFunction(mlir::func::FuncOp f,
                                             const std::vector<ops::Tensor> &inputs,
-                                            std::vector<ops::Tensor> &outputs);
+                                            std::vector<ops::Tensor> &outputs,
+                                            const OpObserver &observe = nullptr);
 
 // If every operand of `op` is a constant and its results hold at most `maxElements` elements in
 // all, evaluates it and returns new kiln.constant values (created before `op`) for its results.

@@ -5,7 +5,9 @@
 // result dtype, as a C++ integer kernel would.
 #include "compiler/ops/OpSemantics.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace kiln::ops {
 namespace {
@@ -91,14 +93,24 @@ std::vector<Tensor> matmulEval(const EvalContext &ctx) {
     int64_t aBase = broadcastIndex(g.aBatch, g.batch, bi) * g.m * g.k;
     int64_t bBase = broadcastIndex(g.bBatch, g.batch, bi) * g.k * g.n;
     int64_t yBase = bi * g.m * g.n;
-    for (int64_t r = 0; r < g.m; ++r)
-      for (int64_t c = 0; c < g.n; ++c) {
-        int64_t aOff = aBase + r * g.k, bOff = bBase + c;
-        if (y.isFloating())
-          y.set(yBase + r * g.n + c, dot.floatDot(aOff, 1, bOff, g.n, g.k));
-        else
-          y.setInt(yBase + r * g.n + c, dot.intDot(aOff, 1, bOff, g.n, g.k));
+    if (y.isFloating()) {
+      // Row at a time over contiguous rows of B (same summation order as a dot product per
+      // element, j ascending, so results are identical; several times faster on large models).
+      std::vector<double> acc(static_cast<size_t>(g.n));
+      for (int64_t r = 0; r < g.m; ++r) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < g.k; ++j) {
+          const double av = a.f[aBase + r * g.k + j];
+          const double *brow = &b.f[bBase + j * g.n];
+          for (int64_t c = 0; c < g.n; ++c) acc[c] += av * brow[c];
+        }
+        for (int64_t c = 0; c < g.n; ++c) y.set(yBase + r * g.n + c, acc[c]);
       }
+      continue;
+    }
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t c = 0; c < g.n; ++c)
+        y.setInt(yBase + r * g.n + c, dot.intDot(aBase + r * g.k, 1, bBase + c, g.n, g.k));
   }
   return {y};
 }

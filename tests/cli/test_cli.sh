@@ -134,5 +134,27 @@ for f in "$src"/tests/fuzz-regressions/*; do
   if [[ $got -le 2 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: fuzz regression $f → exit $got"; fi
 done
 
+# int8 calibration and evaluation on the CPU evaluator.
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  mkdir -p "$tmp/cal"
+  /usr/bin/python3 -c "
+import numpy as np
+rng = np.random.default_rng(0)
+for i in range(3): np.savez('$tmp/cal/b%d.npz' % i, x=rng.standard_normal((2, 8)).astype(np.float32))
+np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
+  expect 0 "2 activation ranges \(entropy\) from 3 batches" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal" -o "$tmp/mlp.calib"
+  expect 0 "2 activation ranges \(minmax\) from 1 batches" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal/b0.npz" --method minmax -o "$tmp/mlp_mm.calib"
+  expect 2 "unknown --method 'kl'" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal" --method kl -o "$tmp/x.calib"
+  mkdir -p "$tmp/empty"
+  expect 2 "no .npz files" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/empty" -o "$tmp/x.calib"
+  expect 2 "input 'x' is float32 2x3, the model takes float32 2x8" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal_bad.npz" -o "$tmp/x.calib"
+  expect 0 "output y +float32 +2x4" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz"
+  expect 0 "int8: 2 of 2 convolutions/matrix products quantized" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
+  expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
+  expect 2 "exclude each other" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
+  echo '{"format": "kiln-calibration", "version": 7}' > "$tmp/new.calib"
+  expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/new.calib"
+fi
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -143,6 +144,45 @@ TEST(Fusion, PreservesSemantics) {
 TEST(CompilePipeline, Fp16CloseToFp32) {
   expectSameBeforeAndAfter("passes/layout.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, "precision=fp16"); }, 2e-3);
   expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, ""); }, 1e-6);
+}
+
+// int8 QDQ on the lit test's @matmul: the evaluator computes exactly the quantized arithmetic
+// (activation rounded half-to-even to int8 steps of 2/127, weights per column), and it stays
+// within quantization error of the fp32 product.
+TEST(QuantizeInt8, ComputesQuantizedArithmetic) {
+  mlir::MLIRContext ctx;
+  kiln::registerKilnDialects(ctx);
+  std::string chunk = splitInput(std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/quantize_int8.mlir")[0];
+  mlir::OwningOpRef<mlir::ModuleOp> before = mlir::parseSourceString<mlir::ModuleOp>(chunk, &ctx);
+  ASSERT_TRUE(before);
+  mlir::OwningOpRef<mlir::ModuleOp> after = before->clone();
+  mlir::PassManager pm(&ctx);
+  pm.addNestedPass<mlir::func::FuncOp>(
+      kiln::createQuantizeInt8({std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_int8.calib"}));
+  ctx.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });  // the remark
+  ASSERT_TRUE(mlir::succeeded(pm.run(*after)));
+  auto f = before->lookupSymbol<mlir::func::FuncOp>("matmul"), g = after->lookupSymbol<mlir::func::FuncOp>("matmul");
+  const double w[3][2] = {{0.5, -4.0}, {-0.25, 1.0}, {0.0, 4.0}};
+  const double ws[2] = {0.5 / 127, 4.0 / 127}, sa = 2.0 / 127;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::vector<kiln::ops::Tensor> in = randomInputs(f, seed), fp32, q;
+    ASSERT_FALSE(kiln::evaluateFunction(f, in, fp32));
+    ASSERT_FALSE(kiln::evaluateFunction(g, in, q));
+    double err = 0, norm = 0;
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) {
+        double want = 0;
+        for (int k = 0; k < 3; ++k) {
+          double xq = std::clamp(double(std::nearbyint(float(in[0].f[size_t(r * 3 + k)]) / float(sa))), -128.0, 127.0) * float(sa);
+          double wq = std::clamp(std::nearbyint(w[k][c] / float(ws[c])), -127.0, 127.0) * float(ws[c]);
+          want += float(xq) * float(wq);
+        }
+        EXPECT_NEAR(q[0].f[size_t(r * 2 + c)], want, 1e-5 * (1 + std::fabs(want)));
+        err += std::pow(q[0].f[size_t(r * 2 + c)] - fp32[0].f[size_t(r * 2 + c)], 2);
+        norm += std::pow(fp32[0].f[size_t(r * 2 + c)], 2);
+      }
+    EXPECT_LT(std::sqrt(err / norm), 0.05);  // steps of 2/127 on x, 4/127 on W
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "compiler/eval/Evaluator.h"
 #include "compiler/ir/TensorConversion.h"
 #include "tools/kiln/Commands.h"
+#include "tools/kiln/Evaluate.h"
 #include "tools/kiln/ModelLoading.h"
 #include "tuner/Accuracy.h"
 #include "tuner/TensorFiles.h"
@@ -37,24 +38,9 @@ bool evaluateReference(const ModelOptions &model, const std::vector<tuner::HostT
     return false;
   }
   auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
-  std::vector<ops::Tensor> in, out;
-  for (unsigned k = 0; k < f.getNumArguments(); ++k) {
-    auto name = f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name");
-    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const tuner::HostTensor &t) { return name && t.name == name.str(); });
-    if (it == inputs.end()) {
-      error = "the model's input #" + std::to_string(k) + " is not an input of the engine";
-      return false;
-    }
-    in.push_back(ops::tensorFromBytes(static_cast<ops::DType>(it->dtype), it->shape, it->data.data(), it->data.size()));
-  }
-  if (auto e = evaluateFunction(f, in, out)) {
-    error = "reference evaluation: " + *e;
+  if (!evaluateModel(f, inputs, outputs, error)) {
+    error = "reference: " + error;
     return false;
-  }
-  for (unsigned k = 0; k < out.size(); ++k) {
-    auto name = f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name");
-    outputs.push_back({name ? name.str() : "output" + std::to_string(k), int32_t(out[k].dtype), out[k].shape,
-                       ops::tensorToBytes(out[k])});
   }
   return true;
 }

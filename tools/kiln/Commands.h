@@ -19,6 +19,8 @@ Runner addCheckCommand(CLI::App &app);
 Runner addKnobsCommand(CLI::App &app);
 Runner addTuneCommand(CLI::App &app);
 Runner addCacheCommand(CLI::App &app);
+Runner addCalibrateCommand(CLI::App &app);
+Runner addEvalCommand(CLI::App &app);
 
 // Shared by commands that read a model.
 struct ModelOptions {

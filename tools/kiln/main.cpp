@@ -17,6 +17,8 @@ int main(int argc, char **argv) {
       kiln::cli::addKnobsCommand(app),
       kiln::cli::addTuneCommand(app),
       kiln::cli::addCacheCommand(app),
+      kiln::cli::addCalibrateCommand(app),
+      kiln::cli::addEvalCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Accuracy of int8 post-training quantization on the CPU reference evaluator.
+
+For each held-out batch (.npz with the model's inputs and the fp32 reference output, as
+models/make_minilm.py writes them), runs `kiln eval` on the fp32 graph and on the int8 QDQ graph
+of each calibration file, and reports per-row cosine similarity with the reference output:
+
+    /usr/bin/python3 bench/quant_accuracy.py build/bin/kiln build/models/minilm_l6_b16_s64.onnx \\
+        build/models/minilm/heldout --calib entropy=m.entropy.calib --calib minmax=m.minmax.calib
+
+These are the numerics int8 kernels must reproduce (the evaluator computes Q/DQ exactly); they
+are not GPU measurements.
+"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ap = argparse.ArgumentParser()
+ap.add_argument("kiln")
+ap.add_argument("model")
+ap.add_argument("heldout", help="folder of .npz batches with inputs and the reference output")
+ap.add_argument("--output", default="sentence_embedding", help="output compared with the reference")
+ap.add_argument("--calib", action="append", default=[], help="NAME=FILE (repeatable)")
+ap.add_argument("--rows", type=int, default=0, help="count only the first N rows (the distinct sentences; 0: all)")
+args = ap.parse_args()
+
+variants = [("fp32", [])] + [(c.split("=", 1)[0], ["--calib", c.split("=", 1)[1]]) for c in args.calib]
+batches = sorted(glob.glob(os.path.join(args.heldout, "*.npz")))
+if not batches:
+    sys.exit(f"no .npz batches in {args.heldout}")
+work = tempfile.mkdtemp(prefix="kiln-quant-")
+cos = {name: [] for name, _ in variants}
+for b in batches:
+    ref = np.load(b)[args.output].astype(np.float64)
+    for name, extra in variants:
+        out = os.path.join(work, "out.npz")
+        r = subprocess.run([args.kiln, "eval", args.model, "--inputs", b, "--outputs", out] + extra,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"kiln eval failed on {b} ({name}): {r.stderr.strip()}")
+        got = np.load(out)[args.output].astype(np.float64)
+        c = (got * ref).sum(-1) / (np.linalg.norm(got, axis=-1) * np.linalg.norm(ref, axis=-1))
+        cos[name].extend(c.tolist())
+    print(f"{os.path.basename(b)}: " + "  ".join(f"{n} mean cos {np.mean(cos[n][-len(ref):]):.5f}" for n, _ in variants),
+          flush=True)
+n = args.rows or len(cos["fp32"])
+print(f"\n{n} rows" + ("" if args.rows else " (the last batch may repeat rows to fill it)"))
+for name, _ in variants:
+    c = np.array(cos[name][:n])
+    print(f"{name:12s} cosine vs the fp32 torch reference: mean {c.mean():.5f}  min {c.min():.5f}")

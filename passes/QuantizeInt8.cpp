@@ -1,0 +1,115 @@
+// Post-training int8 quantization into ONNX's QDQ form (see Passes.td).
+#include "compiler/ir/Builders.h"
+#include "compiler/ir/TensorConversion.h"
+#include "compiler/quant/Calibration.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_QUANTIZEINT8
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+// The storage axis of a product's weight that indexes its output channels.
+std::optional<int64_t> channelAxis(Operation *op, int64_t rank) {
+  std::string type = onnxTypeOf(op);
+  if (type == "Conv") return 0;
+  if (type == "MatMul") return rank >= 2 ? std::optional<int64_t>(rank - 1) : std::nullopt;
+  if (type == "TransposedMatMul") {
+    auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm_b");
+    if (!perm) return rank - 1;
+    return perm.asArrayRef()[size_t(rank - 1)];
+  }
+  return std::nullopt;
+}
+
+// Symmetric per-channel int8 weights: scale[c] = max|W[c,…]| / 127, q = round-half-even(W / scale)
+// clamped to [-127, 127].
+void quantizeWeights(const ops::Tensor &w, int64_t axis, ops::Tensor &q, ops::Tensor &scale) {
+  int64_t channels = w.shape[size_t(axis)], inner = 1;
+  for (size_t d = size_t(axis) + 1; d < w.shape.size(); ++d) inner *= w.shape[d];
+  int64_t n = ops::numElements(w.shape);
+  std::vector<double> amax(size_t(channels), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    size_t c = size_t((i / inner) % channels);
+    amax[c] = std::max(amax[c], std::fabs(w.f[size_t(i)]));
+  }
+  scale = ops::Tensor(ops::DType::F32, {channels});
+  for (int64_t c = 0; c < channels; ++c)
+    scale.set(c, amax[size_t(c)] > 0 ? float(amax[size_t(c)] / 127.0) : 1.0f);  // all-zero channel: any scale
+  q = ops::Tensor(ops::DType::I8, w.shape);
+  for (int64_t i = 0; i < n; ++i) {
+    double s = scale.f[size_t((i / inner) % channels)];
+    q.setInt(i, int64_t(std::clamp(std::nearbyint(w.f[size_t(i)] / s), -127.0, 127.0)));
+  }
+}
+
+struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
+  using QuantizeInt8Base::QuantizeInt8Base;
+
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    quant::CalibrationTable table;
+    std::string error;
+    if (!quant::readCalibration(calib, table, error)) {
+      f.emitError(error);
+      return signalPassFailure();
+    }
+    std::vector<Operation *> products;
+    f.walk([&](Operation *op) {
+      std::string t = onnxTypeOf(op);
+      if (t == "Conv" || t == "MatMul" || t == "TransposedMatMul") products.push_back(op);
+    });
+    int quantized = 0, activationProducts = 0, noRange = 0;
+    for (Operation *op : products) {
+      Value x = op->getOperand(0), w = op->getOperand(1);
+      auto xt = dyn_cast<RankedTensorType>(x.getType());
+      auto weight = constantValue(w, int64_t(1) << 30);
+      if (!xt || !xt.getElementType().isF32() || !weight || weight->dtype != ops::DType::F32) {
+        ++activationProducts;
+        continue;
+      }
+      auto it = table.ranges.find(quant::rangeKey(nodeName(op), 0));
+      if (it == table.ranges.end() || !(it->second.amax > 0)) {
+        ++noRange;
+        continue;
+      }
+      auto axis = channelAxis(op, int64_t(weight->shape.size()));
+      if (!axis) continue;
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Value sa = createConstant(b, loc, ops::Tensor::scalar(ops::DType::F32, it->second.amax / 127.0));
+      Value zp = createConstant(b, loc, ops::Tensor::scalar(ops::DType::I8, 0));
+      Operation *q = createInferred(b, loc, "kiln.quantize_linear", {x, sa, zp}, {}, &error);
+      Operation *dq = q ? createInferred(b, loc, "kiln.dequantize_linear", {q->getResult(0), sa, zp}, {}, &error) : nullptr;
+      ops::Tensor wq, ws;
+      quantizeWeights(*weight, *axis, wq, ws);
+      Value wqv = createConstant(b, loc, wq), wsv = createConstant(b, loc, ws);
+      Value noZeroPoint = b.create<NoneOp>(loc).getResult();
+      Operation *wdq = dq ? createInferred(b, loc, "kiln.dequantize_linear", {wqv, wsv, noZeroPoint},
+                                           {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis))}, &error)
+                          : nullptr;
+      if (!wdq) {
+        op->emitError("int8 quantization: " + error);
+        return signalPassFailure();
+      }
+      op->setOperand(0, dq->getResult(0));
+      op->setOperand(1, wdq->getResult(0));
+      ++quantized;
+    }
+    std::string note = "int8: " + std::to_string(quantized) + " of " + std::to_string(products.size()) +
+                       " convolutions/matrix products quantized";
+    if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
+    if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
+    f.emitRemark(note);
+  }
+};
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,49 @@
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8=calib=%S/Inputs/quantize_int8.calib | FileCheck %s
+
+// MatMul with a constant weight: activation Q/DQ per tensor (scale amax/127 = 2/127), weight
+// int8 per output channel (axis 1 of [K, N]): column 0 max 0.5 → scale 0.5/127, column 1 max 4.
+// CHECK-LABEL: func.func @matmul
+// CHECK-DAG: %[[SA:.*]] = kiln.constant dense<0.0157480314> : tensor<f32>
+// CHECK-DAG: %[[ZP:.*]] = kiln.constant dense<0> : tensor<i8>
+// CHECK: %[[Q:.*]] = kiln.quantize_linear %arg0, %[[SA]], %[[ZP]] {{.*}} -> tensor<2x3xi8>
+// CHECK: %[[XD:.*]] = kiln.dequantize_linear %[[Q]], %[[SA]], %[[ZP]] {{.*}} -> tensor<2x3xf32>
+// CHECK-DAG: %[[WQ:.*]] = kiln.constant dense<{{\[\[}}127, -127], [-64, 32], [0, 127]]> : tensor<3x2xi8>
+// CHECK-DAG: %[[WS:.*]] = kiln.constant dense<[0.00393700786, 0.0314960629]> : tensor<2xf32>
+// CHECK: %[[WD:.*]] = kiln.dequantize_linear %[[WQ]], %[[WS]], %{{.*}} {axis = 1 : i64}
+// CHECK: kiln.matmul %[[XD]], %[[WD]]
+func.func @matmul(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  %w = kiln.constant dense<[[0.5, -4.0], [-0.25, 1.0], [0.0, 4.0]]> : tensor<3x2xf32>
+  %y = kiln.matmul %x, %w : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32> loc("mm")
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Conv: the weight's channel axis is 0; TransposedMatMul with perm_b [1, 0] stores W as [N, K],
+// so its channel axis is 0 too.
+// CHECK-LABEL: func.func @conv_and_transposed
+// CHECK: kiln.dequantize_linear {{.*}} {axis = 0 : i64} : (tensor<2x1x1x1xi8>
+// CHECK: kiln.conv
+// CHECK: kiln.dequantize_linear {{.*}} {axis = 0 : i64} : (tensor<3x4xi8>
+// CHECK: kiln.transposed_matmul
+func.func @conv_and_transposed(%x: tensor<1x1x2x2xf32>, %a: tensor<2x4xf32>) -> (tensor<1x2x2x2xf32>, tensor<2x3xf32>) {
+  %w = kiln.constant dense<[[[[0.5]]], [[[-2.0]]]]> : tensor<2x1x1x1xf32>
+  %n = kiln.none
+  %y = kiln.conv %x, %w, %n : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>, none) -> tensor<1x2x2x2xf32> loc("conv")
+  %b = kiln.constant dense<[[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.25, 0.125], [8.0, -8.0, 1.0, 0.0]]> : tensor<3x4xf32>
+  %z = kiln.transposed_matmul %a, %b {perm_b = array<i64: 1, 0>} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32> loc("tmm")
+  return %y, %z : tensor<1x2x2x2xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// A product of two activations (attention) and a node without a range stay float.
+// CHECK-LABEL: func.func @untouched
+// CHECK-NOT: quantize_linear
+// CHECK: return
+func.func @untouched(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %y = kiln.matmul %a, %b : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32> loc("act")
+  %w = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  %z = kiln.matmul %a, %w : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32> loc("no_range")
+  return %y, %z : tensor<2x2xf32>, tensor<2x2xf32>
+}

@@ -1,0 +1,143 @@
+// `kiln calibrate MODEL --data DIR|FILE.npz -o model.calib`: activation ranges for int8
+// post-training quantization, collected on the CPU reference evaluator (see compiler/quant).
+#include "codegen/lowering/ModelBuild.h"
+#include "compiler/ir/KilnDialect.h"
+#include "compiler/ir/TensorConversion.h"
+#include "compiler/quant/Calibration.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+#include "runtime/src/EngineFormat.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/Evaluate.h"
+#include "tuner/TensorFiles.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace kiln::cli {
+
+// The model file's hash, as calibration files record it ("" when unreadable).
+std::string modelFileHash(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "";
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)rt::fnv1a64(bytes.data(), bytes.size()));
+  return buf;
+}
+
+namespace {
+
+// The .npz batches of --data: the file itself, or every *.npz of the folder in name order.
+bool batchFiles(const std::string &data, std::vector<std::string> &files, std::string &error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(data, ec)) {
+    for (const auto &e : fs::directory_iterator(data, ec))
+      if (e.path().extension() == ".npz") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) error = "no .npz files in '" + data + "'";
+  } else if (fs::exists(data, ec)) {
+    files.push_back(data);
+  } else {
+    error = "'" + data + "' does not exist";
+  }
+  return error.empty();
+}
+
+}  // namespace
+
+Runner addCalibrateCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("calibrate", "Collect activation ranges for int8 quantization (CPU evaluator)");
+  auto opts = std::make_shared<ModelOptions>();
+  auto data = std::make_shared<std::string>(), out = std::make_shared<std::string>();
+  auto method = std::make_shared<std::string>("entropy");
+  auto percentile = std::make_shared<double>(99.99);
+  auto json = std::make_shared<bool>(false);
+  opts->add(*cmd);
+  cmd->add_option("--data", *data, "Calibration batches: an .npz (arrays named after the inputs) or a folder of them")
+      ->required();
+  cmd->add_option("--method", *method, "Threshold: minmax, percentile or entropy")->capture_default_str();
+  cmd->add_option("--percentile", *percentile, "For --method percentile: the share of |x| kept")->capture_default_str();
+  cmd->add_option("-o,--output", *out, "Calibration file to write")->required();
+  cmd->add_flag("--json", *json, "Print a JSON summary");
+  return [=]() -> int {
+    if (!*cmd) return -1;
+    quant::Method m;
+    if (!quant::parseMethod(*method, m)) {
+      std::cerr << "kiln: error: unknown --method '" << *method << "' (minmax, percentile, entropy)\n";
+      return 2;
+    }
+    std::string error;
+    std::vector<std::string> files;
+    if (!batchFiles(*data, files, error)) {
+      std::cerr << "kiln: error: --data: " << error << "\n";
+      return 2;
+    }
+    ImportOptions io;
+    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
+      std::cerr << "kiln: error: " << e << "\n";
+      return 2;
+    }
+    mlir::MLIRContext ctx;
+    codegen::ModelBuild lowered = codegen::lowerModelWith(opts->model, io, ctx, [](mlir::OpPassManager &pm) {
+      buildCalibrationPipeline(pm, "");
+    });
+    if (!lowered.ok()) {
+      std::cerr << "kiln: error: " << opts->model << ": " << lowered.error << "\n";
+      return 2;
+    }
+    auto f = (*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+    // The activation operands of convolutions and matrix products, as the int8 pass sees them.
+    std::map<std::string, quant::RangeCollector> ranges;
+    OpObserver observe = [&](mlir::Operation *op, const std::vector<const ops::Tensor *> &args) {
+      std::string t = onnxTypeOf(op);
+      if (t != "Conv" && t != "MatMul" && t != "TransposedMatMul") return;
+      for (unsigned k = 0; k < 2 && k < args.size(); ++k)
+        if (args[k] && ops::isFloat(args[k]->dtype) && !isConstant(op->getOperand(k)))
+          ranges[quant::rangeKey(nodeName(op), k)].add(args[k]->f.data(), int64_t(args[k]->f.size()));
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::vector<tuner::HostTensor> inputs, outputs;
+      if (!tuner::readTensors(files[i], inputs, error) || !evaluateModel(f, inputs, outputs, error, observe)) {
+        std::cerr << "kiln: error: " << files[i] << ": " << error << "\n";
+        return 2;
+      }
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "calibrate: batch %zu/%zu (%s), %.1f s\n", i + 1, files.size(), files[i].c_str(), secs);
+    }
+    quant::CalibrationTable table;
+    table.kilnVersion = KILN_VERSION;
+    table.modelHash = modelFileHash(opts->model);
+    table.method = quant::methodName(m);
+    table.percentile = *percentile;
+    table.batches = int64_t(files.size());
+    for (const auto &[key, c] : ranges) table.ranges[key] = {c.min(), c.max(), c.amax(m, *percentile)};
+    std::ofstream o(*out, std::ios::binary);
+    if (!(o << quant::toJson(table))) {
+      std::cerr << "kiln: error: cannot write '" << *out << "'\n";
+      return 2;
+    }
+    if (*json) {
+      std::cout << nlohmann::json{{"calibration", *out}, {"method", table.method}, {"batches", table.batches},
+                                  {"ranges", table.ranges.size()}}
+                       .dump(2)
+                << "\n";
+    } else {
+      std::printf("wrote %s: %zu activation ranges (%s) from %zu batches\n", out->c_str(), table.ranges.size(),
+                  table.method.c_str(), files.size());
+    }
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,102 @@
+// `kiln eval MODEL --inputs x.npz [--outputs y.npz] [--route R | --calib F]`: the model's outputs
+// by the CPU reference evaluator, on the graph as the compile pipeline for R leaves it, or as
+// int8 post-training quantization (QDQ) leaves it — a reference for engines, and the numerics
+// of int8 before there are int8 kernels.
+#include "codegen/lowering/ModelBuild.h"
+#include "compiler/quant/Calibration.h"
+#include "passes/Passes.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/Evaluate.h"
+#include "tools/kiln/ModelLoading.h"
+#include "tuner/TensorFiles.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace kiln::cli {
+
+std::string modelFileHash(const std::string &path);
+
+Runner addEvalCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("eval", "Run a model on the CPU reference evaluator (after a route's passes or int8 QDQ)");
+  auto opts = std::make_shared<ModelOptions>();
+  auto inputs = std::make_shared<std::string>(), outputs = std::make_shared<std::string>();
+  auto routeText = std::make_shared<std::string>(), calib = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  opts->add(*cmd);
+  cmd->add_option("--inputs", *inputs, "Inputs (.npz, arrays named after the model's inputs)")->required();
+  cmd->add_option("--outputs", *outputs, "Write the outputs here (.npz)");
+  cmd->add_option("--route", *routeText, "Evaluate the graph the compile pipeline makes for this route");
+  cmd->add_option("--calib", *calib, "Evaluate the int8-quantized (QDQ) graph for this calibration (kiln calibrate)");
+  cmd->add_flag("--json", *json, "Print a JSON summary");
+  return [=]() -> int {
+    if (!*cmd) return -1;
+    if (!routeText->empty() && !calib->empty()) {
+      std::cerr << "kiln: error: --route and --calib exclude each other (int8 is not a route value yet)\n";
+      return 2;
+    }
+    knobs::Route route;
+    std::string error;
+    if (!parseRoute(*routeText, "", route, error)) {
+      std::cerr << "kiln: error: " << error << "\n";
+      return 2;
+    }
+    if (!calib->empty()) {
+      quant::CalibrationTable table;
+      if (!quant::readCalibration(*calib, table, error)) {
+        std::cerr << "kiln: error: " << error << "\n";
+        return 2;
+      }
+      if (table.modelHash != modelFileHash(opts->model)) {
+        std::cerr << "kiln: error: " << *calib << " was made for another model (hash " << table.modelHash << ", '"
+                  << opts->model << "' has " << modelFileHash(opts->model) << ")\n";
+        return 2;
+      }
+    }
+    ImportOptions io;
+    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
+      std::cerr << "kiln: error: " << e << "\n";
+      return 2;
+    }
+    mlir::MLIRContext ctx;
+    codegen::ModelBuild lowered = codegen::lowerModelWith(opts->model, io, ctx, [&](mlir::OpPassManager &pm) {
+      if (!calib->empty()) buildInt8Pipeline(pm, *calib);
+      else buildCompilePipeline(pm, route.canonical());
+    });
+    for (auto &r : lowered.remarks) std::cerr << "kiln: note: " << r << "\n";
+    if (!lowered.ok()) {
+      std::cerr << "kiln: error: " << opts->model << ": " << lowered.error << "\n";
+      return 2;
+    }
+    auto f = (*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+    std::vector<tuner::HostTensor> in, out;
+    if (!tuner::readTensors(*inputs, in, error) || !evaluateModel(f, in, out, error)) {
+      std::cerr << "kiln: error: " << *inputs << ": " << error << "\n";
+      return 2;
+    }
+    if (!outputs->empty() && !tuner::writeTensors(*outputs, out, error)) {
+      std::cerr << "kiln: error: " << error << "\n";
+      return 2;
+    }
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto &t : out) {
+      std::vector<double> head;
+      for (int64_t i = 0; i < std::min<int64_t>(4, tuner::numElements(t.shape)); ++i) head.push_back(tuner::elementAsDouble(t, i));
+      if (*json) {
+        j.push_back({{"name", t.name}, {"dtype", tuner::dtypeName(t.dtype)}, {"shape", t.shape}, {"first", head}});
+      } else {
+        std::printf("output %-24s %-8s %s:", t.name.c_str(), tuner::dtypeName(t.dtype).c_str(), ops::shapeString(t.shape).c_str());
+        for (double v : head) std::printf(" %g", v);
+        std::printf(" ...\n");
+      }
+    }
+    if (*json) std::cout << nlohmann::json{{"outputs", j}}.dump(2) << "\n";
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,48 @@
+#include "tools/kiln/Evaluate.h"
+
+#include "compiler/ir/TensorConversion.h"
+
+#include <algorithm>
+
+namespace kiln::cli {
+
+std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f) {
+  std::vector<tuner::HostTensor> r;
+  for (unsigned k = 0; k < f.getNumArguments(); ++k) {
+    auto name = f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name");
+    ops::TensorType t = tensorTypeOf(f.getArgument(k).getType());
+    r.push_back({name ? name.str() : "input" + std::to_string(k), int32_t(t.dtype), t.shape, {}});
+  }
+  return r;
+}
+
+bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &inputs,
+                   std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe) {
+  std::vector<ops::Tensor> in, out;
+  for (const tuner::HostTensor &want : modelInputs(f)) {
+    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const tuner::HostTensor &t) { return t.name == want.name; });
+    if (it == inputs.end()) {
+      error = "no value for the model's input '" + want.name + "'";
+      return false;
+    }
+    if (it->dtype != want.dtype || it->shape != want.shape) {
+      error = "input '" + want.name + "' is " + tuner::dtypeName(it->dtype) + " " + ops::shapeString(it->shape) +
+              ", the model takes " + tuner::dtypeName(want.dtype) + " " + ops::shapeString(want.shape);
+      return false;
+    }
+    in.push_back(ops::tensorFromBytes(static_cast<ops::DType>(it->dtype), it->shape, it->data.data(), it->data.size()));
+  }
+  if (auto e = evaluateFunction(f, in, out, observe)) {
+    error = "evaluation: " + *e;
+    return false;
+  }
+  outputs.clear();
+  for (unsigned k = 0; k < out.size(); ++k) {
+    auto name = f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name");
+    outputs.push_back({name ? name.str() : "output" + std::to_string(k), int32_t(out[k].dtype), out[k].shape,
+                       ops::tensorToBytes(out[k])});
+  }
+  return true;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,23 @@
+// Running an imported (and lowered) model on the CPU reference evaluator with named host
+// tensors: `kiln check --onnx`, `kiln eval` and `kiln calibrate`.
+#pragma once
+
+#include "compiler/eval/Evaluator.h"
+#include "tuner/EngineRunner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+// Binds `inputs` to f's arguments by their ONNX names (each must be present with the declared
+// dtype and shape), evaluates, and names the outputs. `observe` sees every op as it runs.
+bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &inputs,
+                   std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe = nullptr);
+
+// The names, dtypes and shapes of f's arguments (no data).
+std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f);
+
+}  // namespace kiln::cli
