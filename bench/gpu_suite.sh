@@ -7,6 +7,7 @@
 #   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
 #                                   # a tight accuracy constraint, cache hits, interrupt + --resume
 #   bash bench/gpu_suite.sh conformance  # the ONNX node tests passing on the CPU evaluator, on the GPU
+#   bash bench/gpu_suite.sh int8    # the int8 tensor-core product kernel: exactness and speed
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
 # build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
@@ -28,7 +29,7 @@ run() {
   local name=$1; shift
   timeout "${KILN_TIMEOUT:-300}" "$@" > "$OUT/logs/$name.log" 2>&1
   local rc=$?
-  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
+  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
   return $rc
 }
 
@@ -70,6 +71,7 @@ if [ "$mode" = check ]; then
   # Every emitted kernel case against onnxruntime (NVRTC + the driver through ctypes).
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
   "$bin/kiln-make-test-engine" /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test "$bin/kiln-c-api-test" /tmp/axpb.kiln
+  run int8_gemm "$bin/kiln-int8-gemm-check" --iterations 50
   wait
   # The zoo: fp32 and fp16 against onnxruntime fp32 (fp16: rel L2 <= 1e-2, cos >= 0.999).
   for m in $zoo_models; do
@@ -115,6 +117,10 @@ if [ "$mode" = tune ]; then
   pid=$!; sleep 25; kill -INT $pid; wait $pid; echo "tune_interrupted rc=$? measured $(grep -c ' ms  ' "$OUT/logs/tune_interrupted.log")" >> "$summary"
   tune tune_resumed bert_base_b32_s128 --search fast --resume
   "$bin/kiln" cache list --cache "$OUT/tune-cache.db" > "$OUT/cache_list.txt" 2>&1
+fi
+
+if [ "$mode" = int8 ]; then
+  run int8_gemm "$bin/kiln-int8-gemm-check" --iterations 50
 fi
 
 if [ "$mode" = conformance ]; then

@@ -137,11 +137,25 @@ KILN_DEV void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
-KILN_DEV void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if KILN_INT8
+// int8: m16n8k32, int32 accumulation. Its fragments hold the same bytes at the same places as
+// m16n8k16 fp16 fragments, so the tiles (int8 pairs as 16-bit elements) are loaded unchanged.
+typedef int ACC_T;
+KILN_DEV void mma_step(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#define ACC_SCALE(v, col) ((float)(v) * ((col) < N ? QSCALE[col] : 0.f))
+#else
+typedef float ACC_T;
+KILN_DEV void mma_step(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.MMA_TYPE.MMA_TYPE.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#define ACC_SCALE(v, col) (v)
+#endif
 )CUDA";
 
 const char *kMmaBody = R"CUDA(
@@ -249,7 +263,7 @@ KILN_DEV void load_frags(unsigned (&af)[MI][4], unsigned (&bf)[NI][2], const T* 
 // resident blocks so they overlap; 64x64 warp tiles need more registers and get one block.
 constexpr int MIN_BLOCKS = WTM * WTN <= 64 * 32 ? (THREADS >= 256 ? 2 : 3) : 1;
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(const T* __restrict__ A,
-    const T* __restrict__ B, KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+    const T* __restrict__ B, KILN_QSCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* As = reinterpret_cast<T*>(smem_raw);
   T* Bs = As + STAGES * A_STAGE;
@@ -261,13 +275,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(con
 KILN_BATCH_OFFSETS
     const T* Ab = A + offA;
     const T* Bb = B + offB;
-    float accum[MI][NI][4];
+    ACC_T acc_raw[MI][NI][4];
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
       for (int j = 0; j < NI; ++j)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) accum[i][j][q] = 0.f;
+        for (int q = 0; q < 4; ++q) acc_raw[i][j][q] = 0;
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -294,11 +308,23 @@ KILN_BATCH_OFFSETS
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-          for (int ni = 0; ni < NI; ++ni) mma16816(accum[mi][ni], af[step & 1][mi], bf[step & 1][ni][0], bf[step & 1][ni][1]);
+          for (int ni = 0; ni < NI; ++ni) mma_step(acc_raw[mi][ni], af[step & 1][mi], bf[step & 1][ni][0], bf[step & 1][ni][1]);
       }
     }
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with the stages: they hold the result now
+    // fp32 values for the store (int8: the integer sums times the column's scale).
+    float accum[MI][NI][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const LI col = n0 + wn * WTN + ni * 8 + (lane & 3) * 2 + (q & 1);
+          (void)col;
+          accum[mi][ni][q] = ACC_SCALE(acc_raw[mi][ni][q], col);
+        }
 KILN_STORE
   }
 }
@@ -477,9 +503,29 @@ std::string stagedStore(const FusedProgram &epi, const std::vector<int64_t> &out
 
 std::vector<std::string> matMulTiles() { return {"256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"}; }
 
+// int8 operands as pairs of bytes along K: the fp16 kernel's tiles, 16-byte copies and ldmatrix
+// then move int8 data unchanged. Needs K-contiguous A (or an NHWC image with C % 16 == 0) and
+// K-contiguous B, K % 16 == 0 and even strides.
+void packInt8Pairs(MatMulSpec &s) {
+  auto even = [](const std::vector<int64_t> &v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x % 2 == 0; });
+  };
+  bool aOk = s.conv ? s.conv->C % 16 == 0 : s.a.colStride == 1 && s.a.rowStride % 2 == 0 && even(s.a.batchStrides);
+  bool bOk = s.b.rowStride == 1 && s.b.colStride % 2 == 0 && even(s.b.batchStrides);
+  if (!aOk || !bOk || s.K % 16 != 0)
+    throw std::invalid_argument("int8 matmul: needs K-contiguous operands (NHWC with C % 16 == 0 for convolutions) and K % 16 == 0");
+  s.K /= 2;
+  if (s.conv) s.conv->C /= 2;
+  else s.a.rowStride /= 2;
+  s.b.colStride /= 2;
+  for (int64_t &x : s.a.batchStrides) x /= 2;
+  for (int64_t &x : s.b.batchStrides) x /= 2;
+}
+
 KernelLaunch emitMatMul(const MatMulSpec &in) {
   MatMulSpec s = in;
   if (s.M < 0 || s.N < 0 || s.K < 0) throw std::invalid_argument("matmul: negative size");
+  if (s.int8) s.type = ElemType::F16;  // int8 pairs travel as 16-bit elements (packInt8Pairs)
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
   if (!mma && s.type != ElemType::F32) throw std::invalid_argument("matmul: operands must be f32, f16 or bf16");
   if (!isFloatType(s.outType)) throw std::invalid_argument("matmul: the result must be a float type");
@@ -498,6 +544,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
     if (s.M != g.N * g.OH * g.OW || s.K != g.KH * g.KW * g.C || br != 0)
       throw std::invalid_argument("matmul: im2col sizes do not match M and K");
   }
+  if (s.int8) packInt8Pairs(s);
   int64_t nbatch = numElementsOf(s.batchShape);
   std::vector<int64_t> bdims = s.batchShape, sa = s.a.batchStrides, sb = s.b.batchStrides;
   if (br == 0) bdims = {1}, sa = {0}, sb = {0};
@@ -513,7 +560,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   checkProgram(epi, outShape);
 
   std::string tile = s.tile.empty() || s.tile == "auto" ? autoTile(s, nbatch, mma) : s.tile;
-  std::string src = "// kiln matmul (" + std::string(mma ? "tensor cores" : "simt") + "): [" + std::to_string(nbatch) +
+  std::string src = "// kiln matmul (" + std::string(s.int8 ? "int8 tensor cores, K in pairs" : mma ? "tensor cores" : "simt") + "): [" + std::to_string(nbatch) +
                     "] " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
                     (s.conv ? " im2col" : "") + " tile " + tile + ", epilogue of " + std::to_string(epi.numInputs()) +
                     " inputs\n";
@@ -538,6 +585,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += "__device__ constexpr LI BSA[] = " + arrayLit(sa) + ";\n";
   src += "__device__ constexpr LI BSB[] = " + arrayLit(sb) + ";\n";
   src += std::string("#define KILN_CONV ") + (s.conv ? "1" : "0") + "\n";
+  src += std::string("#define KILN_INT8 ") + (s.int8 ? "1" : "0") + "\n";
   if (s.conv) {
     const ConvGeometry &g = *s.conv;
     auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -593,6 +641,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   }
   body = replaceAll(body, "KILN_BATCH_OFFSETS", kBatchOffsets);
   body = replaceAll(body, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
+  body = replaceAll(body, "KILN_QSCALE_PARAM", s.int8 ? "const float* __restrict__ QSCALE," : "");
   body = replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "LI", "L", "e", "C[L]"));
   src += body;
   if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
@@ -601,7 +650,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;
-  out.numParams = 3 + static_cast<int>(epi.numInputs());
+  out.numParams = 3 + (s.int8 ? 1 : 0) + static_cast<int>(epi.numInputs());
   return out;
 }
 

@@ -15,7 +15,7 @@
 // contiguous over [batch..., M, N]; the epilogue (FusedProgram.h, `acc` = the fp32 product)
 // computes each stored element, its inputs broadcast to `outShape`.
 //
-// Kernel parameters: A (or the NHWC image), B, epilogue inputs..., C.
+// Kernel parameters: A (or the NHWC image), B, (int8: the column scales,) epilogue inputs..., C.
 #pragma once
 
 #include "codegen/KernelSpec.h"
@@ -53,6 +53,9 @@ struct MatMulSpec {
   std::vector<int64_t> outShape;    // epilogue broadcast shape; empty: batchShape + [M, N]
   std::string tile;                 // "auto" or empty: chosen from the sizes; else one of matMulTiles()
   int stages = 0;                   // tensor-core pipeline depth (2..4); 0: automatic
+  // A and B hold int8: tensor cores (mma.sync m16n8k32 s8, int32 sums), `acc` = sum · scale[n]
+  // with scale an extra fp32 [N] kernel parameter after B. `type` is ignored.
+  bool int8 = false;
 };
 
 KernelLaunch emitMatMul(const MatMulSpec &spec);

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -301,6 +303,37 @@ TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
       expectKernel(k, 5);
       EXPECT_GT(k.sharedBytes, 0u);
     }
+}
+
+// int8 tensor-core products: weights as [N, K] (k-contiguous), batched activations, implicit-GEMM
+// NHWC convolutions with C % 16 == 0; other layouts are refused with a message.
+TEST(MatMulKernels, Int8TensorCores) {
+  for (auto [m, k, n] : {std::array<int64_t, 3>{4096, 768, 3072}, {100, 48, 40}, {7, 16, 8}}) {
+    MatMulSpec s = transposedMatMulSpec({m, k}, {}, {n, k}, {1, 0});
+    s.int8 = true;
+    s.outType = ElemType::F16;
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+    KernelLaunch kl = emitMatMul(s);
+    EXPECT_NE(kl.source.find("m16n8k32.row.col.s32.s8.s8.s32"), std::string::npos);
+    expectKernel(kl, 4);
+  }
+  MatMulSpec batched = transposedMatMulSpec({2, 64, 96}, {}, {80, 96}, {1, 0});  // shared weights: folded into M
+  batched.int8 = true;
+  expectKernel(emitMatMul(batched), 4);
+  ConvGeometry g;
+  g.N = 2, g.H = 9, g.W = 9, g.C = 32, g.KH = 3, g.KW = 3, g.padTop = g.padLeft = 1, g.OH = 9, g.OW = 9;
+  MatMulSpec c;
+  c.conv = g;
+  c.M = g.N * g.OH * g.OW, c.N = 24, c.K = g.KH * g.KW * g.C;
+  c.b.rowStride = 1, c.b.colStride = c.K;
+  c.int8 = true;
+  expectKernel(emitMatMul(c), 4);
+  MatMulSpec rowB = transposedMatMulSpec({64, 64}, {}, {64, 64}, {});  // B as [K, N]: not k-contiguous
+  rowB.int8 = true;
+  EXPECT_THROW(emitMatMul(rowB), std::invalid_argument);
+  MatMulSpec oddK = transposedMatMulSpec({64, 24}, {}, {64, 24}, {1, 0});
+  oddK.int8 = true;
+  EXPECT_THROW(emitMatMul(oddK), std::invalid_argument);
 }
 
 // NHWC convolution as an implicit GEMM (tensor cores and fp32), vector and element im2col loads.
