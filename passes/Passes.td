@@ -141,6 +141,8 @@ def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"calib", "calib", "std::string", /*default=*/"\"\"", "Calibration file (kiln calibrate)">,
+    Option<"keepFloat", "keep-float", "std::string", /*default=*/"\"\"",
+           "ECMAScript regex: products whose node name it matches (whole name) stay float">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -14,9 +14,9 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
   f.addPass(createFoldConstants());  // beta · C of lowered Gemms, BN constants
 }
 
-void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath) {
+void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath, const std::string &keepFloat) {
   buildCalibrationPipeline(pm, "");
-  pm.nest<mlir::func::FuncOp>().addPass(createQuantizeInt8({calibPath}));
+  pm.nest<mlir::func::FuncOp>().addPass(createQuantizeInt8({calibPath, keepFloat}));
 }
 
 void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route) {

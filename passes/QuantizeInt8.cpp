@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 namespace kiln {
 #define GEN_PASS_DEF_QUANTIZEINT8
@@ -61,13 +62,24 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
       f.emitError(error);
       return signalPassFailure();
     }
+    std::regex keep;
+    try {
+      keep = std::regex(keepFloat.empty() ? std::string("$^") : std::string(keepFloat), std::regex::ECMAScript);
+    } catch (const std::regex_error &e) {
+      f.emitError("keep-float: invalid regular expression '" + keepFloat + "': " + e.what());
+      return signalPassFailure();
+    }
     std::vector<Operation *> products;
     f.walk([&](Operation *op) {
       std::string t = onnxTypeOf(op);
       if (t == "Conv" || t == "MatMul" || t == "TransposedMatMul") products.push_back(op);
     });
-    int quantized = 0, activationProducts = 0, noRange = 0;
+    int quantized = 0, activationProducts = 0, noRange = 0, kept = 0;
     for (Operation *op : products) {
+      if (!keepFloat.empty() && std::regex_match(nodeName(op), keep)) {
+        ++kept;
+        continue;
+      }
       Value x = op->getOperand(0), w = op->getOperand(1);
       auto xt = dyn_cast<RankedTensorType>(x.getType());
       auto weight = constantValue(w, int64_t(1) << 30);
@@ -107,6 +119,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
                        " convolutions/matrix products quantized";
     if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
     if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
+    if (kept) note += "; " + std::to_string(kept) + " kept float (keep-float)";
     f.emitRemark(note);
   }
 };

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -82,6 +81,7 @@ class Session {
   void measure(const std::vector<knobs::Route> &routes);
   void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
   void judge(const std::string &route, Measurement &m) const;
+  CacheKey key(const std::string &route) const { return {modelHash_, inputsKey_, route, report_.environment}; }
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   bool outOfTime() const { return o_.timeBudgetSeconds > 0 && elapsed() > o_.timeBudgetSeconds; }
 
@@ -283,7 +283,7 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
     }
   }
   std::string error;
-  if (!cache_->store({modelHash_, inputsKey_, r.route, report_.environment}, m, error)) log("warning: " + error);
+  if (!cache_->store(key(r.route), m, error)) log("warning: " + error);
   char line[256];
   std::snprintf(line, sizeof line, "[%zu] %-11s %8.3f ms  %s", index + 1, m.status.c_str(), m.medianMs,
                 r.route.empty() ? "(default route)" : r.route.c_str());
@@ -327,7 +327,7 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     done_[route] = report_.results.size();
     if (o_.readCache) {
       std::string error;
-      if (cache_->lookup({modelHash_, inputsKey_, route, report_.environment}, r.m, error)) {
+      if (cache_->lookup(key(route), r.m, error)) {
         r.fromCache = true;
         if (r.m.status == "ok" || r.m.status == "inaccurate") judge(route, r.m);
         report_.results.push_back(r);
@@ -345,7 +345,7 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
       m.status = "build_failed";
       m.reason = error;
       std::string e2;
-      if (!cache_->store({modelHash_, inputsKey_, route, report_.environment}, m, e2)) log("warning: " + e2);
+      if (!cache_->store(key(route), m, e2)) log("warning: " + e2);
       log("[" + std::to_string(index + 1) + "] build_failed  " + route + "  — " + error.substr(0, 200));
       ++measured_;
       progress();

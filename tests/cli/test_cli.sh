@@ -150,6 +150,8 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "input 'x' is float32 2x3, the model takes float32 2x8" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal_bad.npz" -o "$tmp/x.calib"
   expect 0 "output y +float32 +2x4" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz"
   expect 0 "int8: 2 of 2 convolutions/matrix products quantized" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
+  expect 0 "int8: 1 of 2 .*1 kept float" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --keep-float 'fc2'
+  expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --keep-float '(('
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
   expect 2 "exclude each other" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
   echo '{"format": "kiln-calibration", "version": 7}' > "$tmp/new.calib"

@@ -6,9 +6,9 @@
 #include "compiler/quant/Calibration.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
-#include "runtime/src/EngineFormat.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/Evaluate.h"
+#include "tools/kiln/ModelLoading.h"
 #include "tuner/TensorFiles.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -23,16 +23,6 @@
 #include <iostream>
 
 namespace kiln::cli {
-
-// The model file's hash, as calibration files record it ("" when unreadable).
-std::string modelFileHash(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)rt::fnv1a64(bytes.data(), bytes.size()));
-  return buf;
-}
 
 namespace {
 

@@ -19,19 +19,19 @@
 
 namespace kiln::cli {
 
-std::string modelFileHash(const std::string &path);
-
 Runner addEvalCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("eval", "Run a model on the CPU reference evaluator (after a route's passes or int8 QDQ)");
   auto opts = std::make_shared<ModelOptions>();
   auto inputs = std::make_shared<std::string>(), outputs = std::make_shared<std::string>();
   auto routeText = std::make_shared<std::string>(), calib = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto keepFloat = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_option("--inputs", *inputs, "Inputs (.npz, arrays named after the model's inputs)")->required();
   cmd->add_option("--outputs", *outputs, "Write the outputs here (.npz)");
   cmd->add_option("--route", *routeText, "Evaluate the graph the compile pipeline makes for this route");
   cmd->add_option("--calib", *calib, "Evaluate the int8-quantized (QDQ) graph for this calibration (kiln calibrate)");
+  cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   return [=]() -> int {
     if (!*cmd) return -1;
@@ -64,7 +64,7 @@ Runner addEvalCommand(CLI::App &app) {
     }
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered = codegen::lowerModelWith(opts->model, io, ctx, [&](mlir::OpPassManager &pm) {
-      if (!calib->empty()) buildInt8Pipeline(pm, *calib);
+      if (!calib->empty()) buildInt8Pipeline(pm, *calib, *keepFloat);
       else buildCompilePipeline(pm, route.canonical());
     });
     for (auto &r : lowered.remarks) std::cerr << "kiln: note: " << r << "\n";

@@ -1,12 +1,15 @@
 #include "tools/kiln/ModelLoading.h"
 
 #include "passes/Passes.h"
+#include "runtime/src/EngineFormat.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 namespace kiln::cli {
 
@@ -81,6 +84,16 @@ std::string humanCount(double v) {
   while (v >= 1000 && u < 5) v /= 1000, ++u;
   char buf[32];
   std::snprintf(buf, sizeof buf, u ? "%.2f%s" : "%.0f%s", v, units[u]);
+  return buf;
+}
+
+// The model file's hash, as calibration files record it ("" when unreadable).
+std::string modelFileHash(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "";
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)rt::fnv1a64(bytes.data(), bytes.size()));
   return buf;
 }
 

@@ -22,6 +22,9 @@ LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cle
 // contradict the route). False with an error message on a bad route.
 bool parseRoute(const std::string &route, const std::string &precision, knobs::Route &out, std::string &error);
 
+// The model file's hash (FNV-1a 64, hex), as calibration files record it; "" when unreadable.
+std::string modelFileHash(const std::string &path);
+
 std::string humanBytes(int64_t b);
 std::string humanCount(double v);  // 1.2 G, 340 M
 

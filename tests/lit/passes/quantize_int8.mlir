@@ -1,4 +1,12 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8=calib=%S/Inputs/quantize_int8.calib | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib keep-float=mm|conv" | FileCheck %s --check-prefix=KEEP
+
+// keep-float: the products it names stay float, the others are quantized.
+// KEEP-LABEL: func.func @matmul
+// KEEP-NOT: quantize_linear
+// KEEP-LABEL: func.func @conv_and_transposed
+// KEEP-NOT: tensor<2x1x1x1xi8>
+// KEEP: kiln.dequantize_linear {{.*}} : (tensor<3x4xi8>
 
 // MatMul with a constant weight: activation Q/DQ per tensor (scale amax/127 = 2/127), weight
 // int8 per output channel (axis 1 of [K, N]): column 0 max 0.5 → scale 0.5/127, column 1 max 4.
