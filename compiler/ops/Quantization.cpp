@@ -29,8 +29,11 @@ struct QuantLayout {
 QuantLayout quantLayout(const std::string &op, const ShapeContext &ctx) {
   const TensorType &x = ctx.inputs[0], &scale = ctx.inputs[1];
   checkKind(op, "scale", scale.dtype, Kind::Float);
+  // onnxruntime's quantize_static writes scale [1] with a scalar zero point (both one element,
+  // per tensor); any other shape difference is an error.
+  auto oneElement = [](const Shape &s) { return s.size() <= 1 && numElements(s) == 1; };
   if (ctx.present(2))
-    check(ctx.inputs[2].shape == scale.shape,
+    check(ctx.inputs[2].shape == scale.shape || (oneElement(ctx.inputs[2].shape) && oneElement(scale.shape)),
           op + ": zero point shape " + shapeString(ctx.inputs[2].shape) +
               " differs from the scale's shape " + shapeString(scale.shape));
   QuantLayout l;

@@ -367,6 +367,10 @@ TEST(OpsElementwise, DequantizeUsesZeroPointAndScaleDtype) {
   auto out = run("DequantizeLinear", {&x, &scale, &zp});
   EXPECT_EQ(out[0].dtype, DType::F32);
   expectValues(out[0], {-63.5, 0.5, 64});
+  // onnxruntime's quantize_static writes a [1] scale with a scalar zero point: both per tensor.
+  Tensor scale1 = f32({1}, {0.5}), zp2 = ints(DType::I8, {2}, {0, 0});
+  expectValues(run("DequantizeLinear", {&x, &scale1, &zp})[0], {-63.5, 0.5, 64});
+  expectContains(errorOf("DequantizeLinear", {&x, &scale1, &zp2}), "zero point shape 2 differs from the scale's shape 1");
 }
 
 }  // namespace
