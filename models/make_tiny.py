@@ -149,6 +149,28 @@ def make_mlp():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_qdq_matmul():
+    """An explicitly quantized (QDQ) product: int8 activation per tensor, int8 weights per column."""
+    r = rng_for("qdq_matmul")
+    x = inputs(r, (2, 16))
+    wq = r.integers(-127, 128, size=(16, 8)).astype(np.int8)
+    ws = (np.arange(8, dtype=np.float32) + 1) / np.float32(256)
+    xs = np.float32(1 / 64)
+    g = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
+         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
+         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w", axis=1),
+         helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")],
+        "qdq_matmul", [vi("x", F32, [2, 16])], [vi("y", F32, [2, 8])],
+        [numpy_helper.from_array(np.array(xs, np.float32), "x_scale"),
+         numpy_helper.from_array(np.array(0, np.int8), "x_zero"),
+         numpy_helper.from_array(wq, "w_q"), numpy_helper.from_array(ws, "w_scale")],
+        doc_string="x[2,16] -> QuantizeLinear/DequantizeLinear (int8, 1/64) -> MatMul with int8 weights per column")
+    xq = np.clip(np.round(f64(x) / f64(xs)), -128, 127)  # numpy rounds half to even, as ONNX
+    y = (xq * f64(xs)).astype(np.float32).astype(np.float64) @ (f64(wq) * f64(ws)).astype(np.float32).astype(np.float64)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def conv2d_ref(x, w, b, pad):
     n, c, hh, ww = x.shape
     k, _, kh, kw = w.shape
@@ -384,7 +406,8 @@ def main(argv=None):
 
     # valid models + references
     valid = {"mlp": make_mlp(), "conv_bn_relu": make_conv_bn_relu(),
-             "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix()}
+             "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
+             "qdq_matmul": make_qdq_matmul()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

@@ -831,6 +831,14 @@ BuildResult Lowering::run() {
   }
   if (!errors_.empty()) {
     result.error = "cannot build:\n";
+    // A quantized (QDQ) model: say what is missing before the node list.
+    int qdq = 0;
+    for (Operation *op : opsInOrder)
+      if (isa<QuantizeLinearOp, DequantizeLinearOp>(op)) ++qdq;
+    if (qdq)
+      result.error += "  this is a quantized (QDQ) model with " + std::to_string(qdq) +
+                      " QuantizeLinear/DequantizeLinear nodes: kiln does not build int8 engines yet "
+                      "(`kiln eval MODEL --inputs X.npz` runs it on the CPU evaluator)\n";
     for (auto &e : errors_) result.error += "  " + e + "\n";
     return result;
   }

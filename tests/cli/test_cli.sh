@@ -152,6 +152,13 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 "int8: 2 of 2 convolutions/matrix products quantized" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
   expect 0 "int8: 1 of 2 .*1 kept float" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --keep-float 'fc2'
   expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --keep-float '(('
+  # An explicitly quantized (QDQ) model: evaluated exactly on the CPU; no int8 engines yet.
+  expect 0 "output y +float32 +2x8" -- eval "$tiny/qdq_matmul.onnxtxt" --inputs "$tiny/qdq_matmul.npz" --outputs "$tmp/qdq_out.npz"
+  if /usr/bin/python3 -c "
+import numpy as np, sys
+got, want = np.load('$tmp/qdq_out.npz')['y'], np.load('$tiny/qdq_matmul.npz')['y']
+sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul differs from the numpy reference"; fi
+  expect 2 "quantized \\(QDQ\\) model with [0-9]+ QuantizeLinear/DequantizeLinear nodes" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
   expect 2 "exclude each other" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
   echo '{"format": "kiln-calibration", "version": 7}' > "$tmp/new.calib"
