@@ -24,8 +24,9 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 // folding, canonical matrix products. Range keys name this graph's products.
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route);
 // That, then int8 Q/DQ from a calibration file (kiln-quantize-int8; products whose node name
-// matches the keepFloat regex stay float): the quantized graph that the CPU evaluator runs
-// (`kiln eval --calib`); engines do not use int8 kernels yet.
+// matches the keepFloat regex stay float) lowered to QuantizedMatMul (kiln-lower-qdq): the
+// quantized graph that the CPU evaluator runs (`kiln eval --calib`) with the int8 kernel's
+// arithmetic; engines do not use int8 kernels yet.
 void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath, const std::string &keepFloat = "");
 // The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
 // matrix-product canonicalisation, precision, layout, then kernel regions (fusion).

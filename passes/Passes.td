@@ -147,4 +147,24 @@ def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
+  let summary = "Matrix products between DequantizeLinear pairs become int8 QuantizedMatMul";
+  let description = [{
+    `MatMul(DQ(a, sa, 0), DQ(b, sb, 0))` with int8 `a` and `b`, a one-element activation scale
+    and a weight scale that is one element or per output channel (the DequantizeLinear axis is
+    the dimension of B that indexes the product's columns), and zero points absent or zero,
+    becomes `QuantizedMatMul(a, b, sa·sb)`: exact integer sums scaled per column, what the int8
+    tensor-core kernel computes. TransposedMatMul keeps its operand permutations. Other
+    DequantizeLinear uses are left as they are.
+
+    Before:
+      %xd = kiln.dequantize_linear %xq, %sa, %zp
+      %wd = kiln.dequantize_linear %wq, %sw, %none {axis = 1}
+      %y = kiln.matmul %xd, %wd
+    After:
+      %y = kiln.quantized_matmul %xq, %wq, %scale     (scale = sa · sw)
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif

@@ -16,7 +16,10 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
 
 void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath, const std::string &keepFloat) {
   buildCalibrationPipeline(pm, "");
-  pm.nest<mlir::func::FuncOp>().addPass(createQuantizeInt8({calibPath, keepFloat}));
+  mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
+  f.addPass(createQuantizeInt8({calibPath, keepFloat}));
+  f.addPass(createLowerQdq());
+  f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users
 }
 
 void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route) {

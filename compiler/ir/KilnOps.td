@@ -282,6 +282,12 @@ def Kiln_TransposedMatMulOp : Kiln_Op<"transposed_matmul", "TransposedMatMul"> {
   let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, IntsOpt:$perm_a, IntsOpt:$perm_b);
   let results = (outs Kiln_Tensor:$Y);
 }
+// int8 A and B (TransposedMatMul's operand permutations), exact integer sums, then · scale[n] in
+// float32: what QDQ around a matrix product becomes for the int8 kernel.
+def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", "QuantizedMatMul"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$scale, IntsOpt:$perm_a, IntsOpt:$perm_b);
+  let results = (outs Kiln_Tensor:$Y);
+}
 // Conv, Max/AveragePool with NHWC activations (W keeps ONNX's [M, C/group, KH, KW] layout).
 def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_TensorOrNone:$B, StrOpt:$auto_pad,

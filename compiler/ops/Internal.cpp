@@ -1,6 +1,9 @@
 // kiln-internal ops: forms that compiler passes create, not ONNX ops. Each is defined by the ONNX
 // ops it stands for, so its reference semantics are those ops' kernels composed:
 //   TransposedMatMul(A, B, perm_a, perm_b) = MatMul(Transpose(A, perm_a), Transpose(B, perm_b))
+//   QuantizedMatMul(A, B, scale, perm_a, perm_b) = float32(float32(Σ a·b) · scale[n]): int8 A and B
+//     (as TransposedMatMul's operands), exact integer sums, the per-column scale applied in
+//     float32 as the int8 kernel does (scale: [N], or one element)
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
 // (ConvNhwc keeps W in ONNX's [M, C/group, KH, KW] layout: only activations change layout.)
@@ -77,6 +80,50 @@ int64_t transposedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorT
   return base("MatMul").flops(matmulContext(ctx, types), outputs);
 }
 
+// ---- QuantizedMatMul ---------------------------------------------------------------------------
+
+std::vector<TensorType> quantizedMatMulShape(const ShapeContext &ctx) {
+  check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedMatMul: needs A, B and scale");
+  check(ctx.inputs[0].dtype == DType::I8 && ctx.inputs[1].dtype == DType::I8, "QuantizedMatMul: A and B must be int8");
+  check(ctx.inputs[2].dtype == DType::F32, "QuantizedMatMul: scale must be float32");
+  std::vector<TensorType> types;
+  ShapeContext c = matmulContext(ctx, types);
+  c.inputs.resize(2);
+  c.values.resize(2);
+  std::vector<TensorType> out = base("MatMul").shape(c);
+  int64_t n = out[0].shape.back(), ns = numElements(ctx.inputs[2].shape);
+  check(ctx.inputs[2].shape.size() <= 1 && (ns == n || ns == 1),
+        "QuantizedMatMul: scale must have one element or N = " + std::to_string(n) + ", got " + shapeString(ctx.inputs[2].shape));
+  out[0].dtype = DType::F32;
+  return out;
+}
+
+std::vector<Tensor> quantizedMatMulEval(const EvalContext &ctx) {
+  auto widened = [&](int k, const char *perm) {
+    Tensor t = transposed(ctx.in(k), permOf(ctx.attrs, perm, ctx.in(k).shape.size()));
+    Tensor w(DType::I64, t.shape);
+    w.i = t.i;
+    return w;
+  };
+  Tensor a = widened(0, "perm_a"), b = widened(1, "perm_b");
+  EvalContext inner{{&a, &b}, ctx.attrs, 1};
+  Tensor sums = base("MatMul").eval(inner)[0];
+  const Tensor &scale = ctx.in(2);
+  Tensor y(DType::F32, sums.shape);
+  int64_t n = sums.shape.back(), ns = numElements(scale.shape);
+  for (int64_t i = 0; i < y.size(); ++i)
+    y.set(i, double(float(sums.i[size_t(i)]) * float(scale.f[size_t(ns == 1 ? 0 : i % n)])));
+  return {y};
+}
+
+int64_t quantizedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
+  std::vector<TensorType> types;
+  ShapeContext c = matmulContext(ctx, types);
+  c.inputs.resize(2);
+  c.values.resize(2);
+  return base("MatMul").flops(c, outputs);
+}
+
 // ---- NHWC forms of Conv and pooling ------------------------------------------------------------
 
 // The NCHW view of the context: input 0 transposed, the others as they are.
@@ -126,6 +173,7 @@ FlopsFn nhwcFlops(const char *name, const char *nchw) {
 }  // namespace
 
 KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
+KILN_REGISTER_OP({"QuantizedMatMul", quantizedMatMulShape, quantizedMatMulEval, quantizedMatMulFlops});
 KILN_REGISTER_OP({"ConvNhwc", nhwcShape("ConvNhwc", "Conv"), nhwcEval("Conv"), nhwcFlops("ConvNhwc", "Conv")});
 KILN_REGISTER_OP({"MaxPoolNhwc", nhwcShape("MaxPoolNhwc", "MaxPool"), nhwcEval("MaxPool"),
                   nhwcFlops("MaxPoolNhwc", "MaxPool")});

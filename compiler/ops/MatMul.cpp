@@ -87,7 +87,6 @@ std::vector<Tensor> matmulEval(const EvalContext &ctx) {
   const Tensor &a = ctx.in(0), &b = ctx.in(1);
   MatMulGeometry g = matmulGeometry({a.dtype, a.shape}, {b.dtype, b.shape});
   Tensor y(a.dtype, g.out);
-  Dot dot{a, b};
   int64_t batches = numElements(g.batch);
   for (int64_t bi = 0; bi < batches; ++bi) {
     int64_t aBase = broadcastIndex(g.aBatch, g.batch, bi) * g.m * g.k;
@@ -96,6 +95,7 @@ std::vector<Tensor> matmulEval(const EvalContext &ctx) {
     if (y.isFloating()) {
       // Row at a time over contiguous rows of B (same summation order as a dot product per
       // element, j ascending, so results are identical; several times faster on large models).
+      // Integers below likewise.
       std::vector<double> acc(static_cast<size_t>(g.n));
       for (int64_t r = 0; r < g.m; ++r) {
         std::fill(acc.begin(), acc.end(), 0.0);
@@ -108,9 +108,17 @@ std::vector<Tensor> matmulEval(const EvalContext &ctx) {
       }
       continue;
     }
-    for (int64_t r = 0; r < g.m; ++r)
-      for (int64_t c = 0; c < g.n; ++c)
-        y.setInt(yBase + r * g.n + c, dot.intDot(aBase + r * g.k, 1, bBase + c, g.n, g.k));
+    // Integers the same way, in wrap-around unsigned arithmetic.
+    std::vector<uint64_t> iacc(static_cast<size_t>(g.n));
+    for (int64_t r = 0; r < g.m; ++r) {
+      std::fill(iacc.begin(), iacc.end(), 0);
+      for (int64_t j = 0; j < g.k; ++j) {
+        const uint64_t av = static_cast<uint64_t>(a.i[aBase + r * g.k + j]);
+        const int64_t *brow = &b.i[bBase + j * g.n];
+        for (int64_t c = 0; c < g.n; ++c) iacc[c] += av * static_cast<uint64_t>(brow[c]);
+      }
+      for (int64_t c = 0; c < g.n; ++c) y.setInt(yBase + r * g.n + c, static_cast<int64_t>(iacc[c]));
+    }
   }
   return {y};
 }

@@ -146,6 +146,12 @@ TEST(CompilePipeline, Fp16CloseToFp32) {
   expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, ""); }, 1e-6);
 }
 
+// QDQ → QuantizedMatMul: integer sums scaled once per column instead of dequantized operands
+// multiplied in double: equal up to float32 rounding.
+TEST(LowerQdq, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/lower_qdq.mlir", nested([] { return kiln::createLowerQdq(); }), 1e-6);
+}
+
 // int8 QDQ on the lit test's @matmul: the evaluator computes exactly the quantized arithmetic
 // (activation rounded half-to-even to int8 steps of 2/127, weights per column), and it stays
 // within quantization error of the fp32 product.

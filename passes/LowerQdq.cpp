@@ -1,0 +1,84 @@
+// QDQ around matrix products → QuantizedMatMul (see Passes.td).
+#include "compiler/ir/Builders.h"
+#include "compiler/ir/TensorConversion.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_LOWERQDQ
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+bool isInt8(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getElementType().isSignlessInteger(8);
+}
+
+// A DequantizeLinear of int8 data with a constant float32 scale and no (or an all-zero) zero
+// point: its data, scale and axis.
+struct Dequant {
+  Value data;
+  ops::Tensor scale;
+  int64_t axis = 1;
+};
+std::optional<Dequant> dequantOf(Value v) {
+  Operation *dq = v.getDefiningOp();
+  if (!dq || onnxTypeOf(dq) != "DequantizeLinear" || !isInt8(dq->getOperand(0))) return std::nullopt;
+  auto scale = constantValue(dq->getOperand(1));
+  if (!scale || scale->dtype != ops::DType::F32 || scale->shape.size() > 1) return std::nullopt;
+  if (dq->getNumOperands() > 2 && !isa<NoneType>(dq->getOperand(2).getType())) {
+    auto zp = constantValue(dq->getOperand(2));
+    if (!zp) return std::nullopt;
+    for (int64_t z : zp->i)
+      if (z != 0) return std::nullopt;
+  }
+  Dequant d{dq->getOperand(0), *scale, 1};
+  if (auto a = dq->getAttrOfType<IntegerAttr>("axis")) d.axis = a.getInt();
+  int64_t rank = cast<RankedTensorType>(d.data.getType()).getRank();
+  if (d.axis < 0) d.axis += rank;
+  return d;
+}
+
+struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
+  void runOnOperation() override {
+    std::vector<Operation *> products;
+    getOperation().walk([&](Operation *op) {
+      std::string t = onnxTypeOf(op);
+      if (t == "MatMul" || t == "TransposedMatMul") products.push_back(op);
+    });
+    for (Operation *op : products) {
+      auto a = dequantOf(op->getOperand(0)), b = dequantOf(op->getOperand(1));
+      if (!a || !b || a->scale.size() != 1) continue;
+      auto bt = cast<RankedTensorType>(b->data.getType());
+      int64_t rank = bt.getRank();
+      if (rank < 2 || cast<RankedTensorType>(a->data.getType()).getRank() < 2) continue;
+      // The storage dimension of B that indexes the product's columns.
+      int64_t nAxis = rank - 1;
+      if (auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm_b")) nAxis = perm.asArrayRef()[size_t(rank - 1)];
+      int64_t n = bt.getDimSize(nAxis);
+      if (b->scale.size() != 1 && (b->axis != nAxis || b->scale.size() != n)) continue;
+      ops::Tensor scale(ops::DType::F32, {n});
+      for (int64_t j = 0; j < n; ++j)
+        scale.set(j, double(float(a->scale.f[0]) * float(b->scale.f[size_t(b->scale.size() == 1 ? 0 : j)])));
+      OpBuilder builder(op);
+      SmallVector<NamedAttribute> attrs;
+      for (const char *p : {"perm_a", "perm_b"})
+        if (auto v = op->getAttr(p)) attrs.push_back(builder.getNamedAttr(p, v));
+      std::string error;
+      Value s = createConstant(builder, op->getLoc(), scale);
+      Operation *q = createInferred(builder, op->getLoc(), "kiln.quantized_matmul", {a->data, b->data, s}, attrs, &error);
+      if (!q || q->getResult(0).getType() != op->getResult(0).getType()) {
+        if (q) q->erase();
+        continue;  // (shapes or types that the int8 form does not cover stay as they are)
+      }
+      op->getResult(0).replaceAllUsesWith(q->getResult(0));
+      op->erase();
+    }
+  }
+};
+
+}  // namespace
+}  // namespace kiln

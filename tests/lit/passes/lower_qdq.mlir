@@ -1,0 +1,62 @@
+// RUN: %kiln-opt %s -split-input-file -kiln-lower-qdq | FileCheck %s
+
+// Activation per tensor (2/127), weights per column (axis 1 of [K, N]): one QuantizedMatMul
+// with the combined scale sa · sw[n].
+// CHECK-LABEL: func.func @matmul
+// CHECK: %[[Q:.*]] = kiln.quantize_linear %arg0
+// CHECK: %[[S:.*]] = kiln.constant dense<[6.20001229E-5, 4.960010e-04]> : tensor<2xf32>
+// CHECK: %[[Y:.*]] = kiln.quantized_matmul %[[Q]], %{{.*}}, %[[S]] : (tensor<2x3xi8>, tensor<3x2xi8>, tensor<2xf32>) -> tensor<2x2xf32>
+// CHECK: return %[[Y]]
+func.func @matmul(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  %sa = kiln.constant dense<0.0157480314> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<2x3xf32>, tensor<f32>, tensor<i8>) -> tensor<2x3xi8>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x3xi8>, tensor<f32>, tensor<i8>) -> tensor<2x3xf32>
+  %wq = kiln.constant dense<[[127, -127], [-64, 32], [0, 127]]> : tensor<3x2xi8>
+  %ws = kiln.constant dense<[0.00393700786, 0.0314960629]> : tensor<2xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 1 : i64} : (tensor<3x2xi8>, tensor<2xf32>, none) -> tensor<3x2xf32>
+  %y = kiln.matmul %xd, %wd : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Weights stored [N, K] and read through perm_b: their per-channel axis is 0.
+// CHECK-LABEL: func.func @transposed
+// CHECK: kiln.quantized_matmul {{.*}} {perm_b = array<i64: 1, 0>} : (tensor<2x4xi8>, tensor<3x4xi8>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NOT: kiln.transposed_matmul
+func.func @transposed(%a: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %sa = kiln.constant dense<0.00787401571> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %q = kiln.quantize_linear %a, %sa, %zp : (tensor<2x4xf32>, tensor<f32>, tensor<i8>) -> tensor<2x4xi8>
+  %ad = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x4xi8>, tensor<f32>, tensor<i8>) -> tensor<2x4xf32>
+  %wq = kiln.constant dense<[[32, 64, 95, 127], [-127, 64, 32, 16], [127, -127, 16, 0]]> : tensor<3x4xi8>
+  %ws = kiln.constant dense<[0.0314960629, 0.00787401571, 0.0629921257]> : tensor<3xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 0 : i64} : (tensor<3x4xi8>, tensor<3xf32>, none) -> tensor<3x4xf32>
+  %y = kiln.transposed_matmul %ad, %wd {perm_b = array<i64: 1, 0>} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Not the int8 form: a non-zero zero point, and a weight scale along the wrong axis.
+// CHECK-LABEL: func.func @untouched
+// CHECK-NOT: quantized_matmul
+// CHECK: return
+func.func @untouched(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %sa = kiln.constant dense<0.0157480314> : tensor<f32>
+  %zp = kiln.constant dense<3> : tensor<i8>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<2x3xf32>, tensor<f32>, tensor<i8>) -> tensor<2x3xi8>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x3xi8>, tensor<f32>, tensor<i8>) -> tensor<2x3xf32>
+  %wq = kiln.constant dense<[[127, -127], [-64, 32], [0, 127]]> : tensor<3x2xi8>
+  %ws = kiln.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 0 : i64} : (tensor<3x2xi8>, tensor<3xf32>, none) -> tensor<3x2xf32>
+  %y = kiln.matmul %xd, %wd : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %z0 = kiln.constant dense<0> : tensor<i8>
+  %xd2 = kiln.dequantize_linear %q, %sa, %z0 : (tensor<2x3xi8>, tensor<f32>, tensor<i8>) -> tensor<2x3xf32>
+  %y2 = kiln.matmul %xd2, %wd : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  return %y, %y2 : tensor<2x2xf32>, tensor<2x2xf32>
+}
