@@ -72,20 +72,11 @@ Runner addCalibrateCommand(CLI::App &app) {
       std::cerr << "kiln: error: --data: " << error << "\n";
       return 2;
     }
-    ImportOptions io;
-    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
-      std::cerr << "kiln: error: " << e << "\n";
-      return 2;
-    }
     mlir::MLIRContext ctx;
-    codegen::ModelBuild lowered = codegen::lowerModelWith(opts->model, io, ctx, [](mlir::OpPassManager &pm) {
-      buildCalibrationPipeline(pm, "");
-    });
-    if (!lowered.ok()) {
-      std::cerr << "kiln: error: " << opts->model << ": " << lowered.error << "\n";
-      return 2;
-    }
-    auto f = (*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+    codegen::ModelBuild lowered;
+    mlir::func::FuncOp f =
+        lowerForEvaluation(*opts, ctx, [](mlir::OpPassManager &pm) { buildCalibrationPipeline(pm, ""); }, lowered);
+    if (!f) return 2;
     // The activation operands of convolutions and matrix products, as the int8 pass sees them.
     std::map<std::string, quant::RangeCollector> ranges;
     OpObserver observe = [&](mlir::Operation *op, const std::vector<const ops::Tensor *> &args) {

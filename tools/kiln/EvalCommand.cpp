@@ -57,22 +57,13 @@ Runner addEvalCommand(CLI::App &app) {
         return 2;
       }
     }
-    ImportOptions io;
-    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
-      std::cerr << "kiln: error: " << e << "\n";
-      return 2;
-    }
     mlir::MLIRContext ctx;
-    codegen::ModelBuild lowered = codegen::lowerModelWith(opts->model, io, ctx, [&](mlir::OpPassManager &pm) {
+    codegen::ModelBuild lowered;
+    mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
       if (!calib->empty()) buildInt8Pipeline(pm, *calib, *keepFloat);
       else buildCompilePipeline(pm, route.canonical());
-    });
-    for (auto &r : lowered.remarks) std::cerr << "kiln: note: " << r << "\n";
-    if (!lowered.ok()) {
-      std::cerr << "kiln: error: " << opts->model << ": " << lowered.error << "\n";
-      return 2;
-    }
-    auto f = (*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+    }, lowered);
+    if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;
     if (!tuner::readTensors(*inputs, in, error) || !evaluateModel(f, in, out, error)) {
       std::cerr << "kiln: error: " << *inputs << ": " << error << "\n";

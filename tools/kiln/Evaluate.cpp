@@ -3,8 +3,26 @@
 #include "compiler/ir/TensorConversion.h"
 
 #include <algorithm>
+#include <iostream>
 
 namespace kiln::cli {
+
+mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContext &ctx,
+                                      const std::function<void(mlir::OpPassManager &)> &pipeline,
+                                      codegen::ModelBuild &lowered) {
+  ImportOptions io;
+  if (auto e = parseShapeOverrides(opts.shapes, io.shapes); !e.empty()) {
+    std::cerr << "kiln: error: " << e << "\n";
+    return nullptr;
+  }
+  lowered = codegen::lowerModelWith(opts.model, io, ctx, pipeline);
+  for (auto &r : lowered.remarks) std::cerr << "kiln: note: " << r << "\n";
+  if (!lowered.ok()) {
+    std::cerr << "kiln: error: " << opts.model << ": " << lowered.error << "\n";
+    return nullptr;
+  }
+  return (*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+}
 
 std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f) {
   std::vector<tuner::HostTensor> r;

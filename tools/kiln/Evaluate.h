@@ -2,7 +2,9 @@
 // tensors: `kiln check --onnx`, `kiln eval` and `kiln calibrate`.
 #pragma once
 
+#include "codegen/lowering/ModelBuild.h"
 #include "compiler/eval/Evaluator.h"
+#include "tools/kiln/Commands.h"
 #include "tuner/EngineRunner.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +18,12 @@ namespace kiln::cli {
 // dtype and shape), evaluates, and names the outputs. `observe` sees every op as it runs.
 bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &inputs,
                    std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe = nullptr);
+
+// Imports the model of `opts` (with its --shapes) and runs `pipeline` on it: the function the
+// evaluator is to run, or null after printing "kiln: error: ..." (remarks are printed as notes).
+mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContext &ctx,
+                                      const std::function<void(mlir::OpPassManager &)> &pipeline,
+                                      codegen::ModelBuild &lowered);
 
 // The names, dtypes and shapes of f's arguments (no data).
 std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f);
