@@ -53,13 +53,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       auto a = dequantOf(op->getOperand(0)), b = dequantOf(op->getOperand(1));
       if (!a || !b || a->scale.size() != 1) continue;
       auto bt = cast<RankedTensorType>(b->data.getType());
-      int64_t rank = bt.getRank();
-      if (rank < 2 || cast<RankedTensorType>(a->data.getType()).getRank() < 2) continue;
-      // The storage dimension of B that indexes the product's columns.
-      int64_t nAxis = rank - 1;
-      if (auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm_b")) nAxis = perm.asArrayRef()[size_t(rank - 1)];
-      int64_t n = bt.getDimSize(nAxis);
-      if (b->scale.size() != 1 && (b->axis != nAxis || b->scale.size() != n)) continue;
+      auto nAxis = weightChannelAxis(op, bt.getRank());  // the dimension of B indexing the columns
+      if (!nAxis || cast<RankedTensorType>(a->data.getType()).getRank() < 2) continue;
+      int64_t n = bt.getDimSize(*nAxis);
+      if (b->scale.size() != 1 && (b->axis != *nAxis || b->scale.size() != n)) continue;
       ops::Tensor scale(ops::DType::F32, {n});
       for (int64_t j = 0; j < n; ++j)
         scale.set(j, double(float(a->scale.f[0]) * float(b->scale.f[size_t(b->scale.size() == 1 ? 0 : j)])));

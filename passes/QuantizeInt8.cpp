@@ -17,19 +17,6 @@ namespace {
 
 using namespace mlir;
 
-// The storage axis of a product's weight that indexes its output channels.
-std::optional<int64_t> channelAxis(Operation *op, int64_t rank) {
-  std::string type = onnxTypeOf(op);
-  if (type == "Conv") return 0;
-  if (type == "MatMul") return rank >= 2 ? std::optional<int64_t>(rank - 1) : std::nullopt;
-  if (type == "TransposedMatMul") {
-    auto perm = op->getAttrOfType<DenseI64ArrayAttr>("perm_b");
-    if (!perm) return rank - 1;
-    return perm.asArrayRef()[size_t(rank - 1)];
-  }
-  return std::nullopt;
-}
-
 // Symmetric per-channel int8 weights: scale[c] = max|W[c,…]| / 127, q = round-half-even(W / scale)
 // clamped to [-127, 127].
 void quantizeWeights(const ops::Tensor &w, int64_t axis, ops::Tensor &q, ops::Tensor &scale) {
@@ -71,8 +58,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
     }
     std::vector<Operation *> products;
     f.walk([&](Operation *op) {
-      std::string t = onnxTypeOf(op);
-      if (t == "Conv" || t == "MatMul" || t == "TransposedMatMul") products.push_back(op);
+      if (isInt8Product(op)) products.push_back(op);
     });
     int quantized = 0, activationProducts = 0, noRange = 0, kept = 0;
     for (Operation *op : products) {
@@ -92,7 +78,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
         ++noRange;
         continue;
       }
-      auto axis = channelAxis(op, int64_t(weight->shape.size()));
+      auto axis = weightChannelAxis(op, int64_t(weight->shape.size()));
       if (!axis) continue;
       OpBuilder b(op);
       Location loc = op->getLoc();

@@ -82,15 +82,20 @@ int64_t transposedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorT
 
 // ---- QuantizedMatMul ---------------------------------------------------------------------------
 
+// MatMul's view of a QuantizedMatMul: the transposed A and B, without the scale.
+ShapeContext quantizedProductContext(const ShapeContext &ctx, std::vector<TensorType> &types) {
+  ShapeContext c = matmulContext(ctx, types);
+  c.inputs.resize(2);
+  c.values.resize(2);
+  return c;
+}
+
 std::vector<TensorType> quantizedMatMulShape(const ShapeContext &ctx) {
   check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedMatMul: needs A, B and scale");
   check(ctx.inputs[0].dtype == DType::I8 && ctx.inputs[1].dtype == DType::I8, "QuantizedMatMul: A and B must be int8");
   check(ctx.inputs[2].dtype == DType::F32, "QuantizedMatMul: scale must be float32");
   std::vector<TensorType> types;
-  ShapeContext c = matmulContext(ctx, types);
-  c.inputs.resize(2);
-  c.values.resize(2);
-  std::vector<TensorType> out = base("MatMul").shape(c);
+  std::vector<TensorType> out = base("MatMul").shape(quantizedProductContext(ctx, types));
   int64_t n = out[0].shape.back(), ns = numElements(ctx.inputs[2].shape);
   check(ctx.inputs[2].shape.size() <= 1 && (ns == n || ns == 1),
         "QuantizedMatMul: scale must have one element or N = " + std::to_string(n) + ", got " + shapeString(ctx.inputs[2].shape));
@@ -118,10 +123,7 @@ std::vector<Tensor> quantizedMatMulEval(const EvalContext &ctx) {
 
 int64_t quantizedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
   std::vector<TensorType> types;
-  ShapeContext c = matmulContext(ctx, types);
-  c.inputs.resize(2);
-  c.values.resize(2);
-  return base("MatMul").flops(c, outputs);
+  return base("MatMul").flops(quantizedProductContext(ctx, types), outputs);
 }
 
 // ---- NHWC forms of Conv and pooling ------------------------------------------------------------

@@ -80,8 +80,7 @@ Runner addCalibrateCommand(CLI::App &app) {
     // The activation operands of convolutions and matrix products, as the int8 pass sees them.
     std::map<std::string, quant::RangeCollector> ranges;
     OpObserver observe = [&](mlir::Operation *op, const std::vector<const ops::Tensor *> &args) {
-      std::string t = onnxTypeOf(op);
-      if (t != "Conv" && t != "MatMul" && t != "TransposedMatMul") return;
+      if (!isInt8Product(op)) return;
       for (unsigned k = 0; k < 2 && k < args.size(); ++k)
         if (args[k] && ops::isFloat(args[k]->dtype) && !isConstant(op->getOperand(k)))
           ranges[quant::rangeKey(nodeName(op), k)].add(args[k]->f.data(), int64_t(args[k]->f.size()));

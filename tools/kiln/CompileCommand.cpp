@@ -4,9 +4,9 @@
 #include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
-#include "compiler/io/Npz.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
+#include "tuner/TensorFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -47,16 +47,10 @@ static bool writeFileAtomically(const std::string &path, const std::vector<uint8
 // The arrays of an .npz as tensors for ImportOptions::constantInputs (the importer checks names,
 // dtypes and ranks against the graph's inputs).
 static bool readConstantInputs(const std::string &path, std::map<std::string, ops::Tensor> &out, std::string &error) {
-  io::Npz file;
-  if (!io::readNpz(path, file, error)) return false;
-  for (const auto &[name, a] : file.arrays) {
-    int32_t dtype = io::onnxDtypeForDescr(a.descr);
-    if (dtype == 0) {
-      error = "array '" + name + "' has a dtype (" + a.descr + ") no model input can have";
-      return false;
-    }
-    out[name] = ops::tensorFromBytes(ops::DType(dtype), a.shape, a.data.data(), a.data.size());
-  }
+  std::vector<tuner::HostTensor> arrays;
+  if (!tuner::readTensors(path, arrays, error)) return false;
+  for (const tuner::HostTensor &t : arrays)
+    out[t.name] = ops::tensorFromBytes(ops::DType(t.dtype), t.shape, t.data.data(), t.data.size());
   return true;
 }
 

@@ -25,7 +25,4 @@ mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContex
                                       const std::function<void(mlir::OpPassManager &)> &pipeline,
                                       codegen::ModelBuild &lowered);
 
-// The names, dtypes and shapes of f's arguments (no data).
-std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f);
-
 }  // namespace kiln::cli
