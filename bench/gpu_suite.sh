@@ -7,7 +7,10 @@
 #   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
 #                                   # a tight accuracy constraint, cache hits, interrupt + --resume
 #   bash bench/gpu_suite.sh conformance  # the ONNX node tests passing on the CPU evaluator, on the GPU
-#   bash bench/gpu_suite.sh int8    # the int8 tensor-core product kernel: exactness and speed
+#   bash bench/gpu_suite.sh int8    # int8: the product kernel (exactness, speed), int8 engines vs the
+#                                   # CPU evaluator, host-compiled engines (MiniLM) on held-out batches
+#   bash bench/gpu_suite.sh int8-zoo  # BERT-base int8 vs fp16 vs fp32; ResNet-50 NCHW vs NHWC
+#   bash bench/gpu_suite.sh engines   # only the host-compiled engines of $KILN_INT8_DIR
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
 # build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
@@ -31,6 +34,23 @@ run() {
   local rc=$?
   echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
   return $rc
+}
+
+# Engines compiled on the host ($KILN_INT8_DIR/*.kiln, e.g. MiniLM int8) on the held-out batches
+# there ($KILN_INT8_DIR/heldout/*.npz): outputs to $OUT/outputs/ENGINE/ for cosines on the host
+# (bench/quant_accuracy.py --outputs), and latency.
+host_engines() {
+  local int8dir=${KILN_INT8_DIR:-.carry/int8} e name b
+  for e in "$int8dir"/*.kiln; do
+    [ -f "$e" ] || continue
+    name=$(basename "$e" .kiln)
+    mkdir -p "$OUT/outputs/$name"
+    for b in "$int8dir"/heldout/*.npz; do
+      "$bin/kiln" run "$e" --inputs "$b" --outputs "$OUT/outputs/$name/$(basename "$b")" --warmup 1 --iterations 1 \
+        > /dev/null 2>> "$OUT/logs/outputs_$name.log" || echo "outputs_$name failed on $b" >> "$summary"
+    done
+    run "latency_$name" "$bin/kiln" run "$e" --inputs "$(ls "$int8dir"/heldout/*.npz | head -1)" --iterations 200
+  done
 }
 
 zoo_models="resnet50 resnet50_b32 mobilenetv2_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512"
@@ -120,7 +140,50 @@ if [ "$mode" = tune ]; then
 fi
 
 if [ "$mode" = int8 ]; then
+  : > "$summary"
   run int8_gemm "$bin/kiln-int8-gemm-check" --iterations 50
+  # int8 engines against the CPU evaluator's int8 graph: a QDQ model, a calibrated MLP (fc1 has no
+  # int8 kernel and stays float), each in fp32 and fp16 for the float remainder.
+  "$bin/kiln" calibrate models/tiny/mlp.onnxtxt --data models/tiny/mlp.npz --method minmax -o /tmp/mlp.calib > /dev/null
+  for r in "" "precision=fp16"; do
+    run "int8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul.onnxtxt --route "$r" --iterations 3
+    run "int8_mlp_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/mlp.onnxtxt --calib /tmp/mlp.calib --route "$r" --iterations 3
+  done
+  host_engines
+fi
+
+# int8 next to fp16 and fp32 on zoo models generated here: BERT-base 32x128 calibrated on the CPU
+# evaluator (one random batch), 16 batches (512 sequences) checked against the fp32 engine; and
+# ResNet-50 b32 fp16 with NCHW and NHWC convolutions (latency, launches, transposes).
+if [ "$mode" = int8-zoo ]; then
+  : > "$summary"
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only bert_base_b32_s128,resnet50_b32 > "$OUT/logs/zoo.log" 2>&1
+  m="$zoo/bert_base_b32_s128.onnx"
+  "$bin/kiln" compile "$m" -o /tmp/bert_fp32.kiln > "$OUT/logs/compile_bert_fp32.log" 2>&1
+  "$bin/kiln" compile "$m" -o /tmp/bert_fp16.kiln --precision fp16 > "$OUT/logs/compile_bert_fp16.log" 2>&1
+  "$bin/kiln" run /tmp/bert_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/bert_cal.npz > /dev/null 2>&1
+  run calibrate_bert "$bin/kiln" calibrate "$m" --data /tmp/bert_cal.npz --method minmax -o /tmp/bert.calib
+  run compile_bert_int8 "$bin/kiln" compile "$m" -o /tmp/bert_int8.kiln --precision int8 --calib /tmp/bert.calib
+  "$bin/kiln" inspect /tmp/bert_int8.kiln > "$OUT/logs/inspect_bert_int8.txt" 2>&1
+  for s in $(seq 1 16); do
+    "$bin/kiln" run /tmp/bert_fp32.kiln --seed "$s" --warmup 0 --iterations 1 --outputs /tmp/bert_ref.npz > /dev/null 2>&1
+    for p in fp16 int8; do
+      "$bin/kiln" check /tmp/bert_$p.kiln --reference /tmp/bert_ref.npz --json > "$OUT/logs/check_bert_${p}_$s.json" 2>&1
+    done
+  done
+  for p in fp32 fp16 int8; do run "latency_bert_$p" "$bin/kiln" run /tmp/bert_$p.kiln --iterations 200; done
+  m="$zoo/resnet50_b32.onnx"
+  for l in nchw nhwc; do
+    "$bin/kiln" compile "$m" -o /tmp/resnet_$l.kiln --route "precision=fp16;layout.conv=$l" > "$OUT/logs/compile_resnet_$l.log" 2>&1
+    "$bin/kiln" inspect /tmp/resnet_$l.kiln > "$OUT/logs/inspect_resnet_$l.txt" 2>&1
+    run "latency_resnet50_b32_fp16_$l" "$bin/kiln" run /tmp/resnet_$l.kiln --iterations 200
+  done
+  host_engines
+fi
+
+if [ "$mode" = engines ]; then  # only the host-compiled engines of $KILN_INT8_DIR
+  : > "$summary"
+  host_engines
 fi
 
 if [ "$mode" = conformance ]; then

@@ -10,6 +10,7 @@ const char *cudaTypeName(ElemType t) {
     case ElemType::I32: return "int";
     case ElemType::I64: return "long long";
     case ElemType::Bool: return "bool";
+    case ElemType::I8: return "signed char";
   }
   return "float";
 }

@@ -20,6 +20,7 @@ struct FoldConstantsPass : impl::FoldConstantsBase<FoldConstantsPass> {
     llvm::SmallVector<mlir::Operation *> worklist;
     f.walk([&](ShapeInferenceOpInterface op) { worklist.push_back(op); });
     for (mlir::Operation *op : worklist) {
+      if (!foldDequantize && mlir::isa<DequantizeLinearOp>(op)) continue;
       builder.setInsertionPoint(op);
       FoldResult r = foldWithEvaluator(op, builder, maxElements);
       if (!r.error.empty()) {
@@ -42,7 +43,9 @@ struct FoldConstantsPass : impl::FoldConstantsBase<FoldConstantsPass> {
 }  // namespace
 
 void buildImportCleanupPipeline(mlir::OpPassManager &pm) {
-  pm.addNestedPass<mlir::func::FuncOp>(createFoldConstants());
+  FoldConstantsOptions keepQuantizedWeights;
+  keepQuantizedWeights.foldDequantize = false;
+  pm.addNestedPass<mlir::func::FuncOp>(createFoldConstants(keepQuantizedWeights));
   pm.addPass(mlir::createCanonicalizerPass());
 }
 

@@ -43,6 +43,18 @@ bool isFusableElementwise(Operation *op) {
     n = 1;
     ea.floats["min"] = 0, ea.floats["max"] = 0;  // bounds become attributes in codegen
   }
+  const bool quant = type == "QuantizeLinear" || type == "DequantizeLinear";
+  if (quant) {  // per tensor only: the scale and zero point become literals in codegen
+    n = 2;
+    for (unsigned k = 1; k < op->getNumOperands(); ++k) {
+      if (isa<NoneType>(op->getOperand(k).getType())) continue;
+      auto c = constantValue(op->getOperand(k));
+      if (!c || c->size() != 1) return false;
+      n = int(k) + 1;
+    }
+    Type io = cast<RankedTensorType>((type == "QuantizeLinear" ? op->getResult(0) : op->getOperand(0)).getType()).getElementType();
+    if (!io.isSignlessInteger(8)) return false;
+  }
   for (Value v : op->getOperands())
     if (!isa<NoneType>(v.getType()) && !isa<RankedTensorType>(v.getType())) return false;
   // The data operand: the last tensor operand (Where: X). Float data computes in float
@@ -51,7 +63,7 @@ bool isFusableElementwise(Operation *op) {
   for (Value v : op->getOperands())
     if (isa<RankedTensorType>(v.getType())) dataValue = v;
   if (type == "Where" && op->getNumOperands() == 3) dataValue = op->getOperand(1);
-  if (type == "Clip") dataValue = op->getOperand(0);
+  if (type == "Clip" || quant) dataValue = op->getOperand(0);
   if (!dataValue) return false;
   Type e = cast<RankedTensorType>(dataValue.getType()).getElementType();
   codegen::ElemType data;
@@ -59,6 +71,7 @@ bool isFusableElementwise(Operation *op) {
   else if (e.isInteger(1)) data = codegen::ElemType::Bool;
   else if (e.isInteger(32)) data = codegen::ElemType::I32;
   else if (e.isInteger(64)) data = codegen::ElemType::I64;
+  else if (e.isSignlessInteger(8)) data = codegen::ElemType::I8;
   else return false;
   return codegen::lookupElementwiseOp(type, n, ea, data).has_value();
 }
@@ -115,7 +128,7 @@ void buildRegion(ArrayRef<Operation *> ops, StringRef kind, OpBuilder &b) {
   for (Operation *op : llvm::reverse(ops)) op->erase();
 }
 
-bool isProduct(Operation *op) { return isa<MatMulOp, TransposedMatMulOp, ConvOp, ConvNhwcOp>(op); }
+bool isProduct(Operation *op) { return isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp>(op); }
 
 struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
   using FuseEpilogueBase::FuseEpilogueBase;
@@ -139,8 +152,13 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
         if (u->getParentOp() != anchor->getParentOp() || !(isFusableElementwise(u) || elementwiseRegion)) break;
         auto ut = dyn_cast<RankedTensorType>(u->getResult(0).getType());
         if (!ut || ut.getShape() != outType.getShape()) break;
+        // Products store float results, or int8 ones (QuantizeLinear: the next int8 product's
+        // input), which end the epilogue.
+        bool quantized = ut.getElementType().isSignlessInteger(8);
+        if (!isa<FloatType>(ut.getElementType()) && !quantized) break;
         chain.push_back(u);
         cur = u->getResult(0);
+        if (quantized) break;
       }
       if (chain.size() > 1) buildRegion(chain, "epilogue", b);
     }

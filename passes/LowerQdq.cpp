@@ -49,9 +49,14 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       std::string t = onnxTypeOf(op);
       if (t == "MatMul" || t == "TransposedMatMul") products.push_back(op);
     });
+    int noKernel = 0;
     for (Operation *op : products) {
       auto a = dequantOf(op->getOperand(0)), b = dequantOf(op->getOperand(1));
       if (!a || !b || a->scale.size() != 1) continue;
+      if (!int8KernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
+        ++noKernel;
+        continue;
+      }
       auto bt = cast<RankedTensorType>(b->data.getType());
       auto nAxis = weightChannelAxis(op, bt.getRank());  // the dimension of B indexing the columns
       if (!nAxis || cast<RankedTensorType>(a->data.getType()).getRank() < 2) continue;
@@ -74,6 +79,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       op->getResult(0).replaceAllUsesWith(q->getResult(0));
       op->erase();
     }
+    if (noKernel)
+      getOperation().emitRemark(std::to_string(noKernel) +
+                                " QDQ matrix products stay float (dequantized operands): the int8 kernel needs K "
+                                "% 16 == 0 and operands read along K");
   }
 };
 

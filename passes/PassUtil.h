@@ -8,6 +8,7 @@
 #include "mlir/IR/Operation.h"
 
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace kiln {
@@ -41,6 +42,31 @@ inline std::optional<int64_t> weightChannelAxis(mlir::Operation *op, int64_t ran
   if (rank < 2 || (type != "MatMul" && type != "TransposedMatMul")) return std::nullopt;
   if (auto perm = op->getAttrOfType<mlir::DenseI64ArrayAttr>("perm_b")) return perm.asArrayRef()[size_t(rank - 1)];
   return rank - 1;
+}
+
+// Whether the int8 tensor-core kernel (codegen/kernels/MatMul.h) can run this MatMul or
+// TransposedMatMul once its operands are int8: A and B of rank >= 2, K a multiple of 16, A read
+// along K, B read along K or a 2-D constant (`constantB`: repacked at build time). Quantization
+// and QDQ lowering leave other products float, so `kiln eval` and engines agree.
+inline bool int8KernelTakes(mlir::Operation *op, bool constantB) {
+  std::string type = onnxTypeOf(op);
+  if (type != "MatMul" && type != "TransposedMatMul") return false;
+  auto at = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+  auto bt = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(1).getType());
+  if (!at || !bt || at.getRank() < 2 || bt.getRank() < 2) return false;
+  auto perm = [&](const char *name, int64_t rank) {
+    std::vector<int64_t> p;
+    if (auto a = op->getAttrOfType<mlir::DenseI64ArrayAttr>(name)) p.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+    if (p.empty())
+      for (int64_t d = 0; d < rank; ++d) p.push_back(d);
+    return p;
+  };
+  int64_t ra = at.getRank(), rb = bt.getRank();
+  std::vector<int64_t> pa = perm("perm_a", ra), pb = perm("perm_b", rb);
+  int64_t k = at.getDimSize(pa[size_t(ra - 1)]);
+  bool aAlongK = pa[size_t(ra - 1)] == ra - 1;
+  bool bAlongK = pb[size_t(rb - 2)] == rb - 1 || (constantB && rb == 2);
+  return aAlongK && bAlongK && k % 16 == 0;
 }
 
 }  // namespace kiln

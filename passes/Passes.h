@@ -23,14 +23,17 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 // The graph as calibration observes it and int8 quantization rewrites it: cleanup, BatchNorm
 // folding, canonical matrix products. Range keys name this graph's products.
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route);
-// That, then int8 Q/DQ from a calibration file (kiln-quantize-int8; products whose node name
-// matches the keepFloat regex stay float) lowered to QuantizedMatMul (kiln-lower-qdq): the
-// quantized graph that the CPU evaluator runs (`kiln eval --calib`) with the int8 kernel's
-// arithmetic; engines do not use int8 kernels yet.
-void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath, const std::string &keepFloat = "");
+// Post-training int8 quantization: the calibration file (`kiln calibrate`) and the node names
+// (regex) of products kept float. Empty calib: no calibrated quantization (QDQ models still get
+// their int8 products).
+struct Int8Options {
+  std::string calib, keepFloat;
+};
 // The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
-// matrix-product canonicalisation, precision, layout, then kernel regions (fusion).
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route);
+// matrix-product canonicalisation, int8 Q/DQ from a calibration (kiln-quantize-int8), every QDQ
+// product lowered to QuantizedMatMul (kiln-lower-qdq), precision, layout, then kernel regions
+// (fusion). `kiln eval` runs the same graph on the CPU evaluator.
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const Int8Options &int8 = {});
 
 // Whether codegen computes `op` per element (has an elementwise kernel for its attributes): the
 // ops fusion may put in a kernel region.

@@ -20,6 +20,8 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
   let options = [
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"1 << 22",
            "Largest result (in elements) that is folded">,
+    Option<"foldDequantize", "fold-dequantize", "bool", /*default=*/"true",
+           "Fold DequantizeLinear of constants (false keeps int8 weights for kiln-lower-qdq)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -11,20 +11,26 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createFoldBatchNorm({route}));
   f.addPass(createCanonicalizeLinear({route}));
-  f.addPass(createFoldConstants());  // beta · C of lowered Gemms, BN constants
+  FoldConstantsOptions keepQuantizedWeights;  // beta · C of lowered Gemms, BN constants
+  keepQuantizedWeights.foldDequantize = false;
+  f.addPass(createFoldConstants(keepQuantizedWeights));
 }
 
-void buildInt8Pipeline(mlir::OpPassManager &pm, const std::string &calibPath, const std::string &keepFloat) {
-  buildCalibrationPipeline(pm, "");
-  mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  f.addPass(createQuantizeInt8({calibPath, keepFloat}));
+// Calibrated int8 Q/DQ (if a calibration file is given), then every QDQ product to
+// QuantizedMatMul; DequantizeLinear of constants left over (weights of products that stay
+// float) folds to float weights.
+static void addQuantizationPasses(mlir::OpPassManager &f, const Int8Options &int8) {
+  if (!int8.calib.empty()) f.addPass(createQuantizeInt8({int8.calib, int8.keepFloat}));
   f.addPass(createLowerQdq());
+  f.addPass(createFoldConstants());
+  f.addPass(mlir::createCSEPass());  // one QuantizeLinear per tensor and scale
   f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route) {
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const Int8Options &int8) {
   buildCalibrationPipeline(pm, route);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
+  addQuantizationPasses(f, int8);
   f.addPass(createPrecision({route}));
   f.addPass(createLayout({route}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half

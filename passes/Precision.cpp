@@ -31,7 +31,8 @@ bool isF32Tensor(Type t) {
 // Operands that ONNX requires to be float32 whatever the data type (parameters, not data).
 bool keepsF32(Operation *op, unsigned operand) {
   std::string t = onnxTypeOf(op);
-  return (t == "Resize" && (operand == 1 || operand == 2)) || (t == "Upsample" && operand == 1);
+  return (t == "Resize" && (operand == 1 || operand == 2)) || (t == "Upsample" && operand == 1) ||
+         (t == "QuantizeLinear" && operand == 1) || (t == "QuantizedMatMul" && operand == 2);
 }
 
 class Converter {
@@ -99,7 +100,8 @@ class Converter {
     return v;
   }
 
-  // Runs `op` in float32: casts its half operands up, its float results back down.
+  // Runs `op` in float32: casts its half operands up, its float results back down (`why`,
+  // if any, becomes a remark).
   LogicalResult island(Operation *op, const std::string &why) {
     b_.setInsertionPoint(op);
     for (OpOperand &o : op->getOpOperands()) {
@@ -115,7 +117,7 @@ class Converter {
       r.replaceAllUsesExcept(c, c.getDefiningOp());
       wasF32_.insert(c);
     }
-    remarks.push_back(describeOp(op) + " runs in fp32: " + why);
+    if (!why.empty()) remarks.push_back(describeOp(op) + " runs in fp32: " + why);
     return success();
   }
 
@@ -123,6 +125,8 @@ class Converter {
     std::string node = nodeName(op);
     std::string want = route_.get(kPrecision, node);
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
+    // An int8 product scales its integer sums in fp32; its result is stored in half precision.
+    if (isa<QuantizedMatMulOp>(op)) return island(op, "");
     if (want != global_)
       return op->emitError("node." + node + ".precision=" + want + " on a " + global_ +
                            " route: fp16 and bf16 cannot be mixed in one engine");

@@ -60,7 +60,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
     f.walk([&](Operation *op) {
       if (isInt8Product(op)) products.push_back(op);
     });
-    int quantized = 0, activationProducts = 0, noRange = 0, kept = 0;
+    int quantized = 0, activationProducts = 0, noRange = 0, kept = 0, noKernel = 0;
     for (Operation *op : products) {
       if (!keepFloat.empty() && std::regex_match(nodeName(op), keep)) {
         ++kept;
@@ -71,6 +71,10 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
       auto weight = constantValue(w, int64_t(1) << 30);
       if (!xt || !xt.getElementType().isF32() || !weight || weight->dtype != ops::DType::F32) {
         ++activationProducts;
+        continue;
+      }
+      if (!int8KernelTakes(op, true)) {
+        ++noKernel;
         continue;
       }
       auto it = table.ranges.find(quant::rangeKey(nodeName(op), 0));
@@ -105,6 +109,8 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
                        " convolutions/matrix products quantized";
     if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
     if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
+    if (noKernel)
+      note += "; " + std::to_string(noKernel) + " stay float: no int8 kernel (convolutions; K % 16 != 0)";
     if (kept) note += "; " + std::to_string(kept) + " kept float (keep-float)";
     f.emitRemark(note);
   }

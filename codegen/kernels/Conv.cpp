@@ -180,7 +180,7 @@ KernelLaunch emitConv2d(const Conv2dSpec &in) {
   std::string body = replaceAll(kConvBody, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
   src += replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "long long", "L", "e", "y[L]"));
 
-  KernelLaunch k = finalizeKernel("conv", src);
+  KernelLaunch k = finalizeKernel(std::string("conv_") + typeTag(s.type), src);
   k.block = {256, 1, 1};
   int64_t gy = s.M / mpt;
   if (gy > 65535) throw std::invalid_argument("conv: too many output channels for grid.y");
@@ -223,7 +223,7 @@ KernelLaunch emitConv2dNhwc(const Conv2dSpec &in) {
   src += std::string("#define DEPTHWISE_VEC ") + (v > 1 ? "1" : "0") + "\n";
   std::string body = replaceAll(kConvNhwcBody, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
   src += replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "long long", "L", "e", "y[L]"));
-  KernelLaunch k = finalizeKernel("convnhwc", src);
+  KernelLaunch k = finalizeKernel(std::string("convnhwc_") + typeTag(s.type), src);
   k.block = {256, 1, 1};
   k.grid = {gridStrideBlocks(s.N * s.OH * s.OW * (s.M / v), 256, 65535), 1, 1};
   k.numParams = 3 + static_cast<int>(epi.numInputs());

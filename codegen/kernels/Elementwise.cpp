@@ -52,15 +52,16 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   int64_t maxBlocks = 8192;
   std::string idx = indexType(total + maxBlocks * kBlock * 8);
 
-  // Vector path: float storage everywhere, every input full-size (contiguous) or one element.
+  // Vector path: float or int8 storage everywhere, every input full-size (contiguous) or one element.
   // W elements per thread = 16 bytes of the widest type.
   size_t widest = elemSize(spec.outType);
-  bool vec = spec.allowVectorized && total > 0 && isFloatType(spec.outType);
+  auto vectorType = [](ElemType t) { return isFloatType(t) || t == ElemType::I8; };
+  bool vec = spec.allowVectorized && total > 0 && vectorType(spec.outType);
   std::vector<bool> scalarIn(n);
   for (size_t k = 0; k < n; ++k) {
     int64_t size = numElementsOf(p.inputShapes[k]);
     scalarIn[k] = size == 1;
-    vec = vec && isFloatType(p.inputTypes[k]) && (size == 1 || size == total);
+    vec = vec && vectorType(p.inputTypes[k]) && (size == 1 || size == total);
     if (size != 1) widest = std::max(widest, elemSize(p.inputTypes[k]));
   }
   const int W = static_cast<int>(16 / widest);
@@ -297,6 +298,19 @@ const std::map<std::string, Make> &table() {
         case 16: return ElementwiseOp{"kiln_round_bf16((float)(a))", ElemType::BF16, {t}};
         default: return std::nullopt;
       }
+    };
+    // Per-tensor int8 (de)quantization; the scale (b) and zero point (c, optional) are one-element
+    // constants, so codegen passes them as literals. round(x / scale) halves to even (rintf).
+    m["QuantizeLinear"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+      if ((n != 2 && n != 3) || t != ElemType::F32) return std::nullopt;
+      if (n == 2) return ElementwiseOp{"kiln_sat_i8(rintf(a / b))", ElemType::I8, {ElemType::F32, ElemType::F32}};
+      return ElementwiseOp{"kiln_sat_i8(rintf(a / b) + (float)c)", ElemType::I8,
+                           {ElemType::F32, ElemType::F32, ElemType::I8}};
+    };
+    m["DequantizeLinear"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+      if ((n != 2 && n != 3) || t != ElemType::I8) return std::nullopt;
+      if (n == 2) return ElementwiseOp{"(float)a * b", ElemType::F32, {ElemType::I8, ElemType::F32}};
+      return ElementwiseOp{"(float)(a - c) * b", ElemType::F32, {ElemType::I8, ElemType::F32, ElemType::I8}};
     };
     return m;
   }();

@@ -61,11 +61,27 @@ const char *storageTypeName(ElemType t) {
     case ElemType::I32: return "int";
     case ElemType::I64: return "long long";
     case ElemType::Bool: return "bool";
+    case ElemType::I8: return "signed char";
   }
   return "float";
 }
 
-const char *computeTypeName(ElemType t) { return isFloatType(t) ? "float" : storageTypeName(t); }
+const char *typeTag(ElemType t) {
+  switch (t) {
+    case ElemType::F32: return "f32";
+    case ElemType::F16: return "f16";
+    case ElemType::BF16: return "bf16";
+    case ElemType::I32: return "s32";
+    case ElemType::I64: return "s64";
+    case ElemType::Bool: return "b8";
+    case ElemType::I8: return "s8";
+  }
+  return "f32";
+}
+
+const char *computeTypeName(ElemType t) {
+  return isFloatType(t) ? "float" : t == ElemType::I8 ? "int" : storageTypeName(t);
+}
 
 bool isFloatType(ElemType t) { return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16; }
 
@@ -79,7 +95,7 @@ size_t elemSize(ElemType t) {
     case ElemType::F32: case ElemType::I32: return 4;
     case ElemType::F16: case ElemType::BF16: return 2;
     case ElemType::I64: return 8;
-    case ElemType::Bool: return 1;
+    case ElemType::Bool: case ElemType::I8: return 1;
   }
   return 4;
 }
@@ -120,6 +136,9 @@ KILN_DEV float kiln_ld(kiln_bf16 h) { return __uint_as_float(((unsigned)h.x) << 
 KILN_DEV int kiln_ld(int v) { return v; }
 KILN_DEV long long kiln_ld(long long v) { return v; }
 KILN_DEV bool kiln_ld(bool v) { return v; }
+KILN_DEV int kiln_ld(signed char v) { return v; }
+// QuantizeLinear's saturation to int8 (the value is already rounded; NaN gives 0).
+KILN_DEV int kiln_sat_i8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, -128.f), 127.f); }
 template <class T> __device__ __forceinline__ T kiln_st(float v) { return (T)v; }
 template <> __device__ __forceinline__ kiln_half kiln_st<kiln_half>(float v) {
   kiln_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(v)); return h;

@@ -528,7 +528,8 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   if (s.int8) s.type = ElemType::F16;  // int8 pairs travel as 16-bit elements (packInt8Pairs)
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
   if (!mma && s.type != ElemType::F32) throw std::invalid_argument("matmul: operands must be f32, f16 or bf16");
-  if (!isFloatType(s.outType)) throw std::invalid_argument("matmul: the result must be a float type");
+  if (!isFloatType(s.outType) && s.outType != ElemType::I8)
+    throw std::invalid_argument("matmul: the result must be a float type or int8 (a quantizing epilogue)");
   size_t br = s.batchShape.size();
   for (const MatrixView *v : {&s.a, &s.b})
     if (!v->batchStrides.empty() && v->batchStrides.size() != br)
@@ -646,7 +647,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += body;
   if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
     throw std::invalid_argument("matmul: M too large for grid.y");
-  KernelLaunch out = finalizeKernel(mma ? "mma" : "mm", src);
+  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(in.int8 ? ElemType::I8 : s.type), src);
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;

@@ -18,7 +18,10 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <stdexcept>
 
@@ -68,9 +71,10 @@ ElemType elemTypeOf(Value v) {
     case ops::DType::I64: return ElemType::I64;
     case ops::DType::I32: return ElemType::I32;
     case ops::DType::Bool: return ElemType::Bool;
+    case ops::DType::I8: return ElemType::I8;
     default:
       throw std::invalid_argument(std::string("element type ") + ops::dtypeName(tensorTypeOf(v.getType()).dtype) +
-                                  " has no kernels yet (float32, float16, bfloat16, int32, int64 and bool do)");
+                                  " has no kernels yet (float32, float16, bfloat16, int32, int64, int8 and bool do)");
   }
 }
 
@@ -202,7 +206,7 @@ class Lowering {
     desc_.weights.insert(desc_.weights.end(), bytes.begin(), bytes.end());
     placed_[c.getResult()] = {rt::BufferRef::Space::Weights, offset, -1};
   }
-  // A constant computed at build time (BatchNormalization's folded scale/shift).
+  // A float32 constant computed at build time (a spread int8 scale).
   Value addWeights(const std::vector<float> &vals, Operation *at);
 
   func::FuncOp f_;
@@ -283,11 +287,18 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
         ea.floats[k == 1 ? "min" : "max"] = c->get(0);
       }
     }
-    // The type the op computes in: its last tensor operand's (Where: X's).
+    if (type == "QuantizeLinear" || type == "DequantizeLinear") {  // scale, zero point: literals
+      ins = {op->getOperand(0), op->getOperand(1)};
+      if (op->getNumOperands() > 2 && !isa<NoneType>(op->getOperand(2).getType())) ins.push_back(op->getOperand(2));
+      for (size_t k = 1; k < ins.size(); ++k)
+        if (cast<RankedTensorType>(ins[k].getType()).getNumElements() != 1 || !constantValue(outer(ins[k])))
+          throw std::invalid_argument(type + ": only a constant per-tensor scale and zero point have a GPU kernel");
+    }
+    // The type the op computes in: its last tensor operand's (Where: X's, (de)quantization: x's).
     Value data = op->getResult(0);
     for (Value v : ins)
       if (!isa<NoneType>(v.getType())) data = v;
-    if (type == "Where") data = op->getOperand(1);
+    if (type == "Where" || type == "QuantizeLinear" || type == "DequantizeLinear") data = op->getOperand(type == "Where");
     auto ew = lookupElementwiseOp(type, static_cast<int>(ins.size()), ea, computeOf(elemTypeOf(data)));
     if (!ew) throw std::invalid_argument("no elementwise kernel for this op");
     std::vector<std::string> args;
@@ -354,7 +365,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   Shape outShape = shapeOf(anchor->getResult(0));
   std::string stages = opts_.route.get(kGemmStages);
 
-  if (type == "MatMul" || type == "TransposedMatMul") {
+  if (type == "MatMul" || type == "TransposedMatMul" || type == "QuantizedMatMul") {
     MatMulSpec spec;
     if (type == "MatMul") {
       spec = matMulSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]));
@@ -363,18 +374,28 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
                                   attrs.getInts("perm_b", {}));
     }
     spec.type = inType;
+    spec.int8 = type == "QuantizedMatMul";
     if (elemTypeOf(operands[1]) != inType) throw std::invalid_argument("matrix product operands of different types");
-    // Tensor cores read B best k-contiguous ([N, K], ldmatrix without .trans): constant [K, N]
-    // weights are repacked once at build time.
+    // Tensor cores read B best k-contiguous ([N, K], ldmatrix without .trans; int8 only so):
+    // constant [K, N] weights are repacked once at build time.
     Shape bShape = shapeOf(operands[1]);
-    if ((inType == ElemType::F16 || inType == ElemType::BF16) && bShape.size() == 2 && spec.b.colStride == 1 &&
-        spec.K % 8 == 0 && outer(operands[1]).getDefiningOp<ConstantOp>()) {
+    if ((inType == ElemType::F16 || inType == ElemType::BF16 || spec.int8) && bShape.size() == 2 &&
+        spec.b.colStride == 1 && spec.K % 8 == 0 && outer(operands[1]).getDefiningOp<ConstantOp>()) {
       params[1] = repacked(operands[1], {1, 0}, {bShape[1], bShape[0]});
       spec.b.rowStride = 1;
       spec.b.colStride = spec.K;
     }
     spec.outType = outType;
-    if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1])) return;
+    if (spec.int8) {
+      // The per-column scales follow B (MatMul.h); a one-element scale is spread over N.
+      auto scale = constantValue(outer(operands[2]));
+      if (!scale || (scale->size() != 1 && scale->size() != spec.N))
+        throw std::invalid_argument("int8 product: the scale must be a constant of 1 or N elements");
+      params.insert(params.begin() + 2, scale->size() == spec.N ? outer(operands[2])
+                                                                 : addWeights(std::vector<float>(size_t(spec.N), float(scale->get(0))), anchor));
+    } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1])) {
+      return;
+    }
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(anchor);
@@ -539,7 +560,7 @@ void Lowering::lowerOp(Operation *op) {
   Shape outShape = shapeOf(out);
   auto operands = op->getOperands();
 
-  if (isa<MatMulOp, TransposedMatMulOp, ConvOp, ConvNhwcOp>(op)) {
+  if (isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp>(op)) {
     lowerProduct(op, {}, out);
     return;
   }
@@ -831,14 +852,6 @@ BuildResult Lowering::run() {
   }
   if (!errors_.empty()) {
     result.error = "cannot build:\n";
-    // A quantized (QDQ) model: say what is missing before the node list.
-    int qdq = 0;
-    for (Operation *op : opsInOrder)
-      if (isa<QuantizeLinearOp, DequantizeLinearOp>(op)) ++qdq;
-    if (qdq)
-      result.error += "  this is a quantized (QDQ) model with " + std::to_string(qdq) +
-                      " QuantizeLinear/DequantizeLinear nodes: kiln does not build int8 engines yet "
-                      "(`kiln eval MODEL --inputs X.npz` runs it on the CPU evaluator)\n";
     for (auto &e : errors_) result.error += "  " + e + "\n";
     return result;
   }
@@ -949,6 +962,14 @@ BuildResult Lowering::run() {
     desc_.launches.push_back(std::move(l));
   }
   desc_.environment["nvrtc"] = nvrtcVersionString();
+  if (!opts_.int8.calib.empty()) {  // what the int8 scales came from
+    std::ifstream in(opts_.int8.calib, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rt::fnv1a64(reinterpret_cast<const uint8_t *>(text.data()), text.size())));
+    desc_.environment["int8_calibration"] = hex;
+    if (!opts_.int8.keepFloat.empty()) desc_.environment["int8_keep_float"] = opts_.int8.keepFloat;
+  }
   if (auto err = rt::checkEngineDesc(desc_); !err.empty()) {
     result.error = "internal error: the engine does not validate: " + err;
     return result;

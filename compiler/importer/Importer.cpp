@@ -368,7 +368,9 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     for (unsigned k = 0; k < types.size(); ++k) op->getResult(k).setType(types[k]);
   }
   std::vector<Value> outs(op->getResults().begin(), op->getResults().end());
-  if (!unknownInput) {
+  // DequantizeLinear of int8 weights stays: the compile pipeline turns QDQ products into int8
+  // kernels (kiln-lower-qdq) and folds the rest later.
+  if (!unknownInput && !isa<DequantizeLinearOp>(op)) {
     FoldResult fr = foldWithEvaluator(op, b_, opts_.foldLimit);
     if (!fr.error.empty()) {
       op->erase();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace kiln::ops {
@@ -83,43 +84,55 @@ std::vector<TensorType> matmulShape(const ShapeContext &ctx) {
   return {{ctx.inputs[0].dtype, g.out}};
 }
 
+// Runs body(row) for row in [0, rows) on the machine's cores when the work is large (rows are
+// independent: each writes its own outputs).
+template <class Body>
+void parallelRows(int64_t rows, int64_t workPerRow, const Body &body) {
+  int64_t threads = std::min<int64_t>({int64_t(std::max(1u, std::thread::hardware_concurrency())), rows,
+                                       rows * workPerRow / (int64_t(1) << 22) + 1});
+  if (threads <= 1) {
+    for (int64_t r = 0; r < rows; ++r) body(r);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t r = t * rows / threads; r < (t + 1) * rows / threads; ++r) body(r);
+    });
+  for (auto &th : pool) th.join();
+}
+
 std::vector<Tensor> matmulEval(const EvalContext &ctx) {
   const Tensor &a = ctx.in(0), &b = ctx.in(1);
   MatMulGeometry g = matmulGeometry({a.dtype, a.shape}, {b.dtype, b.shape});
   Tensor y(a.dtype, g.out);
   int64_t batches = numElements(g.batch);
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t aBase = broadcastIndex(g.aBatch, g.batch, bi) * g.m * g.k;
+  // Row at a time over contiguous rows of B (same summation order as a dot product per element,
+  // j ascending, so results are identical; several times faster on large models). Integers in
+  // wrap-around unsigned arithmetic.
+  parallelRows(batches * g.m, g.n * g.k, [&](int64_t row) {
+    int64_t bi = row / std::max<int64_t>(g.m, 1), r = row % std::max<int64_t>(g.m, 1);
+    int64_t aRow = broadcastIndex(g.aBatch, g.batch, bi) * g.m * g.k + r * g.k;
     int64_t bBase = broadcastIndex(g.bBatch, g.batch, bi) * g.k * g.n;
-    int64_t yBase = bi * g.m * g.n;
+    int64_t yRow = (bi * g.m + r) * g.n;
     if (y.isFloating()) {
-      // Row at a time over contiguous rows of B (same summation order as a dot product per
-      // element, j ascending, so results are identical; several times faster on large models).
-      // Integers below likewise.
-      std::vector<double> acc(static_cast<size_t>(g.n));
-      for (int64_t r = 0; r < g.m; ++r) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < g.k; ++j) {
-          const double av = a.f[aBase + r * g.k + j];
-          const double *brow = &b.f[bBase + j * g.n];
-          for (int64_t c = 0; c < g.n; ++c) acc[c] += av * brow[c];
-        }
-        for (int64_t c = 0; c < g.n; ++c) y.set(yBase + r * g.n + c, acc[c]);
-      }
-      continue;
-    }
-    // Integers the same way, in wrap-around unsigned arithmetic.
-    std::vector<uint64_t> iacc(static_cast<size_t>(g.n));
-    for (int64_t r = 0; r < g.m; ++r) {
-      std::fill(iacc.begin(), iacc.end(), 0);
+      std::vector<double> acc(static_cast<size_t>(g.n), 0.0);
       for (int64_t j = 0; j < g.k; ++j) {
-        const uint64_t av = static_cast<uint64_t>(a.i[aBase + r * g.k + j]);
-        const int64_t *brow = &b.i[bBase + j * g.n];
-        for (int64_t c = 0; c < g.n; ++c) iacc[c] += av * static_cast<uint64_t>(brow[c]);
+        const double av = a.f[aRow + j];
+        const double *brow = &b.f[bBase + j * g.n];
+        for (int64_t c = 0; c < g.n; ++c) acc[c] += av * brow[c];
       }
-      for (int64_t c = 0; c < g.n; ++c) y.setInt(yBase + r * g.n + c, static_cast<int64_t>(iacc[c]));
+      for (int64_t c = 0; c < g.n; ++c) y.set(yRow + c, acc[c]);
+      return;
     }
-  }
+    std::vector<uint64_t> iacc(static_cast<size_t>(g.n), 0);
+    for (int64_t j = 0; j < g.k; ++j) {
+      const uint64_t av = static_cast<uint64_t>(a.i[aRow + j]);
+      const int64_t *brow = &b.i[bBase + j * g.n];
+      for (int64_t c = 0; c < g.n; ++c) iacc[c] += av * static_cast<uint64_t>(brow[c]);
+    }
+    for (int64_t c = 0; c < g.n; ++c) y.setInt(yRow + c, static_cast<int64_t>(iacc[c]));
+  });
   return {y};
 }
 

@@ -90,7 +90,7 @@ TEST(ElementwiseKernels, EveryTableOpCompiles) {
     SCOPED_TRACE(op);
     ElementwiseAttrs attrs;
     int n = 1;
-    ElemType data = ElemType::F32;
+    ElemType data = op == "DequantizeLinear" ? ElemType::I8 : ElemType::F32;
     if (op == "Cast") attrs.ints["to"] = 7;
     for (int arity = 1; arity <= 3; ++arity)
       if (lookupElementwiseOp(op, arity, attrs, data)) { n = arity; break; }

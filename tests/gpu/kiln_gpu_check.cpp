@@ -3,11 +3,12 @@
 // reference evaluator (double precision). Then time the engine: CUDA events after warm-up,
 // median of N runs, with min/p90.
 //
-//   kiln-gpu-check MODEL [--shapes ..] [--route ROUTE] [--no-reference] [--reference-dir DIR]
-//                  [--iterations N] [--tolerance T] [--min-cos C]
+//   kiln-gpu-check MODEL [--shapes ..] [--route ROUTE] [--calib FILE [--keep-float RE]]
+//                  [--no-reference] [--reference-dir DIR] [--iterations N] [--tolerance T] [--min-cos C]
 //
 // The engine is built with the route (default: the default route, fp32); the reference is the
-// model's own fp32 semantics (import + cleanup only). Per output: ‖kiln − ref‖/‖ref‖ ≤ T
+// model's own fp32 semantics (import + cleanup only), or with --calib the int8-quantized graph
+// (the fp32 route's compile pipeline with that calibration: the int8 kernels' exact arithmetic). Per output: ‖kiln − ref‖/‖ref‖ ≤ T
 // (default 1e-4 for fp32 routes, 1e-2 for fp16/bf16), cosine ≥ C (default 0.999 for half
 // routes), no NaN where the reference has none, and for [batch, classes] outputs the top-1
 // agreement is printed.
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string model = argv[1], shapes, refDir, routeText;
+  kiln::codegen::BuildOptions bo;
   bool reference = true;
   int iterations = 50;
   double tolerance = -1, minCos = -1;
@@ -84,6 +86,8 @@ int main(int argc, char **argv) {
     else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
     else if (a == "--min-cos" && i + 1 < argc) minCos = std::atof(argv[++i]);
     else if (a == "--route" && i + 1 < argc) routeText = argv[++i];
+    else if (a == "--calib" && i + 1 < argc) bo.int8.calib = argv[++i];
+    else if (a == "--keep-float" && i + 1 < argc) bo.int8.keepFloat = argv[++i];
     else if (a == "--profile") profile = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -96,11 +100,11 @@ int main(int argc, char **argv) {
     return 77;
   }
 
-  kiln::codegen::BuildOptions bo;
   std::string routeError;
   if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
   const bool half = bo.route.get(*kiln::knobs::findKnob("precision")) != "fp32";
-  if (tolerance < 0) tolerance = half ? 1e-2 : 1e-4;
+  // int8: an activation on a rounding boundary may quantize one step apart on the GPU.
+  if (tolerance < 0) tolerance = half ? 1e-2 : !bo.int8.calib.empty() ? 2e-3 : 1e-4;
   if (minCos < 0) minCos = half ? 0.999 : 0.0;
   // The reference: the model's own semantics (import + cleanup, fp32).
   mlir::MLIRContext ctx;
@@ -109,7 +113,8 @@ int main(int argc, char **argv) {
   kiln::ImportResult imp = kiln::importModelFile(model, ctx, io);
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;
   mlir::PassManager pm(&ctx);
-  kiln::buildImportCleanupPipeline(pm);
+  if (bo.int8.calib.empty()) kiln::buildImportCleanupPipeline(pm);
+  else kiln::buildCompilePipeline(pm, "", bo.int8);
   if (mlir::failed(pm.run(*imp.module))) return std::fprintf(stderr, "cleanup failed\n"), 1;
   auto f = (*imp.module).lookupSymbol<mlir::func::FuncOp>("main");
 

@@ -1,6 +1,6 @@
-// `kiln compile model.onnx -o model.kiln [--arch sm_90] [--precision fp16] [--route ROUTE]`:
-// import, run the compile pipeline for the route, generate and compile the kernels with NVRTC and
-// write the engine. Needs no GPU.
+// `kiln compile model.onnx -o model.kiln [--arch sm_90] [--precision fp16|int8] [--route ROUTE]
+// [--calib FILE [--keep-float REGEX]]`: import, run the compile pipeline for the route, generate
+// and compile the kernels with NVRTC and write the engine. Needs no GPU.
 #include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -66,9 +66,16 @@ Runner addCompileCommand(CLI::App &app) {
   auto routeText = std::make_shared<std::string>();
   auto precision = std::make_shared<std::string>();
   auto constantInputs = std::make_shared<std::string>();
+  auto calib = std::make_shared<std::string>(), keepFloat = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_option("--route", *routeText, "Build route: KNOB=VALUE;... (`kiln knobs` lists the knobs)");
-  cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (fp32, fp16, bf16)");
+  cmd->add_option("--precision", *precision,
+                  "Shorthand for the route's precision knob (fp32, fp16, bf16); int8: --calib's int8 products "
+                  "with fp16 elsewhere");
+  cmd->add_option("--calib", *calib,
+                  "Quantize matrix products to int8 (per-channel weights, per-tensor activations) with this "
+                  "calibration file (kiln calibrate); the rest keeps --precision");
+  cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_option("-o,--output", *out, "Engine file to write")->required();
   cmd->add_option("--arch", *arch, "Target GPU architecture (sm_75 ... sm_121)")->capture_default_str();
   cmd->add_flag("--no-compile-cache", *noCache, "Compile every kernel, bypassing the on-disk NVRTC cache");
@@ -87,10 +94,23 @@ Runner addCompileCommand(CLI::App &app) {
     auto t0 = std::chrono::steady_clock::now();
     codegen::BuildOptions bo;
     std::string err;
-    if (!parseRoute(*routeText, *precision, bo.route, err)) {
+    // int8 is not a value of the precision knob: the calibration decides which products are
+    // int8, the knob the precision of everything else.
+    bool int8 = *precision == "int8";
+    if (int8 && calib->empty()) {
+      std::cerr << "kiln: error: --precision int8 needs --calib FILE (made by kiln calibrate)\n";
+      return 2;
+    }
+    if (!keepFloat->empty() && calib->empty()) {
+      std::cerr << "kiln: error: --keep-float applies to --calib\n";
+      return 2;
+    }
+    if (!parseRoute(*routeText, int8 ? "fp16" : *precision, bo.route, err) ||
+        (!calib->empty() && !checkCalibration(*calib, opts->model, err))) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
+    bo.int8 = {*calib, *keepFloat};
     bo.arch = *arch;
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;

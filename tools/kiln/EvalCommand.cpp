@@ -1,9 +1,8 @@
-// `kiln eval MODEL --inputs x.npz [--outputs y.npz] [--route R | --calib F]`: the model's outputs
-// by the CPU reference evaluator, on the graph as the compile pipeline for R leaves it, or as
-// int8 post-training quantization (QDQ) leaves it — a reference for engines, and the numerics
-// of int8 before there are int8 kernels.
+// `kiln eval MODEL --inputs x.npz [--outputs y.npz] [--route R] [--calib F [--keep-float RE]]`:
+// the model's outputs by the CPU reference evaluator, on the graph as the compile pipeline for R
+// (and int8 post-training quantization with F) leaves it — a reference for engines, with the
+// int8 kernels' arithmetic.
 #include "codegen/lowering/ModelBuild.h"
-#include "compiler/quant/Calibration.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/Evaluate.h"
@@ -30,38 +29,21 @@ Runner addEvalCommand(CLI::App &app) {
   cmd->add_option("--inputs", *inputs, "Inputs (.npz, arrays named after the model's inputs)")->required();
   cmd->add_option("--outputs", *outputs, "Write the outputs here (.npz)");
   cmd->add_option("--route", *routeText, "Evaluate the graph the compile pipeline makes for this route");
-  cmd->add_option("--calib", *calib, "Evaluate the int8-quantized (QDQ) graph for this calibration (kiln calibrate)");
+  cmd->add_option("--calib", *calib, "Quantize products to int8 with this calibration (kiln calibrate), as kiln compile --calib does");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   return [=]() -> int {
     if (!*cmd) return -1;
-    if (!routeText->empty() && !calib->empty()) {
-      std::cerr << "kiln: error: --route and --calib exclude each other (int8 is not a route value yet)\n";
-      return 2;
-    }
     knobs::Route route;
     std::string error;
-    if (!parseRoute(*routeText, "", route, error)) {
+    if (!parseRoute(*routeText, "", route, error) || (!calib->empty() && !checkCalibration(*calib, opts->model, error))) {
       std::cerr << "kiln: error: " << error << "\n";
       return 2;
-    }
-    if (!calib->empty()) {
-      quant::CalibrationTable table;
-      if (!quant::readCalibration(*calib, table, error)) {
-        std::cerr << "kiln: error: " << error << "\n";
-        return 2;
-      }
-      if (table.modelHash != modelFileHash(opts->model)) {
-        std::cerr << "kiln: error: " << *calib << " was made for another model (hash " << table.modelHash << ", '"
-                  << opts->model << "' has " << modelFileHash(opts->model) << ")\n";
-        return 2;
-      }
     }
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
     mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
-      if (!calib->empty()) buildInt8Pipeline(pm, *calib, *keepFloat);
-      else buildCompilePipeline(pm, route.canonical());
+      buildCompilePipeline(pm, route.canonical(), {*calib, *keepFloat});
     }, lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;

@@ -1,5 +1,6 @@
 #include "tools/kiln/ModelLoading.h"
 
+#include "compiler/quant/Calibration.h"
 #include "passes/Passes.h"
 #include "runtime/src/EngineFormat.h"
 
@@ -95,6 +96,17 @@ std::string modelFileHash(const std::string &path) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)rt::fnv1a64(bytes.data(), bytes.size()));
   return buf;
+}
+
+bool checkCalibration(const std::string &calib, const std::string &model, std::string &error) {
+  quant::CalibrationTable table;
+  if (!quant::readCalibration(calib, table, error)) return false;
+  std::string hash = modelFileHash(model);
+  if (table.modelHash != hash) {
+    error = calib + " was made for another model (hash " + table.modelHash + ", '" + model + "' has " + hash + ")";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace kiln::cli

@@ -25,6 +25,9 @@ bool parseRoute(const std::string &route, const std::string &precision, knobs::R
 // The model file's hash (FNV-1a 64, hex), as calibration files record it; "" when unreadable.
 std::string modelFileHash(const std::string &path);
 
+// Whether `calib` is a readable calibration file made for the model at `model` (its hash).
+bool checkCalibration(const std::string &calib, const std::string &model, std::string &error);
+
 std::string humanBytes(int64_t b);
 std::string humanCount(double v);  // 1.2 G, 340 M
 

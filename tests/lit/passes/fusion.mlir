@@ -116,3 +116,27 @@ func.func @linear_gelu_erf(%x: tensor<4x6xf32>) -> tensor<4x5xf32> {
   %y = kiln.mul %m, %half : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xf32>
   return %y : tensor<4x5xf32>
 }
+
+// -----
+
+// An int8 product's epilogue may end in QuantizeLinear (the next int8 product's input): the
+// region stores int8.
+// CHECK-LABEL: func.func @int8_chain
+// CHECK: kiln.fused "epilogue"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: kiln.quantized_matmul
+// CHECK: kiln.gelu
+// CHECK: kiln.quantize_linear
+// CHECK-NEXT: kiln.yield {{.*}} : tensor<4x32xi8>
+func.func @int8_chain(%x: tensor<4x16xi8>) -> tensor<4x32xi8> {
+  %w = kiln.constant dense<3> : tensor<16x32xi8>
+  %s = kiln.constant dense<0.01> : tensor<32xf32>
+  %b = kiln.constant dense<0.5> : tensor<32xf32>
+  %p = kiln.quantized_matmul %x, %w, %s : (tensor<4x16xi8>, tensor<16x32xi8>, tensor<32xf32>) -> tensor<4x32xf32>
+  %a = kiln.add %p, %b : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+  %g = kiln.gelu %a : (tensor<4x32xf32>) -> tensor<4x32xf32>
+  %sa = kiln.constant dense<0.05> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %q = kiln.quantize_linear %g, %sa, %zp : (tensor<4x32xf32>, tensor<f32>, tensor<i8>) -> tensor<4x32xi8>
+  return %q : tensor<4x32xi8>
+}

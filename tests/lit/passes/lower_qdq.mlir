@@ -5,9 +5,50 @@
 // CHECK-LABEL: func.func @matmul
 // CHECK: %[[Q:.*]] = kiln.quantize_linear %arg0
 // CHECK: %[[S:.*]] = kiln.constant dense<[6.20001229E-5, 4.960010e-04]> : tensor<2xf32>
-// CHECK: %[[Y:.*]] = kiln.quantized_matmul %[[Q]], %{{.*}}, %[[S]] : (tensor<2x3xi8>, tensor<3x2xi8>, tensor<2xf32>) -> tensor<2x2xf32>
+// CHECK: %[[Y:.*]] = kiln.quantized_matmul %[[Q]], %{{.*}}, %[[S]] : (tensor<2x16xi8>, tensor<16x2xi8>, tensor<2xf32>) -> tensor<2x2xf32>
 // CHECK: return %[[Y]]
-func.func @matmul(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
+func.func @matmul(%x: tensor<2x16xf32>) -> tensor<2x2xf32> {
+  %sa = kiln.constant dense<0.0157480314> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<2x16xf32>, tensor<f32>, tensor<i8>) -> tensor<2x16xi8>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x16xi8>, tensor<f32>, tensor<i8>) -> tensor<2x16xf32>
+  %wq = kiln.constant dense<[[127, -127], [-64, 32], [0, 127], [5, -5], [17, 3], [-100, 99], [1, 2], [3, 4],
+                             [-1, -2], [-3, -4], [60, -60], [7, 77], [-77, 7], [126, -126], [0, 0], [9, -9]]> : tensor<16x2xi8>
+  %ws = kiln.constant dense<[0.00393700786, 0.0314960629]> : tensor<2xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 1 : i64} : (tensor<16x2xi8>, tensor<2xf32>, none) -> tensor<16x2xf32>
+  %y = kiln.matmul %xd, %wd : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Weights stored [N, K] and read through perm_b: their per-channel axis is 0.
+// CHECK-LABEL: func.func @transposed
+// CHECK: kiln.quantized_matmul {{.*}} {perm_b = array<i64: 1, 0>} : (tensor<2x16xi8>, tensor<3x16xi8>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK-NOT: kiln.transposed_matmul
+func.func @transposed(%a: tensor<2x16xf32>) -> tensor<2x3xf32> {
+  %sa = kiln.constant dense<0.00787401571> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %q = kiln.quantize_linear %a, %sa, %zp : (tensor<2x16xf32>, tensor<f32>, tensor<i8>) -> tensor<2x16xi8>
+  %ad = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x16xi8>, tensor<f32>, tensor<i8>) -> tensor<2x16xf32>
+  %wq = kiln.constant dense<[[32, 64, 95, 127, -1, 2, -3, 4, -5, 6, -7, 8, -9, 10, -11, 12],
+                             [-127, 64, 32, 16, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3],
+                             [127, -127, 16, 0, 50, -50, 25, -25, 12, -12, 6, -6, 3, -3, 1, -1]]> : tensor<3x16xi8>
+  %ws = kiln.constant dense<[0.0314960629, 0.00787401571, 0.0629921257]> : tensor<3xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 0 : i64} : (tensor<3x16xi8>, tensor<3xf32>, none) -> tensor<3x16xf32>
+  %y = kiln.transposed_matmul %ad, %wd {perm_b = array<i64: 1, 0>} : (tensor<2x16xf32>, tensor<3x16xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// The int8 form, but no int8 kernel for it: K = 3 is not a multiple of 16; stays float.
+// CHECK-LABEL: func.func @no_kernel
+// CHECK-NOT: quantized_matmul
+// CHECK: kiln.matmul
+func.func @no_kernel(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
   %sa = kiln.constant dense<0.0157480314> : tensor<f32>
   %zp = kiln.constant dense<0> : tensor<i8>
   %q = kiln.quantize_linear %x, %sa, %zp : (tensor<2x3xf32>, tensor<f32>, tensor<i8>) -> tensor<2x3xi8>
@@ -18,25 +59,6 @@ func.func @matmul(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
   %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 1 : i64} : (tensor<3x2xi8>, tensor<2xf32>, none) -> tensor<3x2xf32>
   %y = kiln.matmul %xd, %wd : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
   return %y : tensor<2x2xf32>
-}
-
-// -----
-
-// Weights stored [N, K] and read through perm_b: their per-channel axis is 0.
-// CHECK-LABEL: func.func @transposed
-// CHECK: kiln.quantized_matmul {{.*}} {perm_b = array<i64: 1, 0>} : (tensor<2x4xi8>, tensor<3x4xi8>, tensor<3xf32>) -> tensor<2x3xf32>
-// CHECK-NOT: kiln.transposed_matmul
-func.func @transposed(%a: tensor<2x4xf32>) -> tensor<2x3xf32> {
-  %sa = kiln.constant dense<0.00787401571> : tensor<f32>
-  %zp = kiln.constant dense<0> : tensor<i8>
-  %q = kiln.quantize_linear %a, %sa, %zp : (tensor<2x4xf32>, tensor<f32>, tensor<i8>) -> tensor<2x4xi8>
-  %ad = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x4xi8>, tensor<f32>, tensor<i8>) -> tensor<2x4xf32>
-  %wq = kiln.constant dense<[[32, 64, 95, 127], [-127, 64, 32, 16], [127, -127, 16, 0]]> : tensor<3x4xi8>
-  %ws = kiln.constant dense<[0.0314960629, 0.00787401571, 0.0629921257]> : tensor<3xf32>
-  %n = kiln.none
-  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 0 : i64} : (tensor<3x4xi8>, tensor<3xf32>, none) -> tensor<3x4xf32>
-  %y = kiln.transposed_matmul %ad, %wd {perm_b = array<i64: 1, 0>} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
-  return %y : tensor<2x3xf32>
 }
 
 // -----

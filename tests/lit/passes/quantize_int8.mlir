@@ -6,40 +6,40 @@
 // KEEP-NOT: quantize_linear
 // KEEP-LABEL: func.func @conv_and_transposed
 // KEEP-NOT: tensor<2x1x1x1xi8>
-// KEEP: kiln.dequantize_linear {{.*}} : (tensor<3x4xi8>
+// KEEP: kiln.dequantize_linear {{.*}} : (tensor<3x16xi8>
 
 // MatMul with a constant weight: activation Q/DQ per tensor (scale amax/127 = 2/127), weight
 // int8 per output channel (axis 1 of [K, N]): column 0 max 0.5 → scale 0.5/127, column 1 max 4.
 // CHECK-LABEL: func.func @matmul
 // CHECK-DAG: %[[SA:.*]] = kiln.constant dense<0.0157480314> : tensor<f32>
 // CHECK-DAG: %[[ZP:.*]] = kiln.constant dense<0> : tensor<i8>
-// CHECK: %[[Q:.*]] = kiln.quantize_linear %arg0, %[[SA]], %[[ZP]] {{.*}} -> tensor<2x3xi8>
-// CHECK: %[[XD:.*]] = kiln.dequantize_linear %[[Q]], %[[SA]], %[[ZP]] {{.*}} -> tensor<2x3xf32>
-// CHECK-DAG: %[[WQ:.*]] = kiln.constant dense<{{\[\[}}127, -127], [-64, 32], [0, 127]]> : tensor<3x2xi8>
+// CHECK: %[[Q:.*]] = kiln.quantize_linear %arg0, %[[SA]], %[[ZP]] {{.*}} -> tensor<2x16xi8>
+// CHECK: %[[XD:.*]] = kiln.dequantize_linear %[[Q]], %[[SA]], %[[ZP]] {{.*}} -> tensor<2x16xf32>
+// CHECK-DAG: %[[WQ:.*]] = kiln.constant dense<{{\[\[}}127, -127], [111, -64], [95, 0], {{.*}}> : tensor<16x2xi8>
 // CHECK-DAG: %[[WS:.*]] = kiln.constant dense<[0.00393700786, 0.0314960629]> : tensor<2xf32>
 // CHECK: %[[WD:.*]] = kiln.dequantize_linear %[[WQ]], %[[WS]], %{{.*}} {axis = 1 : i64}
 // CHECK: kiln.matmul %[[XD]], %[[WD]]
-func.func @matmul(%x: tensor<2x3xf32>) -> tensor<2x2xf32> {
-  %w = kiln.constant dense<[[0.5, -4.0], [-0.25, 1.0], [0.0, 4.0]]> : tensor<3x2xf32>
-  %y = kiln.matmul %x, %w : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32> loc("mm")
+func.func @matmul(%x: tensor<2x16xf32>) -> tensor<2x2xf32> {
+  %w = kiln.constant dense<[[0.5, -4.0], [0.4375, -2.0], [0.375, 0.0], [0.3125, 2.0], [0.25, 4.0], [0.1875, -4.0], [0.125, -2.0], [0.0625, 0.0], [0.0, 2.0], [-0.0625, 4.0], [-0.125, -4.0], [-0.1875, -2.0], [-0.25, 0.0], [-0.3125, 2.0], [-0.375, 4.0], [-0.4375, -4.0]]> : tensor<16x2xf32>
+  %y = kiln.matmul %x, %w : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32> loc("mm")
   return %y : tensor<2x2xf32>
 }
 
 // -----
 
-// Conv: the weight's channel axis is 0; TransposedMatMul with perm_b [1, 0] stores W as [N, K],
-// so its channel axis is 0 too.
+// TransposedMatMul with perm_b [1, 0] stores W as [N, K], so its channel axis is 0. The
+// convolution stays float: kiln has no int8 convolution kernel (nor products with K % 16 != 0).
 // CHECK-LABEL: func.func @conv_and_transposed
-// CHECK: kiln.dequantize_linear {{.*}} {axis = 0 : i64} : (tensor<2x1x1x1xi8>
+// CHECK-NOT: tensor<2x1x1x1xi8>
 // CHECK: kiln.conv
-// CHECK: kiln.dequantize_linear {{.*}} {axis = 0 : i64} : (tensor<3x4xi8>
+// CHECK: kiln.dequantize_linear {{.*}} {axis = 0 : i64} : (tensor<3x16xi8>
 // CHECK: kiln.transposed_matmul
-func.func @conv_and_transposed(%x: tensor<1x1x2x2xf32>, %a: tensor<2x4xf32>) -> (tensor<1x2x2x2xf32>, tensor<2x3xf32>) {
+func.func @conv_and_transposed(%x: tensor<1x1x2x2xf32>, %a: tensor<2x16xf32>) -> (tensor<1x2x2x2xf32>, tensor<2x3xf32>) {
   %w = kiln.constant dense<[[[[0.5]]], [[[-2.0]]]]> : tensor<2x1x1x1xf32>
   %n = kiln.none
   %y = kiln.conv %x, %w, %n : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>, none) -> tensor<1x2x2x2xf32> loc("conv")
-  %b = kiln.constant dense<[[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.25, 0.125], [8.0, -8.0, 1.0, 0.0]]> : tensor<3x4xf32>
-  %z = kiln.transposed_matmul %a, %b {perm_b = array<i64: 1, 0>} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32> loc("tmm")
+  %b = kiln.constant dense<[[-1.0, 0.75, 0.25, -0.25, -0.75, 1.0, 0.5, 0.0, -0.5, -1.0, 0.75, 0.25, -0.25, -0.75, 1.0, 0.5], [-0.25, -0.75, 1.0, 0.5, 0.0, -0.5, -1.0, 0.75, 0.25, -0.25, -0.75, 1.0, 0.5, 0.0, -0.5, -1.0], [0.5, 0.0, -0.5, -1.0, 0.75, 0.25, -0.25, -0.75, 1.0, 0.5, 0.0, -0.5, -1.0, 0.75, 0.25, -0.25]]> : tensor<3x16xf32>
+  %z = kiln.transposed_matmul %a, %b {perm_b = array<i64: 1, 0>} : (tensor<2x16xf32>, tensor<3x16xf32>) -> tensor<2x3xf32> loc("tmm")
   return %y, %z : tensor<1x2x2x2xf32>, tensor<2x3xf32>
 }
 
