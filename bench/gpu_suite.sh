@@ -142,11 +142,14 @@ fi
 if [ "$mode" = int8 ]; then
   : > "$summary"
   run int8_gemm "$bin/kiln-int8-gemm-check" --iterations 50
-  # int8 engines against the CPU evaluator's int8 graph: a QDQ model, a calibrated MLP (fc1 has no
-  # int8 kernel and stays float), each in fp32 and fp16 for the float remainder.
+  # int8 engines against the CPU evaluator's graph for the same route: a QDQ model (fp32 and fp16
+  # elsewhere), a calibrated MLP (fc1 has no int8 kernel and stays float; int8 with fp16 elsewhere,
+  # and fc2 alone int8 on an fp32 route).
   "$bin/kiln" calibrate models/tiny/mlp.onnxtxt --data models/tiny/mlp.npz --method minmax -o /tmp/mlp.calib > /dev/null
   for r in "" "precision=fp16"; do
     run "int8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul.onnxtxt --route "$r" --iterations 3
+  done
+  for r in "precision=int8" "node.fc2.precision=int8"; do
     run "int8_mlp_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/mlp.onnxtxt --calib /tmp/mlp.calib --route "$r" --iterations 3
   done
   host_engines

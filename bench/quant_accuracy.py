@@ -41,7 +41,7 @@ def variant(spec):
     """NAME=FILE or NAME=FILE@REGEX (products whose node name matches stay float)."""
     name, rest = spec.split("=", 1)
     path, _, keep = rest.partition("@")
-    return name, ["--calib", path] + (["--keep-float", keep] if keep else [])
+    return name, ["--precision", "int8", "--calib", path] + (["--keep-float", keep] if keep else [])
 
 
 variants = [] if args.no_eval else [("fp32", [])] + [variant(c) for c in args.calib]

@@ -23,12 +23,15 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 // The graph as calibration observes it and int8 quantization rewrites it: cleanup, BatchNorm
 // folding, canonical matrix products. Range keys name this graph's products.
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route);
-// Post-training int8 quantization: the calibration file (`kiln calibrate`) and the node names
-// (regex) of products kept float. Empty calib: no calibrated quantization (QDQ models still get
-// their int8 products).
+// Post-training int8 quantization of the route's int8 products (precision=int8, or per node):
+// the calibration file (`kiln calibrate`) and the node names (regex) of products kept float.
+// QDQ models get their int8 products without either.
 struct Int8Options {
   std::string calib, keepFloat;
 };
+// Whether a route (canonical text) asks for int8 anywhere: precision=int8 or
+// node.<name>.precision=int8. Such routes need a calibration file.
+bool routeUsesInt8(const std::string &route);
 // The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
 // matrix-product canonicalisation, int8 Q/DQ from a calibration (kiln-quantize-int8), every QDQ
 // product lowered to QuantizedMatMul (kiln-lower-qdq), precision, layout, then kernel regions

@@ -123,15 +123,18 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
 def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
   let summary = "Post-training int8 quantization: Q/DQ around convolutions and matrix products from a calibration";
   let description = [{
-    For every Conv, MatMul and TransposedMatMul whose weight (operand 1) is a float32 constant
-    and whose activation (operand 0) has a range in the calibration file (`kiln calibrate`,
-    keyed by node name and operand): the activation becomes
+    For every MatMul and TransposedMatMul whose precision is int8 in the route (`precision=int8`,
+    or `node.<name>.precision=int8`), whose weight (operand 1) is a float32 constant, whose
+    activation (operand 0) has a range in the calibration file (`kiln calibrate`, keyed by node
+    name and operand) and which the int8 kernel can run (K % 16 == 0, operands read along K):
+    the activation becomes
     `DequantizeLinear(QuantizeLinear(x, amax/127, 0), amax/127, 0)` (int8, per tensor,
     symmetric) and the weight `DequantizeLinear(Wq, s)` with Wq an int8 constant quantized per
     output channel, symmetric, to [-127, 127] (s = max|W[c]| / 127). The graph stays in ONNX's
     QDQ form, so the reference evaluator computes exactly what int8 kernels must, and explicit
-    Q/DQ models and calibrated ones meet in one form. Products of two activations (attention)
-    and nodes without a range stay float; the count is reported as a remark.
+    Q/DQ models and calibrated ones meet in one form. Products of two activations (attention),
+    convolutions (no int8 kernel yet) and nodes without a range stay float; the counts are
+    reported as a remark. A route asking for int8 without a calibration file is an error.
 
     Before:
       %y = kiln.matmul %x, %w
@@ -145,6 +148,7 @@ def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
     Option<"calib", "calib", "std::string", /*default=*/"\"\"", "Calibration file (kiln calibrate)">,
     Option<"keepFloat", "keep-float", "std::string", /*default=*/"\"\"",
            "ECMAScript regex: products whose node name it matches (whole name) stay float">,
+    Option<"route", "route", "std::string", /*default=*/"\"\"", "Build route (canonical text)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -1,6 +1,8 @@
 // The compile pipeline: what `kiln compile` runs between import and code generation.
 #include "passes/Passes.h"
 
+#include "compiler/knobs/Knob.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -16,21 +18,33 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
   f.addPass(createFoldConstants(keepQuantizedWeights));
 }
 
-// Calibrated int8 Q/DQ (if a calibration file is given), then every QDQ product to
+// Calibrated int8 Q/DQ for the route's int8 products, then every QDQ product to
 // QuantizedMatMul; DequantizeLinear of constants left over (weights of products that stay
 // float) folds to float weights.
-static void addQuantizationPasses(mlir::OpPassManager &f, const Int8Options &int8) {
-  if (!int8.calib.empty()) f.addPass(createQuantizeInt8({int8.calib, int8.keepFloat}));
+static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const Int8Options &int8) {
+  f.addPass(createQuantizeInt8({int8.calib, int8.keepFloat, route}));
   f.addPass(createLowerQdq());
   f.addPass(createFoldConstants());
   f.addPass(mlir::createCSEPass());  // one QuantizeLinear per tensor and scale
   f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users
 }
 
+bool routeUsesInt8(const std::string &route) {
+  knobs::Route r;
+  if (!knobs::Route::parse(route, &r, nullptr)) return false;
+  for (auto &[knob, value] : r.values()) {
+    std::string node;
+    const knobs::KnobDef *def = nullptr;
+    if (value == "int8" && (knob == "precision" || (knobs::parseNodeKnob(knob, &node, &def) && def->name == "precision")))
+      return true;
+  }
+  return false;
+}
+
 void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const Int8Options &int8) {
   buildCalibrationPipeline(pm, route);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  addQuantizationPasses(f, int8);
+  addQuantizationPasses(f, route, int8);
   f.addPass(createPrecision({route}));
   f.addPass(createLayout({route}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half

@@ -14,9 +14,10 @@ namespace kiln {
 #define GEN_PASS_DEF_PRECISION
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16"}, "fp32",
+KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16", "int8"}, "fp32",
                        "Storage precision of float tensors (matrix products, reductions and normalisations "
-                       "accumulate in fp32)",
+                       "accumulate in fp32); int8: matrix products on int8 tensor cores from a calibration "
+                       "(--calib), the rest fp16",
                        knobs::Tier::Fast, "passes/Precision.cpp", "precision", {"Conv", "MatMul", "Gemm"}});
 
 namespace {
@@ -124,6 +125,7 @@ class Converter {
   LogicalResult convert(Operation *op) {
     std::string node = nodeName(op);
     std::string want = route_.get(kPrecision, node);
+    if (want == "int8") want = global_;  // (kiln-quantize-int8 took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
     // An int8 product scales its integer sums in fp32; its result is stored in half precision.
     if (isa<QuantizedMatMulOp>(op)) return island(op, "");
@@ -168,7 +170,8 @@ struct PrecisionPass : impl::PrecisionBase<PrecisionPass> {
   void runOnOperation() override {
     knobs::Route r;
     if (!readRoute(route, getOperation(), r)) return signalPassFailure();
-    std::string p = r.get(kPrecision);
+    // int8 products were chosen before this pass; an int8 route keeps the rest in fp16.
+    std::string p = r.get(kPrecision) == "int8" ? "fp16" : r.get(kPrecision);
     bool anyNodeHalf = false;
     for (auto &[k, v] : r.values())
       if (k.rfind("node.", 0) == 0 && (v == "fp16" || v == "bf16")) anyNodeHalf = true;

@@ -43,6 +43,18 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
 
   void runOnOperation() override {
     func::FuncOp f = getOperation();
+    knobs::Route r;
+    if (!readRoute(route, f, r)) return signalPassFailure();
+    const knobs::KnobDef &precision = *knobs::findKnob("precision");
+    std::vector<Operation *> products;
+    f.walk([&](Operation *op) {
+      if (isInt8Product(op) && r.get(precision, nodeName(op)) == "int8") products.push_back(op);
+    });
+    if (products.empty()) return;
+    if (calib.empty()) {
+      f.emitError("precision int8 needs a calibration file: make one with `kiln calibrate` and pass --calib");
+      return signalPassFailure();
+    }
     quant::CalibrationTable table;
     std::string error;
     if (!quant::readCalibration(calib, table, error)) {
@@ -56,10 +68,6 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
       f.emitError("keep-float: invalid regular expression '" + keepFloat + "': " + e.what());
       return signalPassFailure();
     }
-    std::vector<Operation *> products;
-    f.walk([&](Operation *op) {
-      if (isInt8Product(op)) products.push_back(op);
-    });
     int quantized = 0, activationProducts = 0, noRange = 0, kept = 0, noKernel = 0;
     for (Operation *op : products) {
       if (!keepFloat.empty() && std::regex_match(nodeName(op), keep)) {
@@ -106,7 +114,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
       ++quantized;
     }
     std::string note = "int8: " + std::to_string(quantized) + " of " + std::to_string(products.size()) +
-                       " convolutions/matrix products quantized";
+                       " int8 convolutions/matrix products of the route quantized";
     if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
     if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
     if (noKernel)

@@ -7,7 +7,7 @@
 namespace kiln::tuner {
 
 bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef> &nodes, SearchSpace &out,
-                std::string &error) {
+                std::string &error, bool withInt8) {
   std::vector<knobs::KnobInstance> instances = knobs::knobInstances(nodes);
   std::map<std::string, std::string> claimedBy;  // knob → term
   size_t pos = 0;
@@ -44,8 +44,16 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       claimedBy[k.name] = term;
       Dimension d;
       d.knob = k.name;
-      for (const std::string &v : k.def->domain)
-        if (std::regex_match(v, valueRe)) d.values.push_back(v);
+      bool int8Dropped = false;
+      for (const std::string &v : k.def->domain) {
+        if (!std::regex_match(v, valueRe)) continue;
+        if (!withInt8 && k.def->name == "precision" && v == "int8") int8Dropped = true;
+        else d.values.push_back(v);
+      }
+      if (d.values.empty() && int8Dropped) {
+        error = "route term '" + term + "' leaves knob '" + k.name + "' only int8, which needs --calib FILE (kiln calibrate)";
+        return false;
+      }
       if (d.values.empty()) {
         std::string dom;
         for (auto &v : k.def->domain) dom += (dom.empty() ? "" : "|") + v;

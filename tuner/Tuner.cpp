@@ -118,6 +118,7 @@ void Session::progress() {
 bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds) {
   codegen::BuildOptions bo;
   bo.arch = o_.arch;
+  bo.int8.calib = o_.calib;
   if (!knobs::Route::parse(route, &bo.route, &error)) return false;
   ImportOptions io;
   if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) {
@@ -398,7 +399,8 @@ TuneReport Session::run() {
   mlir::MLIRContext importCtx;
   ImportResult imported = importModelFile(o_.model, importCtx, io);
   SearchSpace space;
-  if (!parseSpace(o_.routeExpression, codegen::modelNodes(*imported.module), space, report_.error)) return report_;
+  if (!parseSpace(o_.routeExpression, codegen::modelNodes(*imported.module), space, report_.error, !o_.calib.empty()))
+    return report_;
   std::vector<knobs::Route> plan;
   if (o_.search == "fast" || o_.search == "mixed") {
     plan = space.fast();
@@ -454,6 +456,9 @@ TuneReport Session::run() {
   inputsKey_ = shapes_ + "|inputs=" + hashOf(inBytes) + "|reference=";
   if (o_.reference.empty()) inputsKey_ += "fp32-default-route";
   else if (readBytes(o_.reference, refBytes)) inputsKey_ += hashOf(refBytes);
+  // int8 engines depend on the calibration file too.
+  std::vector<uint8_t> calibBytes;
+  if (!o_.calib.empty() && readBytes(o_.calib, calibBytes)) inputsKey_ += "|calib=" + hashOf(calibBytes);
 
   log("measuring " + std::to_string(plan.size()) + " candidates (" + report_.plannedNote + ")");
   total_ = plan.size();

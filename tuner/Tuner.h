@@ -29,6 +29,7 @@ struct TuneOptions {
   std::string reference;        // .npz of reference outputs (and maybe inputs)
   std::string inputs;           // .npz of inputs; empty: the reference's, else random
   std::string output;           // write the winner's engine here
+  std::string calib;            // calibration file for routes with int8 products
   std::string arch = "sm_90";
   std::vector<int> devices = {0};
   int maxCandidates = 64, warmup = 10, iterations = 50;

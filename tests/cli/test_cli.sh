@@ -150,9 +150,9 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "input 'x' is float32 2x3, the model takes float32 2x8" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal_bad.npz" -o "$tmp/x.calib"
   expect 0 "output y +float32 +2x4" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz"
   # fc1 (K = 8) has no int8 kernel and stays float; fc2 (K = 16) is quantized.
-  expect 0 "int8: 1 of 2 convolutions/matrix products quantized; 1 stay float: no int8 kernel" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
-  expect 0 "int8: 0 of 2 .*1 kept float" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --keep-float 'fc2'
-  expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --keep-float '(('
+  expect 0 "int8: 1 of 2 int8 convolutions/matrix products of the route quantized; 1 stay float: no int8 kernel" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
+  expect 0 "int8: 0 of 2 .*1 kept float" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float 'fc2'
+  expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float '(('
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
   expect 0 "output y +float32 +2x8" -- eval "$tiny/qdq_matmul.onnxtxt" --inputs "$tiny/qdq_matmul.npz" --outputs "$tmp/qdq_out.npz"
   if /usr/bin/python3 -c "
@@ -161,18 +161,24 @@ got, want = np.load('$tmp/qdq_out.npz')['y'], np.load('$tiny/qdq_matmul.npz')['y
 sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul differs from the numpy reference"; fi
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
   expect 0 "matmul +int8 +kiln_mma_s8_" -- inspect "$tmp/q.kiln"
-  expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib"
-  expect 0 "int8: 1 of 2" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
-  # Post-training int8 engines: --precision int8 = the calibrated int8 products, fp16 elsewhere.
-  expect 0 "route 'precision=fp16'" -- compile "$tiny/mlp.onnxtxt" --precision int8 --calib "$tmp/mlp.calib" -o "$tmp/mlp8.kiln"
+  expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
+  # int8 per node on an fp32 route (fc2 is the product with an int8 kernel).
+  expect 0 "int8: 1 of 1" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=int8'
+  expect 2 "--calib applies to int8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
+  # Post-training int8 engines: precision=int8 = the calibrated int8 products, fp16 elsewhere.
+  expect 0 "route 'precision=int8'" -- compile "$tiny/mlp.onnxtxt" --precision int8 --calib "$tmp/mlp.calib" -o "$tmp/mlp8.kiln"
   expect 0 "int8_calibration = [0-9a-f]{16}" -- inspect "$tmp/mlp8.kiln"
   expect 0 "fc2 +int8 +kiln_mma_s8_" -- inspect "$tmp/mlp8.kiln"
   expect 0 '"int8": 1' -- inspect "$tmp/mlp8.kiln" --json
-  expect 2 "--precision int8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --precision int8 -o "$tmp/x.kiln"
+  expect 2 "precision int8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --precision int8 -o "$tmp/x.kiln"
+  expect 2 "precision int8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --route 'node.fc1.precision=int8' -o "$tmp/x.kiln"
   expect 2 "--keep-float applies to --calib" -- compile "$tiny/mlp.onnxtxt" --keep-float fc2 -o "$tmp/x.kiln"
-  expect 2 "was made for another model" -- compile "$tiny/conv_bn_relu.onnxtxt" --calib "$tmp/mlp.calib" -o "$tmp/x.kiln"
+  expect 2 "was made for another model" -- compile "$tiny/conv_bn_relu.onnxtxt" --precision int8 --calib "$tmp/mlp.calib" -o "$tmp/x.kiln"
+  expect 2 "leaves knob 'precision' only int8, which needs --calib" -- tune "$tiny/mlp.onnxtxt" --route 'precision=int8' --dry-run
+  expect 0 "^  precision=fp16$" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --dry-run
+  expect 0 "precision=int8" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --calib "$tmp/mlp.calib" --dry-run
   echo '{"format": "kiln-calibration", "version": 7}' > "$tmp/new.calib"
-  expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/new.calib"
+  expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/new.calib"
 fi
 
 echo "$passed passed, $failed failed"

@@ -7,8 +7,8 @@
 //                  [--no-reference] [--reference-dir DIR] [--iterations N] [--tolerance T] [--min-cos C]
 //
 // The engine is built with the route (default: the default route, fp32); the reference is the
-// model's own fp32 semantics (import + cleanup only), or with --calib the int8-quantized graph
-// (the fp32 route's compile pipeline with that calibration: the int8 kernels' exact arithmetic). Per output: ‖kiln − ref‖/‖ref‖ ≤ T
+// model's own fp32 semantics (import + cleanup only), or with --calib the graph the route's
+// compile pipeline makes with that calibration (int8 products as the kernels compute them). Per output: ‖kiln − ref‖/‖ref‖ ≤ T
 // (default 1e-4 for fp32 routes, 1e-2 for fp16/bf16), cosine ≥ C (default 0.999 for half
 // routes), no NaN where the reference has none, and for [batch, classes] outputs the top-1
 // agreement is printed.
@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
 
   std::string routeError;
   if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
-  const bool half = bo.route.get(*kiln::knobs::findKnob("precision")) != "fp32";
+  const bool half = bo.route.get(*kiln::knobs::findKnob("precision")) != "fp32";  // int8: fp16 elsewhere
   // int8: an activation on a rounding boundary may quantize one step apart on the GPU.
   if (tolerance < 0) tolerance = half ? 1e-2 : !bo.int8.calib.empty() ? 2e-3 : 1e-4;
   if (minCos < 0) minCos = half ? 0.999 : 0.0;
@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;
   mlir::PassManager pm(&ctx);
   if (bo.int8.calib.empty()) kiln::buildImportCleanupPipeline(pm);
-  else kiln::buildCompilePipeline(pm, "", bo.int8);
+  else kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.int8);
   if (mlir::failed(pm.run(*imp.module))) return std::fprintf(stderr, "cleanup failed\n"), 1;
   auto f = (*imp.module).lookupSymbol<mlir::func::FuncOp>("main");
 

@@ -53,7 +53,7 @@ TEST(Route, ErrorsNameTheTerm) {
   EXPECT_FALSE(Route::parse("no.such=1", &r, &err));
   EXPECT_NE(err.find("unknown knob 'no.such'"), std::string::npos) << err;
   EXPECT_FALSE(Route::parse("precision=fp8", &r, &err));
-  EXPECT_NE(err.find("no value 'fp8' (domain: fp32|fp16|bf16)"), std::string::npos) << err;
+  EXPECT_NE(err.find("no value 'fp8' (domain: fp32|fp16|bf16|int8)"), std::string::npos) << err;
   EXPECT_FALSE(Route::parse("precision=fp16;precision=fp16", &r, &err));
   EXPECT_NE(err.find("twice"), std::string::npos) << err;
   EXPECT_FALSE(Route::parse("node.x.nosuchsuffix=1", &r, &err));

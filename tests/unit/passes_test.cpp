@@ -164,7 +164,7 @@ TEST(QuantizeInt8, ComputesQuantizedArithmetic) {
   mlir::OwningOpRef<mlir::ModuleOp> after = before->clone();
   mlir::PassManager pm(&ctx);
   pm.addNestedPass<mlir::func::FuncOp>(
-      kiln::createQuantizeInt8({std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_int8.calib"}));
+      kiln::createQuantizeInt8({std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_int8.calib", "", "precision=int8"}));
   ctx.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });  // the remark
   ASSERT_TRUE(mlir::succeeded(pm.run(*after)));
   auto f = before->lookupSymbol<mlir::func::FuncOp>("matmul"), g = after->lookupSymbol<mlir::func::FuncOp>("matmul");

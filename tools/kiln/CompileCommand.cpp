@@ -70,11 +70,11 @@ Runner addCompileCommand(CLI::App &app) {
   opts->add(*cmd);
   cmd->add_option("--route", *routeText, "Build route: KNOB=VALUE;... (`kiln knobs` lists the knobs)");
   cmd->add_option("--precision", *precision,
-                  "Shorthand for the route's precision knob (fp32, fp16, bf16); int8: --calib's int8 products "
-                  "with fp16 elsewhere");
+                  "Shorthand for the route's precision knob (fp32, fp16, bf16, int8: matrix products int8, the rest "
+                  "fp16)");
   cmd->add_option("--calib", *calib,
-                  "Quantize matrix products to int8 (per-channel weights, per-tensor activations) with this "
-                  "calibration file (kiln calibrate); the rest keeps --precision");
+                  "Calibration file (kiln calibrate) for the route's int8 products (per-channel weights, "
+                  "per-tensor activations)");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_option("-o,--output", *out, "Engine file to write")->required();
   cmd->add_option("--arch", *arch, "Target GPU architecture (sm_75 ... sm_121)")->capture_default_str();
@@ -94,19 +94,8 @@ Runner addCompileCommand(CLI::App &app) {
     auto t0 = std::chrono::steady_clock::now();
     codegen::BuildOptions bo;
     std::string err;
-    // int8 is not a value of the precision knob: the calibration decides which products are
-    // int8, the knob the precision of everything else.
-    bool int8 = *precision == "int8";
-    if (int8 && calib->empty()) {
-      std::cerr << "kiln: error: --precision int8 needs --calib FILE (made by kiln calibrate)\n";
-      return 2;
-    }
-    if (!keepFloat->empty() && calib->empty()) {
-      std::cerr << "kiln: error: --keep-float applies to --calib\n";
-      return 2;
-    }
-    if (!parseRoute(*routeText, int8 ? "fp16" : *precision, bo.route, err) ||
-        (!calib->empty() && !checkCalibration(*calib, opts->model, err))) {
+    if (!parseRoute(*routeText, *precision, bo.route, err) ||
+        !checkInt8Options(bo.route, *calib, *keepFloat, opts->model, err)) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }

@@ -1,4 +1,4 @@
-// `kiln eval MODEL --inputs x.npz [--outputs y.npz] [--route R] [--calib F [--keep-float RE]]`:
+// `kiln eval MODEL --inputs x.npz [--outputs y.npz] [--route R] [--precision P] [--calib F [--keep-float RE]]`:
 // the model's outputs by the CPU reference evaluator, on the graph as the compile pipeline for R
 // (and int8 post-training quantization with F) leaves it — a reference for engines, with the
 // int8 kernels' arithmetic.
@@ -24,19 +24,21 @@ Runner addEvalCommand(CLI::App &app) {
   auto inputs = std::make_shared<std::string>(), outputs = std::make_shared<std::string>();
   auto routeText = std::make_shared<std::string>(), calib = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  auto keepFloat = std::make_shared<std::string>();
+  auto keepFloat = std::make_shared<std::string>(), precision = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_option("--inputs", *inputs, "Inputs (.npz, arrays named after the model's inputs)")->required();
   cmd->add_option("--outputs", *outputs, "Write the outputs here (.npz)");
   cmd->add_option("--route", *routeText, "Evaluate the graph the compile pipeline makes for this route");
-  cmd->add_option("--calib", *calib, "Quantize products to int8 with this calibration (kiln calibrate), as kiln compile --calib does");
+  cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as for compile)");
+  cmd->add_option("--calib", *calib, "Calibration file for the route's int8 products (kiln calibrate), as for compile");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   return [=]() -> int {
     if (!*cmd) return -1;
     knobs::Route route;
     std::string error;
-    if (!parseRoute(*routeText, "", route, error) || (!calib->empty() && !checkCalibration(*calib, opts->model, error))) {
+    if (!parseRoute(*routeText, *precision, route, error) ||
+        !checkInt8Options(route, *calib, *keepFloat, opts->model, error)) {
       std::cerr << "kiln: error: " << error << "\n";
       return 2;
     }

@@ -28,6 +28,11 @@ std::string modelFileHash(const std::string &path);
 // Whether `calib` is a readable calibration file made for the model at `model` (its hash).
 bool checkCalibration(const std::string &calib, const std::string &model, std::string &error);
 
+// The int8 flags of compile and eval against the route: int8 in the route needs --calib (made
+// for this model), --calib needs int8 in the route, --keep-float needs --calib.
+bool checkInt8Options(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
+                      const std::string &model, std::string &error);
+
 std::string humanBytes(int64_t b);
 std::string humanCount(double v);  // 1.2 G, 340 M
 

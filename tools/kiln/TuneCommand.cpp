@@ -51,7 +51,7 @@ bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &de
       error = path + ": expected a mapping of settings";
       return false;
     }
-    static const char *known[] = {"model", "route", "search", "accuracy", "cache", "reference", "inputs", "output", "arch",
+    static const char *known[] = {"model", "route", "search", "accuracy", "cache", "reference", "inputs", "output", "arch", "calib",
                                   "shapes", "devices", "max_candidates", "warmup", "iterations", "timeout", "time_budget"};
     for (auto it = y.begin(); it != y.end(); ++it) {
       std::string k = it->first.as<std::string>();
@@ -72,6 +72,7 @@ bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &de
     str("inputs", "--inputs", o.inputs);
     str("output", "--output", o.output);
     str("arch", "--arch", o.arch);
+    str("calib", "--calib", o.calib);
     str("shapes", "--shapes", o.shapes);
     str("devices", "--devices", devices);
     if (y["max_candidates"] && !cmd.count("--max-candidates")) o.maxCandidates = y["max_candidates"].as<int>();
@@ -102,6 +103,7 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--inputs", o->inputs, "Inputs (.npz; default: the reference's, else random)");
   cmd->add_option("-o,--output", o->output, "Write the winning engine here");
   cmd->add_option("--arch", o->arch, "Target architecture")->capture_default_str();
+  cmd->add_option("--calib", o->calib, "Calibration file (kiln calibrate) for candidates with int8 products");
   cmd->add_option("--shapes", o->shapes, "Input shapes, as for compile");
   cmd->add_option("--devices", *devices, "GPUs to measure on, one worker each (e.g. 0,1)")->capture_default_str();
   cmd->add_option("--max-candidates", o->maxCandidates, "Refuse a full search with more candidates")->capture_default_str();
@@ -138,6 +140,10 @@ Runner addTuneCommand(CLI::App &app) {
     }
     if (o->model.empty() || o->routeExpression.empty()) {
       std::cerr << "kiln: error: tune needs a model and --route (on the command line or in --config)\n";
+      return 2;
+    }
+    if (!o->calib.empty() && !checkCalibration(o->calib, o->model, err)) {
+      std::cerr << "kiln: error: --calib " << err << "\n";
       return 2;
     }
     o->devices = parseDevices(*devices, err);

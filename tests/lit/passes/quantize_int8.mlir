@@ -1,5 +1,15 @@
-// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8=calib=%S/Inputs/quantize_int8.calib | FileCheck %s
-// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib keep-float=mm|conv" | FileCheck %s --check-prefix=KEEP
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib route=precision=int8" | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib keep-float=mm|conv route=precision=int8" | FileCheck %s --check-prefix=KEEP
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib route=node.tmm.precision=int8" | FileCheck %s --check-prefix=NODE
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib" | FileCheck %s --check-prefix=FP32
+
+// Only the products whose precision is int8 in the route: all of them (precision=int8), one
+// node (node.tmm.precision=int8), or none on the default fp32 route.
+// NODE-LABEL: func.func @matmul
+// NODE-NOT: quantize_linear
+// NODE-LABEL: func.func @conv_and_transposed
+// NODE: kiln.dequantize_linear {{.*}} : (tensor<3x16xi8>
+// FP32-NOT: quantize_linear
 
 // keep-float: the products it names stay float, the others are quantized.
 // KEEP-LABEL: func.func @matmul
