@@ -175,6 +175,10 @@ if [ "$mode" = int8-zoo ]; then
     done
   done
   for p in fp32 fp16 int8; do run "latency_bert_$p" "$bin/kiln" run /tmp/bert_$p.kiln --iterations 200; done
+  # The tuner choosing between fp16 and int8 under an accuracy constraint.
+  "$bin/kiln" tune "$m" --route 'precision=fp16|int8' --calib /tmp/bert.calib --accuracy 'cos>=0.99' \
+    --cache /tmp/int8-tune.db > "$OUT/tune_bert_int8.txt" 2> "$OUT/logs/tune_bert_int8.log"
+  echo "tune_bert_int8 rc=$? | $(grep '^best' "$OUT/tune_bert_int8.txt")" >> "$summary"
   m="$zoo/resnet50_b32.onnx"
   for l in nchw nhwc; do
     "$bin/kiln" compile "$m" -o /tmp/resnet_$l.kiln --route "precision=fp16;layout.conv=$l" > "$OUT/logs/compile_resnet_$l.log" 2>&1
