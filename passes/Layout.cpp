@@ -78,10 +78,14 @@ bool wrapConv(ConvOp conv, OpBuilder &b) {
   return true;
 }
 
-// Ops computed per element whatever the layout: those with an elementwise kernel.
+// Ops computed per element whatever the layout: those with an elementwise kernel ((de)quantization
+// only per tensor: a per-axis scale follows its `axis`).
 bool isLayoutAgnostic(Operation *op) {
   static const std::vector<std::string> names = codegen::elementwiseOpTypes();
   std::string t = onnxTypeOf(op);
+  if ((t == "QuantizeLinear" || t == "DequantizeLinear") &&
+      cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements() != 1)
+    return false;
   return !t.empty() && t != "PRelu" && std::find(names.begin(), names.end(), t) != names.end() &&
          op->getNumResults() == 1;
 }

@@ -63,3 +63,32 @@ func.func @rgb_stem(%x: tensor<1x3x9x9xf16>) -> tensor<1x4x9x9xf16> {
   %c = kiln.conv %x, %w, %none {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x9x9xf16>, tensor<4x3x3x3xf16>, none) -> tensor<1x4x9x9xf16>
   return %c : tensor<1x4x9x9xf16>
 }
+
+// -----
+
+// Per-tensor Q/DQ between convolutions (a QDQ model) computes per element: the layout passes
+// through it. A per-axis DequantizeLinear (scale along axis 1) does not: the transpose back to
+// NCHW stays in front of it (on int8 data).
+// CHECK-LABEL: func.func @qdq
+// CHECK: kiln.conv_nhwc
+// CHECK-NEXT: kiln.quantize_linear {{.*}} : (tensor<1x4x4x8xf32>
+// CHECK-NEXT: kiln.dequantize_linear {{.*}} : (tensor<1x4x4x8xi8>
+// CHECK-NEXT: kiln.conv_nhwc
+// CHECK: kiln.quantize_linear {{.*}} -> tensor<1x4x4x8xi8>
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x8xi8>)
+// CHECK-NEXT: kiln.dequantize_linear %[[T]], {{.*}} {axis = 1 : i64}
+func.func @qdq(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %w = kiln.constant dense<0.125> : tensor<8x8x1x1xf32>
+  %none = kiln.none
+  %s = kiln.constant dense<0.05> : tensor<f32>
+  %z = kiln.constant dense<0> : tensor<i8>
+  %c1 = kiln.conv %x, %w, %none : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>, none) -> tensor<1x8x4x4xf32>
+  %q1 = kiln.quantize_linear %c1, %s, %z : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
+  %d1 = kiln.dequantize_linear %q1, %s, %z : (tensor<1x8x4x4xi8>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xf32>
+  %c2 = kiln.conv %d1, %w, %none : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>, none) -> tensor<1x8x4x4xf32>
+  %sc = kiln.constant dense<[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]> : tensor<8xf32>
+  %zc = kiln.constant dense<0> : tensor<8xi8>
+  %q2 = kiln.quantize_linear %c2, %s, %z : (tensor<1x8x4x4xf32>, tensor<f32>, tensor<i8>) -> tensor<1x8x4x4xi8>
+  %d2 = kiln.dequantize_linear %q2, %sc, %zc {axis = 1 : i64} : (tensor<1x8x4x4xi8>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x8x4x4xf32>
+  return %d2 : tensor<1x8x4x4xf32>
+}
