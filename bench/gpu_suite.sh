@@ -36,13 +36,19 @@ run() {
   return $rc
 }
 
-# Engines compiled on the host ($KILN_INT8_DIR/*.kiln, e.g. MiniLM int8) on the held-out batches
+# Engines compiled on the host ($KILN_INT8_DIR/*.kiln, e.g. MiniLM int8; or models there compiled
+# here) on the held-out batches
 # there ($KILN_INT8_DIR/heldout/*.npz): outputs to $OUT/outputs/ENGINE/ for cosines on the host
 # (bench/quant_accuracy.py --outputs), and latency.
 host_engines() {
   local int8dir=${KILN_INT8_DIR:-.carry/int8} e name b
-  for e in "$int8dir"/*.kiln; do
+  # Models (.onnx, too large a carry as engines) are compiled here with the default route.
+  for m in "$int8dir"/*.onnx; do
+    [ -f "$m" ] && "$bin/kiln" compile "$m" -o "/tmp/$(basename "$m" .onnx).kiln" > "$OUT/logs/compile_$(basename "$m" .onnx).log" 2>&1
+  done
+  for e in "$int8dir"/*.kiln /tmp/*.kiln; do
     [ -f "$e" ] || continue
+    [[ $e == /tmp/* && ! -f "$int8dir/$(basename "$e" .kiln).onnx" ]] && continue
     name=$(basename "$e" .kiln)
     mkdir -p "$OUT/outputs/$name"
     for b in "$int8dir"/heldout/*.npz; do
@@ -152,16 +158,26 @@ if [ "$mode" = int8 ]; then
   for r in "precision=int8" "node.fc2.precision=int8"; do
     run "int8_mlp_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/mlp.onnxtxt --calib /tmp/mlp.calib --route "$r" --iterations 3
   done
+  # int8 convolutions (NHWC implicit GEMM), with the ReLU + QuantizeLinear of the next one fused.
+  "$bin/kiln" calibrate models/tiny/conv16.onnxtxt --data models/tiny/conv16.npz --method minmax -o /tmp/conv16.calib > /dev/null
+  for r in "precision=int8" "node.conv2.precision=int8"; do
+    run "int8_conv16_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/conv16.onnxtxt --calib /tmp/conv16.calib --route "$r" --iterations 3
+  done
   host_engines
 fi
 
-# int8 next to fp16 and fp32 on zoo models generated here: BERT-base 32x128 calibrated on the CPU
-# evaluator (one random batch), 16 batches (512 sequences) checked against the fp32 engine; and
-# ResNet-50 b32 fp16 with NCHW and NHWC convolutions (latency, launches, transposes).
+# int8 next to fp16 and fp32 on zoo models generated here, calibrated on the CPU evaluator (one
+# random batch), 16 batches checked against the fp32 engine: BERT-base 32x128 and ResNet-50 b32;
+# and ResNet-50 b32 fp16 with NCHW and NHWC convolutions (latency, launches, transposes).
 if [ "$mode" = int8-zoo ]; then
   : > "$summary"
-  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only bert_base_b32_s128,resnet50_b32 > "$OUT/logs/zoo.log" 2>&1
+  part=${KILN_ZOO_PART:-all}  # bert | resnet | all (one device call may not fit both)
+  only=bert_base_b32_s128,resnet50_b32
+  [ "$part" = bert ] && only=bert_base_b32_s128
+  [ "$part" = resnet ] && only=resnet50_b32
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "$only" > "$OUT/logs/zoo.log" 2>&1
   m="$zoo/bert_base_b32_s128.onnx"
+  if [ "$part" != resnet ]; then
   "$bin/kiln" compile "$m" -o /tmp/bert_fp32.kiln > "$OUT/logs/compile_bert_fp32.log" 2>&1
   "$bin/kiln" compile "$m" -o /tmp/bert_fp16.kiln --precision fp16 > "$OUT/logs/compile_bert_fp16.log" 2>&1
   "$bin/kiln" run /tmp/bert_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/bert_cal.npz > /dev/null 2>&1
@@ -179,12 +195,30 @@ if [ "$mode" = int8-zoo ]; then
   "$bin/kiln" tune "$m" --route 'precision=fp16|int8' --calib /tmp/bert.calib --accuracy 'cos>=0.99' \
     --cache /tmp/int8-tune.db > "$OUT/tune_bert_int8.txt" 2> "$OUT/logs/tune_bert_int8.log"
   echo "tune_bert_int8 rc=$? | $(grep '^best' "$OUT/tune_bert_int8.txt")" >> "$summary"
+  fi
   m="$zoo/resnet50_b32.onnx"
+  if [ "$part" != bert ]; then
+  # ResNet-50 b32: int8 convolutions (all but the 3-channel stem) next to fp16, 16 batches (512
+  # images) against the fp32 engine (top-1 agreement from kiln check).
+  "$bin/kiln" compile "$m" -o /tmp/resnet_fp32.kiln > "$OUT/logs/compile_resnet_fp32.log" 2>&1
+  "$bin/kiln" compile "$m" -o /tmp/resnet_fp16.kiln --precision fp16 > "$OUT/logs/compile_resnet_fp16.log" 2>&1
+  "$bin/kiln" run /tmp/resnet_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/resnet_cal.npz > /dev/null 2>&1
+  run calibrate_resnet "$bin/kiln" calibrate "$m" --data /tmp/resnet_cal.npz --method minmax -o /tmp/resnet.calib
+  run compile_resnet_int8 "$bin/kiln" compile "$m" -o /tmp/resnet_int8.kiln --precision int8 --calib /tmp/resnet.calib
+  "$bin/kiln" inspect /tmp/resnet_int8.kiln > "$OUT/logs/inspect_resnet_int8.txt" 2>&1
+  for s in $(seq 1 16); do
+    "$bin/kiln" run /tmp/resnet_fp32.kiln --seed "$s" --warmup 0 --iterations 1 --outputs /tmp/resnet_ref.npz > /dev/null 2>&1
+    for p in fp16 int8; do
+      "$bin/kiln" check /tmp/resnet_$p.kiln --reference /tmp/resnet_ref.npz --json > "$OUT/logs/check_resnet_${p}_$s.json" 2>&1
+    done
+  done
+  for p in fp32 fp16 int8; do run "latency_resnet50_b32_$p" "$bin/kiln" run /tmp/resnet_$p.kiln --iterations 200; done
   for l in nchw nhwc; do
     "$bin/kiln" compile "$m" -o /tmp/resnet_$l.kiln --route "precision=fp16;layout.conv=$l" > "$OUT/logs/compile_resnet_$l.log" 2>&1
     "$bin/kiln" inspect /tmp/resnet_$l.kiln > "$OUT/logs/inspect_resnet_$l.txt" 2>&1
     run "latency_resnet50_b32_fp16_$l" "$bin/kiln" run /tmp/resnet_$l.kiln --iterations 200
   done
+  fi
   host_engines
 fi
 

@@ -171,6 +171,29 @@ def make_qdq_matmul():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_conv16():
+    """A residual block with 16/32 channels: the convolutions int8 quantization covers (2-D,
+    ungrouped, C % 16 == 0)."""
+    r = rng_for("conv16")
+    w1, b1 = weights(r, (32, 16, 3, 3), -0.25, 0.25), weights(r, (32,))
+    w2, b2 = weights(r, (16, 32, 1, 1), -0.25, 0.25), weights(r, (16,))
+    x = inputs(r, (2, 16, 7, 7))
+    g = helper.make_graph(
+        [helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], name="conv1",
+                          kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["a1"], name="relu1"),
+         helper.make_node("Conv", ["a1", "conv2.weight", "conv2.bias"], ["c2"], name="conv2",
+                          kernel_shape=[1, 1]),
+         helper.make_node("Add", ["c2", "x"], ["y"], name="residual")],
+        "conv16", [vi("x", F32, [2, 16, 7, 7])], [vi("y", F32, [2, 16, 7, 7])],
+        [raw_tensor("conv1.weight", w1), raw_tensor("conv1.bias", b1),
+         raw_tensor("conv2.weight", w2), raw_tensor("conv2.bias", b2)],
+        doc_string="x[2,16,7,7] -> Conv(32,3x3,pad1,bias) -> Relu -> Conv(16,1x1,bias) -> + x")
+    a1 = np.maximum(conv2d_ref(f64(x), f64(w1), f64(b1), 1), 0.0)
+    y = conv2d_ref(a1, f64(w2), f64(b2), 0) + f64(x)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def conv2d_ref(x, w, b, pad):
     n, c, hh, ww = x.shape
     k, _, kh, kw = w.shape
@@ -407,7 +430,7 @@ def main(argv=None):
     # valid models + references
     valid = {"mlp": make_mlp(), "conv_bn_relu": make_conv_bn_relu(),
              "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
-             "qdq_matmul": make_qdq_matmul()}
+             "qdq_matmul": make_qdq_matmul(), "conv16": make_conv16()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

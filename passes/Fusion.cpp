@@ -128,7 +128,9 @@ void buildRegion(ArrayRef<Operation *> ops, StringRef kind, OpBuilder &b) {
   for (Operation *op : llvm::reverse(ops)) op->erase();
 }
 
-bool isProduct(Operation *op) { return isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp>(op); }
+bool isProduct(Operation *op) {
+  return isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp, QuantizedConvOp, QuantizedConvNhwcOp>(op);
+}
 
 struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
   using FuseEpilogueBase::FuseEpilogueBase;

@@ -78,6 +78,22 @@ bool wrapConv(ConvOp conv, OpBuilder &b) {
   return true;
 }
 
+// Wraps an int8 convolution: Transpose → QuantizedConvNhwc → Transpose (int8 convolutions run
+// NHWC only, whatever layout.conv says).
+bool wrapQuantizedConv(QuantizedConvOp conv, OpBuilder &b) {
+  if (cast<RankedTensorType>(conv.getX().getType()).getRank() != 4) return false;
+  b.setInsertionPoint(conv);
+  Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
+  std::string err;
+  Operation *n = createInferred(b, conv.getLoc(), "kiln.quantized_conv_nhwc",
+                                {xt, conv.getW(), conv.getScale(), conv.getB()}, conv->getAttrs(), &err);
+  if (!n) return false;
+  Value y = createTranspose(b, conv.getLoc(), n->getResult(0), kToNchw);
+  conv.getResult().replaceAllUsesWith(y);
+  conv->erase();
+  return true;
+}
+
 // Ops computed per element whatever the layout: those with an elementwise kernel ((de)quantization
 // only per tensor: a per-axis scale follows its `axis`).
 bool isLayoutAgnostic(Operation *op) {
@@ -189,6 +205,9 @@ struct LayoutPass : impl::LayoutBase<LayoutPass> {
       if (v == "nchw" || (v == "auto" && !isHalf(c.getX().getType()))) continue;
       wrapped |= wrapConv(c, b);
     }
+    SmallVector<QuantizedConvOp> quantized;
+    getOperation().walk([&](QuantizedConvOp c) { quantized.push_back(c); });
+    for (QuantizedConvOp c : quantized) wrapped |= wrapQuantizedConv(c, b);
     if (!wrapped) return;
     // Push transposes down and cancel them, to a fixed point.
     for (bool changed = true; changed;) {

@@ -1,4 +1,5 @@
-// QDQ around matrix products → QuantizedMatMul (see Passes.td).
+// QDQ around matrix products → QuantizedMatMul, around convolutions → QuantizedConv (see
+// Passes.td).
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -42,12 +43,34 @@ std::optional<Dequant> dequantOf(Value v) {
   return d;
 }
 
+// Conv(DQ(xq), DQ(wq), B) → QuantizedConv(xq, wq, sa · sw[m], B): weights per output channel
+// (axis 0) or per tensor.
+void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
+  auto wt = cast<RankedTensorType>(b.data.getType());
+  int64_t m = wt.getDimSize(0);
+  if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
+  ops::Tensor scale(ops::DType::F32, {m});
+  for (int64_t j = 0; j < m; ++j)
+    scale.set(j, double(float(a.scale.f[0]) * float(b.scale.f[size_t(b.scale.size() == 1 ? 0 : j)])));
+  OpBuilder builder(op);
+  std::string error;
+  Value s = createConstant(builder, op->getLoc(), scale);
+  Operation *q = createInferred(builder, op->getLoc(), "kiln.quantized_conv", {a.data, b.data, s, op->getOperand(2)},
+                                op->getAttrs(), &error);
+  if (!q || q->getResult(0).getType() != op->getResult(0).getType()) {
+    if (q) q->erase();
+    return;  // (a bias that is not float32 [M], say: stays as it is)
+  }
+  op->getResult(0).replaceAllUsesWith(q->getResult(0));
+  op->erase();
+}
+
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
   void runOnOperation() override {
     std::vector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       std::string t = onnxTypeOf(op);
-      if (t == "MatMul" || t == "TransposedMatMul") products.push_back(op);
+      if (t == "MatMul" || t == "TransposedMatMul" || t == "Conv") products.push_back(op);
     });
     int noKernel = 0;
     for (Operation *op : products) {
@@ -55,6 +78,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       if (!a || !b || a->scale.size() != 1) continue;
       if (!int8KernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
         ++noKernel;
+        continue;
+      }
+      if (onnxTypeOf(op) == "Conv") {
+        lowerConv(op, *a, *b);
         continue;
       }
       auto bt = cast<RankedTensorType>(b->data.getType());
@@ -81,8 +108,9 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
     }
     if (noKernel)
       getOperation().emitRemark(std::to_string(noKernel) +
-                                " QDQ matrix products stay float (dequantized operands): the int8 kernel needs K "
-                                "% 16 == 0 and operands read along K");
+                                " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "
+                                "kernel needs K % 16 == 0 and operands read along K (convolutions: 2-D, "
+                                "ungrouped, C % 16 == 0)");
   }
 };
 

@@ -44,12 +44,18 @@ inline std::optional<int64_t> weightChannelAxis(mlir::Operation *op, int64_t ran
   return rank - 1;
 }
 
-// Whether the int8 tensor-core kernel (codegen/kernels/MatMul.h) can run this MatMul or
-// TransposedMatMul once its operands are int8: A and B of rank >= 2, K a multiple of 16, A read
-// along K, B read along K or a 2-D constant (`constantB`: repacked at build time). Quantization
+// Whether the int8 tensor-core kernel (codegen/kernels/MatMul.h) can run this MatMul,
+// TransposedMatMul or Conv once its operands are int8: A and B of rank >= 2, K a multiple of 16,
+// A read along K, B read along K or a 2-D constant (`constantB`: repacked at build time); a
+// 2-D, ungrouped Conv with C % 16 == 0 and constant weights (NHWC implicit GEMM). Quantization
 // and QDQ lowering leave other products float, so `kiln eval` and engines agree.
 inline bool int8KernelTakes(mlir::Operation *op, bool constantB) {
   std::string type = onnxTypeOf(op);
+  if (type == "Conv") {  // the NHWC implicit GEMM: 2-D, not grouped, C % 16 == 0, constant W
+    auto xt = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    auto g = op->getAttrOfType<mlir::IntegerAttr>("group");
+    return constantB && xt && xt.getRank() == 4 && (!g || g.getInt() == 1) && xt.getDimSize(1) % 16 == 0;
+  }
   if (type != "MatMul" && type != "TransposedMatMul") return false;
   auto at = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
   auto bt = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(1).getType());

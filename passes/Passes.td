@@ -154,14 +154,16 @@ def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
 }
 
 def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
-  let summary = "Matrix products between DequantizeLinear pairs become int8 QuantizedMatMul";
+  let summary = "Matrix products and convolutions between DequantizeLinear pairs become int8 ops";
   let description = [{
     `MatMul(DQ(a, sa, 0), DQ(b, sb, 0))` with int8 `a` and `b`, a one-element activation scale
     and a weight scale that is one element or per output channel (the DequantizeLinear axis is
     the dimension of B that indexes the product's columns), and zero points absent or zero,
     becomes `QuantizedMatMul(a, b, sa·sb)`: exact integer sums scaled per column, what the int8
-    tensor-core kernel computes. TransposedMatMul keeps its operand permutations. Other
-    DequantizeLinear uses are left as they are.
+    tensor-core kernel computes. TransposedMatMul keeps its operand permutations. A 2-D,
+    ungrouped Conv likewise becomes `QuantizedConv(x, w, sa·sw[m], B)` (weights per output
+    channel, axis 0; the float bias added after the scale). Products the int8 kernel cannot run
+    (`int8KernelTakes`) and other DequantizeLinear uses are left as they are.
 
     Before:
       %xd = kiln.dequantize_linear %xq, %sa, %zp

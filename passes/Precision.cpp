@@ -33,7 +33,8 @@ bool isF32Tensor(Type t) {
 bool keepsF32(Operation *op, unsigned operand) {
   std::string t = onnxTypeOf(op);
   return (t == "Resize" && (operand == 1 || operand == 2)) || (t == "Upsample" && operand == 1) ||
-         (t == "QuantizeLinear" && operand == 1) || (t == "QuantizedMatMul" && operand == 2);
+         (t == "QuantizeLinear" && operand == 1) || (t == "QuantizedMatMul" && operand == 2) ||
+         ((t == "QuantizedConv" || t == "QuantizedConvNhwc") && operand >= 2);
 }
 
 class Converter {
@@ -127,8 +128,9 @@ class Converter {
     std::string want = route_.get(kPrecision, node);
     if (want == "int8") want = global_;  // (kiln-quantize-int8 took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
-    // An int8 product scales its integer sums in fp32; its result is stored in half precision.
-    if (isa<QuantizedMatMulOp>(op)) return island(op, "");
+    // An int8 product scales its integer sums (and adds a conv's bias) in fp32; its result is
+    // stored in half precision.
+    if (isa<QuantizedMatMulOp, QuantizedConvOp, QuantizedConvNhwcOp>(op)) return island(op, "");
     if (want != global_)
       return op->emitError("node." + node + ".precision=" + want + " on a " + global_ +
                            " route: fp16 and bf16 cannot be mixed in one engine");

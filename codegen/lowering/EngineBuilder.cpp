@@ -206,8 +206,16 @@ class Lowering {
     desc_.weights.insert(desc_.weights.end(), bytes.begin(), bytes.end());
     placed_[c.getResult()] = {rt::BufferRef::Space::Weights, offset, -1};
   }
-  // A float32 constant computed at build time (a spread int8 scale).
+  // A float32 constant computed at build time (BatchNormalization's scale and shift).
   Value addWeights(const std::vector<float> &vals, Operation *at);
+  // The int8 kernel's per-column scale parameter (MatMul.h): the constant `scale` operand of n
+  // elements, or one element spread over n.
+  Value int8Scale(Value scale, int64_t n, Operation *at) {
+    auto c = constantValue(outer(scale));
+    if (!c || (c->size() != 1 && c->size() != n))
+      throw std::invalid_argument("int8 product: the scale must be a constant of 1 or N elements");
+    return c->size() == n ? outer(scale) : addWeights(std::vector<float>(size_t(n), float(c->get(0))), at);
+  }
 
   func::FuncOp f_;
   const BuildOptions &opts_;
@@ -346,11 +354,13 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   llvm::DenseMap<Value, std::string> names;
   std::vector<Value> params = {outer(operands[0]), outer(operands[1])};
   names[anchor->getResult(0)] = "acc";
-  const bool conv = type == "Conv" || type == "ConvNhwc";
-  const bool nhwc = type == "ConvNhwc";
-  if (conv && !isa<NoneType>(operands[2].getType())) {
+  const bool quantizedConv = type == "QuantizedConv" || type == "QuantizedConvNhwc";
+  const bool conv = type == "Conv" || type == "ConvNhwc" || quantizedConv;
+  const bool nhwc = type == "ConvNhwc" || type == "QuantizedConvNhwc";
+  const unsigned biasOperand = quantizedConv ? 3 : 2;  // (QuantizedConv: X, W, scale, B)
+  if (conv && !isa<NoneType>(operands[biasOperand].getType())) {
     // The convolution's own bias: per output channel, before the chain.
-    Value bias = operands[2];
+    Value bias = operands[biasOperand];
     int64_t M = shapeOf(operands[1])[0];
     std::string x = pb.input(nhwc ? Shape{M} : Shape{M, 1, 1}, elemTypeOf(bias));
     params.push_back(outer(bias));
@@ -387,12 +397,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     }
     spec.outType = outType;
     if (spec.int8) {
-      // The per-column scales follow B (MatMul.h); a one-element scale is spread over N.
-      auto scale = constantValue(outer(operands[2]));
-      if (!scale || (scale->size() != 1 && scale->size() != spec.N))
-        throw std::invalid_argument("int8 product: the scale must be a constant of 1 or N elements");
-      params.insert(params.begin() + 2, scale->size() == spec.N ? outer(operands[2])
-                                                                 : addWeights(std::vector<float>(size_t(spec.N), float(scale->get(0))), anchor));
+      params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
     } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1])) {
       return;
     }
@@ -406,6 +411,8 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   if (!conv) throw std::logic_error("not a product: " + type);
   Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
   if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
+  if (quantizedConv && (!nhwc || attrs.getInt("group", 1) != 1))
+    throw std::invalid_argument("int8 convolutions run NHWC and ungrouped only");
   auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
   Conv2dSpec s;
   s.N = x[0], s.M = w[0], s.KH = w[2], s.KW = w[3];
@@ -444,6 +451,10 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.tile = tileFor(anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
     params[1] = repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
+    if (quantizedConv) {
+      spec.int8 = true;
+      params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
+    }
     addLaunch(anchor, emitMatMul(spec), params);
     return;
   }
@@ -560,7 +571,7 @@ void Lowering::lowerOp(Operation *op) {
   Shape outShape = shapeOf(out);
   auto operands = op->getOperands();
 
-  if (isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp>(op)) {
+  if (isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp, QuantizedConvOp, QuantizedConvNhwcOp>(op)) {
     lowerProduct(op, {}, out);
     return;
   }

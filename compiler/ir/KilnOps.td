@@ -288,6 +288,19 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", "QuantizedMatMul"> {
   let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$scale, IntsOpt:$perm_a, IntsOpt:$perm_b);
   let results = (outs Kiln_Tensor:$Y);
 }
+// int8 convolution: int8 X and W, exact sums × scale[m] in float32, + float32 bias B[m].
+def Kiln_QuantizedConvOp : Kiln_Op<"quantized_conv", "QuantizedConv"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$scale, Kiln_TensorOrNone:$B,
+                   StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
+                   IntsOpt:$pads, IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_QuantizedConvNhwcOp : Kiln_Op<"quantized_conv_nhwc", "QuantizedConvNhwc"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$scale, Kiln_TensorOrNone:$B,
+                   StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
+                   IntsOpt:$pads, IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$Y);
+}
 // Conv, Max/AveragePool with NHWC activations (W keeps ONNX's [M, C/group, KH, KW] layout).
 def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_TensorOrNone:$B, StrOpt:$auto_pad,

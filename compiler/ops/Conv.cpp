@@ -137,12 +137,12 @@ std::vector<Tensor> convEval(const EvalContext &ctx) {
   Tensor y(x.dtype, outputShape(g));
   if (y.size() == 0) return {y};
 
+  // Per output position, the kernel taps that fall inside the (unpadded) input:
+  // (kernel offset, input spatial offset).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> taps(static_cast<size_t>(outSize));
   std::vector<int64_t> o(n, 0), k(n, 0);
-  std::vector<std::pair<int64_t, int64_t>> taps;  // (kernel offset, input spatial offset)
   int64_t oIdx = 0;
   do {
-    // The kernel taps of this output position that fall inside the (unpadded) input.
-    taps.clear();
     std::fill(k.begin(), k.end(), 0);
     int64_t kIdx = 0;
     do {
@@ -153,24 +153,25 @@ std::vector<Tensor> convEval(const EvalContext &ctx) {
         inside = c >= 0 && c < g.inSpatial[d];
         inOff = inOff * g.inSpatial[d] + c;
       }
-      if (inside) taps.emplace_back(kIdx, inOff);
+      if (inside) taps[size_t(oIdx)].emplace_back(kIdx, inOff);
       ++kIdx;
     } while (nextIndex(k, g.kernel));
-
-    for (int64_t b0 = 0; b0 < g.batch; ++b0) {
-      for (int64_t m = 0; m < g.outChannels; ++m) {
-        int64_t grp = m / mPerGroup;
-        double acc = b ? b->f[m] : 0.0;
-        for (int64_t c = 0; c < cPerGroup; ++c) {
-          const double *xp = &x.f[(b0 * g.inChannels + grp * cPerGroup + c) * inSize];
-          const double *wp = &w.f[(m * cPerGroup + c) * kSize];
-          for (auto &t : taps) acc += xp[t.second] * wp[t.first];
-        }
-        y.set((b0 * g.outChannels + m) * outSize + oIdx, acc);
-      }
-    }
     ++oIdx;
   } while (nextIndex(o, g.outSpatial));
+
+  // (batch, output channel) planes are independent: they run on all cores for large convolutions.
+  parallelRows(g.batch * g.outChannels, outSize * cPerGroup * kSize, [&](int64_t plane) {
+    int64_t b0 = plane / g.outChannels, m = plane % g.outChannels, grp = m / mPerGroup;
+    for (int64_t p = 0; p < outSize; ++p) {
+      double acc = b ? b->f[m] : 0.0;
+      for (int64_t c = 0; c < cPerGroup; ++c) {
+        const double *xp = &x.f[(b0 * g.inChannels + grp * cPerGroup + c) * inSize];
+        const double *wp = &w.f[(m * cPerGroup + c) * kSize];
+        for (auto &t : taps[size_t(p)]) acc += xp[t.second] * wp[t.first];
+      }
+      y.set(plane * outSize + p, acc);
+    }
+  });
   return {y};
 }
 

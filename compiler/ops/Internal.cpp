@@ -4,7 +4,10 @@
 //   QuantizedMatMul(A, B, scale, perm_a, perm_b) = float32(float32(Σ a·b) · scale[n]): int8 A and B
 //     (as TransposedMatMul's operands), exact integer sums, the per-column scale applied in
 //     float32 as the int8 kernel does (scale: [N], or one element)
+//   QuantizedConv(X, W, scale, B)          = float32(float32(Conv(X, W)) · scale[m]) + B[m]: int8 X
+//     and W, exact integer sums (scale: [M], or one element; B: float32 [M], optional)
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
+//   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
 // (ConvNhwc keeps W in ONNX's [M, C/group, KH, KW] layout: only activations change layout.)
 #include "compiler/ops/OpSemantics.h"
@@ -126,6 +129,55 @@ int64_t quantizedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorTy
   return base("MatMul").flops(quantizedProductContext(ctx, types), outputs);
 }
 
+// ---- QuantizedConv -----------------------------------------------------------------------------
+
+// Conv's view of a QuantizedConv: X and W as float32, no bias.
+ShapeContext quantizedConvContext(const ShapeContext &ctx, std::vector<TensorType> &types) {
+  check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedConv: needs X, W and scale");
+  check(ctx.inputs[0].dtype == DType::I8 && ctx.inputs[1].dtype == DType::I8, "QuantizedConv: X and W must be int8");
+  check(ctx.inputs[2].dtype == DType::F32, "QuantizedConv: scale must be float32");
+  types = {{DType::F32, ctx.inputs[0].shape}, {DType::F32, ctx.inputs[1].shape}};
+  return ShapeContext{types, {nullptr, nullptr}, ctx.attrs, ctx.numOutputs};
+}
+
+std::vector<TensorType> quantizedConvShape(const ShapeContext &ctx) {
+  std::vector<TensorType> types;
+  std::vector<TensorType> out = base("Conv").shape(quantizedConvContext(ctx, types));
+  int64_t m = ctx.inputs[1].shape.at(0), ns = numElements(ctx.inputs[2].shape);
+  check(ctx.inputs[2].shape.size() <= 1 && (ns == m || ns == 1),
+        "QuantizedConv: scale must have one element or M = " + std::to_string(m) + ", got " + shapeString(ctx.inputs[2].shape));
+  if (ctx.present(3))
+    check(ctx.inputs[3].dtype == DType::F32 && ctx.inputs[3].shape == Shape{m},
+          "QuantizedConv: B must be float32 [" + std::to_string(m) + "], got " + shapeString(ctx.inputs[3].shape));
+  return out;
+}
+
+std::vector<Tensor> quantizedConvEval(const EvalContext &ctx) {
+  auto widened = [&](int k) {  // int8 values as doubles: the sums stay exact
+    Tensor t(DType::F64, ctx.in(k).shape);
+    for (int64_t i = 0; i < t.size(); ++i) t.f[size_t(i)] = double(ctx.in(k).i[size_t(i)]);
+    return t;
+  };
+  Tensor x = widened(0), w = widened(1);
+  EvalContext inner{{&x, &w}, ctx.attrs, 1};
+  Tensor sums = base("Conv").eval(inner)[0];
+  const Tensor &scale = ctx.in(2);
+  const Tensor *bias = ctx.present(3) ? &ctx.in(3) : nullptr;
+  Tensor y(DType::F32, sums.shape);
+  int64_t m = sums.shape.at(1), inner1 = y.size() / std::max<int64_t>(sums.shape.at(0) * m, 1), ns = numElements(scale.shape);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    int64_t c = (i / inner1) % m;
+    float v = float(sums.f[size_t(i)]) * float(scale.f[size_t(ns == 1 ? 0 : c)]);
+    y.set(i, double(bias ? v + float(bias->f[size_t(c)]) : v));
+  }
+  return {y};
+}
+
+int64_t quantizedConvFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
+  std::vector<TensorType> types;
+  return base("Conv").flops(quantizedConvContext(ctx, types), outputs);
+}
+
 // ---- NHWC forms of Conv and pooling ------------------------------------------------------------
 
 // The NCHW view of the context: input 0 transposed, the others as they are.
@@ -176,7 +228,10 @@ FlopsFn nhwcFlops(const char *name, const char *nchw) {
 
 KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedMatMul", quantizedMatMulShape, quantizedMatMulEval, quantizedMatMulFlops});
+KILN_REGISTER_OP({"QuantizedConv", quantizedConvShape, quantizedConvEval, quantizedConvFlops});
 KILN_REGISTER_OP({"ConvNhwc", nhwcShape("ConvNhwc", "Conv"), nhwcEval("Conv"), nhwcFlops("ConvNhwc", "Conv")});
+KILN_REGISTER_OP({"QuantizedConvNhwc", nhwcShape("QuantizedConvNhwc", "QuantizedConv"), nhwcEval("QuantizedConv"),
+                  nhwcFlops("QuantizedConvNhwc", "QuantizedConv")});
 KILN_REGISTER_OP({"MaxPoolNhwc", nhwcShape("MaxPoolNhwc", "MaxPool"), nhwcEval("MaxPool"),
                   nhwcFlops("MaxPoolNhwc", "MaxPool")});
 KILN_REGISTER_OP({"AveragePoolNhwc", nhwcShape("AveragePoolNhwc", "AveragePool"), nhwcEval("AveragePool"),

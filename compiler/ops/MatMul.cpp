@@ -4,10 +4,10 @@
 // Integer products accumulate in 64-bit wrap-around arithmetic and are then wrapped to the
 // result dtype, as a C++ integer kernel would.
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <thread>
 #include <vector>
 
 namespace kiln::ops {
@@ -82,24 +82,6 @@ std::vector<TensorType> matmulShape(const ShapeContext &ctx) {
   check(ctx.present(0) && ctx.present(1), "MatMul: inputs A and B are required");
   MatMulGeometry g = matmulGeometry(ctx.inputs[0], ctx.inputs[1]);
   return {{ctx.inputs[0].dtype, g.out}};
-}
-
-// Runs body(row) for row in [0, rows) on the machine's cores when the work is large (rows are
-// independent: each writes its own outputs).
-template <class Body>
-void parallelRows(int64_t rows, int64_t workPerRow, const Body &body) {
-  int64_t threads = std::min<int64_t>({int64_t(std::max(1u, std::thread::hardware_concurrency())), rows,
-                                       rows * workPerRow / (int64_t(1) << 22) + 1});
-  if (threads <= 1) {
-    for (int64_t r = 0; r < rows; ++r) body(r);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int64_t r = t * rows / threads; r < (t + 1) * rows / threads; ++r) body(r);
-    });
-  for (auto &th : pool) th.join();
 }
 
 std::vector<Tensor> matmulEval(const EvalContext &ctx) {

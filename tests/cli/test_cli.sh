@@ -177,6 +177,10 @@ sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed
   expect 2 "leaves knob 'precision' only int8, which needs --calib" -- tune "$tiny/mlp.onnxtxt" --route 'precision=int8' --dry-run
   expect 0 "^  precision=fp16$" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --dry-run
   expect 0 "precision=int8" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --calib "$tmp/mlp.calib" --dry-run
+  # int8 convolutions (NHWC implicit GEMM; C % 16 == 0).
+  expect 0 "wrote" -- calibrate "$tiny/conv16.onnxtxt" --data "$tiny/conv16.npz" -o "$tmp/conv16.calib"
+  expect 0 "int8: 2 of 2" -- compile "$tiny/conv16.onnxtxt" --precision int8 --calib "$tmp/conv16.calib" -o "$tmp/conv16.kiln"
+  expect 0 "conv2 +int8 +kiln_mma_s8_" -- inspect "$tmp/conv16.kiln"
   echo '{"format": "kiln-calibration", "version": 7}' > "$tmp/new.calib"
   expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/new.calib"
 fi

@@ -92,3 +92,19 @@ func.func @qdq(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
   %d2 = kiln.dequantize_linear %q2, %sc, %zc {axis = 1 : i64} : (tensor<1x8x4x4xi8>, tensor<8xf32>, tensor<8xi8>) -> tensor<1x8x4x4xf32>
   return %d2 : tensor<1x8x4x4xf32>
 }
+
+// -----
+
+// int8 convolutions run NHWC whatever layout.conv says (the NCHW run below too).
+// CHECK-LABEL: func.func @int8_conv
+// CHECK: kiln.transpose %{{.*}} {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x16x3x3xi8>)
+// CHECK: kiln.quantized_conv_nhwc {{.*}} -> tensor<1x3x3x2xf32>
+// AUTO-LABEL: func.func @int8_conv
+// AUTO: kiln.quantized_conv_nhwc
+func.func @int8_conv(%x: tensor<1x16x3x3xi8>) -> tensor<1x2x3x3xf32> {
+  %w = kiln.constant dense<-7> : tensor<2x16x3x3xi8>
+  %s = kiln.constant dense<[3.93700786E-4, 7.87401571E-4]> : tensor<2xf32>
+  %b = kiln.constant dense<[0.5, -0.25]> : tensor<2xf32>
+  %y = kiln.quantized_conv %x, %w, %s, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x3x3xi8>, tensor<2x16x3x3xi8>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+  return %y : tensor<1x2x3x3xf32>
+}

@@ -82,3 +82,25 @@ func.func @untouched(%x: tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) 
   %y2 = kiln.matmul %xd2, %wd : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
   return %y, %y2 : tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// A 2-D convolution between an int8 activation and int8 weights per output channel (axis 0):
+// QuantizedConv with the combined scale per output channel; the float bias stays an operand.
+// CHECK-LABEL: func.func @conv
+// CHECK: %[[S:.*]] = kiln.constant dense<[3.93700786E-4, 7.87401571E-4]> : tensor<2xf32>
+// CHECK: kiln.quantized_conv %{{.*}}, %{{.*}}, %[[S]], %{{.*}} {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x3x3xi8>, tensor<2x16x3x3xi8>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+// CHECK-NOT: kiln.conv
+func.func @conv(%x: tensor<1x16x3x3xf32>) -> tensor<1x2x3x3xf32> {
+  %sa = kiln.constant dense<0.0393700786> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<1x16x3x3xf32>, tensor<f32>, tensor<i8>) -> tensor<1x16x3x3xi8>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<1x16x3x3xi8>, tensor<f32>, tensor<i8>) -> tensor<1x16x3x3xf32>
+  %wb = kiln.constant dense<-7> : tensor<2x16x3x3xi8>
+  %ws = kiln.constant dense<[0.01, 0.02]> : tensor<2xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wb, %ws, %n {axis = 0 : i64} : (tensor<2x16x3x3xi8>, tensor<2xf32>, none) -> tensor<2x16x3x3xf32>
+  %b = kiln.constant dense<[0.5, -0.25]> : tensor<2xf32>
+  %y = kiln.conv %xd, %wd, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x3x3xf32>, tensor<2x16x3x3xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+  return %y : tensor<1x2x3x3xf32>
+}
