@@ -123,17 +123,18 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
 def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
   let summary = "Post-training int8 quantization: Q/DQ around convolutions and matrix products from a calibration";
   let description = [{
-    For every MatMul and TransposedMatMul whose precision is int8 in the route (`precision=int8`,
-    or `node.<name>.precision=int8`), whose weight (operand 1) is a float32 constant, whose
-    activation (operand 0) has a range in the calibration file (`kiln calibrate`, keyed by node
-    name and operand) and which the int8 kernel can run (K % 16 == 0, operands read along K):
-    the activation becomes
+    For every Conv, MatMul and TransposedMatMul whose precision is int8 in the route
+    (`precision=int8`, or `node.<name>.precision=int8`), whose weight (operand 1) is a float32
+    constant, whose activation (operand 0) has a range in the calibration file (`kiln
+    calibrate`, keyed by node name and operand) and which the int8 kernel can run
+    (`int8KernelTakes`: K % 16 == 0 and operands read along K; 2-D ungrouped convolutions with
+    C % 16 == 0): the activation becomes
     `DequantizeLinear(QuantizeLinear(x, amax/127, 0), amax/127, 0)` (int8, per tensor,
     symmetric) and the weight `DequantizeLinear(Wq, s)` with Wq an int8 constant quantized per
     output channel, symmetric, to [-127, 127] (s = max|W[c]| / 127). The graph stays in ONNX's
     QDQ form, so the reference evaluator computes exactly what int8 kernels must, and explicit
     Q/DQ models and calibrated ones meet in one form. Products of two activations (attention),
-    convolutions (no int8 kernel yet) and nodes without a range stay float; the counts are
+    products without an int8 kernel and nodes without a range stay float; the counts are
     reported as a remark. A route asking for int8 without a calibration file is an error.
 
     Before:

@@ -118,7 +118,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
     if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
     if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
     if (noKernel)
-      note += "; " + std::to_string(noKernel) + " stay float: no int8 kernel (convolutions; K % 16 != 0)";
+      note += "; " + std::to_string(noKernel) + " stay float: no int8 kernel (K or a convolution's C not a multiple of 16, grouped convolutions)";
     if (kept) note += "; " + std::to_string(kept) + " kept float (keep-float)";
     f.emitRemark(note);
   }
