@@ -9,7 +9,10 @@ of each calibration file, and reports per-row cosine similarity with the referen
         build/models/minilm_heldout_b16_s64 --rows 100 --calib entropy=m.entropy.calib \\
         --calib minmax=m.minmax.calib --calib minmax_ffn2_float='m.minmax.calib@.*/dense_1/MatMul'
 
-These are the numerics int8 kernels must reproduce (the evaluator computes Q/DQ exactly).
+The int8 variants are `kiln eval --precision int8 --calib FILE`: int8 products, fp16 elsewhere,
+as `kiln compile --precision int8` builds them (before 2026-12-03 the rest was fp32; the CPU
+table in RESULTS.md used that). These are the numerics int8 kernels must reproduce (the
+evaluator computes Q/DQ exactly).
 Engine outputs measured elsewhere (`kiln run ENGINE --inputs BATCH --outputs DIR/BATCH` on a
 GPU, same file names as the held-out batches) are compared the same way with
 --outputs NAME=DIR; --no-eval skips the CPU evaluator runs.
