@@ -176,48 +176,40 @@ if [ "$mode" = int8-zoo ]; then
   [ "$part" = bert ] && only=bert_base_b32_s128
   [ "$part" = resnet ] && only=resnet50_b32
   python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "$only" > "$OUT/logs/zoo.log" 2>&1
-  m="$zoo/bert_base_b32_s128.onnx"
+  # NAME MODEL: fp32, fp16 and int8 engines (calibrated on one random batch), 16 random batches
+  # checked against the fp32 engine (check_NAME_P_SEED.json), latency of each.
+  int8_vs_fp16() {
+    local name=$1 m=$2 s p
+    "$bin/kiln" compile "$m" -o /tmp/${name}_fp32.kiln > "$OUT/logs/compile_${name}_fp32.log" 2>&1
+    "$bin/kiln" compile "$m" -o /tmp/${name}_fp16.kiln --precision fp16 > "$OUT/logs/compile_${name}_fp16.log" 2>&1
+    "$bin/kiln" run /tmp/${name}_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/${name}_cal.npz > /dev/null 2>&1
+    run "calibrate_$name" "$bin/kiln" calibrate "$m" --data /tmp/${name}_cal.npz --method minmax -o /tmp/$name.calib
+    run "compile_${name}_int8" "$bin/kiln" compile "$m" -o /tmp/${name}_int8.kiln --precision int8 --calib /tmp/$name.calib
+    "$bin/kiln" inspect /tmp/${name}_int8.kiln > "$OUT/logs/inspect_${name}_int8.txt" 2>&1
+    for s in $(seq 1 16); do
+      "$bin/kiln" run /tmp/${name}_fp32.kiln --seed "$s" --warmup 0 --iterations 1 --outputs /tmp/${name}_ref.npz > /dev/null 2>&1
+      for p in fp16 int8; do
+        "$bin/kiln" check /tmp/${name}_$p.kiln --reference /tmp/${name}_ref.npz --json > "$OUT/logs/check_${name}_${p}_$s.json" 2>&1
+      done
+    done
+    for p in fp32 fp16 int8; do run "latency_${name}_$p" "$bin/kiln" run /tmp/${name}_$p.kiln --iterations 200; done
+  }
   if [ "$part" != resnet ]; then
-  "$bin/kiln" compile "$m" -o /tmp/bert_fp32.kiln > "$OUT/logs/compile_bert_fp32.log" 2>&1
-  "$bin/kiln" compile "$m" -o /tmp/bert_fp16.kiln --precision fp16 > "$OUT/logs/compile_bert_fp16.log" 2>&1
-  "$bin/kiln" run /tmp/bert_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/bert_cal.npz > /dev/null 2>&1
-  run calibrate_bert "$bin/kiln" calibrate "$m" --data /tmp/bert_cal.npz --method minmax -o /tmp/bert.calib
-  run compile_bert_int8 "$bin/kiln" compile "$m" -o /tmp/bert_int8.kiln --precision int8 --calib /tmp/bert.calib
-  "$bin/kiln" inspect /tmp/bert_int8.kiln > "$OUT/logs/inspect_bert_int8.txt" 2>&1
-  for s in $(seq 1 16); do
-    "$bin/kiln" run /tmp/bert_fp32.kiln --seed "$s" --warmup 0 --iterations 1 --outputs /tmp/bert_ref.npz > /dev/null 2>&1
-    for p in fp16 int8; do
-      "$bin/kiln" check /tmp/bert_$p.kiln --reference /tmp/bert_ref.npz --json > "$OUT/logs/check_bert_${p}_$s.json" 2>&1
-    done
-  done
-  for p in fp32 fp16 int8; do run "latency_bert_$p" "$bin/kiln" run /tmp/bert_$p.kiln --iterations 200; done
-  # The tuner choosing between fp16 and int8 under an accuracy constraint.
-  "$bin/kiln" tune "$m" --route 'precision=fp16|int8' --calib /tmp/bert.calib --accuracy 'cos>=0.99' \
-    --cache /tmp/int8-tune.db > "$OUT/tune_bert_int8.txt" 2> "$OUT/logs/tune_bert_int8.log"
-  echo "tune_bert_int8 rc=$? | $(grep '^best' "$OUT/tune_bert_int8.txt")" >> "$summary"
+    m="$zoo/bert_base_b32_s128.onnx"
+    int8_vs_fp16 bert "$m"
+    # The tuner choosing between fp16 and int8 under an accuracy constraint.
+    "$bin/kiln" tune "$m" --route 'precision=fp16|int8' --calib /tmp/bert.calib --accuracy 'cos>=0.99' \
+      --cache /tmp/int8-tune.db > "$OUT/tune_bert_int8.txt" 2> "$OUT/logs/tune_bert_int8.log"
+    echo "tune_bert_int8 rc=$? | $(grep '^best' "$OUT/tune_bert_int8.txt")" >> "$summary"
   fi
-  m="$zoo/resnet50_b32.onnx"
   if [ "$part" != bert ]; then
-  # ResNet-50 b32: int8 convolutions (all but the 3-channel stem) next to fp16, 16 batches (512
-  # images) against the fp32 engine (top-1 agreement from kiln check).
-  "$bin/kiln" compile "$m" -o /tmp/resnet_fp32.kiln > "$OUT/logs/compile_resnet_fp32.log" 2>&1
-  "$bin/kiln" compile "$m" -o /tmp/resnet_fp16.kiln --precision fp16 > "$OUT/logs/compile_resnet_fp16.log" 2>&1
-  "$bin/kiln" run /tmp/resnet_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/resnet_cal.npz > /dev/null 2>&1
-  run calibrate_resnet "$bin/kiln" calibrate "$m" --data /tmp/resnet_cal.npz --method minmax -o /tmp/resnet.calib
-  run compile_resnet_int8 "$bin/kiln" compile "$m" -o /tmp/resnet_int8.kiln --precision int8 --calib /tmp/resnet.calib
-  "$bin/kiln" inspect /tmp/resnet_int8.kiln > "$OUT/logs/inspect_resnet_int8.txt" 2>&1
-  for s in $(seq 1 16); do
-    "$bin/kiln" run /tmp/resnet_fp32.kiln --seed "$s" --warmup 0 --iterations 1 --outputs /tmp/resnet_ref.npz > /dev/null 2>&1
-    for p in fp16 int8; do
-      "$bin/kiln" check /tmp/resnet_$p.kiln --reference /tmp/resnet_ref.npz --json > "$OUT/logs/check_resnet_${p}_$s.json" 2>&1
+    m="$zoo/resnet50_b32.onnx"
+    int8_vs_fp16 resnet "$m"  # int8 convolutions: all but the 3-channel stem; top-1 from kiln check
+    for l in nchw nhwc; do
+      "$bin/kiln" compile "$m" -o /tmp/resnet_$l.kiln --route "precision=fp16;layout.conv=$l" > "$OUT/logs/compile_resnet_$l.log" 2>&1
+      "$bin/kiln" inspect /tmp/resnet_$l.kiln > "$OUT/logs/inspect_resnet_$l.txt" 2>&1
+      run "latency_resnet50_b32_fp16_$l" "$bin/kiln" run /tmp/resnet_$l.kiln --iterations 200
     done
-  done
-  for p in fp32 fp16 int8; do run "latency_resnet50_b32_$p" "$bin/kiln" run /tmp/resnet_$p.kiln --iterations 200; done
-  for l in nchw nhwc; do
-    "$bin/kiln" compile "$m" -o /tmp/resnet_$l.kiln --route "precision=fp16;layout.conv=$l" > "$OUT/logs/compile_resnet_$l.log" 2>&1
-    "$bin/kiln" inspect /tmp/resnet_$l.kiln > "$OUT/logs/inspect_resnet_$l.txt" 2>&1
-    run "latency_resnet50_b32_fp16_$l" "$bin/kiln" run /tmp/resnet_$l.kiln --iterations 200
-  done
   fi
   host_engines
 fi
