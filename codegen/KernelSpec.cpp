@@ -11,6 +11,7 @@ const char *cudaTypeName(ElemType t) {
     case ElemType::I64: return "long long";
     case ElemType::Bool: return "bool";
     case ElemType::I8: return "signed char";
+    case ElemType::U8: return "unsigned char";
   }
   return "float";
 }

@@ -12,8 +12,8 @@
 namespace kiln::codegen {
 
 // Element types the kernels handle (float32 first; half types later).
-enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8 };
-const char *cudaTypeName(ElemType t);  // "float", "__half", "int", "long long", "bool", "signed char"
+enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8, U8 };
+const char *cudaTypeName(ElemType t);  // "float", "__half", "int", "long long", "bool", "signed char", "unsigned char"
 
 struct KernelLaunch {
   std::string entry;   // the extern "C" __global__ function's name (unique per distinct source)

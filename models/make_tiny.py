@@ -171,6 +171,28 @@ def make_qdq_matmul():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_qdq_matmul_u8():
+    """onnxruntime's default QDQ form (U8S8): uint8 activations with a zero point, int8 weights."""
+    r = rng_for("qdq_matmul_u8")
+    x = inputs(r, (2, 16))
+    wq = r.integers(-127, 128, size=(16, 8)).astype(np.int8)
+    ws = np.float32(1 / 128)
+    xs, xz = np.float32(1 / 32), np.uint8(100)
+    g = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
+         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
+         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w"),
+         helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")],
+        "qdq_matmul_u8", [vi("x", F32, [2, 16])], [vi("y", F32, [2, 8])],
+        [numpy_helper.from_array(np.array(xs, np.float32), "x_scale"),
+         numpy_helper.from_array(np.array(xz, np.uint8), "x_zero"),
+         numpy_helper.from_array(wq, "w_q"), numpy_helper.from_array(np.array(ws, np.float32), "w_scale")],
+        doc_string="x[2,16] -> QuantizeLinear/DequantizeLinear (uint8, 1/32, zero point 100) -> MatMul with int8 weights")
+    xq = np.clip(np.round(f64(x) / f64(xs)) + 100, 0, 255)
+    y = ((xq - 100) * f64(xs)).astype(np.float32).astype(np.float64) @ (f64(wq) * f64(ws)).astype(np.float32).astype(np.float64)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def make_conv16():
     """A residual block with 16/32 channels: the convolutions int8 quantization covers (2-D,
     ungrouped, C % 16 == 0)."""
@@ -430,7 +452,8 @@ def main(argv=None):
     # valid models + references
     valid = {"mlp": make_mlp(), "conv_bn_relu": make_conv_bn_relu(),
              "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
-             "qdq_matmul": make_qdq_matmul(), "conv16": make_conv16()}
+             "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
+             "conv16": make_conv16()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

@@ -53,7 +53,8 @@ bool isFusableElementwise(Operation *op) {
       n = int(k) + 1;
     }
     Type io = cast<RankedTensorType>((type == "QuantizeLinear" ? op->getResult(0) : op->getOperand(0)).getType()).getElementType();
-    if (!io.isSignlessInteger(8)) return false;
+    if (!io.isSignlessInteger(8) && !io.isUnsignedInteger(8)) return false;
+    if (type == "QuantizeLinear") ea.ints["uint8"] = io.isUnsignedInteger(8);
   }
   for (Value v : op->getOperands())
     if (!isa<NoneType>(v.getType()) && !isa<RankedTensorType>(v.getType())) return false;
@@ -72,6 +73,7 @@ bool isFusableElementwise(Operation *op) {
   else if (e.isInteger(32)) data = codegen::ElemType::I32;
   else if (e.isInteger(64)) data = codegen::ElemType::I64;
   else if (e.isSignlessInteger(8)) data = codegen::ElemType::I8;
+  else if (e.isUnsignedInteger(8)) data = codegen::ElemType::U8;
   else return false;
   return codegen::lookupElementwiseOp(type, n, ea, data).has_value();
 }
@@ -154,9 +156,9 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
         if (u->getParentOp() != anchor->getParentOp() || !(isFusableElementwise(u) || elementwiseRegion)) break;
         auto ut = dyn_cast<RankedTensorType>(u->getResult(0).getType());
         if (!ut || ut.getShape() != outType.getShape()) break;
-        // Products store float results, or int8 ones (QuantizeLinear: the next int8 product's
+        // Products store float results, or 8-bit ones (QuantizeLinear: the next product's
         // input), which end the epilogue.
-        bool quantized = ut.getElementType().isSignlessInteger(8);
+        bool quantized = ut.getElementType().isSignlessInteger(8) || ut.getElementType().isUnsignedInteger(8);
         if (!isa<FloatType>(ut.getElementType()) && !quantized) break;
         chain.push_back(u);
         cur = u->getResult(0);

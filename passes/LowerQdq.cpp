@@ -72,10 +72,15 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       std::string t = onnxTypeOf(op);
       if (t == "MatMul" || t == "TransposedMatMul" || t == "Conv") products.push_back(op);
     });
-    int noKernel = 0;
+    int noKernel = 0, notInt8Form = 0;
+    auto isDequantized = [](Value v) { return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear"; };
     for (Operation *op : products) {
       auto a = dequantOf(op->getOperand(0)), b = dequantOf(op->getOperand(1));
-      if (!a || !b || a->scale.size() != 1) continue;
+      if (!a || !b || a->scale.size() != 1) {
+        // (Dequantized operands that are uint8, have zero points or per-axis activation scales.)
+        if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) ++notInt8Form;
+        continue;
+      }
       if (!int8KernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
         ++noKernel;
         continue;
@@ -106,6 +111,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       op->getResult(0).replaceAllUsesWith(q->getResult(0));
       op->erase();
     }
+    if (notInt8Form)
+      getOperation().emitRemark(std::to_string(notInt8Form) +
+                                " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "
+                                "kernels take int8 data with zero points 0 and a per-tensor activation scale");
     if (noKernel)
       getOperation().emitRemark(std::to_string(noKernel) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "

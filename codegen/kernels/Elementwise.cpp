@@ -52,10 +52,10 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   int64_t maxBlocks = 8192;
   std::string idx = indexType(total + maxBlocks * kBlock * 8);
 
-  // Vector path: float or int8 storage everywhere, every input full-size (contiguous) or one element.
+  // Vector path: float or 8-bit integer storage everywhere, every input full-size (contiguous) or one element.
   // W elements per thread = 16 bytes of the widest type.
   size_t widest = elemSize(spec.outType);
-  auto vectorType = [](ElemType t) { return isFloatType(t) || t == ElemType::I8; };
+  auto vectorType = [](ElemType t) { return isFloatType(t) || t == ElemType::I8 || t == ElemType::U8; };
   bool vec = spec.allowVectorized && total > 0 && vectorType(spec.outType);
   std::vector<bool> scalarIn(n);
   for (size_t k = 0; k < n; ++k) {
@@ -299,18 +299,22 @@ const std::map<std::string, Make> &table() {
         default: return std::nullopt;
       }
     };
-    // Per-tensor int8 (de)quantization; the scale (b) and zero point (c, optional) are one-element
-    // constants, so codegen passes them as literals. round(x / scale) halves to even (rintf).
-    m["QuantizeLinear"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+    // Per-tensor 8-bit (de)quantization; the scale (b) and zero point (c, optional) are
+    // one-element constants, so codegen passes them as literals. round(x / scale) halves to even
+    // (rintf). QuantizeLinear's result is int8, or uint8 with attribute `uint8` = 1 (a uint8
+    // zero point, or none: ONNX's default).
+    m["QuantizeLinear"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
       if ((n != 2 && n != 3) || t != ElemType::F32) return std::nullopt;
-      if (n == 2) return ElementwiseOp{"kiln_sat_i8(rintf(a / b))", ElemType::I8, {ElemType::F32, ElemType::F32}};
-      return ElementwiseOp{"kiln_sat_i8(rintf(a / b) + (float)c)", ElemType::I8,
-                           {ElemType::F32, ElemType::F32, ElemType::I8}};
+      bool u8 = at.getInt("uint8", 0) != 0;
+      ElemType q = u8 ? ElemType::U8 : ElemType::I8;
+      std::string sat = u8 ? "kiln_sat_u8" : "kiln_sat_i8";
+      if (n == 2) return ElementwiseOp{sat + "(rintf(a / b))", q, {ElemType::F32, ElemType::F32}};
+      return ElementwiseOp{sat + "(rintf(a / b) + (float)c)", q, {ElemType::F32, ElemType::F32, q}};
     };
     m["DequantizeLinear"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
-      if ((n != 2 && n != 3) || t != ElemType::I8) return std::nullopt;
-      if (n == 2) return ElementwiseOp{"(float)a * b", ElemType::F32, {ElemType::I8, ElemType::F32}};
-      return ElementwiseOp{"(float)(a - c) * b", ElemType::F32, {ElemType::I8, ElemType::F32, ElemType::I8}};
+      if ((n != 2 && n != 3) || (t != ElemType::I8 && t != ElemType::U8)) return std::nullopt;
+      if (n == 2) return ElementwiseOp{"(float)a * b", ElemType::F32, {t, ElemType::F32}};
+      return ElementwiseOp{"(float)(a - c) * b", ElemType::F32, {t, ElemType::F32, t}};
     };
     return m;
   }();

@@ -18,7 +18,7 @@ std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType st
 std::string ProgramBuilder::literal(double v, ElemType t) {
   if (isFloatType(t)) return floatLiteral(static_cast<float>(v));
   if (t == ElemType::Bool) return v != 0 ? "true" : "false";
-  if (t == ElemType::I32 || t == ElemType::I8) return "(" + std::to_string(static_cast<int64_t>(v)) + ")";
+  if (t == ElemType::I32 || t == ElemType::I8 || t == ElemType::U8) return "(" + std::to_string(static_cast<int64_t>(v)) + ")";
   return "(" + intLiteral(static_cast<int64_t>(v)) + ")";
 }
 

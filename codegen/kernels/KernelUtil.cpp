@@ -62,6 +62,7 @@ const char *storageTypeName(ElemType t) {
     case ElemType::I64: return "long long";
     case ElemType::Bool: return "bool";
     case ElemType::I8: return "signed char";
+    case ElemType::U8: return "unsigned char";
   }
   return "float";
 }
@@ -75,12 +76,13 @@ const char *typeTag(ElemType t) {
     case ElemType::I64: return "s64";
     case ElemType::Bool: return "b8";
     case ElemType::I8: return "s8";
+    case ElemType::U8: return "u8";
   }
   return "f32";
 }
 
 const char *computeTypeName(ElemType t) {
-  return isFloatType(t) ? "float" : t == ElemType::I8 ? "int" : storageTypeName(t);
+  return isFloatType(t) ? "float" : t == ElemType::I8 || t == ElemType::U8 ? "int" : storageTypeName(t);
 }
 
 bool isFloatType(ElemType t) { return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16; }
@@ -95,7 +97,7 @@ size_t elemSize(ElemType t) {
     case ElemType::F32: case ElemType::I32: return 4;
     case ElemType::F16: case ElemType::BF16: return 2;
     case ElemType::I64: return 8;
-    case ElemType::Bool: case ElemType::I8: return 1;
+    case ElemType::Bool: case ElemType::I8: case ElemType::U8: return 1;
   }
   return 4;
 }
@@ -137,8 +139,10 @@ KILN_DEV int kiln_ld(int v) { return v; }
 KILN_DEV long long kiln_ld(long long v) { return v; }
 KILN_DEV bool kiln_ld(bool v) { return v; }
 KILN_DEV int kiln_ld(signed char v) { return v; }
-// QuantizeLinear's saturation to int8 (the value is already rounded; NaN gives 0).
+KILN_DEV int kiln_ld(unsigned char v) { return v; }
+// QuantizeLinear's saturation to int8 / uint8 (the value is already rounded; NaN gives 0).
 KILN_DEV int kiln_sat_i8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, -128.f), 127.f); }
+KILN_DEV int kiln_sat_u8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, 0.f), 255.f); }
 template <class T> __device__ __forceinline__ T kiln_st(float v) { return (T)v; }
 template <> __device__ __forceinline__ kiln_half kiln_st<kiln_half>(float v) {
   kiln_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(v)); return h;

@@ -29,7 +29,7 @@ std::string intLiteral(int64_t v);
 // Element type of a tensor as CUDA spells it, with bool kept 1 byte and half types as the
 // prelude's 16-bit `kiln_half` / `kiln_bf16` (no cuda_fp16.h).
 const char *storageTypeName(ElemType t);
-// A short tag for kernel names: "f32", "f16", "bf16", "s8", "s32", "s64", "b8". Product and
+// A short tag for kernel names: "f32", "f16", "bf16", "s8", "u8", "s32", "s64", "b8". Product and
 // convolution kernels are named kiln_<kind>_<tag>_<hash> (`kiln inspect` reads their precision).
 const char *typeTag(ElemType t);
 // The type a value is computed in: float for every float storage, else the storage type.

@@ -528,8 +528,8 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   if (s.int8) s.type = ElemType::F16;  // int8 pairs travel as 16-bit elements (packInt8Pairs)
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
   if (!mma && s.type != ElemType::F32) throw std::invalid_argument("matmul: operands must be f32, f16 or bf16");
-  if (!isFloatType(s.outType) && s.outType != ElemType::I8)
-    throw std::invalid_argument("matmul: the result must be a float type or int8 (a quantizing epilogue)");
+  if (!isFloatType(s.outType) && s.outType != ElemType::I8 && s.outType != ElemType::U8)
+    throw std::invalid_argument("matmul: the result must be a float type or 8-bit (a quantizing epilogue)");
   size_t br = s.batchShape.size();
   for (const MatrixView *v : {&s.a, &s.b})
     if (!v->batchStrides.empty() && v->batchStrides.size() != br)

@@ -48,7 +48,7 @@ struct MatMulSpec {
   MatrixView a, b;                  // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
   std::optional<ConvGeometry> conv; // A is the im2col view of an image (then `a` is unused)
   ElemType type = ElemType::F32;    // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
-  ElemType outType = ElemType::F32;  // a float type, or I8 after a QuantizeLinear epilogue
+  ElemType outType = ElemType::F32;  // a float type, or I8/U8 after a QuantizeLinear epilogue
   FusedProgram epilogue;            // result empty: C = acc
   std::vector<int64_t> outShape;    // epilogue broadcast shape; empty: batchShape + [M, N]
   std::string tile;                 // "auto" or empty: chosen from the sizes; else one of matMulTiles()

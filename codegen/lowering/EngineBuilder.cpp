@@ -72,9 +72,10 @@ ElemType elemTypeOf(Value v) {
     case ops::DType::I32: return ElemType::I32;
     case ops::DType::Bool: return ElemType::Bool;
     case ops::DType::I8: return ElemType::I8;
+    case ops::DType::U8: return ElemType::U8;
     default:
       throw std::invalid_argument(std::string("element type ") + ops::dtypeName(tensorTypeOf(v.getType()).dtype) +
-                                  " has no kernels yet (float32, float16, bfloat16, int32, int64, int8 and bool do)");
+                                  " has no kernels yet (float32, float16, bfloat16, int32, int64, int8, uint8 and bool do)");
   }
 }
 
@@ -301,6 +302,7 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
       for (size_t k = 1; k < ins.size(); ++k)
         if (cast<RankedTensorType>(ins[k].getType()).getNumElements() != 1 || !constantValue(outer(ins[k])))
           throw std::invalid_argument(type + ": only a constant per-tensor scale and zero point have a GPU kernel");
+      if (type == "QuantizeLinear") ea.ints["uint8"] = elemTypeOf(op->getResult(0)) == ElemType::U8;
     }
     // The type the op computes in: its last tensor operand's (Where: X's, (de)quantization: x's).
     Value data = op->getResult(0);
