@@ -13,30 +13,34 @@ namespace {
 
 using namespace mlir;
 
-bool isInt8(Value v) {
+bool isInt8(Value v, bool orUint8 = false) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.getElementType().isSignlessInteger(8);
+  return t && (t.getElementType().isSignlessInteger(8) || (orUint8 && t.getElementType().isUnsignedInteger(8)));
 }
 
 // A DequantizeLinear of int8 data with a constant float32 scale and no (or an all-zero) zero
-// point: its data, scale and axis.
+// point: its data, scale and axis. An activation (`activation`) may also be uint8 or have a
+// per-tensor zero point (the int8 kernel subtracts it per column).
 struct Dequant {
   Value data;
   ops::Tensor scale;
   int64_t axis = 1;
+  int64_t zeroPoint = 0;
 };
-std::optional<Dequant> dequantOf(Value v) {
+std::optional<Dequant> dequantOf(Value v, bool activation = false) {
   Operation *dq = v.getDefiningOp();
-  if (!dq || onnxTypeOf(dq) != "DequantizeLinear" || !isInt8(dq->getOperand(0))) return std::nullopt;
+  if (!dq || onnxTypeOf(dq) != "DequantizeLinear" || !isInt8(dq->getOperand(0), activation)) return std::nullopt;
   auto scale = constantValue(dq->getOperand(1));
   if (!scale || scale->dtype != ops::DType::F32 || scale->shape.size() > 1) return std::nullopt;
+  int64_t zeroPoint = 0;
   if (dq->getNumOperands() > 2 && !isa<NoneType>(dq->getOperand(2).getType())) {
     auto zp = constantValue(dq->getOperand(2));
     if (!zp) return std::nullopt;
     for (int64_t z : zp->i)
-      if (z != 0) return std::nullopt;
+      if (z != 0 && !(activation && zp->size() == 1)) return std::nullopt;
+    zeroPoint = zp->i.empty() ? 0 : zp->i[0];
   }
-  Dequant d{dq->getOperand(0), *scale, 1};
+  Dequant d{dq->getOperand(0), *scale, 1, zeroPoint};
   if (auto a = dq->getAttrOfType<IntegerAttr>("axis")) d.axis = a.getInt();
   int64_t rank = cast<RankedTensorType>(d.data.getType()).getRank();
   if (d.axis < 0) d.axis += rank;
@@ -75,8 +79,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
     int noKernel = 0, notInt8Form = 0;
     auto isDequantized = [](Value v) { return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear"; };
     for (Operation *op : products) {
-      auto a = dequantOf(op->getOperand(0)), b = dequantOf(op->getOperand(1));
-      if (!a || !b || a->scale.size() != 1) {
+      auto a = dequantOf(op->getOperand(0), true), b = dequantOf(op->getOperand(1));
+      bool plainInt8 = a && a->zeroPoint == 0 && isInt8(a->data);
+      if (!a || !b || a->scale.size() != 1 || (onnxTypeOf(op) == "Conv" && !plainInt8)) {
+        // (Convolutions take int8 activations without a zero point: a padded tap must be 0.)
         // (Dequantized operands that are uint8, have zero points or per-axis activation scales.)
         if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) ++notInt8Form;
         continue;
@@ -101,6 +107,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       SmallVector<NamedAttribute> attrs;
       for (const char *p : {"perm_a", "perm_b"})
         if (auto v = op->getAttr(p)) attrs.push_back(builder.getNamedAttr(p, v));
+      if (a->zeroPoint != 0) {
+        if (!b->data.getDefiningOp<ConstantOp>() || bt.getRank() != 2) continue;  // (offsets need constant B)
+        attrs.push_back(builder.getNamedAttr("a_zero_point", builder.getI64IntegerAttr(a->zeroPoint)));
+      }
       std::string error;
       Value s = createConstant(builder, op->getLoc(), scale);
       Operation *q = createInferred(builder, op->getLoc(), "kiln.quantized_matmul", {a->data, b->data, s}, attrs, &error);
@@ -114,7 +124,8 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
     if (notInt8Form)
       getOperation().emitRemark(std::to_string(notInt8Form) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "
-                                "kernels take int8 data with zero points 0 and a per-tensor activation scale");
+                                "kernels take int8 weights without zero points, a per-tensor activation scale, "
+                                "and for convolutions int8 activations without a zero point");
     if (noKernel)
       getOperation().emitRemark(std::to_string(noKernel) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "

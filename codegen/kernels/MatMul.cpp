@@ -142,11 +142,15 @@ KILN_DEV void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
 // m16n8k16 fp16 fragments, so the tiles (int8 pairs as 16-bit elements) are loaded unchanged.
 typedef int ACC_T;
 KILN_DEV void mma_step(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." KILN_A8 ".s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#if KILN_QOFFSET  // A's zero point: Σ (a - za)·b = Σ a·b - za·Σ b, QOFF[col] = za·Σ_k B[k][col]
+#define ACC_SCALE(v, col) ((col) < N ? (float)((v) - QOFF[col]) * QSCALE[col] : 0.f)
+#else
 #define ACC_SCALE(v, col) ((float)(v) * ((col) < N ? QSCALE[col] : 0.f))
+#endif
 #else
 typedef float ACC_T;
 KILN_DEV void mma_step(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
@@ -587,6 +591,8 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += "__device__ constexpr LI BSB[] = " + arrayLit(sb) + ";\n";
   src += std::string("#define KILN_CONV ") + (s.conv ? "1" : "0") + "\n";
   src += std::string("#define KILN_INT8 ") + (s.int8 ? "1" : "0") + "\n";
+  if (s.int8) src += std::string("#define KILN_A8 \"") + (s.aUnsigned ? "u8" : "s8") + "\"\n";
+  src += std::string("#define KILN_QOFFSET ") + (s.int8 && s.aOffset ? "1" : "0") + "\n";
   if (s.conv) {
     const ConvGeometry &g = *s.conv;
     auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -642,16 +648,18 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   }
   body = replaceAll(body, "KILN_BATCH_OFFSETS", kBatchOffsets);
   body = replaceAll(body, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
-  body = replaceAll(body, "KILN_QSCALE_PARAM", s.int8 ? "const float* __restrict__ QSCALE," : "");
+  body = replaceAll(body, "KILN_QSCALE_PARAM",
+                    !s.int8 ? "" : s.aOffset ? "const float* __restrict__ QSCALE, const int* __restrict__ QOFF,"
+                                             : "const float* __restrict__ QSCALE,");
   body = replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "LI", "L", "e", "C[L]"));
   src += body;
   if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
     throw std::invalid_argument("matmul: M too large for grid.y");
-  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(in.int8 ? ElemType::I8 : s.type), src);
+  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(in.int8 ? (in.aUnsigned ? ElemType::U8 : ElemType::I8) : s.type), src);
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;
-  out.numParams = 3 + (s.int8 ? 1 : 0) + static_cast<int>(epi.numInputs());
+  out.numParams = 3 + (s.int8 ? 1 : 0) + (s.int8 && s.aOffset ? 1 : 0) + static_cast<int>(epi.numInputs());
   return out;
 }
 

@@ -15,7 +15,8 @@
 // contiguous over [batch..., M, N]; the epilogue (FusedProgram.h, `acc` = the fp32 product)
 // computes each stored element, its inputs broadcast to `outShape`.
 //
-// Kernel parameters: A (or the NHWC image), B, (int8: the column scales,) epilogue inputs..., C.
+// Kernel parameters: A (or the NHWC image), B, (int8: the column scales, [the zero-point
+// offsets,]) epilogue inputs..., C.
 #pragma once
 
 #include "codegen/KernelSpec.h"
@@ -56,6 +57,10 @@ struct MatMulSpec {
   // A and B hold int8: tensor cores (mma.sync m16n8k32 s8, int32 sums), `acc` = sum · scale[n]
   // with scale an extra fp32 [N] kernel parameter after B. `type` is ignored.
   bool int8 = false;
+  bool aUnsigned = false;  // int8: A holds uint8 (mma .u8.s8); B is always int8
+  // int8 with a zero point on A: an int32 [N] parameter after the scales, za · Σ_k B[k][n],
+  // subtracted from the sums before scaling.
+  bool aOffset = false;
 };
 
 KernelLaunch emitMatMul(const MatMulSpec &spec);

@@ -209,6 +209,24 @@ class Lowering {
   }
   // A float32 constant computed at build time (BatchNormalization's scale and shift).
   Value addWeights(const std::vector<float> &vals, Operation *at);
+  // za · Σ_k B[k][n] per column of a constant 2-D int8 B (read through perm_b): the int8
+  // kernel's offsets for an A with zero point za (MatMul.h).
+  Value zeroPointOffsets(Value b, const Shape &permB, int64_t za, Operation *at) {
+    auto w = constantValue(outer(b), int64_t(1) << 30);
+    if (!w || w->rank() != 2) throw std::invalid_argument("int8 product with an activation zero point: B must be a constant matrix");
+    bool nk = permB == Shape{1, 0};  // stored [N, K]
+    int64_t n = w->shape[nk ? 0 : 1], k = w->shape[nk ? 1 : 0];
+    ops::Tensor off(ops::DType::I32, {n});
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < k; ++i) sum += w->getInt(nk ? j * k + i : i * n + j);
+      off.setInt(j, za * sum);
+    }
+    builder_.setInsertionPoint(at);
+    Value c = builder_.create<ConstantOp>(at->getLoc(), attrFromTensor(off, f_.getContext()));
+    buildTimeConstants_.push_back(c.getDefiningOp());
+    return c;
+  }
   // The int8 kernel's per-column scale parameter (MatMul.h): the constant `scale` operand of n
   // elements, or one element spread over n.
   Value int8Scale(Value scale, int64_t n, Operation *at) {
@@ -387,7 +405,9 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     }
     spec.type = inType;
     spec.int8 = type == "QuantizedMatMul";
-    if (elemTypeOf(operands[1]) != inType) throw std::invalid_argument("matrix product operands of different types");
+    spec.aUnsigned = spec.int8 && inType == ElemType::U8;
+    if (elemTypeOf(operands[1]) != (spec.aUnsigned ? ElemType::I8 : inType))
+      throw std::invalid_argument("matrix product operands of different types");
     // Tensor cores read B best k-contiguous ([N, K], ldmatrix without .trans; int8 only so):
     // constant [K, N] weights are repacked once at build time.
     Shape bShape = shapeOf(operands[1]);
@@ -400,6 +420,10 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.outType = outType;
     if (spec.int8) {
       params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
+      if (int64_t za = attrs.getInt("a_zero_point", 0)) {
+        params.insert(params.begin() + 3, zeroPointOffsets(operands[1], attrs.getInts("perm_b", {}), za, anchor));
+        spec.aOffset = true;
+      }
     } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1])) {
       return;
     }

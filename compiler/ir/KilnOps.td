@@ -285,7 +285,8 @@ def Kiln_TransposedMatMulOp : Kiln_Op<"transposed_matmul", "TransposedMatMul"> {
 // int8 A and B (TransposedMatMul's operand permutations), exact integer sums, then · scale[n] in
 // float32: what QDQ around a matrix product becomes for the int8 kernel.
 def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", "QuantizedMatMul"> {
-  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$scale, IntsOpt:$perm_a, IntsOpt:$perm_b);
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$scale, IntsOpt:$perm_a, IntsOpt:$perm_b,
+                   I64Opt:$a_zero_point);
   let results = (outs Kiln_Tensor:$Y);
 }
 // int8 convolution: int8 X and W, exact sums × scale[m] in float32, + float32 bias B[m].

@@ -1,7 +1,8 @@
 // kiln-internal ops: forms that compiler passes create, not ONNX ops. Each is defined by the ONNX
 // ops it stands for, so its reference semantics are those ops' kernels composed:
 //   TransposedMatMul(A, B, perm_a, perm_b) = MatMul(Transpose(A, perm_a), Transpose(B, perm_b))
-//   QuantizedMatMul(A, B, scale, perm_a, perm_b) = float32(float32(Σ a·b) · scale[n]): int8 A and B
+//   QuantizedMatMul(A, B, scale, perm_a, perm_b, a_zero_point) = float32(float32(Σ (a - za)·b) · scale[n]):
+//     int8 (or uint8) A with zero point za (attribute, default 0), int8 B
 //     (as TransposedMatMul's operands), exact integer sums, the per-column scale applied in
 //     float32 as the int8 kernel does (scale: [N], or one element)
 //   QuantizedConv(X, W, scale, B)          = float32(float32(Conv(X, W)) · scale[m]) + B[m]: int8 X
@@ -90,12 +91,14 @@ ShapeContext quantizedProductContext(const ShapeContext &ctx, std::vector<Tensor
   ShapeContext c = matmulContext(ctx, types);
   c.inputs.resize(2);
   c.values.resize(2);
+  c.inputs[0].dtype = c.inputs[1].dtype = DType::I8;  // (a uint8 A multiplies int8 B as well)
   return c;
 }
 
 std::vector<TensorType> quantizedMatMulShape(const ShapeContext &ctx) {
   check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedMatMul: needs A, B and scale");
-  check(ctx.inputs[0].dtype == DType::I8 && ctx.inputs[1].dtype == DType::I8, "QuantizedMatMul: A and B must be int8");
+  check((ctx.inputs[0].dtype == DType::I8 || ctx.inputs[0].dtype == DType::U8) && ctx.inputs[1].dtype == DType::I8,
+        "QuantizedMatMul: A must be int8 or uint8, B int8");
   check(ctx.inputs[2].dtype == DType::F32, "QuantizedMatMul: scale must be float32");
   std::vector<TensorType> types;
   std::vector<TensorType> out = base("MatMul").shape(quantizedProductContext(ctx, types));
@@ -114,6 +117,8 @@ std::vector<Tensor> quantizedMatMulEval(const EvalContext &ctx) {
     return w;
   };
   Tensor a = widened(0, "perm_a"), b = widened(1, "perm_b");
+  int64_t za = ctx.attrs.getInt("a_zero_point", 0);
+  for (int64_t &v : a.i) v -= za;
   EvalContext inner{{&a, &b}, ctx.attrs, 1};
   Tensor sums = base("MatMul").eval(inner)[0];
   const Tensor &scale = ctx.in(2);

@@ -161,9 +161,10 @@ got, want = np.load('$tmp/qdq_out.npz')['y'], np.load('$tiny/qdq_matmul.npz')['y
 sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul differs from the numpy reference"; fi
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
   expect 0 "matmul +int8 +kiln_mma_s8_" -- inspect "$tmp/q.kiln"
-  # onnxruntime's default U8S8 form: uint8 activations with a zero point stay float products (said).
-  expect 0 "1 QDQ matrix products/convolutions stay float" -- compile "$tiny/qdq_matmul_u8.onnxtxt" -o "$tmp/q8.kiln"
-  expect 0 "matmul +fp32 +kiln_mm_f32_" -- inspect "$tmp/q8.kiln"
+  # onnxruntime's default U8S8 form: uint8 activations with a zero point (mma .u8.s8, the zero
+  # point subtracted per column).
+  expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul_u8.onnxtxt" -o "$tmp/q8.kiln"
+  expect 0 "matmul +int8 +kiln_mma_u8_" -- inspect "$tmp/q8.kiln"
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
   # int8 per node on an fp32 route (fc2 is the product with an int8 kernel).
   expect 0 "int8: 1 of 1" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=int8'

@@ -314,9 +314,17 @@ TEST(MatMulKernels, Int8TensorCores) {
     s.outType = ElemType::F16;
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
     KernelLaunch kl = emitMatMul(s);
-    EXPECT_NE(kl.source.find("m16n8k32.row.col.s32.s8.s8.s32"), std::string::npos);
+    EXPECT_NE(kl.source.find("m16n8k32.row.col.s32.\" KILN_A8 \".s8.s32"), std::string::npos);
+    EXPECT_NE(kl.source.find("#define KILN_A8 \"s8\""), std::string::npos);
     expectKernel(kl, 4);
   }
+  // uint8 A with a zero point: .u8.s8 and an int32 offset per column after the scales.
+  MatMulSpec u8 = transposedMatMulSpec({100, 48}, {}, {40, 48}, {1, 0});
+  u8.int8 = u8.aUnsigned = u8.aOffset = true;
+  KernelLaunch ku = emitMatMul(u8);
+  EXPECT_NE(ku.source.find("#define KILN_A8 \"u8\""), std::string::npos);
+  EXPECT_NE(ku.entry.find("kiln_mma_u8_"), std::string::npos);
+  expectKernel(ku, 5);
   MatMulSpec batched = transposedMatMulSpec({2, 64, 96}, {}, {80, 96}, {1, 0});  // shared weights: folded into M
   batched.int8 = true;
   expectKernel(emitMatMul(batched), 4);

@@ -29,7 +29,7 @@ static std::string productPrecision(const rt::EngineDesc &d, const rt::Launch &l
   for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_"}) {
     if (e.rfind(kind, 0) != 0) continue;
     std::string tag = e.substr(std::string(kind).size(), e.find('_', std::string(kind).size()) - std::string(kind).size());
-    return tag == "s8" ? "int8" : tag == "f16" ? "fp16" : tag == "bf16" ? "bf16" : tag == "f32" ? "fp32" : tag;
+    return tag == "s8" || tag == "u8" ? "int8" : tag == "f16" ? "fp16" : tag == "bf16" ? "bf16" : tag == "f32" ? "fp32" : tag;
   }
   return "";
 }

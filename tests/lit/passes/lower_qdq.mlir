@@ -104,3 +104,23 @@ func.func @conv(%x: tensor<1x16x3x3xf32>) -> tensor<1x2x3x3xf32> {
   %y = kiln.conv %xd, %wd, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x3x3xf32>, tensor<2x16x3x3xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
   return %y : tensor<1x2x3x3xf32>
 }
+
+// -----
+
+// onnxruntime's default activations: uint8 with a zero point. The product keeps uint8 A and
+// records the zero point (the kernel subtracts za · Σ_k B[k][n] per column).
+// CHECK-LABEL: func.func @uint8_activation
+// CHECK: kiln.quantized_matmul {{.*}} {a_zero_point = 100 : i64} : (tensor<2x16xui8>, tensor<16x2xi8>, tensor<2xf32>) -> tensor<2x2xf32>
+func.func @uint8_activation(%x: tensor<2x16xf32>) -> tensor<2x2xf32> {
+  %sa = kiln.constant dense<0.03125> : tensor<f32>
+  %zp = kiln.constant dense<100> : tensor<ui8>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<2x16xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x16xui8>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x16xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x16xf32>
+  %wq = kiln.constant dense<[[127, -127], [-64, 32], [0, 127], [5, -5], [17, 3], [-100, 99], [1, 2], [3, 4],
+                             [-1, -2], [-3, -4], [60, -60], [7, 77], [-77, 7], [126, -126], [0, 0], [9, -9]]> : tensor<16x2xi8>
+  %ws = kiln.constant dense<0.0078125> : tensor<f32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n : (tensor<16x2xi8>, tensor<f32>, none) -> tensor<16x2xf32>
+  %y = kiln.matmul %xd, %wd : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
