@@ -47,26 +47,36 @@ std::optional<Dequant> dequantOf(Value v, bool activation = false) {
   return d;
 }
 
-// Conv(DQ(xq), DQ(wq), B) → QuantizedConv(xq, wq, sa · sw[m], B): weights per output channel
-// (axis 0) or per tensor.
-void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
-  auto wt = cast<RankedTensorType>(b.data.getType());
-  int64_t m = wt.getDimSize(0);
-  if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
-  ops::Tensor scale(ops::DType::F32, {m});
-  for (int64_t j = 0; j < m; ++j)
+// The int8 op's per-channel scale sa · sw[c] for n channels, as a constant before `op`.
+Value combinedScale(OpBuilder &builder, Operation *op, const Dequant &a, const Dequant &b, int64_t n) {
+  ops::Tensor scale(ops::DType::F32, {n});
+  for (int64_t j = 0; j < n; ++j)
     scale.set(j, double(float(a.scale.f[0]) * float(b.scale.f[size_t(b.scale.size() == 1 ? 0 : j)])));
-  OpBuilder builder(op);
+  return createConstant(builder, op->getLoc(), scale);
+}
+
+// Replaces `op` by the int8 op `name`(operands) when it infers op's result type; otherwise
+// (shapes or types the int8 form does not cover) leaves op as it is.
+void replaceWithInt8(OpBuilder &builder, Operation *op, StringRef name, ArrayRef<Value> operands,
+                     ArrayRef<NamedAttribute> attrs) {
   std::string error;
-  Value s = createConstant(builder, op->getLoc(), scale);
-  Operation *q = createInferred(builder, op->getLoc(), "kiln.quantized_conv", {a.data, b.data, s, op->getOperand(2)},
-                                op->getAttrs(), &error);
+  Operation *q = createInferred(builder, op->getLoc(), name, operands, attrs, &error);
   if (!q || q->getResult(0).getType() != op->getResult(0).getType()) {
     if (q) q->erase();
-    return;  // (a bias that is not float32 [M], say: stays as it is)
+    return;
   }
   op->getResult(0).replaceAllUsesWith(q->getResult(0));
   op->erase();
+}
+
+// Conv(DQ(xq), DQ(wq), B) → QuantizedConv(xq, wq, sa · sw[m], B): weights per output channel
+// (axis 0) or per tensor.
+void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
+  int64_t m = cast<RankedTensorType>(b.data.getType()).getDimSize(0);
+  if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
+  OpBuilder builder(op);
+  Value s = combinedScale(builder, op, a, b, m);
+  replaceWithInt8(builder, op, "kiln.quantized_conv", {a.data, b.data, s, op->getOperand(2)}, op->getAttrs());
 }
 
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
@@ -100,9 +110,6 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       if (!nAxis || cast<RankedTensorType>(a->data.getType()).getRank() < 2) continue;
       int64_t n = bt.getDimSize(*nAxis);
       if (b->scale.size() != 1 && (b->axis != *nAxis || b->scale.size() != n)) continue;
-      ops::Tensor scale(ops::DType::F32, {n});
-      for (int64_t j = 0; j < n; ++j)
-        scale.set(j, double(float(a->scale.f[0]) * float(b->scale.f[size_t(b->scale.size() == 1 ? 0 : j)])));
       OpBuilder builder(op);
       SmallVector<NamedAttribute> attrs;
       for (const char *p : {"perm_a", "perm_b"})
@@ -111,15 +118,8 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
         if (!b->data.getDefiningOp<ConstantOp>() || bt.getRank() != 2) continue;  // (offsets need constant B)
         attrs.push_back(builder.getNamedAttr("a_zero_point", builder.getI64IntegerAttr(a->zeroPoint)));
       }
-      std::string error;
-      Value s = createConstant(builder, op->getLoc(), scale);
-      Operation *q = createInferred(builder, op->getLoc(), "kiln.quantized_matmul", {a->data, b->data, s}, attrs, &error);
-      if (!q || q->getResult(0).getType() != op->getResult(0).getType()) {
-        if (q) q->erase();
-        continue;  // (shapes or types that the int8 form does not cover stay as they are)
-      }
-      op->getResult(0).replaceAllUsesWith(q->getResult(0));
-      op->erase();
+      Value s = combinedScale(builder, op, *a, *b, n);
+      replaceWithInt8(builder, op, "kiln.quantized_matmul", {a->data, b->data, s}, attrs);
     }
     if (notInt8Form)
       getOperation().emitRemark(std::to_string(notInt8Form) +

@@ -9,6 +9,9 @@
 #include <string>
 
 namespace kiln {
+namespace knobs {
+class Route;
+}
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -29,9 +32,9 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
 struct Int8Options {
   std::string calib, keepFloat;
 };
-// Whether a route (canonical text) asks for int8 anywhere: precision=int8 or
-// node.<name>.precision=int8. Such routes need a calibration file.
-bool routeUsesInt8(const std::string &route);
+// Whether a route asks for int8 anywhere: precision=int8 or node.<name>.precision=int8. Such
+// routes need a calibration file.
+bool routeUsesInt8(const knobs::Route &route);
 // The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
 // matrix-product canonicalisation, int8 Q/DQ from a calibration (kiln-quantize-int8), every QDQ
 // product lowered to QuantizedMatMul (kiln-lower-qdq), precision, layout, then kernel regions

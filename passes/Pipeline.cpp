@@ -29,10 +29,8 @@ static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &rou
   f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users
 }
 
-bool routeUsesInt8(const std::string &route) {
-  knobs::Route r;
-  if (!knobs::Route::parse(route, &r, nullptr)) return false;
-  for (auto &[knob, value] : r.values()) {
+bool routeUsesInt8(const knobs::Route &route) {
+  for (auto &[knob, value] : route.values()) {
     std::string node;
     const knobs::KnobDef *def = nullptr;
     if (value == "int8" && (knob == "precision" || (knobs::parseNodeKnob(knob, &node, &def) && def->name == "precision")))

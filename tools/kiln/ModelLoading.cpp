@@ -111,7 +111,7 @@ bool checkCalibration(const std::string &calib, const std::string &model, std::s
 
 bool checkInt8Options(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
                       const std::string &model, std::string &error) {
-  bool int8 = routeUsesInt8(route.canonical());
+  bool int8 = routeUsesInt8(route);
   if (int8 && calib.empty())
     error = "precision int8 needs --calib FILE (made by `kiln calibrate` for this model)";
   else if (!int8 && !calib.empty())
