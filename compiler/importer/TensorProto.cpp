@@ -31,7 +31,7 @@ static bool supportedDType(int t) {
     case ops::DType::F32: case ops::DType::F64: case ops::DType::F16: case ops::DType::BF16:
     case ops::DType::I8: case ops::DType::I16: case ops::DType::I32: case ops::DType::I64:
     case ops::DType::U8: case ops::DType::U16: case ops::DType::U32: case ops::DType::U64:
-    case ops::DType::Bool:
+    case ops::DType::Bool: case ops::DType::F8E4M3:
       return true;
     default:
       return false;
@@ -118,7 +118,7 @@ std::string readTensorProto(const onnx::TensorProto &p, const std::string &baseD
       case DT::U16: case DT::F16: case DT::BF16:
         packAs<decltype(p.int32_data()), uint16_t>(p.int32_data(), out.bytes); break;
       case DT::I8: packAs<decltype(p.int32_data()), int8_t>(p.int32_data(), out.bytes); break;
-      case DT::U8: case DT::Bool:
+      case DT::U8: case DT::Bool: case DT::F8E4M3:  // (float8: bit patterns)
         packAs<decltype(p.int32_data()), uint8_t>(p.int32_data(), out.bytes); break;
       default: return "unsupported tensor data type";
     }

@@ -15,6 +15,7 @@ ops::DType dtypeOf(Type t) {
   if (t.isF64()) return ops::DType::F64;
   if (t.isF16()) return ops::DType::F16;
   if (t.isBF16()) return ops::DType::BF16;
+  if (t.isFloat8E4M3FN()) return ops::DType::F8E4M3;
   if (auto it = dyn_cast<IntegerType>(t)) {
     unsigned w = it.getWidth();
     if (w == 1) return ops::DType::Bool;
@@ -38,6 +39,7 @@ Type elementTypeOf(ops::DType t, MLIRContext *ctx) {
     case ops::DType::F64: return b.getF64Type();
     case ops::DType::F16: return b.getF16Type();
     case ops::DType::BF16: return b.getBF16Type();
+    case ops::DType::F8E4M3: return b.getFloat8E4M3FNType();
     case ops::DType::Bool: return b.getI1Type();
     case ops::DType::I8: return b.getIntegerType(8);
     case ops::DType::I16: return b.getIntegerType(16);

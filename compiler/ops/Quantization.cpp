@@ -6,8 +6,10 @@
 // The scale (and zero point, which has the scale's shape) is per tensor (a scalar or one-element
 // tensor), per axis (a 1-D tensor of x.shape[axis] values; attribute axis, default 1), or blocked
 // (opset 21, block_size > 0: x's rank, with dimension `axis` shrunk to ceil(d / block_size)).
-// Integer types int8/uint8/int16/uint16 are supported (and int32 input for DequantizeLinear);
-// float8 and int4 are not.
+// Integer types int8/uint8/int16/uint16 and float8e4m3fn are supported (and int32 input for
+// DequantizeLinear); other float8 types and int4 are not. For float8 the quotient (plus zero
+// point) is rounded to nearest-even float8; attribute `saturate` (default 1) clamps values out of
+// range to ±448, else they become NaN.
 #include "compiler/ops/ElementwiseUtil.h"
 
 #include <cmath>
@@ -88,7 +90,7 @@ std::vector<int64_t> paramIndices(const Shape &x, const Shape &scale, const Quan
 }
 
 bool supportedQuantType(DType t) {
-  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16;
+  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::U16 || t == DType::F8E4M3;
 }
 
 // =============================================================================================
@@ -111,7 +113,7 @@ std::vector<TensorType> quantizeShape(const ShapeContext &ctx) {
   check(supportedQuantType(out), op + ": quantizing to " +
                                      (ctx.present(2) ? std::string(dtypeName(out))
                                                      : "dtype " + std::to_string(outAttr)) +
-                                     " is not supported (supported: i8, ui8, i16, ui16)");
+                                     " is not supported (supported: i8, ui8, i16, ui16, f8E4M3FN)");
   quantLayout(op, ctx);
   return {{out, x.shape}};
 }
@@ -127,6 +129,14 @@ std::vector<Tensor> quantizeKernel(const EvalContext &ctx) {
   // implementation computing in float32 would, before rounding half to even.
   DType calc = scale.dtype == DType::F64 ? DType::F64 : DType::F32;
   Tensor y(t.dtype, t.shape);
+  if (t.dtype == DType::F8E4M3) {
+    bool saturate = ctx.attrs.getInt("saturate", 1) != 0;
+    for (int64_t k = 0; k < y.size(); ++k) {
+      double zp = ctx.present(2) ? ctx.in(2).f[pi[k]] : 0.0;
+      y.f[k] = roundToE4M3(roundTo(calc, valueAt(x, k) / scale.f[pi[k]]) + zp, saturate);
+    }
+    return {y};
+  }
   for (int64_t k = 0; k < y.size(); ++k) {
     double s = scale.f[pi[k]];
     double zp = ctx.present(2) ? static_cast<double>(ctx.in(2).i[pi[k]]) : 0.0;
@@ -148,7 +158,7 @@ std::vector<TensorType> dequantizeShape(const ShapeContext &ctx) {
   const TensorType &x = ctx.inputs[0];
   check(supportedQuantType(x.dtype) || x.dtype == DType::I32,
         op + ": x has dtype " + dtypeName(x.dtype) +
-            ", but i8, ui8, i16, ui16 or i32 is required");
+            ", but i8, ui8, i16, ui16, f8E4M3FN or i32 is required");
   if (ctx.present(2)) checkSameDtype(op, "x", x.dtype, "x_zero_point", ctx.inputs[2].dtype);
   quantLayout(op, ctx);
   return {{ctx.inputs[1].dtype, x.shape}};
@@ -162,8 +172,8 @@ std::vector<Tensor> dequantizeKernel(const EvalContext &ctx) {
   std::vector<int64_t> pi = paramIndices(x.shape, scale.shape, l);
   Tensor y(t.dtype, t.shape);
   for (int64_t k = 0; k < y.size(); ++k) {
-    int64_t zp = ctx.present(2) ? ctx.in(2).i[pi[k]] : 0;
-    y.set(k, static_cast<double>(x.i[k] - zp) * scale.f[pi[k]]);
+    double zp = ctx.present(2) ? ctx.in(2).get(pi[k]) : 0;
+    y.set(k, (x.get(k) - zp) * scale.f[pi[k]]);
   }
   return {y};
 }

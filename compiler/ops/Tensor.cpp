@@ -9,7 +9,7 @@
 namespace kiln::ops {
 
 bool isFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64 || t == DType::F8E4M3;
 }
 bool isSignedInteger(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
@@ -21,7 +21,7 @@ bool isInteger(DType t) {
 
 int64_t byteSize(DType t) {
   switch (t) {
-    case DType::Bool: case DType::U8: case DType::I8: return 1;
+    case DType::Bool: case DType::U8: case DType::I8: case DType::F8E4M3: return 1;
     case DType::U16: case DType::I16: case DType::F16: case DType::BF16: return 2;
     case DType::U32: case DType::I32: case DType::F32: return 4;
     case DType::U64: case DType::I64: case DType::F64: return 8;
@@ -35,6 +35,7 @@ const char *dtypeName(DType t) {
     case DType::F64: return "f64";
     case DType::F16: return "f16";
     case DType::BF16: return "bf16";
+    case DType::F8E4M3: return "f8E4M3FN";
     case DType::I8: return "i8";
     case DType::I16: return "i16";
     case DType::I32: return "i32";
@@ -87,6 +88,40 @@ static float roundToBF16(float x) {
   return r;
 }
 
+double roundToE4M3(double v, bool saturate) {
+  if (std::isnan(v)) return v;
+  double a = std::fabs(v);
+  if (std::isinf(a)) return saturate ? std::copysign(448.0, v) : std::numeric_limits<double>::quiet_NaN();
+  if (a < std::ldexp(1.0, -10)) return std::copysign(0.0, v);  // below half the smallest subnormal
+  int e;
+  std::frexp(a, &e);                 // a = m * 2^e, m in [0.5, 1)
+  int exp = std::max(e - 1, -6);     // 3 mantissa bits, min normal exponent -6
+  double quantum = std::ldexp(1.0, exp - 3);
+  double q = std::nearbyint(a / quantum) * quantum;
+  if (q > 448.0) return saturate ? std::copysign(448.0, v) : std::numeric_limits<double>::quiet_NaN();
+  return std::copysign(q, v);
+}
+
+uint8_t e4m3Bits(double v) {
+  if (std::isnan(v)) return 0x7f;
+  uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  double a = std::fabs(v);
+  if (a == 0) return sign;
+  int e;
+  std::frexp(a, &e);
+  int exp = e - 1;
+  if (exp < -6) return sign | static_cast<uint8_t>(std::nearbyint(a / std::ldexp(1.0, -9)));  // subnormal
+  int man = static_cast<int>(std::nearbyint(a / std::ldexp(1.0, exp - 3))) - 8;
+  return sign | static_cast<uint8_t>((exp + 7) << 3) | static_cast<uint8_t>(man);
+}
+
+double e4m3FromBits(uint8_t b) {
+  int exp = (b >> 3) & 0xf, man = b & 7;
+  if (exp == 15 && man == 7) return std::numeric_limits<double>::quiet_NaN();
+  double v = exp == 0 ? std::ldexp(double(man), -9) : std::ldexp(double(8 + man), exp - 10);
+  return (b & 0x80) ? -v : v;
+}
+
 int64_t wrapInt(DType t, int64_t v) {
   switch (t) {
     case DType::I8: return static_cast<int8_t>(v);
@@ -106,6 +141,7 @@ double roundTo(DType t, double v) {
     case DType::F32: return static_cast<float>(v);
     case DType::F16: return roundToHalf(static_cast<float>(v));
     case DType::BF16: return roundToBF16(static_cast<float>(v));
+    case DType::F8E4M3: return roundToE4M3(v);
     case DType::Bool: return v != 0.0;
     default: {
       if (std::isnan(v)) return 0;
@@ -214,6 +250,7 @@ Tensor tensorFromBytes(DType t, const Shape &s, const void *data, size_t nbytes)
         uint32_t u = static_cast<uint32_t>(v) << 16; float x; std::memcpy(&x, &u, 4);
         r.f[k] = x; break;
       }
+      case DType::F8E4M3: r.f[k] = e4m3FromBits(*e); break;
       case DType::I8: r.i[k] = static_cast<int8_t>(*e); break;
       case DType::U8: case DType::Bool: r.i[k] = *e; break;
       case DType::I16: { int16_t v; std::memcpy(&v, e, 2); r.i[k] = v; break; }
@@ -241,6 +278,7 @@ std::vector<uint8_t> tensorToBytes(const Tensor &t) {
         float x = roundToBF16(static_cast<float>(t.f[k])); uint32_t u; std::memcpy(&u, &x, 4);
         uint16_t v = static_cast<uint16_t>(u >> 16); std::memcpy(e, &v, 2); break;
       }
+      case DType::F8E4M3: *e = e4m3Bits(roundToE4M3(t.f[k])); break;
       case DType::I8: case DType::U8: case DType::Bool: *e = static_cast<uint8_t>(t.i[k]); break;
       case DType::I16: case DType::U16: { uint16_t v = static_cast<uint16_t>(t.i[k]); std::memcpy(e, &v, 2); break; }
       case DType::I32: case DType::U32: { uint32_t v = static_cast<uint32_t>(t.i[k]); std::memcpy(e, &v, 4); break; }

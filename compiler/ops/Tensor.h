@@ -15,10 +15,10 @@ namespace kiln::ops {
 // Values match onnx::TensorProto::DataType so conversions are casts.
 enum class DType : int32_t {
   Undefined = 0, F32 = 1, U8 = 2, I8 = 3, U16 = 4, I16 = 5, I32 = 6, I64 = 7, String = 8,
-  Bool = 9, F16 = 10, F64 = 11, U32 = 12, U64 = 13, BF16 = 16,
+  Bool = 9, F16 = 10, F64 = 11, U32 = 12, U64 = 13, BF16 = 16, F8E4M3 = 17,  // float8e4m3fn
 };
 
-bool isFloat(DType t);        // F16, BF16, F32, F64
+bool isFloat(DType t);        // F8E4M3, F16, BF16, F32, F64
 bool isInteger(DType t);      // signed and unsigned integers (not Bool)
 bool isSignedInteger(DType t);
 int64_t byteSize(DType t);    // bytes per element as stored in a model or engine (Bool: 1)
@@ -28,9 +28,16 @@ using Shape = std::vector<int64_t>;
 int64_t numElements(const Shape &s);
 std::string shapeString(const Shape &s);  // "1x3x224x224", "scalar" for rank 0
 
-// Rounds v to what dtype t can hold: float32/float16/bfloat16 rounding (nearest-even), integer
-// wrap-around for integer dtypes, 0/1 for Bool. Doubles pass through.
+// Rounds v to what dtype t can hold: float32/float16/bfloat16/float8 rounding (nearest-even;
+// float8e4m3fn saturates to ±448), integer wrap-around for integer dtypes, 0/1 for Bool. Doubles
+// pass through.
 double roundTo(DType t, double v);
+// float8e4m3fn (1 sign, 4 exponent bits biased by 7, 3 mantissa bits; no infinities, S.1111.111
+// is NaN, largest finite 448): nearest-even rounding; out of range → ±448 when `saturate`, NaN
+// otherwise (ONNX QuantizeLinear's `saturate` attribute and Cast's semantics).
+double roundToE4M3(double v, bool saturate = true);
+uint8_t e4m3Bits(double v);       // v must already be an e4m3 value (or NaN)
+double e4m3FromBits(uint8_t bits);
 int64_t wrapInt(DType t, int64_t v);
 
 struct Tensor {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -258,6 +259,47 @@ TEST(OpsTensor, ClearErrorsOnBadShapes) {
   Tensor big = i64({2}, {3, 3});
   msg = evalError("Expand", {&a, &big});
   EXPECT_TRUE(contains(msg, "broadcast")) << msg;
+}
+
+// float8e4m3fn: every finite bit pattern round-trips, the neighbours' midpoints round to the
+// even mantissa, and the ends (448, subnormals, NaN) behave as ONNX specifies.
+TEST(OpsTensor, Float8E4M3Rounding) {
+  std::vector<double> finite;
+  for (int b = 0; b < 256; ++b) {
+    double v = e4m3FromBits(uint8_t(b));
+    if ((b & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(v)) << b;
+      continue;
+    }
+    EXPECT_EQ(roundToE4M3(v), v) << b;
+    EXPECT_EQ(e4m3Bits(v), uint8_t(b)) << b;
+    if (b < 0x80) finite.push_back(v);
+  }
+  ASSERT_EQ(finite.size(), 127u);
+  for (size_t k = 0; k + 1 < finite.size(); ++k) {
+    double mid = (finite[k] + finite[k + 1]) / 2, even = (k % 2 == 0) ? finite[k] : finite[k + 1];
+    EXPECT_EQ(roundToE4M3(mid), even) << mid;
+    EXPECT_EQ(roundToE4M3(-mid), -even) << mid;
+  }
+  EXPECT_EQ(finite.back(), 448.0);
+  EXPECT_EQ(finite[1], std::ldexp(1.0, -9));  // the smallest subnormal
+  EXPECT_EQ(roundToE4M3(464.0), 448.0);       // the midpoint to 480 rounds to even (448)
+  EXPECT_EQ(roundToE4M3(1e6), 448.0);
+  EXPECT_EQ(roundToE4M3(-1e6), -448.0);
+  EXPECT_TRUE(std::isnan(roundToE4M3(500.0, /*saturate=*/false)));
+  EXPECT_EQ(roundToE4M3(std::ldexp(1.0, -10)), 0.0);  // half the smallest subnormal: to even (0)
+  EXPECT_EQ(roundToE4M3(std::ldexp(1.5, -10)), std::ldexp(1.0, -9));
+  // QuantizeLinear to float8 (zero point float8 0): x / scale rounded, saturating by default.
+  Tensor x = f32({4}, {1.0, -3.3, 1000.0, 0.01}), scale = f32({}, {0.5});
+  Tensor zp(DType::F8E4M3, {});
+  Tensor q = eval("QuantizeLinear", {&x, &scale, &zp})[0];
+  ASSERT_EQ(q.dtype, DType::F8E4M3);
+  EXPECT_EQ(q.f, (std::vector<double>{2.0, -6.5, 448.0, 0.01953125}));
+  Attrs noSat;
+  noSat.set("saturate", int64_t(0));
+  EXPECT_TRUE(std::isnan(eval("QuantizeLinear", {&x, &scale, &zp}, noSat)[0].f[2]));
+  Tensor dq = eval("DequantizeLinear", {&q, &scale, &zp})[0];
+  EXPECT_EQ(dq.f, (std::vector<double>{1.0, -3.25, 224.0, 0.009765625}));
 }
 
 }  // namespace
