@@ -7,9 +7,11 @@
 #   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
 #                                   # a tight accuracy constraint, cache hits, interrupt + --resume
 #   bash bench/gpu_suite.sh conformance  # the ONNX node tests passing on the CPU evaluator, on the GPU
-#   bash bench/gpu_suite.sh int8    # int8: the product kernel (exactness, speed), int8 engines vs the
-#                                   # CPU evaluator, host-compiled engines (MiniLM) on held-out batches
-#   bash bench/gpu_suite.sh int8-zoo  # BERT-base int8 vs fp16 vs fp32; ResNet-50 NCHW vs NHWC
+#   bash bench/gpu_suite.sh int8    # int8/fp8: the 8-bit product kernel (exactness, speed), int8 and
+#                                   # fp8 engines vs the CPU evaluator, host-compiled engines (MiniLM)
+#                                   # on held-out batches
+#   bash bench/gpu_suite.sh int8-zoo  # BERT-base and ResNet-50 int8 and fp8 vs fp16 vs fp32;
+#                                     # ResNet-50 NCHW vs NHWC
 #   bash bench/gpu_suite.sh engines   # only the host-compiled engines of $KILN_INT8_DIR
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
@@ -97,7 +99,7 @@ if [ "$mode" = check ]; then
   # Every emitted kernel case against onnxruntime (NVRTC + the driver through ctypes).
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
   "$bin/kiln-make-test-engine" /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test "$bin/kiln-c-api-test" /tmp/axpb.kiln
-  run int8_gemm "$bin/kiln-int8-gemm-check" --iterations 50
+  run gemm8 "$bin/kiln-gemm8-check" --iterations 50
   wait
   # The zoo: fp32 and fp16 against onnxruntime fp32 (fp16: rel L2 <= 1e-2, cos >= 0.999).
   for m in $zoo_models; do
@@ -147,7 +149,7 @@ fi
 
 if [ "$mode" = int8 ]; then
   : > "$summary"
-  run int8_gemm "$bin/kiln-int8-gemm-check" --iterations 50
+  run gemm8 "$bin/kiln-gemm8-check" --iterations 50
   # int8 engines against the CPU evaluator's graph for the same route: a QDQ model (fp32 and fp16
   # elsewhere), a calibrated MLP (fc1 has no int8 kernel and stays float; int8 with fp16 elsewhere,
   # and fc2 alone int8 on an fp32 route).
@@ -164,10 +166,21 @@ if [ "$mode" = int8 ]; then
   for r in "precision=int8" "node.conv2.precision=int8"; do
     run "int8_conv16_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/conv16.onnxtxt --calib /tmp/conv16.calib --route "$r" --iterations 3
   done
+  # fp8 e4m3: an fp8 QDQ model (cuBLASLt, and kiln's mma.sync kernel), calibrated fp8 products
+  # (matrix and NHWC convolution).
+  for r in "" "precision=fp16" "gemm.tactic=kiln" "precision=fp16;gemm.tactic=kiln"; do
+    run "fp8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul_fp8.onnxtxt --route "$r" --iterations 3
+  done
+  for r in "precision=fp8" "node.fc2.precision=fp8"; do
+    run "fp8_mlp_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/mlp.onnxtxt --calib /tmp/mlp.calib --route "$r" --iterations 3
+  done
+  for r in "precision=fp8" "node.conv2.precision=fp8"; do
+    run "fp8_conv16_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/conv16.onnxtxt --calib /tmp/conv16.calib --route "$r" --iterations 3
+  done
   host_engines
 fi
 
-# int8 next to fp16 and fp32 on zoo models generated here, calibrated on the CPU evaluator (one
+# int8 and fp8 next to fp16 and fp32 on zoo models generated here, calibrated on the CPU evaluator (one
 # random batch), 16 batches checked against the fp32 engine: BERT-base 32x128 and ResNet-50 b32;
 # and ResNet-50 b32 fp16 with NCHW and NHWC convolutions (latency, launches, transposes).
 if [ "$mode" = int8-zoo ]; then
@@ -177,35 +190,38 @@ if [ "$mode" = int8-zoo ]; then
   [ "$part" = bert ] && only=bert_base_b32_s128
   [ "$part" = resnet ] && only=resnet50_b32
   python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "$only" > "$OUT/logs/zoo.log" 2>&1
-  # NAME MODEL: fp32, fp16 and int8 engines (calibrated on one random batch), 16 random batches
-  # checked against the fp32 engine (check_NAME_P_SEED.json), latency of each.
-  int8_vs_fp16() {
+  # NAME MODEL: fp32, fp16, int8 and fp8 engines (8-bit ones calibrated on one random batch), 16
+  # random batches checked against the fp32 engine (check_NAME_P_SEED.json), latency of each.
+  quant=${KILN_QUANT:-int8 fp8}  # the 8-bit precisions to build
+  quant_vs_fp16() {
     local name=$1 m=$2 s p
     "$bin/kiln" compile "$m" -o /tmp/${name}_fp32.kiln > "$OUT/logs/compile_${name}_fp32.log" 2>&1
     "$bin/kiln" compile "$m" -o /tmp/${name}_fp16.kiln --precision fp16 > "$OUT/logs/compile_${name}_fp16.log" 2>&1
     "$bin/kiln" run /tmp/${name}_fp32.kiln --seed 1000 --warmup 0 --iterations 1 --outputs /tmp/${name}_cal.npz > /dev/null 2>&1
     run "calibrate_$name" "$bin/kiln" calibrate "$m" --data /tmp/${name}_cal.npz --method minmax -o /tmp/$name.calib
-    run "compile_${name}_int8" "$bin/kiln" compile "$m" -o /tmp/${name}_int8.kiln --precision int8 --calib /tmp/$name.calib
-    "$bin/kiln" inspect /tmp/${name}_int8.kiln > "$OUT/logs/inspect_${name}_int8.txt" 2>&1
+    for p in $quant; do
+      run "compile_${name}_$p" "$bin/kiln" compile "$m" -o /tmp/${name}_$p.kiln --precision $p --calib /tmp/$name.calib
+      "$bin/kiln" inspect /tmp/${name}_$p.kiln > "$OUT/logs/inspect_${name}_$p.txt" 2>&1
+    done
     for s in $(seq 1 16); do
       "$bin/kiln" run /tmp/${name}_fp32.kiln --seed "$s" --warmup 0 --iterations 1 --outputs /tmp/${name}_ref.npz > /dev/null 2>&1
-      for p in fp16 int8; do
+      for p in fp16 $quant; do
         "$bin/kiln" check /tmp/${name}_$p.kiln --reference /tmp/${name}_ref.npz --json > "$OUT/logs/check_${name}_${p}_$s.json" 2>&1
       done
     done
-    for p in fp32 fp16 int8; do run "latency_${name}_$p" "$bin/kiln" run /tmp/${name}_$p.kiln --iterations 200; done
+    for p in fp32 fp16 $quant; do run "latency_${name}_$p" "$bin/kiln" run /tmp/${name}_$p.kiln --iterations 200; done
   }
   if [ "$part" != resnet ]; then
     m="$zoo/bert_base_b32_s128.onnx"
-    int8_vs_fp16 bert "$m"
-    # The tuner choosing between fp16 and int8 under an accuracy constraint.
-    "$bin/kiln" tune "$m" --route 'precision=fp16|int8' --calib /tmp/bert.calib --accuracy 'cos>=0.99' \
+    quant_vs_fp16 bert "$m"
+    # The tuner choosing between fp16, int8 and fp8 under an accuracy constraint.
+    "$bin/kiln" tune "$m" --route "precision=fp16|${quant// /|}" --calib /tmp/bert.calib --accuracy 'cos>=0.99' \
       --cache /tmp/int8-tune.db > "$OUT/tune_bert_int8.txt" 2> "$OUT/logs/tune_bert_int8.log"
     echo "tune_bert_int8 rc=$? | $(grep '^best' "$OUT/tune_bert_int8.txt")" >> "$summary"
   fi
   if [ "$part" != bert ]; then
     m="$zoo/resnet50_b32.onnx"
-    int8_vs_fp16 resnet "$m"  # int8 convolutions: all but the 3-channel stem; top-1 from kiln check
+    quant_vs_fp16 resnet "$m"  # 8-bit convolutions: all but the 3-channel stem; top-1 from kiln check
     for l in nchw nhwc; do
       "$bin/kiln" compile "$m" -o /tmp/resnet_$l.kiln --route "precision=fp16;layout.conv=$l" > "$OUT/logs/compile_resnet_$l.log" 2>&1
       "$bin/kiln" inspect /tmp/resnet_$l.kiln > "$OUT/logs/inspect_resnet_$l.txt" 2>&1

@@ -11,9 +11,9 @@
 
 namespace kiln::codegen {
 
-// Element types the kernels handle (float32 first; half types later).
-enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8, U8 };
-const char *cudaTypeName(ElemType t);  // "float", "__half", "int", "long long", "bool", "signed char", "unsigned char"
+// Element types the kernels handle. F8E4M3 (float8e4m3fn) is a float storage type: it loads as
+// float and stores rounded to nearest-even, saturating to ±448 (sm_89+ conversions).
+enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8, U8, F8E4M3 };
 
 struct KernelLaunch {
   std::string entry;   // the extern "C" __global__ function's name (unique per distinct source)

@@ -53,8 +53,10 @@ bool isFusableElementwise(Operation *op) {
       n = int(k) + 1;
     }
     Type io = cast<RankedTensorType>((type == "QuantizeLinear" ? op->getResult(0) : op->getOperand(0)).getType()).getElementType();
-    if (!io.isSignlessInteger(8) && !io.isUnsignedInteger(8)) return false;
+    if (!io.isSignlessInteger(8) && !io.isUnsignedInteger(8) && !io.isFloat8E4M3FN()) return false;
     if (type == "QuantizeLinear") ea.ints["uint8"] = io.isUnsignedInteger(8);
+    ea.ints["fp8"] = io.isFloat8E4M3FN();
+    if (auto sat = op->getAttrOfType<IntegerAttr>("saturate")) ea.ints["saturate"] = sat.getInt();
   }
   for (Value v : op->getOperands())
     if (!isa<NoneType>(v.getType()) && !isa<RankedTensorType>(v.getType())) return false;
@@ -68,7 +70,7 @@ bool isFusableElementwise(Operation *op) {
   if (!dataValue) return false;
   Type e = cast<RankedTensorType>(dataValue.getType()).getElementType();
   codegen::ElemType data;
-  if (e.isF32() || e.isF16() || e.isBF16()) data = codegen::ElemType::F32;
+  if (e.isF32() || e.isF16() || e.isBF16() || e.isFloat8E4M3FN()) data = codegen::ElemType::F32;
   else if (e.isInteger(1)) data = codegen::ElemType::Bool;
   else if (e.isInteger(32)) data = codegen::ElemType::I32;
   else if (e.isInteger(64)) data = codegen::ElemType::I64;

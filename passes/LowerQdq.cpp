@@ -13,14 +13,11 @@ namespace {
 
 using namespace mlir;
 
-bool isInt8(Value v, bool orUint8 = false) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && (t.getElementType().isSignlessInteger(8) || (orUint8 && t.getElementType().isUnsignedInteger(8)));
-}
+ops::DType elementDtype(Value v) { return tensorTypeOf(v.getType()).dtype; }
 
-// A DequantizeLinear of int8 data with a constant float32 scale and no (or an all-zero) zero
-// point: its data, scale and axis. An activation (`activation`) may also be uint8 or have a
-// per-tensor zero point (the int8 kernel subtracts it per column).
+// A DequantizeLinear of int8 or float8e4m3fn data with a constant float32 scale and no (or an
+// all-zero) zero point: its data, scale and axis. An int8 activation (`activation`) may also be
+// uint8 or have a per-tensor zero point (the int8 kernel subtracts it per column).
 struct Dequant {
   Value data;
   ops::Tensor scale;
@@ -29,16 +26,18 @@ struct Dequant {
 };
 std::optional<Dequant> dequantOf(Value v, bool activation = false) {
   Operation *dq = v.getDefiningOp();
-  if (!dq || onnxTypeOf(dq) != "DequantizeLinear" || !isInt8(dq->getOperand(0), activation)) return std::nullopt;
+  if (!dq || onnxTypeOf(dq) != "DequantizeLinear") return std::nullopt;
+  ops::DType t = elementDtype(dq->getOperand(0));
+  if (t != ops::DType::I8 && t != ops::DType::F8E4M3 && !(activation && t == ops::DType::U8)) return std::nullopt;
   auto scale = constantValue(dq->getOperand(1));
   if (!scale || scale->dtype != ops::DType::F32 || scale->shape.size() > 1) return std::nullopt;
   int64_t zeroPoint = 0;
   if (dq->getNumOperands() > 2 && !isa<NoneType>(dq->getOperand(2).getType())) {
     auto zp = constantValue(dq->getOperand(2));
     if (!zp) return std::nullopt;
-    for (int64_t z : zp->i)
-      if (z != 0 && !(activation && zp->size() == 1)) return std::nullopt;
-    zeroPoint = zp->i.empty() ? 0 : zp->i[0];
+    for (int64_t k = 0; k < zp->size(); ++k)
+      if (zp->get(k) != 0 && !(activation && t != ops::DType::F8E4M3 && zp->size() == 1)) return std::nullopt;
+    zeroPoint = zp->size() ? zp->getInt(0) : 0;
   }
   Dequant d{dq->getOperand(0), *scale, 1, zeroPoint};
   if (auto a = dq->getAttrOfType<IntegerAttr>("axis")) d.axis = a.getInt();
@@ -47,7 +46,7 @@ std::optional<Dequant> dequantOf(Value v, bool activation = false) {
   return d;
 }
 
-// The int8 op's per-channel scale sa · sw[c] for n channels, as a constant before `op`.
+// The quantized op's per-channel scale sa · sw[c] for n channels, as a constant before `op`.
 Value combinedScale(OpBuilder &builder, Operation *op, const Dequant &a, const Dequant &b, int64_t n) {
   ops::Tensor scale(ops::DType::F32, {n});
   for (int64_t j = 0; j < n; ++j)
@@ -55,9 +54,9 @@ Value combinedScale(OpBuilder &builder, Operation *op, const Dequant &a, const D
   return createConstant(builder, op->getLoc(), scale);
 }
 
-// Replaces `op` by the int8 op `name`(operands) when it infers op's result type; otherwise
-// (shapes or types the int8 form does not cover) leaves op as it is.
-void replaceWithInt8(OpBuilder &builder, Operation *op, StringRef name, ArrayRef<Value> operands,
+// Replaces `op` by the quantized op `name`(operands) when it infers op's result type; otherwise
+// (shapes or types the 8-bit form does not cover) leaves op as it is.
+void replaceWithQuantized(OpBuilder &builder, Operation *op, StringRef name, ArrayRef<Value> operands,
                      ArrayRef<NamedAttribute> attrs) {
   std::string error;
   Operation *q = createInferred(builder, op->getLoc(), name, operands, attrs, &error);
@@ -76,7 +75,7 @@ void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
   if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
   OpBuilder builder(op);
   Value s = combinedScale(builder, op, a, b, m);
-  replaceWithInt8(builder, op, "kiln.quantized_conv", {a.data, b.data, s, op->getOperand(2)}, op->getAttrs());
+  replaceWithQuantized(builder, op, "kiln.quantized_conv", {a.data, b.data, s, op->getOperand(2)}, op->getAttrs());
 }
 
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
@@ -90,14 +89,17 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
     auto isDequantized = [](Value v) { return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear"; };
     for (Operation *op : products) {
       auto a = dequantOf(op->getOperand(0), true), b = dequantOf(op->getOperand(1));
-      bool plainInt8 = a && a->zeroPoint == 0 && isInt8(a->data);
-      if (!a || !b || a->scale.size() != 1 || (onnxTypeOf(op) == "Conv" && !plainInt8)) {
-        // (Convolutions take int8 activations without a zero point: a padded tap must be 0.)
-        // (Dequantized operands that are uint8, have zero points or per-axis activation scales.)
+      // int8 (A may be uint8) with int8, or fp8 with fp8.
+      bool sameFamily = a && b && (elementDtype(a->data) == ops::DType::F8E4M3) == (elementDtype(b->data) == ops::DType::F8E4M3);
+      bool plain = a && a->zeroPoint == 0 && elementDtype(a->data) != ops::DType::U8;
+      if (!sameFamily || a->scale.size() != 1 || (onnxTypeOf(op) == "Conv" && !plain)) {
+        // (Convolutions take int8/fp8 activations without a zero point: a padded tap must be 0.)
+        // (Dequantized operands that are uint8, have zero points, per-axis activation scales, or
+        // mix int8 with fp8.)
         if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) ++notInt8Form;
         continue;
       }
-      if (!int8KernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
+      if (!eightBitKernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
         ++noKernel;
         continue;
       }
@@ -119,16 +121,16 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
         attrs.push_back(builder.getNamedAttr("a_zero_point", builder.getI64IntegerAttr(a->zeroPoint)));
       }
       Value s = combinedScale(builder, op, *a, *b, n);
-      replaceWithInt8(builder, op, "kiln.quantized_matmul", {a->data, b->data, s}, attrs);
+      replaceWithQuantized(builder, op, "kiln.quantized_matmul", {a->data, b->data, s}, attrs);
     }
     if (notInt8Form)
       getOperation().emitRemark(std::to_string(notInt8Form) +
-                                " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "
-                                "kernels take int8 weights without zero points, a per-tensor activation scale, "
-                                "and for convolutions int8 activations without a zero point");
+                                " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "
+                                "kernels take int8 (or both fp8 e4m3) weights without zero points, a per-tensor "
+                                "activation scale, and for convolutions activations without a zero point");
     if (noKernel)
       getOperation().emitRemark(std::to_string(noKernel) +
-                                " QDQ matrix products/convolutions stay float (dequantized operands): the int8 "
+                                " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "
                                 "kernel needs K % 16 == 0 and operands read along K (convolutions: 2-D, "
                                 "ungrouped, C % 16 == 0)");
   }

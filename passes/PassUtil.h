@@ -27,9 +27,9 @@ inline std::string onnxTypeOf(mlir::Operation *op) {
   return "";
 }
 
-// The products int8 quantization rewrites (and calibration therefore observes): Conv, MatMul,
+// The products int8/fp8 quantization rewrites (and calibration therefore observes): Conv, MatMul,
 // TransposedMatMul, operand 0 the activation, operand 1 the weight.
-inline bool isInt8Product(mlir::Operation *op) {
+inline bool isQuantizableProduct(mlir::Operation *op) {
   std::string t = onnxTypeOf(op);
   return t == "Conv" || t == "MatMul" || t == "TransposedMatMul";
 }
@@ -44,12 +44,12 @@ inline std::optional<int64_t> weightChannelAxis(mlir::Operation *op, int64_t ran
   return rank - 1;
 }
 
-// Whether the int8 tensor-core kernel (codegen/kernels/MatMul.h) can run this MatMul,
-// TransposedMatMul or Conv once its operands are int8: A and B of rank >= 2, K a multiple of 16,
+// Whether the 8-bit (int8/fp8) tensor-core kernel (codegen/kernels/MatMul.h) can run this MatMul,
+// TransposedMatMul or Conv once its operands are 8-bit: A and B of rank >= 2, K a multiple of 16,
 // A read along K, B read along K or a 2-D constant (`constantB`: repacked at build time); a
 // 2-D, ungrouped Conv with C % 16 == 0 and constant weights (NHWC implicit GEMM). Quantization
 // and QDQ lowering leave other products float, so `kiln eval` and engines agree.
-inline bool int8KernelTakes(mlir::Operation *op, bool constantB) {
+inline bool eightBitKernelTakes(mlir::Operation *op, bool constantB) {
   std::string type = onnxTypeOf(op);
   if (type == "Conv") {  // the NHWC implicit GEMM: 2-D, not grouped, C % 16 == 0, constant W
     auto xt = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());

@@ -26,20 +26,20 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 // The graph as calibration observes it and int8 quantization rewrites it: cleanup, BatchNorm
 // folding, canonical matrix products. Range keys name this graph's products.
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route);
-// Post-training int8 quantization of the route's int8 products (precision=int8, or per node):
+// Post-training quantization of the route's int8/fp8 products (precision=int8|fp8, or per node):
 // the calibration file (`kiln calibrate`) and the node names (regex) of products kept float.
-// QDQ models get their int8 products without either.
-struct Int8Options {
+// QDQ models get their 8-bit products without either.
+struct QuantOptions {
   std::string calib, keepFloat;
 };
-// Whether a route asks for int8 anywhere: precision=int8 or node.<name>.precision=int8. Such
-// routes need a calibration file.
-bool routeUsesInt8(const knobs::Route &route);
+// Whether a route asks for int8 or fp8 anywhere: precision=int8|fp8 or
+// node.<name>.precision=int8|fp8. Such routes need a calibration file.
+bool routeQuantizes(const knobs::Route &route);
 // The whole compile pipeline for a build route (canonical text): cleanup, BatchNorm folding,
-// matrix-product canonicalisation, int8 Q/DQ from a calibration (kiln-quantize-int8), every QDQ
-// product lowered to QuantizedMatMul (kiln-lower-qdq), precision, layout, then kernel regions
+// matrix-product canonicalisation, int8/fp8 Q/DQ from a calibration (kiln-quantize), every QDQ
+// product lowered to QuantizedMatMul/QuantizedConv (kiln-lower-qdq), precision, layout, then kernel regions
 // (fusion). `kiln eval` runs the same graph on the CPU evaluator.
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const Int8Options &int8 = {});
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const QuantOptions &quant = {});
 
 // Whether codegen computes `op` per element (has an elementwise kernel for its attributes): the
 // ops fusion may put in a kernel region.

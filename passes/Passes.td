@@ -120,14 +120,14 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   }];
 }
 
-def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
-  let summary = "Post-training int8 quantization: Q/DQ around convolutions and matrix products from a calibration";
+def QuantizeProducts : Pass<"kiln-quantize", "mlir::func::FuncOp"> {
+  let summary = "Post-training int8/fp8 quantization: Q/DQ around convolutions and matrix products from a calibration";
   let description = [{
-    For every Conv, MatMul and TransposedMatMul whose precision is int8 in the route
+    For every Conv, MatMul and TransposedMatMul whose precision is int8 (or fp8) in the route
     (`precision=int8`, or `node.<name>.precision=int8`), whose weight (operand 1) is a float32
     constant, whose activation (operand 0) has a range in the calibration file (`kiln
     calibrate`, keyed by node name and operand) and which the int8 kernel can run
-    (`int8KernelTakes`: K % 16 == 0 and operands read along K; 2-D ungrouped convolutions with
+    (`eightBitKernelTakes`: K % 16 == 0 and operands read along K; 2-D ungrouped convolutions with
     C % 16 == 0): the activation becomes
     `DequantizeLinear(QuantizeLinear(x, amax/127, 0), amax/127, 0)` (int8, per tensor,
     symmetric) and the weight `DequantizeLinear(Wq, s)` with Wq an int8 constant quantized per
@@ -135,7 +135,8 @@ def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
     QDQ form, so the reference evaluator computes exactly what int8 kernels must, and explicit
     Q/DQ models and calibrated ones meet in one form. Products of two activations (attention),
     products without an int8 kernel and nodes without a range stay float; the counts are
-    reported as a remark. A route asking for int8 without a calibration file is an error.
+    reported as a remark. A route asking for int8 without a calibration file is an error. fp8
+    is the same with float8e4m3fn: scales amax/448, weights rounded to nearest-even e4m3.
 
     Before:
       %y = kiln.matmul %x, %w
@@ -155,7 +156,7 @@ def QuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::func::FuncOp"> {
 }
 
 def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
-  let summary = "Matrix products and convolutions between DequantizeLinear pairs become int8 ops";
+  let summary = "Matrix products and convolutions between DequantizeLinear pairs become int8/fp8 ops";
   let description = [{
     `MatMul(DQ(a, sa, 0), DQ(b, sb, 0))` with int8 `a` and `b`, a one-element activation scale
     and a weight scale that is one element or per output channel (the DequantizeLinear axis is
@@ -163,8 +164,9 @@ def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
     becomes `QuantizedMatMul(a, b, sa·sb)`: exact integer sums scaled per column, what the int8
     tensor-core kernel computes. TransposedMatMul keeps its operand permutations. A 2-D,
     ungrouped Conv likewise becomes `QuantizedConv(x, w, sa·sw[m], B)` (weights per output
-    channel, axis 0; the float bias added after the scale). Products the int8 kernel cannot run
-    (`int8KernelTakes`) and other DequantizeLinear uses are left as they are.
+    channel, axis 0; the float bias added after the scale). float8e4m3fn data on both sides
+    (zero points zero) becomes the same ops with fp8 operands. Products the 8-bit kernel cannot run
+    (`eightBitKernelTakes`) and other DequantizeLinear uses are left as they are.
 
     Before:
       %xd = kiln.dequantize_linear %xq, %sa, %zp

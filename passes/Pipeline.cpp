@@ -18,31 +18,31 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
   f.addPass(createFoldConstants(keepQuantizedWeights));
 }
 
-// Calibrated int8 Q/DQ for the route's int8 products, then every QDQ product to
-// QuantizedMatMul; DequantizeLinear of constants left over (weights of products that stay
+// Calibrated int8/fp8 Q/DQ for the route's int8/fp8 products, then every QDQ product to
+// QuantizedMatMul/QuantizedConv; DequantizeLinear of constants left over (weights of products that stay
 // float) folds to float weights.
-static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const Int8Options &int8) {
-  f.addPass(createQuantizeInt8({int8.calib, int8.keepFloat, route}));
+static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const QuantOptions &quant) {
+  f.addPass(createQuantizeProducts({quant.calib, quant.keepFloat, route}));
   f.addPass(createLowerQdq());
   f.addPass(createFoldConstants());
   f.addPass(mlir::createCSEPass());  // one QuantizeLinear per tensor and scale
   f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users
 }
 
-bool routeUsesInt8(const knobs::Route &route) {
+bool routeQuantizes(const knobs::Route &route) {
   for (auto &[knob, value] : route.values()) {
     std::string node;
     const knobs::KnobDef *def = nullptr;
-    if (value == "int8" && (knob == "precision" || (knobs::parseNodeKnob(knob, &node, &def) && def->name == "precision")))
+    if ((value == "int8" || value == "fp8") && (knob == "precision" || (knobs::parseNodeKnob(knob, &node, &def) && def->name == "precision")))
       return true;
   }
   return false;
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const Int8Options &int8) {
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const QuantOptions &quant) {
   buildCalibrationPipeline(pm, route);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  addQuantizationPasses(f, route, int8);
+  addQuantizationPasses(f, route, quant);
   f.addPass(createPrecision({route}));
   f.addPass(createLayout({route}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half

@@ -14,10 +14,10 @@ namespace kiln {
 #define GEN_PASS_DEF_PRECISION
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16", "int8"}, "fp32",
+KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16", "int8", "fp8"}, "fp32",
                        "Storage precision of float tensors (matrix products, reductions and normalisations "
-                       "accumulate in fp32); int8: matrix products on int8 tensor cores from a calibration "
-                       "(--calib), the rest fp16",
+                       "accumulate in fp32); int8 / fp8: matrix products on int8 / fp8 e4m3 tensor cores "
+                       "(sm_89+ for fp8) from a calibration (--calib), the rest fp16",
                        knobs::Tier::Fast, "passes/Precision.cpp", "precision", {"Conv", "MatMul", "Gemm"}});
 
 namespace {
@@ -126,9 +126,9 @@ class Converter {
   LogicalResult convert(Operation *op) {
     std::string node = nodeName(op);
     std::string want = route_.get(kPrecision, node);
-    if (want == "int8") want = global_;  // (kiln-quantize-int8 took the products it can run)
+    if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
-    // An int8 product scales its integer sums (and adds a conv's bias) in fp32; its result is
+    // An int8/fp8 product scales its sums (and adds a conv's bias) in fp32; its result is
     // stored in half precision.
     if (isa<QuantizedMatMulOp, QuantizedConvOp, QuantizedConvNhwcOp>(op)) return island(op, "");
     if (want != global_)
@@ -172,8 +172,8 @@ struct PrecisionPass : impl::PrecisionBase<PrecisionPass> {
   void runOnOperation() override {
     knobs::Route r;
     if (!readRoute(route, getOperation(), r)) return signalPassFailure();
-    // int8 products were chosen before this pass; an int8 route keeps the rest in fp16.
-    std::string p = r.get(kPrecision) == "int8" ? "fp16" : r.get(kPrecision);
+    // int8/fp8 products were chosen before this pass; such a route keeps the rest in fp16.
+    std::string p = r.get(kPrecision) == "int8" || r.get(kPrecision) == "fp8" ? "fp16" : r.get(kPrecision);
     bool anyNodeHalf = false;
     for (auto &[k, v] : r.values())
       if (k.rfind("node.", 0) == 0 && (v == "fp16" || v == "bf16")) anyNodeHalf = true;

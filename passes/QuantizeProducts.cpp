@@ -1,4 +1,4 @@
-// Post-training int8 quantization into ONNX's QDQ form (see Passes.td).
+// Post-training int8/fp8 quantization into ONNX's QDQ form (see Passes.td).
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/quant/Calibration.h"
@@ -10,16 +10,24 @@
 #include <regex>
 
 namespace kiln {
-#define GEN_PASS_DEF_QUANTIZEINT8
+#define GEN_PASS_DEF_QUANTIZEPRODUCTS
 #include "passes/Passes.h.inc"
 
 namespace {
 
 using namespace mlir;
 
-// Symmetric per-channel int8 weights: scale[c] = max|W[c,…]| / 127, q = round-half-even(W / scale)
-// clamped to [-127, 127].
-void quantizeWeights(const ops::Tensor &w, int64_t axis, ops::Tensor &q, ops::Tensor &scale) {
+// The 8-bit formats a product can be quantized to: symmetric, scale = amax / qmax.
+struct Format {
+  const char *name;  // the precision knob's value
+  ops::DType type;
+  double qmax;       // int8: 127 (symmetric, -128 unused); float8e4m3fn: its largest finite value
+};
+constexpr Format kInt8{"int8", ops::DType::I8, 127.0}, kFp8{"fp8", ops::DType::F8E4M3, 448.0};
+
+// Symmetric per-channel weights: scale[c] = max|W[c,…]| / qmax, q = W / scale rounded to the
+// format (int8: half to even, clamped to ±127; fp8: nearest-even e4m3).
+void quantizeWeights(const ops::Tensor &w, int64_t axis, const Format &fmt, ops::Tensor &q, ops::Tensor &scale) {
   int64_t channels = w.shape[size_t(axis)], inner = 1;
   for (size_t d = size_t(axis) + 1; d < w.shape.size(); ++d) inner *= w.shape[d];
   int64_t n = ops::numElements(w.shape);
@@ -30,29 +38,36 @@ void quantizeWeights(const ops::Tensor &w, int64_t axis, ops::Tensor &q, ops::Te
   }
   scale = ops::Tensor(ops::DType::F32, {channels});
   for (int64_t c = 0; c < channels; ++c)
-    scale.set(c, amax[size_t(c)] > 0 ? float(amax[size_t(c)] / 127.0) : 1.0f);  // all-zero channel: any scale
-  q = ops::Tensor(ops::DType::I8, w.shape);
+    scale.set(c, amax[size_t(c)] > 0 ? float(amax[size_t(c)] / fmt.qmax) : 1.0f);  // all-zero channel: any scale
+  q = ops::Tensor(fmt.type, w.shape);
   for (int64_t i = 0; i < n; ++i) {
-    double s = scale.f[size_t((i / inner) % channels)];
-    q.setInt(i, int64_t(std::clamp(std::nearbyint(w.f[size_t(i)] / s), -127.0, 127.0)));
+    double v = w.f[size_t(i)] / scale.f[size_t((i / inner) % channels)];
+    if (fmt.type == ops::DType::I8)
+      q.setInt(i, int64_t(std::clamp(std::nearbyint(v), -127.0, 127.0)));
+    else
+      q.set(i, v);  // (rounds to e4m3, saturating)
   }
 }
 
-struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
-  using QuantizeInt8Base::QuantizeInt8Base;
+struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
+  using QuantizeProductsBase::QuantizeProductsBase;
 
   void runOnOperation() override {
     func::FuncOp f = getOperation();
     knobs::Route r;
     if (!readRoute(route, f, r)) return signalPassFailure();
     const knobs::KnobDef &precision = *knobs::findKnob("precision");
-    std::vector<Operation *> products;
+    std::vector<std::pair<Operation *, const Format *>> products;
     f.walk([&](Operation *op) {
-      if (isInt8Product(op) && r.get(precision, nodeName(op)) == "int8") products.push_back(op);
+      if (!isQuantizableProduct(op)) return;
+      std::string p = r.get(precision, nodeName(op));
+      if (p == kInt8.name) products.push_back({op, &kInt8});
+      if (p == kFp8.name) products.push_back({op, &kFp8});
     });
     if (products.empty()) return;
     if (calib.empty()) {
-      f.emitError("precision int8 needs a calibration file: make one with `kiln calibrate` and pass --calib");
+      f.emitError(std::string("precision ") + products[0].second->name +
+                  " needs a calibration file: make one with `kiln calibrate` and pass --calib");
       return signalPassFailure();
     }
     quant::CalibrationTable table;
@@ -69,7 +84,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
       return signalPassFailure();
     }
     int quantized = 0, activationProducts = 0, noRange = 0, kept = 0, noKernel = 0;
-    for (Operation *op : products) {
+    for (auto [op, fmt] : products) {
       if (!keepFloat.empty() && std::regex_match(nodeName(op), keep)) {
         ++kept;
         continue;
@@ -81,7 +96,7 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
         ++activationProducts;
         continue;
       }
-      if (!int8KernelTakes(op, true)) {
+      if (!eightBitKernelTakes(op, true)) {
         ++noKernel;
         continue;
       }
@@ -94,31 +109,31 @@ struct QuantizeInt8Pass : impl::QuantizeInt8Base<QuantizeInt8Pass> {
       if (!axis) continue;
       OpBuilder b(op);
       Location loc = op->getLoc();
-      Value sa = createConstant(b, loc, ops::Tensor::scalar(ops::DType::F32, it->second.amax / 127.0));
-      Value zp = createConstant(b, loc, ops::Tensor::scalar(ops::DType::I8, 0));
+      Value sa = createConstant(b, loc, ops::Tensor::scalar(ops::DType::F32, it->second.amax / fmt->qmax));
+      Value zp = createConstant(b, loc, ops::Tensor::scalar(fmt->type, 0));
       Operation *q = createInferred(b, loc, "kiln.quantize_linear", {x, sa, zp}, {}, &error);
       Operation *dq = q ? createInferred(b, loc, "kiln.dequantize_linear", {q->getResult(0), sa, zp}, {}, &error) : nullptr;
       ops::Tensor wq, ws;
-      quantizeWeights(*weight, *axis, wq, ws);
+      quantizeWeights(*weight, *axis, *fmt, wq, ws);
       Value wqv = createConstant(b, loc, wq), wsv = createConstant(b, loc, ws);
       Value noZeroPoint = b.create<NoneOp>(loc).getResult();
       Operation *wdq = dq ? createInferred(b, loc, "kiln.dequantize_linear", {wqv, wsv, noZeroPoint},
                                            {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis))}, &error)
                           : nullptr;
       if (!wdq) {
-        op->emitError("int8 quantization: " + error);
+        op->emitError(std::string(fmt->name) + " quantization: " + error);
         return signalPassFailure();
       }
       op->setOperand(0, dq->getResult(0));
       op->setOperand(1, wdq->getResult(0));
       ++quantized;
     }
-    std::string note = "int8: " + std::to_string(quantized) + " of " + std::to_string(products.size()) +
-                       " int8 convolutions/matrix products of the route quantized";
+    std::string note = std::to_string(quantized) + " of " + std::to_string(products.size()) +
+                       " int8/fp8 convolutions/matrix products of the route quantized";
     if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
     if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
     if (noKernel)
-      note += "; " + std::to_string(noKernel) + " stay float: no int8 kernel (K or a convolution's C not a multiple of 16, grouped convolutions)";
+      note += "; " + std::to_string(noKernel) + " stay float: no 8-bit kernel (K or a convolution's C not a multiple of 16, grouped convolutions)";
     if (kept) note += "; " + std::to_string(kept) + " kept float (keep-float)";
     f.emitRemark(note);
   }

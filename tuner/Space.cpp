@@ -7,7 +7,7 @@
 namespace kiln::tuner {
 
 bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef> &nodes, SearchSpace &out,
-                std::string &error, bool withInt8) {
+                std::string &error, bool withCalibration) {
   std::vector<knobs::KnobInstance> instances = knobs::knobInstances(nodes);
   std::map<std::string, std::string> claimedBy;  // knob → term
   size_t pos = 0;
@@ -44,14 +44,14 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       claimedBy[k.name] = term;
       Dimension d;
       d.knob = k.name;
-      bool int8Dropped = false;
+      bool quantizedDropped = false;  // int8/fp8 values left out for want of a calibration
       for (const std::string &v : k.def->domain) {
         if (!std::regex_match(v, valueRe)) continue;
-        if (!withInt8 && k.def->name == "precision" && v == "int8") int8Dropped = true;
+        if (!withCalibration && k.def->name == "precision" && (v == "int8" || v == "fp8")) quantizedDropped = true;
         else d.values.push_back(v);
       }
-      if (d.values.empty() && int8Dropped) {
-        error = "route term '" + term + "' leaves knob '" + k.name + "' only int8, which needs --calib FILE (kiln calibrate)";
+      if (d.values.empty() && quantizedDropped) {
+        error = "route term '" + term + "' leaves knob '" + k.name + "' only int8/fp8, which need --calib FILE (kiln calibrate)";
         return false;
       }
       if (d.values.empty()) {

@@ -36,9 +36,9 @@ struct SearchSpace {
   std::vector<knobs::Route> combinations(const std::vector<size_t> &dims) const;
 };
 
-// `withInt8` false (no calibration file): the precision knobs' int8 value is not a candidate
-// (a term that leaves only int8 is an error that says so).
+// `withCalibration` false (no calibration file): the precision knobs' int8 and fp8 values are not
+// candidates (a term that leaves only those is an error that says so).
 bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef> &nodes, SearchSpace &out,
-                std::string &error, bool withInt8 = true);
+                std::string &error, bool withCalibration = true);
 
 }  // namespace kiln::tuner

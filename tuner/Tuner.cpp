@@ -118,7 +118,7 @@ void Session::progress() {
 bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds) {
   codegen::BuildOptions bo;
   bo.arch = o_.arch;
-  bo.int8.calib = o_.calib;
+  bo.quant.calib = o_.calib;
   if (!knobs::Route::parse(route, &bo.route, &error)) return false;
   ImportOptions io;
   if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) {

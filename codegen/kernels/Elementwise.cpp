@@ -301,18 +301,33 @@ const std::map<std::string, Make> &table() {
     };
     // Per-tensor 8-bit (de)quantization; the scale (b) and zero point (c, optional) are
     // one-element constants, so codegen passes them as literals. round(x / scale) halves to even
-    // (rintf). QuantizeLinear's result is int8, or uint8 with attribute `uint8` = 1 (a uint8
-    // zero point, or none: ONNX's default).
+    // (rintf). QuantizeLinear's result is int8, uint8 with attribute `uint8` = 1 (a uint8 zero
+    // point, or none: ONNX's default), or float8e4m3fn with `fp8` = 1 (the fp8 store rounds to
+    // nearest-even and saturates: `saturate` = 0, overflow to NaN, has no kernel).
+    // DequantizeLinear of fp8 (`fp8` = 1) computes in float like any float storage.
     m["QuantizeLinear"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
       if ((n != 2 && n != 3) || t != ElemType::F32) return std::nullopt;
+      if (at.getInt("fp8", 0)) {
+        if (!at.getInt("saturate", 1)) return std::nullopt;
+        ElemType q = ElemType::F8E4M3;
+        // (rounded in the expression too: a fused DequantizeLinear may read the value unstored)
+        if (n == 2) return ElementwiseOp{"kiln_ld(kiln_st<kiln_fp8>(a / b))", q, {ElemType::F32, ElemType::F32}};
+        return ElementwiseOp{"kiln_ld(kiln_st<kiln_fp8>(a / b + c))", q, {ElemType::F32, ElemType::F32, q}};
+      }
       bool u8 = at.getInt("uint8", 0) != 0;
       ElemType q = u8 ? ElemType::U8 : ElemType::I8;
       std::string sat = u8 ? "kiln_sat_u8" : "kiln_sat_i8";
       if (n == 2) return ElementwiseOp{sat + "(rintf(a / b))", q, {ElemType::F32, ElemType::F32}};
       return ElementwiseOp{sat + "(rintf(a / b) + (float)c)", q, {ElemType::F32, ElemType::F32, q}};
     };
-    m["DequantizeLinear"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
-      if ((n != 2 && n != 3) || (t != ElemType::I8 && t != ElemType::U8)) return std::nullopt;
+    m["DequantizeLinear"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 2 && n != 3) return std::nullopt;
+      if (at.getInt("fp8", 0)) {
+        if (t != ElemType::F32) return std::nullopt;
+        if (n == 2) return ElementwiseOp{"a * b", ElemType::F32, {ElemType::F32, ElemType::F32}};
+        return ElementwiseOp{"(a - c) * b", ElemType::F32, {ElemType::F32, ElemType::F32, ElemType::F32}};
+      }
+      if (t != ElemType::I8 && t != ElemType::U8) return std::nullopt;
       if (n == 2) return ElementwiseOp{"(float)a * b", ElemType::F32, {t, ElemType::F32}};
       return ElementwiseOp{"(float)(a - c) * b", ElemType::F32, {t, ElemType::F32, t}};
     };

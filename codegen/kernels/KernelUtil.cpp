@@ -63,6 +63,7 @@ const char *storageTypeName(ElemType t) {
     case ElemType::Bool: return "bool";
     case ElemType::I8: return "signed char";
     case ElemType::U8: return "unsigned char";
+    case ElemType::F8E4M3: return "kiln_fp8";
   }
   return "float";
 }
@@ -77,6 +78,7 @@ const char *typeTag(ElemType t) {
     case ElemType::Bool: return "b8";
     case ElemType::I8: return "s8";
     case ElemType::U8: return "u8";
+    case ElemType::F8E4M3: return "e4m3";
   }
   return "f32";
 }
@@ -85,7 +87,9 @@ const char *computeTypeName(ElemType t) {
   return isFloatType(t) ? "float" : t == ElemType::I8 || t == ElemType::U8 ? "int" : storageTypeName(t);
 }
 
-bool isFloatType(ElemType t) { return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16; }
+bool isFloatType(ElemType t) {
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F8E4M3;
+}
 
 std::string storeExpr(ElemType t, const std::string &v) {
   if (isFloatType(t)) return std::string("kiln_st<") + storageTypeName(t) + ">(" + v + ")";
@@ -97,7 +101,7 @@ size_t elemSize(ElemType t) {
     case ElemType::F32: case ElemType::I32: return 4;
     case ElemType::F16: case ElemType::BF16: return 2;
     case ElemType::I64: return 8;
-    case ElemType::Bool: case ElemType::I8: case ElemType::U8: return 1;
+    case ElemType::Bool: case ElemType::I8: case ElemType::U8: case ElemType::F8E4M3: return 1;
   }
   return 4;
 }
@@ -153,6 +157,20 @@ template <> __device__ __forceinline__ kiln_bf16 kiln_st<kiln_bf16>(float v) {
   h.x = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   return h;
 }
+// float8e4m3fn storage (sm_89+ conversion instructions; kiln refuses fp8 for older targets).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+struct kiln_fp8 { unsigned char x; };
+KILN_DEV float kiln_ld(kiln_fp8 v) {
+  unsigned h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((unsigned short)v.x));
+  return kiln_ld(kiln_half{(unsigned short)(h2 & 0xffffu)});
+}
+template <> __device__ __forceinline__ kiln_fp8 kiln_st<kiln_fp8>(float v) {
+  unsigned short p;  // (the pair's upper byte converts 0)
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(p) : "f"(0.f), "f"(v));
+  return kiln_fp8{(unsigned char)(p & 0xffu)};
+}
+#endif
 // W elements of T as one aligned access (16 bytes at most for a single load or store).
 template <class T, int W> struct __align__(sizeof(T) * W) kiln_vec { T v[W]; };
 KILN_DEV float kiln_round_f16(float v) { return kiln_ld(kiln_st<kiln_half>(v)); }

@@ -27,14 +27,14 @@ std::string floatLiteral(float v);
 std::string intLiteral(int64_t v);
 
 // Element type of a tensor as CUDA spells it, with bool kept 1 byte and half types as the
-// prelude's 16-bit `kiln_half` / `kiln_bf16` (no cuda_fp16.h).
+// prelude's 16-bit `kiln_half` / `kiln_bf16` and 8-bit `kiln_fp8` (no cuda_fp16.h).
 const char *storageTypeName(ElemType t);
-// A short tag for kernel names: "f32", "f16", "bf16", "s8", "u8", "s32", "s64", "b8". Product and
+// A short tag for kernel names: "f32", "f16", "bf16", "e4m3", "s8", "u8", "s32", "s64", "b8". Product and
 // convolution kernels are named kiln_<kind>_<tag>_<hash> (`kiln inspect` reads their precision).
 const char *typeTag(ElemType t);
 // The type a value is computed in: float for every float storage, else the storage type.
 const char *computeTypeName(ElemType t);
-bool isFloatType(ElemType t);  // F32, F16, BF16
+bool isFloatType(ElemType t);  // F32, F16, BF16, F8E4M3
 size_t elemSize(ElemType t);
 // A store of compute value `v` to storage type `t`: "kiln_st<kiln_half>(v)" or "(int)(v)".
 std::string storeExpr(ElemType t, const std::string &v);

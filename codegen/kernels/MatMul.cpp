@@ -137,7 +137,16 @@ KILN_DEV void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
-#if KILN_INT8
+#if KILN_INT8 && KILN_FP8
+// fp8 e4m3: m16n8k32, fp32 accumulation; fragments laid out as int8's (below).
+typedef float ACC_T;
+KILN_DEV void mma_step(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#define ACC_SCALE(v, col) ((v) * ((col) < N ? QSCALE[col] : 0.f))
+#elif KILN_INT8
 // int8: m16n8k32, int32 accumulation. Its fragments hold the same bytes at the same places as
 // m16n8k16 fp16 fragments, so the tiles (int8 pairs as 16-bit elements) are loaded unchanged.
 typedef int ACC_T;
@@ -507,8 +516,8 @@ std::string stagedStore(const FusedProgram &epi, const std::vector<int64_t> &out
 
 std::vector<std::string> matMulTiles() { return {"256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"}; }
 
-// int8 operands as pairs of bytes along K: the fp16 kernel's tiles, 16-byte copies and ldmatrix
-// then move int8 data unchanged. Needs K-contiguous A (or an NHWC image with C % 16 == 0) and
+// 8-bit operands as pairs of bytes along K: the fp16 kernel's tiles, 16-byte copies and ldmatrix
+// then move int8/fp8 data unchanged. Needs K-contiguous A (or an NHWC image with C % 16 == 0) and
 // K-contiguous B, K % 16 == 0 and even strides.
 void packInt8Pairs(MatMulSpec &s) {
   auto even = [](const std::vector<int64_t> &v) {
@@ -517,7 +526,7 @@ void packInt8Pairs(MatMulSpec &s) {
   bool aOk = s.conv ? s.conv->C % 16 == 0 : s.a.colStride == 1 && s.a.rowStride % 2 == 0 && even(s.a.batchStrides);
   bool bOk = s.b.rowStride == 1 && s.b.colStride % 2 == 0 && even(s.b.batchStrides);
   if (!aOk || !bOk || s.K % 16 != 0)
-    throw std::invalid_argument("int8 matmul: needs K-contiguous operands (NHWC with C % 16 == 0 for convolutions) and K % 16 == 0");
+    throw std::invalid_argument("8-bit matmul: needs K-contiguous operands (NHWC with C % 16 == 0 for convolutions) and K % 16 == 0");
   s.K /= 2;
   if (s.conv) s.conv->C /= 2;
   else s.a.rowStride /= 2;
@@ -529,7 +538,8 @@ void packInt8Pairs(MatMulSpec &s) {
 KernelLaunch emitMatMul(const MatMulSpec &in) {
   MatMulSpec s = in;
   if (s.M < 0 || s.N < 0 || s.K < 0) throw std::invalid_argument("matmul: negative size");
-  if (s.int8) s.type = ElemType::F16;  // int8 pairs travel as 16-bit elements (packInt8Pairs)
+  if (s.int8) s.type = ElemType::F16;  // 8-bit pairs travel as 16-bit elements (packInt8Pairs)
+  if (s.fp8 && (!s.int8 || s.aUnsigned || s.aOffset)) throw std::invalid_argument("matmul: fp8 takes two e4m3 operands (int8 = true, no zero point)");
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
   if (!mma && s.type != ElemType::F32) throw std::invalid_argument("matmul: operands must be f32, f16 or bf16");
   if (!isFloatType(s.outType) && s.outType != ElemType::I8 && s.outType != ElemType::U8)
@@ -565,7 +575,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   checkProgram(epi, outShape);
 
   std::string tile = s.tile.empty() || s.tile == "auto" ? autoTile(s, nbatch, mma) : s.tile;
-  std::string src = "// kiln matmul (" + std::string(s.int8 ? "int8 tensor cores, K in pairs" : mma ? "tensor cores" : "simt") + "): [" + std::to_string(nbatch) +
+  std::string src = "// kiln matmul (" + std::string(s.int8 ? (s.fp8 ? "fp8 e4m3 tensor cores, K in pairs" : "int8 tensor cores, K in pairs") : mma ? "tensor cores" : "simt") + "): [" + std::to_string(nbatch) +
                     "] " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
                     (s.conv ? " im2col" : "") + " tile " + tile + ", epilogue of " + std::to_string(epi.numInputs()) +
                     " inputs\n";
@@ -592,6 +602,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += std::string("#define KILN_CONV ") + (s.conv ? "1" : "0") + "\n";
   src += std::string("#define KILN_INT8 ") + (s.int8 ? "1" : "0") + "\n";
   if (s.int8) src += std::string("#define KILN_A8 \"") + (s.aUnsigned ? "u8" : "s8") + "\"\n";
+  src += std::string("#define KILN_FP8 ") + (s.int8 && s.fp8 ? "1" : "0") + "\n";
   src += std::string("#define KILN_QOFFSET ") + (s.int8 && s.aOffset ? "1" : "0") + "\n";
   if (s.conv) {
     const ConvGeometry &g = *s.conv;
@@ -655,7 +666,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += body;
   if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
     throw std::invalid_argument("matmul: M too large for grid.y");
-  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(in.int8 ? (in.aUnsigned ? ElemType::U8 : ElemType::I8) : s.type), src);
+  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(!in.int8 ? s.type : in.fp8 ? ElemType::F8E4M3 : in.aUnsigned ? ElemType::U8 : ElemType::I8), src);
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;

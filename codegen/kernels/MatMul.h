@@ -49,14 +49,16 @@ struct MatMulSpec {
   MatrixView a, b;                  // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
   std::optional<ConvGeometry> conv; // A is the im2col view of an image (then `a` is unused)
   ElemType type = ElemType::F32;    // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
-  ElemType outType = ElemType::F32;  // a float type, or I8/U8 after a QuantizeLinear epilogue
+  ElemType outType = ElemType::F32;  // a float type (F8E4M3 too), or I8/U8 after a QuantizeLinear epilogue
   FusedProgram epilogue;            // result empty: C = acc
   std::vector<int64_t> outShape;    // epilogue broadcast shape; empty: batchShape + [M, N]
   std::string tile;                 // "auto" or empty: chosen from the sizes; else one of matMulTiles()
   int stages = 0;                   // tensor-core pipeline depth (2..4); 0: automatic
-  // A and B hold int8: tensor cores (mma.sync m16n8k32 s8, int32 sums), `acc` = sum · scale[n]
-  // with scale an extra fp32 [N] kernel parameter after B. `type` is ignored.
+  // A and B hold 8-bit values: tensor cores (mma.sync m16n8k32 s8, int32 sums; or with `fp8`
+  // e4m3, fp32 sums), `acc` = sum · scale[n] with scale an extra fp32 [N] kernel parameter after
+  // B. `type` is ignored.
   bool int8 = false;
+  bool fp8 = false;        // int8: A and B hold float8e4m3fn (sm_89+)
   bool aUnsigned = false;  // int8: A holds uint8 (mma .u8.s8); B is always int8
   // int8 with a zero point on A: an int32 [N] parameter after the scales, za · Σ_k B[k][n],
   // subtracted from the sums before scaling.

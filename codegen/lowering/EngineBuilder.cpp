@@ -4,6 +4,7 @@
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
 #include "codegen/kernels/FusedProgram.h"
+#include "codegen/kernels/KernelUtil.h"
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
@@ -39,7 +40,7 @@ KILN_KNOB(kGemmStages, {"gemm.stages", {"auto", "2", "3", "4"}, "auto",
                         "codegen/lowering/EngineBuilder.cpp"});
 KILN_KNOB(kGemmTactic, {"gemm.tactic", {"auto", "kiln", "cublaslt"}, "auto",
                         "Who computes matrix products: kiln's kernels or cuBLASLt (bias/ReLU/residual/scale "
-                        "epilogues only); auto: cuBLASLt for fp16/bf16 products it can take, else kiln",
+                        "epilogues only); auto: cuBLASLt for fp16/bf16/fp8 products it can take, else kiln",
                         knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tactic", {"MatMul", "Gemm"}});
 KILN_KNOB(kCudaGraph, {"runtime.cuda_graph", {"on", "off"}, "on",
                        "Replay an engine's launches as one CUDA graph (recorded in the engine, read by the runtime)",
@@ -73,14 +74,16 @@ ElemType elemTypeOf(Value v) {
     case ops::DType::Bool: return ElemType::Bool;
     case ops::DType::I8: return ElemType::I8;
     case ops::DType::U8: return ElemType::U8;
+    case ops::DType::F8E4M3: return ElemType::F8E4M3;
     default:
       throw std::invalid_argument(std::string("element type ") + ops::dtypeName(tensorTypeOf(v.getType()).dtype) +
-                                  " has no kernels yet (float32, float16, bfloat16, int32, int64, int8, uint8 and bool do)");
+                                  " has no kernels yet (float32, float16, bfloat16, float8e4m3fn, int32, int64, int8, "
+                                  "uint8 and bool do)");
   }
 }
 
 // The type an elementwise expression computes a value of this storage type in.
-ElemType computeOf(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16 ? ElemType::F32 : t; }
+ElemType computeOf(ElemType t) { return kernels::isFloatType(t) ? ElemType::F32 : t; }
 
 ElementwiseAttrs elementwiseAttrsOf(const ops::Attrs &attrs) {
   ElementwiseAttrs ea;
@@ -187,8 +190,9 @@ class Lowering {
   // The product and its chain as one cuBLASLt call, when the knob allows and cuBLASLt can
   // express the chain (scale, bias, residual add, ReLU, a final cast to fp32). False: use kiln.
   // `aMem`/`bMem` are the values `spec`'s views read (B may be a repacked copy of the weights).
+  // `fp8Scale`: for an fp8 product, its scale operand (sa · sw[n]).
   bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec, Value aMem,
-                      Value bMem);
+                      Value bMem, Value fp8Scale = {});
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
   rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
   Value root(Value v) {
@@ -321,6 +325,7 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
         if (cast<RankedTensorType>(ins[k].getType()).getNumElements() != 1 || !constantValue(outer(ins[k])))
           throw std::invalid_argument(type + ": only a constant per-tensor scale and zero point have a GPU kernel");
       if (type == "QuantizeLinear") ea.ints["uint8"] = elemTypeOf(op->getResult(0)) == ElemType::U8;
+      ea.ints["fp8"] = elemTypeOf(type == "QuantizeLinear" ? op->getResult(0) : op->getOperand(0)) == ElemType::F8E4M3;
     }
     // The type the op computes in: its last tensor operand's (Where: X's, (de)quantization: x's).
     Value data = op->getResult(0);
@@ -405,6 +410,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     }
     spec.type = inType;
     spec.int8 = type == "QuantizedMatMul";
+    spec.fp8 = spec.int8 && inType == ElemType::F8E4M3;
     spec.aUnsigned = spec.int8 && inType == ElemType::U8;
     if (elemTypeOf(operands[1]) != (spec.aUnsigned ? ElemType::I8 : inType))
       throw std::invalid_argument("matrix product operands of different types");
@@ -418,6 +424,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
       spec.b.colStride = spec.K;
     }
     spec.outType = outType;
+    if (spec.fp8 && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])) return;
     if (spec.int8) {
       params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
       if (int64_t za = attrs.getInt("a_zero_point", 0)) {
@@ -438,7 +445,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
   if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
   if (quantizedConv && (!nhwc || attrs.getInt("group", 1) != 1))
-    throw std::invalid_argument("int8 convolutions run NHWC and ungrouped only");
+    throw std::invalid_argument("int8/fp8 convolutions run NHWC and ungrouped only");
   auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
   Conv2dSpec s;
   s.N = x[0], s.M = w[0], s.KH = w[2], s.KW = w[3];
@@ -479,6 +486,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     params[1] = repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
     if (quantizedConv) {
       spec.int8 = true;
+      spec.fp8 = inType == ElemType::F8E4M3;
       params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
     }
     addLaunch(anchor, emitMatMul(spec), params);
@@ -490,17 +498,22 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
 }
 
 bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec,
-                              Value aMem, Value bMem) {
+                              Value aMem, Value bMem, Value fp8Scale) {
   std::string tactic = opts_.route.get(kGemmTactic, nodeName(anchor));
-  ElemType in = spec.type, out = elemTypeOf(result);
+  const bool fp8 = spec.fp8;  // (kiln's fp8 kernel is mma.sync: no faster than fp16 on sm_90)
+  ElemType in = fp8 ? ElemType::F8E4M3 : spec.type, out = elemTypeOf(result);
   bool half = in == ElemType::F16 || in == ElemType::BF16;
-  if (tactic == "kiln" || (tactic == "auto" && !half)) return false;
-  if (!half && in != ElemType::F32) return false;
+  if (tactic == "kiln" || (tactic == "auto" && !half && !fp8)) return false;
+  if (!half && !fp8 && in != ElemType::F32) return false;
   // Operand views: one unit stride each (cuBLASLt's op N / op T).
   const MatrixView &a = spec.a, &b = spec.b;
   bool aK = a.colStride == 1 && a.rowStride >= spec.K, aM = !aK && a.rowStride == 1 && a.colStride >= spec.M;
   bool bN = b.colStride == 1 && b.rowStride >= spec.N, bK = !bN && b.rowStride == 1 && b.colStride >= spec.K;
   if (!(aK || aM) || !(bN || bK)) return false;
+  // fp8: both operands read along K (cuBLASLt's "TN"), no batch; under auto only sizes in
+  // multiples of 16, which cuBLASLt's fp8 kernels take.
+  if (fp8 && (!aK || !bK || kernels::numElementsOf(spec.batchShape) != 1)) return false;
+  if (fp8 && tactic == "auto" && (spec.M % 16 || spec.N % 16 || spec.K % 16)) return false;
   // The batch dims must be one uniform stride per operand.
   int64_t nbatch = 1;
   for (int64_t d : spec.batchShape) nbatch *= d;
@@ -520,11 +533,22 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   }
   // The chain's longest prefix cuBLASLt expresses: scale, then bias and residual adds, then ReLU,
   // then a cast to fp32 (no C then). The rest, if any, runs as an elementwise kernel after it.
+  // An fp8 product's fp32 result may first be cast to half: D is then half, as its bias.
   Value v = anchor->getResult(0), bias, residual;
   float alpha = 1.f;
   bool relu = false, toF32 = false;
   Shape outShape = shapeOf(result);
   size_t taken = 0;
+  ElemType dt = in;  // D's type before a final cast to fp32
+  if (fp8) {
+    dt = ElemType::F32;
+    if (!chain.empty() && cast<ShapeInferenceOpInterface>(chain[0]).getOnnxOpType() == "Cast" &&
+        (elemTypeOf(chain[0]->getResult(0)) == ElemType::F16 || elemTypeOf(chain[0]->getResult(0)) == ElemType::BF16)) {
+      dt = elemTypeOf(chain[0]->getResult(0));
+      v = chain[0]->getResult(0);
+      taken = 1;
+    }
+  }
   for (; taken < chain.size(); ++taken) {
     Operation *op = chain[taken];
     std::string type = cast<ShapeInferenceOpInterface>(op).getOnnxOpType().str();
@@ -539,13 +563,13 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
       Shape os = shapeOf(other);
       int64_t n = 1;
       for (int64_t d : os) n *= d;
-      if (!bias && n == spec.N && !os.empty() && os.back() == spec.N && elemTypeOf(other) == in) bias = other;
-      else if (!residual && os == outShape && elemTypeOf(other) == in) residual = other;
+      if (!bias && n == spec.N && !os.empty() && os.back() == spec.N && elemTypeOf(other) == dt) bias = other;
+      else if (!residual && os == outShape && elemTypeOf(other) == dt) residual = other;
       else break;
     } else if (type == "Relu" && !relu) {
       relu = true;
     } else if (type == "Cast" && attrsFromOp(op).getInt("to", 0) == 1 && taken + 1 == chain.size() && !bias && !residual &&
-               in != ElemType::F32) {
+               dt != ElemType::F32) {
       toF32 = true;
     } else {
       break;
@@ -555,11 +579,12 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   // The product's output: the result, or the value where the chain splits (an intermediate).
   Value d = taken == chain.size() ? result : v;
   out = elemTypeOf(d);
-  if (in != out && !toF32) return false;
+  if (out != (toF32 ? ElemType::F32 : dt)) return false;
   PendingLaunch p;
   p.library = true;
   rt::GemmCall &g = p.gemm;
-  g.abType = static_cast<int32_t>(in == ElemType::F16 ? ops::DType::F16 : in == ElemType::BF16 ? ops::DType::BF16 : ops::DType::F32);
+  g.abType = static_cast<int32_t>(fp8 ? ops::DType::F8E4M3 : in == ElemType::F16 ? ops::DType::F16
+                                  : in == ElemType::BF16 ? ops::DType::BF16 : ops::DType::F32);
   g.cdType = static_cast<int32_t>(out == ElemType::F16 ? ops::DType::F16 : out == ElemType::BF16 ? ops::DType::BF16 : ops::DType::F32);
   // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our B, its B our A.
   g.m = spec.N, g.n = spec.M, g.k = spec.K;
@@ -573,6 +598,10 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   if (residual) p.params.push_back(outer(residual));
   if (bias) p.params.push_back(outer(bias));
   p.params.push_back(d);
+  if (fp8) {  // cuBLASLt's A is our B: its row scales are the columns' sa · sw[n]; its B's are 1
+    p.params.push_back(int8Scale(fp8Scale, spec.N, anchor));
+    p.params.push_back(addWeights(std::vector<float>(size_t(spec.M), 1.f), anchor));
+  }
   p.paramOffsets.assign(p.params.size(), 0);
   p.node = nodeName(anchor);
   launches_.push_back(std::move(p));
@@ -879,6 +908,11 @@ BuildResult Lowering::run() {
       continue;
     }
     try {
+      if (desc_.sm < 89)  // fp8 storage and products need sm_89's e4m3 instructions
+        for (ValueRange vs : {ValueRange(op->getOperands()), ValueRange(op->getResults())})
+          for (Value v : vs)
+            if (tensorTypeOf(v.getType()).dtype == ops::DType::F8E4M3)
+              throw std::invalid_argument("fp8 (float8e4m3fn) needs sm_89 or newer; the target is " + opts_.arch);
       if (auto f = dyn_cast<FusedOp>(op)) lowerFused(f);
       else lowerOp(op);
     } catch (const std::exception &e) {
@@ -971,7 +1005,8 @@ BuildResult Lowering::run() {
       l.gemm.b = bufferOf(p.params[k++]);
       if (p.gemm.beta != 0.f) l.gemm.c = bufferOf(p.params[k++]);
       if (p.gemm.epilogue & rt::GemmCall::Bias) l.gemm.bias = bufferOf(p.params[k++]);
-      l.gemm.d = bufferOf(p.params[k]);
+      l.gemm.d = bufferOf(p.params[k++]);
+      if (p.gemm.fp8()) l.gemm.scaleA = bufferOf(p.params[k++]), l.gemm.scaleB = bufferOf(p.params[k++]);
       desc_.launches.push_back(std::move(l));
       continue;
     }
@@ -999,13 +1034,13 @@ BuildResult Lowering::run() {
     desc_.launches.push_back(std::move(l));
   }
   desc_.environment["nvrtc"] = nvrtcVersionString();
-  if (!opts_.int8.calib.empty()) {  // what the int8 scales came from
-    std::ifstream in(opts_.int8.calib, std::ios::binary);
+  if (!opts_.quant.calib.empty()) {  // what the int8/fp8 scales came from
+    std::ifstream in(opts_.quant.calib, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rt::fnv1a64(reinterpret_cast<const uint8_t *>(text.data()), text.size())));
-    desc_.environment["int8_calibration"] = hex;
-    if (!opts_.int8.keepFloat.empty()) desc_.environment["int8_keep_float"] = opts_.int8.keepFloat;
+    desc_.environment["calibration"] = hex;
+    if (!opts_.quant.keepFloat.empty()) desc_.environment["keep_float"] = opts_.quant.keepFloat;
   }
   if (auto err = rt::checkEngineDesc(desc_); !err.empty()) {
     result.error = "internal error: the engine does not validate: " + err;

@@ -20,7 +20,7 @@ namespace kiln::codegen {
 struct BuildOptions {
   std::string arch = "sm_90";
   knobs::Route route;  // codegen's knobs (tiles, pipeline depth, CUDA graphs); recorded in the engine
-  Int8Options int8;    // post-training int8 (the calibration file's hash is recorded in the engine)
+  QuantOptions quant;   // post-training int8/fp8 (the calibration file's hash is recorded in the engine)
   CompileCacheOptions cache;
   unsigned jobs = 0;  // NVRTC workers; 0: all cores
   std::function<void(size_t done, size_t total)> progress;

@@ -12,9 +12,9 @@
 namespace kiln::codegen {
 
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
-                      mlir::MLIRContext &ctx, const Int8Options &int8) {
+                      mlir::MLIRContext &ctx, const QuantOptions &quant) {
   return lowerModelWith(path, importOptions, ctx,
-                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), int8); });
+                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), quant); });
 }
 
 ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,
@@ -57,7 +57,7 @@ std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module) {
 ModelBuild buildModel(const std::string &path, const ImportOptions &importOptions, const BuildOptions &options,
                       mlir::MLIRContext &ctx) {
   auto t0 = std::chrono::steady_clock::now();
-  ModelBuild m = lowerModel(path, importOptions, options.route, ctx, options.int8);
+  ModelBuild m = lowerModel(path, importOptions, options.route, ctx, options.quant);
   if (m.ok()) {
     auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
     m.engine = buildEngine(f, options);

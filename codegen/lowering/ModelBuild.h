@@ -34,7 +34,7 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
 
 // Import and pipeline only (for `kiln plan`, dry runs and pass tests): no code generation.
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
-                      mlir::MLIRContext &ctx, const Int8Options &int8 = {});
+                      mlir::MLIRContext &ctx, const QuantOptions &quant = {});
 
 // Import and a pipeline of the caller's (calibration, int8): no code generation.
 ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,

@@ -91,14 +91,28 @@ ShapeContext quantizedProductContext(const ShapeContext &ctx, std::vector<Tensor
   ShapeContext c = matmulContext(ctx, types);
   c.inputs.resize(2);
   c.values.resize(2);
-  c.inputs[0].dtype = c.inputs[1].dtype = DType::I8;  // (a uint8 A multiplies int8 B as well)
+  c.inputs[0].dtype = c.inputs[1].dtype = DType::F64;  // (a uint8 A multiplies int8 B as well)
   return c;
+}
+
+// The 8-bit operands of a quantized product: int8 (A may be uint8) or float8e4m3fn, both alike.
+void checkQuantizedOperands(const char *op, const TensorType &a, const TensorType &b, bool aMayBeUint8) {
+  bool int8 = (a.dtype == DType::I8 || (aMayBeUint8 && a.dtype == DType::U8)) && b.dtype == DType::I8;
+  bool fp8 = a.dtype == DType::F8E4M3 && b.dtype == DType::F8E4M3;
+  check(int8 || fp8, std::string(op) + ": the operands must be int8 (" + (aMayBeUint8 ? "A may be uint8" : "both") +
+                         ") or both f8E4M3FN, got " + dtypeName(a.dtype) + " and " + dtypeName(b.dtype));
+}
+
+// 8-bit values as doubles: products and sums stay exact (|sum| < 2^53).
+Tensor widened(const Tensor &t) {
+  Tensor w(DType::F64, t.shape);
+  for (int64_t i = 0; i < t.size(); ++i) w.f[size_t(i)] = t.get(i);
+  return w;
 }
 
 std::vector<TensorType> quantizedMatMulShape(const ShapeContext &ctx) {
   check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedMatMul: needs A, B and scale");
-  check((ctx.inputs[0].dtype == DType::I8 || ctx.inputs[0].dtype == DType::U8) && ctx.inputs[1].dtype == DType::I8,
-        "QuantizedMatMul: A must be int8 or uint8, B int8");
+  checkQuantizedOperands("QuantizedMatMul", ctx.inputs[0], ctx.inputs[1], true);
   check(ctx.inputs[2].dtype == DType::F32, "QuantizedMatMul: scale must be float32");
   std::vector<TensorType> types;
   std::vector<TensorType> out = base("MatMul").shape(quantizedProductContext(ctx, types));
@@ -110,22 +124,19 @@ std::vector<TensorType> quantizedMatMulShape(const ShapeContext &ctx) {
 }
 
 std::vector<Tensor> quantizedMatMulEval(const EvalContext &ctx) {
-  auto widened = [&](int k, const char *perm) {
-    Tensor t = transposed(ctx.in(k), permOf(ctx.attrs, perm, ctx.in(k).shape.size()));
-    Tensor w(DType::I64, t.shape);
-    w.i = t.i;
-    return w;
+  auto operand = [&](int k, const char *perm) {
+    return widened(transposed(ctx.in(k), permOf(ctx.attrs, perm, ctx.in(k).shape.size())));
   };
-  Tensor a = widened(0, "perm_a"), b = widened(1, "perm_b");
+  Tensor a = operand(0, "perm_a"), b = operand(1, "perm_b");
   int64_t za = ctx.attrs.getInt("a_zero_point", 0);
-  for (int64_t &v : a.i) v -= za;
+  for (double &v : a.f) v -= double(za);
   EvalContext inner{{&a, &b}, ctx.attrs, 1};
   Tensor sums = base("MatMul").eval(inner)[0];
   const Tensor &scale = ctx.in(2);
   Tensor y(DType::F32, sums.shape);
   int64_t n = sums.shape.back(), ns = numElements(scale.shape);
   for (int64_t i = 0; i < y.size(); ++i)
-    y.set(i, double(float(sums.i[size_t(i)]) * float(scale.f[size_t(ns == 1 ? 0 : i % n)])));
+    y.set(i, double(float(sums.f[size_t(i)]) * float(scale.f[size_t(ns == 1 ? 0 : i % n)])));
   return {y};
 }
 
@@ -139,7 +150,7 @@ int64_t quantizedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorTy
 // Conv's view of a QuantizedConv: X and W as float32, no bias.
 ShapeContext quantizedConvContext(const ShapeContext &ctx, std::vector<TensorType> &types) {
   check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedConv: needs X, W and scale");
-  check(ctx.inputs[0].dtype == DType::I8 && ctx.inputs[1].dtype == DType::I8, "QuantizedConv: X and W must be int8");
+  checkQuantizedOperands("QuantizedConv", ctx.inputs[0], ctx.inputs[1], false);
   check(ctx.inputs[2].dtype == DType::F32, "QuantizedConv: scale must be float32");
   types = {{DType::F32, ctx.inputs[0].shape}, {DType::F32, ctx.inputs[1].shape}};
   return ShapeContext{types, {nullptr, nullptr}, ctx.attrs, ctx.numOutputs};
@@ -158,12 +169,7 @@ std::vector<TensorType> quantizedConvShape(const ShapeContext &ctx) {
 }
 
 std::vector<Tensor> quantizedConvEval(const EvalContext &ctx) {
-  auto widened = [&](int k) {  // int8 values as doubles: the sums stay exact
-    Tensor t(DType::F64, ctx.in(k).shape);
-    for (int64_t i = 0; i < t.size(); ++i) t.f[size_t(i)] = double(ctx.in(k).i[size_t(i)]);
-    return t;
-  };
-  Tensor x = widened(0), w = widened(1);
+  Tensor x = widened(ctx.in(0)), w = widened(ctx.in(1));
   EvalContext inner{{&x, &w}, ctx.attrs, 1};
   Tensor sums = base("Conv").eval(inner)[0];
   const Tensor &scale = ctx.in(2);

@@ -27,9 +27,11 @@ struct cublasLtMatmulHeuristicResult {
 
 namespace lt {
 constexpr int CUBLAS_COMPUTE_32F = 68;
-constexpr int CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14;
+constexpr int CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14, CUDA_R_8F_E4M3 = 28;
 constexpr int OP_N = 0, OP_T = 1;
 constexpr int DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8, DESC_BIAS_DATA_TYPE = 26;
+constexpr int DESC_A_SCALE_POINTER = 17, DESC_B_SCALE_POINTER = 18, DESC_A_SCALE_MODE = 31, DESC_B_SCALE_MODE = 32;
+constexpr int32_t MATRIX_SCALE_OUTER_VEC_32F = 3;
 constexpr int LAYOUT_BATCH_COUNT = 5, LAYOUT_STRIDED_BATCH_OFFSET = 6;
 constexpr int PREF_MAX_WORKSPACE_BYTES = 1;
 constexpr uint32_t EPILOGUE_DEFAULT = 1, EPILOGUE_RELU = 2, EPILOGUE_BIAS = 4, EPILOGUE_RELU_BIAS = 6;

@@ -245,9 +245,11 @@ class Checker {
 
   void checkGemm(const GemmCall& g, const std::string& what) {
     auto supported = [](int32_t t) { return t == 1 || t == 10 || t == 16; };
-    if (!supported(g.abType) || !supported(g.cdType))
+    if (!(supported(g.abType) || g.fp8()) || !supported(g.cdType))
       return fail(what + ": element types " + std::to_string(g.abType) + "/" + std::to_string(g.cdType) +
-                  " (float, float16 and bfloat16 are supported)");
+                  " (float, float16 and bfloat16 are supported, and float8e4m3fn A and B)");
+    if (g.fp8() && (!g.transA || g.transB || g.batch != 1))
+      return fail(what + ": fp8 products take op(A) = Aᵀ, op(B) = B and no batch");
     if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) return fail(what + ": empty product");
     if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.batch, g.strideA, what + " A") ||
         !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.batch, g.strideB, what + " B") ||
@@ -255,6 +257,9 @@ class Checker {
       return;
     if (g.beta != 0.f && !checkMatrix(g.c, g.cdType, g.m, g.n, g.ldc, g.batch, g.strideC, what + " C")) return;
     if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias")) return;
+    if (g.fp8() && (!checkBuffer(g.scaleA, uint64_t(g.m) * 4, what + " scale_a") ||
+                    !checkBuffer(g.scaleB, uint64_t(g.n) * 4, what + " scale_b")))
+      return;
     if (g.d.space == BufferRef::Space::Weights) return fail(what + ": D in the weights, which are read-only");
     if (g.d.space == BufferRef::Space::Io && d_.io[size_t(g.d.io)].isInput)
       return fail(what + ": D in input '" + d_.io[size_t(g.d.io)].name + "', which is read-only");

@@ -82,8 +82,10 @@ struct LaunchArg {
 // A matrix product run by cuBLASLt (the gemm.tactic=cublaslt knob), in its column-major terms:
 // D = act(alpha · op(A) · op(B) + beta · C + bias), D and C m x n with leading dim ldc, op(A)
 // m x k, op(B) k x n; `batch` products `stride*` elements apart. Types are ONNX dtype codes
-// (1 float, 10 float16, 16 bfloat16); arithmetic is fp32. `bias` (m values of D's type) and C
-// are used only when the epilogue / beta ask for them.
+// (1 float, 10 float16, 16 bfloat16; A and B may be 17, float8e4m3fn, with op(A) = Aᵀ, op(B) = B
+// and no batch); arithmetic is fp32. `bias` (m values of D's type) and C are used only when the
+// epilogue / beta ask for them. fp8 products scale each D[i][j] by scaleA[i] · scaleB[j] (fp32
+// vectors of m and n values: cuBLASLt's outer-vector scaling).
 struct GemmCall {
   enum Epilogue : int32_t { None = 0, Relu = 1, Bias = 2, ReluBias = 3 };
   int32_t abType = 10, cdType = 10;
@@ -93,6 +95,8 @@ struct GemmCall {
   float alpha = 1.f, beta = 0.f;
   int32_t epilogue = None;
   BufferRef a, b, c, d, bias;
+  BufferRef scaleA, scaleB;  // fp8 only
+  bool fp8() const { return abType == 17; }
 };
 
 // One step of the launch plan: a kernel launch, a device-to-device copy, or a library GEMM.

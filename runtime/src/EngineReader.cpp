@@ -228,6 +228,11 @@ class Decoder {
         const json* b = field(g, "bias", p);
         if (!b || !buffer(*b, p + ".bias", c.bias)) return false;
       }
+      if (c.fp8())
+        for (auto [name, ref] : {std::pair<const char*, BufferRef*>{"scale_a", &c.scaleA}, {"scale_b", &c.scaleB}}) {
+          const json* b = field(g, name, p);
+          if (!b || !buffer(*b, p + "." + name, *ref)) return false;
+        }
       return true;
     }
     out.kind = Launch::Kind::Kernel;

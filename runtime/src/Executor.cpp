@@ -208,7 +208,7 @@ void Executor::prepareLaunches() {
 namespace {
 
 int ltType(int32_t onnxDtype) {
-  return onnxDtype == 10 ? lt::CUDA_R_16F : onnxDtype == 16 ? lt::CUDA_R_16BF : lt::CUDA_R_32F;
+  return onnxDtype == 10 ? lt::CUDA_R_16F : onnxDtype == 16 ? lt::CUDA_R_16BF : onnxDtype == 17 ? lt::CUDA_R_8F_E4M3 : lt::CUDA_R_32F;
 }
 
 }  // namespace
@@ -251,6 +251,14 @@ Status Executor::prepareGemms() {
       int32_t bt = ltType(g.cdType);
       lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
     }
+    if (g.fp8()) {  // per-row scales of op(A) and per-column of op(B) (pointers set at launch)
+      int32_t mode = lt::MATRIX_SCALE_OUTER_VEC_32F;
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_MODE, &mode, sizeof mode);
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_MODE, &mode, sizeof mode);
+      CUdeviceptr sa = resolve(g.scaleA), sb = resolve(g.scaleB);
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_POINTER, &sa, sizeof sa);
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_POINTER, &sb, sizeof sb);
+    }
     const int64_t rows[4] = {g.transA ? g.k : g.m, g.transB ? g.n : g.k, g.m, g.m};
     const int64_t cols[4] = {g.transA ? g.m : g.k, g.transB ? g.k : g.n, g.n, g.n};
     const int64_t lds[4] = {g.lda, g.ldb, g.ldc, g.ldc};
@@ -289,6 +297,11 @@ Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
   if (g.epilogue & GemmCall::Bias) {
     CUdeviceptr bias = resolve(g.bias);
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+  }
+  if (g.fp8()) {
+    CUdeviceptr sa = resolve(g.scaleA), sb = resolve(g.scaleB);
+    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_POINTER, &sa, sizeof sa);
+    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_POINTER, &sb, sizeof sb);
   }
   CUdeviceptr a = resolve(g.a), b = resolve(g.b), dd = resolve(g.d), c = g.beta != 0.f ? resolve(g.c) : dd;
   cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, reinterpret_cast<void*>(a), p.layouts[0],

@@ -150,8 +150,8 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "input 'x' is float32 2x3, the model takes float32 2x8" -- calibrate "$tiny/mlp.onnxtxt" --data "$tmp/cal_bad.npz" -o "$tmp/x.calib"
   expect 0 "output y +float32 +2x4" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz"
   # fc1 (K = 8) has no int8 kernel and stays float; fc2 (K = 16) is quantized.
-  expect 0 "int8: 1 of 2 int8 convolutions/matrix products of the route quantized; 1 stay float: no int8 kernel" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
-  expect 0 "int8: 0 of 2 .*1 kept float" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float 'fc2'
+  expect 0 "1 of 2 int8/fp8 convolutions/matrix products of the route quantized; 1 stay float: no 8-bit kernel" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
+  expect 0 "0 of 2 int8/fp8 .*1 kept float" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float 'fc2'
   expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float '(('
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
   expect 0 "output y +float32 +2x8" -- eval "$tiny/qdq_matmul.onnxtxt" --inputs "$tiny/qdq_matmul.npz" --outputs "$tmp/qdq_out.npz"
@@ -167,24 +167,43 @@ sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed
   expect 0 "matmul +int8 +kiln_mma_u8_" -- inspect "$tmp/q8.kiln"
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
   # int8 per node on an fp32 route (fc2 is the product with an int8 kernel).
-  expect 0 "int8: 1 of 1" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=int8'
-  expect 2 "--calib applies to int8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
+  expect 0 "1 of 1 int8/fp8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=int8'
+  expect 2 "--calib applies to int8 and fp8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route precision=fp16
   # Post-training int8 engines: precision=int8 = the calibrated int8 products, fp16 elsewhere.
   expect 0 "route 'precision=int8'" -- compile "$tiny/mlp.onnxtxt" --precision int8 --calib "$tmp/mlp.calib" -o "$tmp/mlp8.kiln"
-  expect 0 "int8_calibration = [0-9a-f]{16}" -- inspect "$tmp/mlp8.kiln"
+  expect 0 "calibration = [0-9a-f]{16}" -- inspect "$tmp/mlp8.kiln"
   expect 0 "fc2 +int8 +kiln_mma_s8_" -- inspect "$tmp/mlp8.kiln"
   expect 0 '"int8": 1' -- inspect "$tmp/mlp8.kiln" --json
-  expect 2 "precision int8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --precision int8 -o "$tmp/x.kiln"
-  expect 2 "precision int8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --route 'node.fc1.precision=int8' -o "$tmp/x.kiln"
+  expect 2 "precision int8/fp8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --precision int8 -o "$tmp/x.kiln"
+  expect 2 "precision int8/fp8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --route 'node.fc1.precision=int8' -o "$tmp/x.kiln"
   expect 2 "--keep-float applies to --calib" -- compile "$tiny/mlp.onnxtxt" --keep-float fc2 -o "$tmp/x.kiln"
   expect 2 "was made for another model" -- compile "$tiny/conv_bn_relu.onnxtxt" --precision int8 --calib "$tmp/mlp.calib" -o "$tmp/x.kiln"
-  expect 2 "leaves knob 'precision' only int8, which needs --calib" -- tune "$tiny/mlp.onnxtxt" --route 'precision=int8' --dry-run
+  expect 2 "leaves knob 'precision' only int8/fp8, which need --calib" -- tune "$tiny/mlp.onnxtxt" --route 'precision=int8' --dry-run
   expect 0 "^  precision=fp16$" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --dry-run
   expect 0 "precision=int8" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --calib "$tmp/mlp.calib" --dry-run
   # int8 convolutions (NHWC implicit GEMM; C % 16 == 0).
   expect 0 "wrote" -- calibrate "$tiny/conv16.onnxtxt" --data "$tiny/conv16.npz" -o "$tmp/conv16.calib"
-  expect 0 "int8: 2 of 2" -- compile "$tiny/conv16.onnxtxt" --precision int8 --calib "$tmp/conv16.calib" -o "$tmp/conv16.kiln"
+  expect 0 "2 of 2 int8/fp8" -- compile "$tiny/conv16.onnxtxt" --precision int8 --calib "$tmp/conv16.calib" -o "$tmp/conv16.kiln"
   expect 0 "conv2 +int8 +kiln_mma_s8_" -- inspect "$tmp/conv16.kiln"
+  # fp8 e4m3 (sm_89+): an explicit fp8 QDQ model (evaluated exactly, as numpy computed it) and
+  # calibrated fp8 products, matrix and convolution, on the same 8-bit kernel with e4m3 operands.
+  expect 0 "output y +float32 +16x16" -- eval "$tiny/qdq_matmul_fp8.onnxtxt" --inputs "$tiny/qdq_matmul_fp8.npz" --outputs "$tmp/qdq8_out.npz"
+  if /usr/bin/python3 -c "
+import numpy as np, sys
+got, want = np.load('$tmp/qdq8_out.npz')['y'], np.load('$tiny/qdq_matmul_fp8.npz')['y']
+sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul_fp8 differs from the numpy reference"; fi
+  # (fp8 products go to cuBLASLt, whose fp8 kernels use sm_90's fast path; kiln's own is mma.sync)
+  expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" -o "$tmp/qf8.kiln"
+  expect 0 "matmul +fp8 +cuBLASLt matmul 16x16x32" -- inspect "$tmp/qf8.kiln"
+  expect 0 '"fp8": 1' -- inspect "$tmp/qf8.kiln" --json
+  expect 0 "wrote" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --route gemm.tactic=kiln -o "$tmp/qf8k.kiln"
+  expect 0 "matmul +fp8 +kiln_mma_e4m3_" -- inspect "$tmp/qf8k.kiln"
+  expect 2 "fp8 \(float8e4m3fn\) needs sm_89 or newer; the target is sm_80" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --arch sm_80 -o "$tmp/x.kiln"
+  expect 0 "2 of 2 int8/fp8" -- compile "$tiny/conv16.onnxtxt" --precision fp8 --calib "$tmp/conv16.calib" -o "$tmp/conv16f8.kiln"
+  expect 0 "conv2 +fp8 +kiln_mma_e4m3_" -- inspect "$tmp/conv16f8.kiln"
+  expect 0 "1 of 1 int8/fp8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=fp8'
+  expect 2 "precision int8/fp8 needs --calib" -- compile "$tiny/mlp.onnxtxt" --precision fp8 -o "$tmp/x.kiln"
+  expect 0 "precision=fp8" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8|fp8' --calib "$tmp/mlp.calib" --dry-run
   echo '{"format": "kiln-calibration", "version": 7}' > "$tmp/new.calib"
   expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/new.calib"
 fi

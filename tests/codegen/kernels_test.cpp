@@ -305,7 +305,7 @@ TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
     }
 }
 
-// int8 tensor-core products: weights as [N, K] (k-contiguous), batched activations, implicit-GEMM
+// int8 (and fp8) tensor-core products: weights as [N, K] (k-contiguous), batched activations, implicit-GEMM
 // NHWC convolutions with C % 16 == 0; other layouts are refused with a message.
 TEST(MatMulKernels, Int8TensorCores) {
   for (auto [m, k, n] : {std::array<int64_t, 3>{4096, 768, 3072}, {100, 48, 40}, {7, 16, 8}}) {
@@ -325,6 +325,18 @@ TEST(MatMulKernels, Int8TensorCores) {
   EXPECT_NE(ku.source.find("#define KILN_A8 \"u8\""), std::string::npos);
   EXPECT_NE(ku.entry.find("kiln_mma_u8_"), std::string::npos);
   expectKernel(ku, 5);
+  // fp8 e4m3 operands: m16n8k32 e4m3 with fp32 sums, named kiln_mma_e4m3_; an fp8 store after
+  // a QuantizeLinear epilogue; fp8 with a zero point is refused.
+  MatMulSpec f8 = transposedMatMulSpec({100, 48}, {}, {40, 48}, {1, 0});
+  f8.int8 = f8.fp8 = true;
+  f8.outType = ElemType::F8E4M3;
+  KernelLaunch kf = emitMatMul(f8);
+  EXPECT_NE(kf.source.find("#define KILN_FP8 1"), std::string::npos);
+  EXPECT_NE(kf.source.find("m16n8k32.row.col.f32.e4m3.e4m3.f32"), std::string::npos);
+  EXPECT_NE(kf.entry.find("kiln_mma_e4m3_"), std::string::npos);
+  expectKernel(kf, 4);
+  f8.aOffset = true;
+  EXPECT_THROW(emitMatMul(f8), std::invalid_argument);
   MatMulSpec batched = transposedMatMulSpec({2, 64, 96}, {}, {80, 96}, {1, 0});  // shared weights: folded into M
   batched.int8 = true;
   expectKernel(emitMatMul(batched), 4);

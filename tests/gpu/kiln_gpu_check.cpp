@@ -86,8 +86,8 @@ int main(int argc, char **argv) {
     else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
     else if (a == "--min-cos" && i + 1 < argc) minCos = std::atof(argv[++i]);
     else if (a == "--route" && i + 1 < argc) routeText = argv[++i];
-    else if (a == "--calib" && i + 1 < argc) bo.int8.calib = argv[++i];
-    else if (a == "--keep-float" && i + 1 < argc) bo.int8.keepFloat = argv[++i];
+    else if (a == "--calib" && i + 1 < argc) bo.quant.calib = argv[++i];
+    else if (a == "--keep-float" && i + 1 < argc) bo.quant.keepFloat = argv[++i];
     else if (a == "--profile") profile = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
   if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
   const bool half = bo.route.get(*kiln::knobs::findKnob("precision")) != "fp32";  // int8: fp16 elsewhere
   // int8: an activation on a rounding boundary may quantize one step apart on the GPU.
-  if (tolerance < 0) tolerance = half ? 1e-2 : !bo.int8.calib.empty() ? 2e-3 : 1e-4;
+  if (tolerance < 0) tolerance = half ? 1e-2 : !bo.quant.calib.empty() ? 2e-3 : 1e-4;
   if (minCos < 0) minCos = half ? 0.999 : 0.0;
   // The reference: the model's own semantics (import + cleanup, fp32).
   mlir::MLIRContext ctx;
@@ -113,8 +113,8 @@ int main(int argc, char **argv) {
   kiln::ImportResult imp = kiln::importModelFile(model, ctx, io);
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;
   mlir::PassManager pm(&ctx);
-  if (bo.int8.calib.empty()) kiln::buildImportCleanupPipeline(pm);
-  else kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.int8);
+  if (bo.quant.calib.empty()) kiln::buildImportCleanupPipeline(pm);
+  else kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.quant);
   if (mlir::failed(pm.run(*imp.module))) return std::fprintf(stderr, "cleanup failed\n"), 1;
   auto f = (*imp.module).lookupSymbol<mlir::func::FuncOp>("main");
 

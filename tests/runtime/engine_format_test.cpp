@@ -282,6 +282,25 @@ TEST(EngineFormat, GemmLaunch) {
   bad = d;
   bad.launches.back().gemm.abType = 7;
   EXPECT_NE(checkEngineDesc(bad).find("element types"), std::string::npos);
+  // fp8 A and B (op(A) = Aᵀ, op(B) = B) with their scale vectors: written and read back; the
+  // other operand forms, and a scale vector past the weights, are refused.
+  EngineDesc f8 = d;
+  GemmCall &q = f8.launches.back().gemm;
+  q.abType = 17, q.transA = true, q.transB = false, q.lda = 16, q.ldb = 16;
+  q.scaleA = {BufferRef::Space::Weights, 0, -1};
+  q.scaleB = {BufferRef::Space::Weights, 0, -1};
+  f8.weights.resize(64 * 4);
+  ASSERT_EQ(checkEngineDesc(f8), "");
+  bytes = writeEngine(f8);
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
+  EXPECT_TRUE(back.launches.back().gemm.fp8());
+  EXPECT_EQ(back.launches.back().gemm.scaleB.space, BufferRef::Space::Weights);
+  bad = f8;
+  bad.launches.back().gemm.transB = true;
+  EXPECT_NE(checkEngineDesc(bad).find("fp8 products take op(A) = Aᵀ, op(B) = B"), std::string::npos) << checkEngineDesc(bad);
+  bad = f8;
+  bad.launches.back().gemm.scaleA.offset = 64;
+  EXPECT_NE(checkEngineDesc(bad).find("scale_a"), std::string::npos) << checkEngineDesc(bad);
 }
 
 TEST(EngineFormat, SizeMismatch) {

@@ -52,8 +52,8 @@ TEST(Route, ErrorsNameTheTerm) {
   EXPECT_NE(err.find("'precision' is not KNOB=VALUE"), std::string::npos) << err;
   EXPECT_FALSE(Route::parse("no.such=1", &r, &err));
   EXPECT_NE(err.find("unknown knob 'no.such'"), std::string::npos) << err;
-  EXPECT_FALSE(Route::parse("precision=fp8", &r, &err));
-  EXPECT_NE(err.find("no value 'fp8' (domain: fp32|fp16|bf16|int8)"), std::string::npos) << err;
+  EXPECT_FALSE(Route::parse("precision=fp4", &r, &err));
+  EXPECT_NE(err.find("no value 'fp4' (domain: fp32|fp16|bf16|int8|fp8)"), std::string::npos) << err;
   EXPECT_FALSE(Route::parse("precision=fp16;precision=fp16", &r, &err));
   EXPECT_NE(err.find("twice"), std::string::npos) << err;
   EXPECT_FALSE(Route::parse("node.x.nosuchsuffix=1", &r, &err));

@@ -152,24 +152,26 @@ TEST(LowerQdq, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/lower_qdq.mlir", nested([] { return kiln::createLowerQdq(); }), 1e-6);
 }
 
-// int8 QDQ on the lit test's @matmul: the evaluator computes exactly the quantized arithmetic
-// (activation rounded half-to-even to int8 steps of 2/127, weights per column), and it stays
-// within quantization error of the fp32 product.
-TEST(QuantizeInt8, ComputesQuantizedArithmetic) {
+// int8 / fp8 QDQ on the lit test's @matmul: the evaluator computes exactly the quantized
+// arithmetic (activation rounded to int8 steps of amax/127, half to even, or to e4m3 values of
+// scale amax/448; weights per column likewise), and it stays within quantization error of the
+// fp32 product.
+void expectQuantizedArithmetic(const char *precision, double qmax, double (*quantize)(double), double maxRelL2) {
+  SCOPED_TRACE(precision);
   mlir::MLIRContext ctx;
   kiln::registerKilnDialects(ctx);
-  std::string chunk = splitInput(std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/quantize_int8.mlir")[0];
+  std::string chunk = splitInput(std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/quantize_products.mlir")[0];
   mlir::OwningOpRef<mlir::ModuleOp> before = mlir::parseSourceString<mlir::ModuleOp>(chunk, &ctx);
   ASSERT_TRUE(before);
   mlir::OwningOpRef<mlir::ModuleOp> after = before->clone();
   mlir::PassManager pm(&ctx);
-  pm.addNestedPass<mlir::func::FuncOp>(
-      kiln::createQuantizeInt8({std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_int8.calib", "", "precision=int8"}));
+  pm.addNestedPass<mlir::func::FuncOp>(kiln::createQuantizeProducts(
+      {std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_products.calib", "", std::string("precision=") + precision}));
   ctx.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });  // the remark
   ASSERT_TRUE(mlir::succeeded(pm.run(*after)));
   auto f = before->lookupSymbol<mlir::func::FuncOp>("matmul"), g = after->lookupSymbol<mlir::func::FuncOp>("matmul");
   auto w = [](int k, int c) { return c == 0 ? 0.5 - k * 0.0625 : ((k % 5) - 2) * 2.0; };  // the lit test's [16, 2]
-  const double ws[2] = {0.5 / 127, 4.0 / 127}, sa = 2.0 / 127;
+  const double ws[2] = {0.5 / qmax, 4.0 / qmax}, sa = 2.0 / qmax;  // calibrated amax of x: 2
   for (unsigned seed : {1u, 2u, 3u}) {
     std::vector<kiln::ops::Tensor> in = randomInputs(f, seed), fp32, q;
     ASSERT_FALSE(kiln::evaluateFunction(f, in, fp32));
@@ -179,16 +181,23 @@ TEST(QuantizeInt8, ComputesQuantizedArithmetic) {
       for (int c = 0; c < 2; ++c) {
         double want = 0;
         for (int k = 0; k < 16; ++k) {
-          double xq = std::clamp(double(std::nearbyint(float(in[0].f[size_t(r * 16 + k)]) / float(sa))), -128.0, 127.0) * float(sa);
-          double wq = std::clamp(std::nearbyint(w(k, c) / float(ws[c])), -127.0, 127.0) * float(ws[c]);
+          double xq = quantize(float(in[0].f[size_t(r * 16 + k)]) / float(sa)) * float(sa);
+          double wq = quantize(w(k, c) / float(ws[c])) * float(ws[c]);
           want += float(xq) * float(wq);
         }
         EXPECT_NEAR(q[0].f[size_t(r * 2 + c)], want, 1e-5 * (1 + std::fabs(want)));
         err += std::pow(q[0].f[size_t(r * 2 + c)] - fp32[0].f[size_t(r * 2 + c)], 2);
         norm += std::pow(fp32[0].f[size_t(r * 2 + c)], 2);
       }
-    EXPECT_LT(std::sqrt(err / norm), 0.05);  // steps of 2/127 on x, 4/127 on W
+    EXPECT_LT(std::sqrt(err / norm), maxRelL2);
   }
+}
+
+TEST(QuantizeProducts, ComputesQuantizedArithmetic) {
+  // (x clamps at -128, weights at ±127; the calibrated x stays inside, so ±127 serves both)
+  expectQuantizedArithmetic("int8", 127, [](double v) { return std::clamp(double(std::nearbyint(float(v))), -127.0, 127.0); }, 0.05);
+  // (e4m3 keeps 3 mantissa bits: each value within 1/16 relative, sums of 16 such cancel partly)
+  expectQuantizedArithmetic("fp8", 448, [](double v) { return kiln::ops::roundToE4M3(v); }, 0.15);
 }
 
 }  // namespace

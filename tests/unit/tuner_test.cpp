@@ -63,8 +63,15 @@ TEST(RouteExpression, ErrorsNameTheTerm) {
   EXPECT_FALSE(parseSpace("nope=.*", {}, s2, err));
   EXPECT_NE(err.find("'nope=.*' matches no knob"), std::string::npos) << err;
   SearchSpace s3;
-  EXPECT_FALSE(parseSpace("precision=fp8", {}, s3, err));
+  EXPECT_FALSE(parseSpace("precision=fp4", {}, s3, err));
   EXPECT_NE(err.find("leaves knob 'precision' no value"), std::string::npos) << err;
+  // Without a calibration file int8 and fp8 are no candidates; a term left with only them says why.
+  SearchSpace s6;
+  ASSERT_TRUE(parseSpace("precision=.*", {}, s6, err, /*withCalibration=*/false)) << err;
+  ASSERT_EQ(s6.dims.size(), 1u);
+  EXPECT_EQ(s6.dims[0].values, (std::vector<std::string>{"fp32", "fp16", "bf16"}));
+  EXPECT_FALSE(parseSpace("precision=int8|fp8", {}, s6, err, false));
+  EXPECT_NE(err.find("only int8/fp8, which need --calib"), std::string::npos) << err;
   SearchSpace s4;
   EXPECT_FALSE(parseSpace("precision=.*;prec.*=fp16", {}, s4, err));
   EXPECT_NE(err.find("matched by route terms"), std::string::npos) << err;

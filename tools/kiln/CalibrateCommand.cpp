@@ -1,4 +1,4 @@
-// `kiln calibrate MODEL --data DIR|FILE.npz -o model.calib`: activation ranges for int8
+// `kiln calibrate MODEL --data DIR|FILE.npz -o model.calib`: activation ranges for int8/fp8
 // post-training quantization, collected on the CPU reference evaluator (see compiler/quant).
 #include "codegen/lowering/ModelBuild.h"
 #include "compiler/ir/KilnDialect.h"
@@ -46,7 +46,7 @@ bool batchFiles(const std::string &data, std::vector<std::string> &files, std::s
 }  // namespace
 
 Runner addCalibrateCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("calibrate", "Collect activation ranges for int8 quantization (CPU evaluator)");
+  auto *cmd = app.add_subcommand("calibrate", "Collect activation ranges for int8/fp8 quantization (CPU evaluator)");
   auto opts = std::make_shared<ModelOptions>();
   auto data = std::make_shared<std::string>(), out = std::make_shared<std::string>();
   auto method = std::make_shared<std::string>("entropy");
@@ -80,7 +80,7 @@ Runner addCalibrateCommand(CLI::App &app) {
     // The activation operands of convolutions and matrix products, as the int8 pass sees them.
     std::map<std::string, quant::RangeCollector> ranges;
     OpObserver observe = [&](mlir::Operation *op, const std::vector<const ops::Tensor *> &args) {
-      if (!isInt8Product(op)) return;
+      if (!isQuantizableProduct(op)) return;
       for (unsigned k = 0; k < 2 && k < args.size(); ++k)
         if (args[k] && ops::isFloat(args[k]->dtype) && !isConstant(op->getOperand(k)))
           ranges[quant::rangeKey(nodeName(op), k)].add(args[k]->f.data(), int64_t(args[k]->f.size()));

@@ -1,4 +1,4 @@
-// `kiln compile model.onnx -o model.kiln [--arch sm_90] [--precision fp16|int8] [--route ROUTE]
+// `kiln compile model.onnx -o model.kiln [--arch sm_90] [--precision fp16|int8|fp8] [--route ROUTE]
 // [--calib FILE [--keep-float REGEX]]`: import, run the compile pipeline for the route, generate
 // and compile the kernels with NVRTC and write the engine. Needs no GPU.
 #include "codegen/lowering/ModelBuild.h"
@@ -70,10 +70,10 @@ Runner addCompileCommand(CLI::App &app) {
   opts->add(*cmd);
   cmd->add_option("--route", *routeText, "Build route: KNOB=VALUE;... (`kiln knobs` lists the knobs)");
   cmd->add_option("--precision", *precision,
-                  "Shorthand for the route's precision knob (fp32, fp16, bf16, int8: matrix products int8, the rest "
-                  "fp16)");
+                  "Shorthand for the route's precision knob (fp32, fp16, bf16; int8 / fp8: matrix products int8 / "
+                  "fp8 e4m3, the rest fp16)");
   cmd->add_option("--calib", *calib,
-                  "Calibration file (kiln calibrate) for the route's int8 products (per-channel weights, "
+                  "Calibration file (kiln calibrate) for the route's int8/fp8 products (per-channel weights, "
                   "per-tensor activations)");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_option("-o,--output", *out, "Engine file to write")->required();
@@ -95,11 +95,11 @@ Runner addCompileCommand(CLI::App &app) {
     codegen::BuildOptions bo;
     std::string err;
     if (!parseRoute(*routeText, *precision, bo.route, err) ||
-        !checkInt8Options(bo.route, *calib, *keepFloat, opts->model, err)) {
+        !checkQuantOptions(bo.route, *calib, *keepFloat, opts->model, err)) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
-    bo.int8 = {*calib, *keepFloat};
+    bo.quant = {*calib, *keepFloat};
     bo.arch = *arch;
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;

@@ -30,7 +30,7 @@ Runner addEvalCommand(CLI::App &app) {
   cmd->add_option("--outputs", *outputs, "Write the outputs here (.npz)");
   cmd->add_option("--route", *routeText, "Evaluate the graph the compile pipeline makes for this route");
   cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as for compile)");
-  cmd->add_option("--calib", *calib, "Calibration file for the route's int8 products (kiln calibrate), as for compile");
+  cmd->add_option("--calib", *calib, "Calibration file for the route's int8/fp8 products (kiln calibrate), as for compile");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   return [=]() -> int {
@@ -38,7 +38,7 @@ Runner addEvalCommand(CLI::App &app) {
     knobs::Route route;
     std::string error;
     if (!parseRoute(*routeText, *precision, route, error) ||
-        !checkInt8Options(route, *calib, *keepFloat, opts->model, error)) {
+        !checkQuantOptions(route, *calib, *keepFloat, opts->model, error)) {
       std::cerr << "kiln: error: " << error << "\n";
       return 2;
     }

@@ -23,13 +23,14 @@ static std::string shapeText(const std::vector<int64_t> &s) {
 // The precision a launch computes a matrix product or convolution in ("" for other launches):
 // kiln's product kernels are named kiln_<kind>_<type tag>_<hash> (codegen/kernels/KernelUtil.h).
 static std::string productPrecision(const rt::EngineDesc &d, const rt::Launch &l) {
-  if (l.kind == rt::Launch::Kind::Gemm) return l.gemm.abType == 10 ? "fp16" : l.gemm.abType == 16 ? "bf16" : "fp32";
+  if (l.kind == rt::Launch::Kind::Gemm)
+    return l.gemm.abType == 10 ? "fp16" : l.gemm.abType == 16 ? "bf16" : l.gemm.abType == 17 ? "fp8" : "fp32";
   if (l.kind != rt::Launch::Kind::Kernel) return "";
   const std::string &e = d.kernels[size_t(l.kernel)].entry;
   for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_"}) {
     if (e.rfind(kind, 0) != 0) continue;
     std::string tag = e.substr(std::string(kind).size(), e.find('_', std::string(kind).size()) - std::string(kind).size());
-    return tag == "s8" || tag == "u8" ? "int8" : tag == "f16" ? "fp16" : tag == "bf16" ? "bf16" : tag == "f32" ? "fp32" : tag;
+    return tag == "s8" || tag == "u8" ? "int8" : tag == "e4m3" ? "fp8" : tag == "f16" ? "fp16" : tag == "bf16" ? "bf16" : tag == "f32" ? "fp32" : tag;
   }
   return "";
 }

@@ -109,13 +109,13 @@ bool checkCalibration(const std::string &calib, const std::string &model, std::s
   return true;
 }
 
-bool checkInt8Options(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
+bool checkQuantOptions(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
                       const std::string &model, std::string &error) {
-  bool int8 = routeUsesInt8(route);
-  if (int8 && calib.empty())
-    error = "precision int8 needs --calib FILE (made by `kiln calibrate` for this model)";
-  else if (!int8 && !calib.empty())
-    error = "--calib applies to int8: add --precision int8 (or node.<name>.precision=int8 to the route)";
+  bool quantizes = routeQuantizes(route);
+  if (quantizes && calib.empty())
+    error = "precision int8/fp8 needs --calib FILE (made by `kiln calibrate` for this model)";
+  else if (!quantizes && !calib.empty())
+    error = "--calib applies to int8 and fp8: add --precision int8|fp8 (or node.<name>.precision=int8|fp8 to the route)";
   else if (!keepFloat.empty() && calib.empty())
     error = "--keep-float applies to --calib";
   else if (!calib.empty())

@@ -103,7 +103,7 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--inputs", o->inputs, "Inputs (.npz; default: the reference's, else random)");
   cmd->add_option("-o,--output", o->output, "Write the winning engine here");
   cmd->add_option("--arch", o->arch, "Target architecture")->capture_default_str();
-  cmd->add_option("--calib", o->calib, "Calibration file (kiln calibrate) for candidates with int8 products");
+  cmd->add_option("--calib", o->calib, "Calibration file (kiln calibrate) for candidates with int8/fp8 products");
   cmd->add_option("--shapes", o->shapes, "Input shapes, as for compile");
   cmd->add_option("--devices", *devices, "GPUs to measure on, one worker each (e.g. 0,1)")->capture_default_str();
   cmd->add_option("--max-candidates", o->maxCandidates, "Refuse a full search with more candidates")->capture_default_str();

@@ -124,3 +124,54 @@ func.func @uint8_activation(%x: tensor<2x16xf32>) -> tensor<2x2xf32> {
   %y = kiln.matmul %xd, %wd : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
   return %y : tensor<2x2xf32>
 }
+
+// -----
+
+// float8e4m3fn on both sides (an explicit fp8 QDQ model, or precision=fp8): QuantizedMatMul of
+// the fp8 data, the scales combined as for int8.
+// CHECK-LABEL: func.func @fp8_matmul
+// CHECK: %[[S:.*]] = kiln.constant dense<[1.250000e-01, 2.500000e-01]> : tensor<2xf32>
+// CHECK: kiln.quantized_matmul %{{.*}}, %{{.*}}, %[[S]] : (tensor<2x16xf8E4M3FN>, tensor<16x2xf8E4M3FN>, tensor<2xf32>) -> tensor<2x2xf32>
+func.func @fp8_matmul(%x: tensor<2x16xf32>) -> tensor<2x2xf32> {
+  %sa = kiln.constant dense<0.5> : tensor<f32>
+  %zp = kiln.constant dense<0.0> : tensor<f8E4M3FN>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<2x16xf32>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<2x16xf8E4M3FN>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<2x16xf8E4M3FN>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<2x16xf32>
+  %wq = kiln.constant dense<[[448.0, -448.0], [-0.5, 3.25], [0.0, 1.0], [5.0, -5.0], [17.0, 3.0], [-96.0, 104.0], [1.0, 2.0], [3.0, 4.0],
+                             [-1.0, -2.0], [-3.0, -4.0], [60.0, -60.0], [7.0, 0.125], [-0.0625, 7.0], [240.0, -256.0], [0.0, 0.0], [9.0, -9.0]]> : tensor<16x2xf8E4M3FN>
+  %ws = kiln.constant dense<[0.25, 0.5]> : tensor<2xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wq, %ws, %n {axis = 1 : i64} : (tensor<16x2xf8E4M3FN>, tensor<2xf32>, none) -> tensor<16x2xf32>
+  %y = kiln.matmul %xd, %wd : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// An fp8 convolution becomes QuantizedConv of fp8 data; an int8 activation times fp8 weights
+// has no 8-bit kernel and stays float.
+// CHECK-LABEL: func.func @fp8_conv_and_mixed
+// CHECK: kiln.quantized_conv {{.*}} : (tensor<1x16x3x3xf8E4M3FN>, tensor<2x16x3x3xf8E4M3FN>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: kiln.matmul
+// CHECK-NOT: quantized_matmul
+func.func @fp8_conv_and_mixed(%x: tensor<1x16x3x3xf32>, %a: tensor<2x16xf32>) -> (tensor<1x2x3x3xf32>, tensor<2x2xf32>) {
+  %sa = kiln.constant dense<0.0625> : tensor<f32>
+  %zp = kiln.constant dense<0.0> : tensor<f8E4M3FN>
+  %q = kiln.quantize_linear %x, %sa, %zp : (tensor<1x16x3x3xf32>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<1x16x3x3xf8E4M3FN>
+  %xd = kiln.dequantize_linear %q, %sa, %zp : (tensor<1x16x3x3xf8E4M3FN>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<1x16x3x3xf32>
+  %wb = kiln.constant dense<-1.75> : tensor<2x16x3x3xf8E4M3FN>
+  %ws = kiln.constant dense<[0.01, 0.02]> : tensor<2xf32>
+  %n = kiln.none
+  %wd = kiln.dequantize_linear %wb, %ws, %n {axis = 0 : i64} : (tensor<2x16x3x3xf8E4M3FN>, tensor<2xf32>, none) -> tensor<2x16x3x3xf32>
+  %b = kiln.constant dense<[0.5, -0.25]> : tensor<2xf32>
+  %y = kiln.conv %xd, %wd, %b {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x3x3xf32>, tensor<2x16x3x3xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+  %si = kiln.constant dense<0.0157480314> : tensor<f32>
+  %zi = kiln.constant dense<0> : tensor<i8>
+  %qa = kiln.quantize_linear %a, %si, %zi : (tensor<2x16xf32>, tensor<f32>, tensor<i8>) -> tensor<2x16xi8>
+  %ad = kiln.dequantize_linear %qa, %si, %zi : (tensor<2x16xi8>, tensor<f32>, tensor<i8>) -> tensor<2x16xf32>
+  %w8 = kiln.constant dense<3.0> : tensor<16x2xf8E4M3FN>
+  %ws2 = kiln.constant dense<0.5> : tensor<f32>
+  %wd2 = kiln.dequantize_linear %w8, %ws2, %n : (tensor<16x2xf8E4M3FN>, tensor<f32>, none) -> tensor<16x2xf32>
+  %z = kiln.matmul %ad, %wd2 : (tensor<2x16xf32>, tensor<16x2xf32>) -> tensor<2x2xf32>
+  return %y, %z : tensor<1x2x3x3xf32>, tensor<2x2xf32>
+}

@@ -1,7 +1,19 @@
-// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib route=precision=int8" | FileCheck %s
-// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib keep-float=mm|conv route=precision=int8" | FileCheck %s --check-prefix=KEEP
-// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib route=node.tmm.precision=int8" | FileCheck %s --check-prefix=NODE
-// RUN: %kiln-opt %s -split-input-file -kiln-quantize-int8="calib=%S/Inputs/quantize_int8.calib" | FileCheck %s --check-prefix=FP32
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize="calib=%S/Inputs/quantize_products.calib route=precision=int8" | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize="calib=%S/Inputs/quantize_products.calib keep-float=mm|conv route=precision=int8" | FileCheck %s --check-prefix=KEEP
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize="calib=%S/Inputs/quantize_products.calib route=node.tmm.precision=int8" | FileCheck %s --check-prefix=NODE
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize="calib=%S/Inputs/quantize_products.calib" | FileCheck %s --check-prefix=FP32
+// RUN: %kiln-opt %s -split-input-file -kiln-quantize="calib=%S/Inputs/quantize_products.calib route=precision=fp8" | FileCheck %s --check-prefix=FP8
+
+// fp8: the same Q/DQ with float8e4m3fn values, scales amax/448 (x: 2/448; W columns 0.5/448 and
+// 4/448), weights rounded to nearest-even e4m3 (0.4375/s = 392 → 384; 0.375/s = 336, a tie → 320).
+// FP8-LABEL: func.func @matmul
+// FP8-DAG: %[[SA:.*]] = kiln.constant dense<0.00446428591> : tensor<f32>
+// FP8-DAG: %[[ZP:.*]] = kiln.constant dense<0.000000e+00> : tensor<f8E4M3FN>
+// FP8: %[[Q:.*]] = kiln.quantize_linear %arg0, %[[SA]], %[[ZP]] {{.*}} -> tensor<2x16xf8E4M3FN>
+// FP8: %[[XD:.*]] = kiln.dequantize_linear %[[Q]], %[[SA]], %[[ZP]]
+// FP8-DAG: kiln.constant dense<{{\[\[}}4.480000e+02, -4.480000e+02], [3.840000e+02, -2.240000e+02], [3.200000e+02, 0.000000e+00], {{.*}}> : tensor<16x2xf8E4M3FN>
+// FP8-DAG: kiln.constant dense<[0.00111607148, 0.00892857183]> : tensor<2xf32>
+// FP8: kiln.matmul %[[XD]]
 
 // Only the products whose precision is int8 in the route: all of them (precision=int8), one
 // node (node.tmm.precision=int8), or none on the default fp32 route.
