@@ -157,6 +157,7 @@ if [ "$mode" = int8 ]; then
   for r in "" "precision=fp16"; do
     run "int8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul.onnxtxt --route "$r" --iterations 3
     run "int8_qdq_matmul_u8_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul_u8.onnxtxt --route "$r" --iterations 3
+    run "int8_qdq_pool_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_pool.onnxtxt --route "$r" --iterations 3
   done
   for r in "precision=int8" "node.fc2.precision=int8"; do
     run "int8_mlp_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/mlp.onnxtxt --calib /tmp/mlp.calib --route "$r" --iterations 3

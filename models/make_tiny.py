@@ -275,6 +275,48 @@ def make_conv16():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_qdq_pool():
+    """onnxruntime-style QDQ around a MaxPool and a Reshape between two int8 products: kiln moves
+    the DequantizeLinear below them (int8 pooling), and the Q/DQ pairs with equal parameters
+    cancel."""
+    r = rng_for("qdq_pool")
+    x = inputs(r, (2, 16, 6, 6))
+    w1 = r.integers(-127, 128, size=(16, 16, 3, 3)).astype(np.int8)
+    w2 = r.integers(-127, 128, size=(144, 8)).astype(np.int8)
+    b1 = weights(r, (16,))
+    xs, as_, w1s, w2s = np.float32(1 / 64), np.float32(1 / 8), np.float32(1 / 1024), np.float32(1 / 256)
+    def qdq(name, inp, scale):
+        return [helper.make_node("QuantizeLinear", [inp, scale, "zero"], [name + "_q"], name="quant_" + name),
+                helper.make_node("DequantizeLinear", [name + "_q", scale, "zero"], [name + "_d"], name="dequant_" + name)]
+    g = helper.make_graph(
+        qdq("x", "x", "x_scale") +
+        [helper.make_node("DequantizeLinear", ["w1_q", "w1_scale"], ["w1"], name="dequant_w1"),
+         helper.make_node("Conv", ["x_d", "w1", "b1"], ["c1"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["a1"], name="relu")] +
+        qdq("a1", "a1", "a_scale") +
+        [helper.make_node("MaxPool", ["a1_d"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2])] +
+        qdq("p", "p", "a_scale") +
+        [helper.make_node("Reshape", ["p_d", "shape"], ["f"], name="flatten")] +
+        qdq("f", "f", "a_scale") +
+        [helper.make_node("DequantizeLinear", ["w2_q", "w2_scale"], ["w2"], name="dequant_w2"),
+         helper.make_node("MatMul", ["f_d", "w2"], ["y"], name="fc")],
+        "qdq_pool", [vi("x", F32, [2, 16, 6, 6])], [vi("y", F32, [2, 8])],
+        [numpy_helper.from_array(np.array(xs), "x_scale"), numpy_helper.from_array(np.array(as_), "a_scale"),
+         numpy_helper.from_array(np.array(0, np.int8), "zero"), numpy_helper.from_array(w1, "w1_q"),
+         numpy_helper.from_array(np.array(w1s), "w1_scale"), raw_tensor("b1", b1),
+         numpy_helper.from_array(w2, "w2_q"), numpy_helper.from_array(np.array(w2s), "w2_scale"),
+         numpy_helper.from_array(np.array([2, 144], np.int64), "shape")],
+        doc_string="x[2,16,6,6] -> QDQ -> Conv(int8) -> Relu -> QDQ -> MaxPool 2x2 -> QDQ -> Reshape [2,144] -> QDQ -> MatMul(int8)")
+    f32 = lambda a: f64(np.asarray(a, np.float32))
+    q = lambda v, s: np.clip(np.round(f64(np.asarray(v, np.float32) / s)), -128, 127)  # ONNX: x / scale in float32
+    xd = f32(q(x, xs) * f64(xs))
+    a1 = np.maximum(conv2d_ref(xd, f32(f64(w1) * f64(w1s)), f64(b1), 1), 0.0)
+    ad = f32(q(a1, as_) * f64(as_))
+    p = ad.reshape(2, 16, 3, 2, 3, 2).max(axis=(3, 5))
+    y = p.reshape(2, 144) @ f32(f64(w2) * f64(w2s))
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def conv2d_ref(x, w, b, pad):
     n, c, hh, ww = x.shape
     k, _, kh, kw = w.shape
@@ -512,7 +554,7 @@ def main(argv=None):
     valid = {"mlp": make_mlp(), "conv_bn_relu": make_conv_bn_relu(),
              "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
-             "qdq_matmul_fp8": make_qdq_matmul_fp8(),
+             "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
              "conv16": make_conv16()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():

@@ -155,6 +155,29 @@ def QuantizeProducts : Pass<"kiln-quantize", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def PropagateQdq : Pass<"kiln-propagate-qdq", "mlir::func::FuncOp"> {
+  let summary = "Move per-tensor DequantizeLinear below layout-only ops; cancel Q(DQ(x)) with equal parameters";
+  let description = [{
+    QDQ models quantize around every op (onnxruntime puts Q/DQ pairs around MaxPool, Reshape,
+    Transpose, Concat...), which would leave those ops in float between a DequantizeLinear and
+    a QuantizeLinear. For a layout-only op L (Reshape, Transpose, Flatten, Squeeze, Unsqueeze,
+    Slice, Identity, Concat with equal parameters on every input, and MaxPool without Indices)
+    whose data operand is a per-tensor DequantizeLinear with a positive scale,
+    `L(DQ(x, s, zp))` becomes `DQ(L(x), s, zp)`: L runs on the 8-bit data. Then
+    `QuantizeLinear(DequantizeLinear(x, s, zp), s, zp)` with the same scale, zero point and type
+    is x. Both rewrites are exact, so the quantized regions grow without changing a value.
+
+    Before:
+      %d = kiln.dequantize_linear %q, %s, %zp
+      %p = kiln.max_pool %d
+      %q2 = kiln.quantize_linear %p, %s, %zp
+    After:
+      %p = kiln.max_pool %q        (int8)
+      (%q2 is %p)
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
   let summary = "Matrix products and convolutions between DequantizeLinear pairs become int8/fp8 ops";
   let description = [{

@@ -18,11 +18,12 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
   f.addPass(createFoldConstants(keepQuantizedWeights));
 }
 
-// Calibrated int8/fp8 Q/DQ for the route's int8/fp8 products, then every QDQ product to
-// QuantizedMatMul/QuantizedConv; DequantizeLinear of constants left over (weights of products that stay
+// Calibrated int8/fp8 Q/DQ for the route's int8/fp8 products, DequantizeLinear moved below
+// layout-only ops (8-bit data through them), then every QDQ product to QuantizedMatMul/QuantizedConv; DequantizeLinear of constants left over (weights of products that stay
 // float) folds to float weights.
 static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const QuantOptions &quant) {
   f.addPass(createQuantizeProducts({quant.calib, quant.keepFloat, route}));
+  f.addPass(createPropagateQdq());
   f.addPass(createLowerQdq());
   f.addPass(createFoldConstants());
   f.addPass(mlir::createCSEPass());  // one QuantizeLinear per tensor and scale

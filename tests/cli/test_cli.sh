@@ -161,6 +161,16 @@ got, want = np.load('$tmp/qdq_out.npz')['y'], np.load('$tiny/qdq_matmul.npz')['y
 sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul differs from the numpy reference"; fi
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
   expect 0 "matmul +int8 +kiln_mma_s8_" -- inspect "$tmp/q.kiln"
+  # QDQ around a MaxPool and a Reshape (onnxruntime's form): they run on the int8 data (the
+  # convolution's epilogue stores int8, the pool reads it), Q/DQ pairs cancel; exact on the CPU.
+  expect 0 "output y +float32 +2x8" -- eval "$tiny/qdq_pool.onnxtxt" --inputs "$tiny/qdq_pool.npz" --outputs "$tmp/qpool_out.npz"
+  if /usr/bin/python3 -c "
+import numpy as np, sys
+got, want = np.load('$tmp/qpool_out.npz')['y'], np.load('$tiny/qdq_pool.npz')['y']
+sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_pool differs from the numpy reference"; fi
+  expect 0 "wrote .*6 launches" -- compile "$tiny/qdq_pool.onnxtxt" -o "$tmp/qpool.kiln"
+  expect 0 "pool +kiln_pool_" -- inspect "$tmp/qpool.kiln"
+  expect 0 "fc +int8 +kiln_mma_s8_" -- inspect "$tmp/qpool.kiln"
   # onnxruntime's default U8S8 form: uint8 activations with a zero point (mma .u8.s8, the zero
   # point subtracted per column).
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul_u8.onnxtxt" -o "$tmp/q8.kiln"
@@ -198,6 +208,7 @@ sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed
   expect 0 '"fp8": 1' -- inspect "$tmp/qf8.kiln" --json
   expect 0 "wrote" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --route gemm.tactic=kiln -o "$tmp/qf8k.kiln"
   expect 0 "matmul +fp8 +kiln_mma_e4m3_" -- inspect "$tmp/qf8k.kiln"
+  expect 2 "int8 tensor-core products need sm_80 or newer; the target is sm_75" -- compile "$tiny/qdq_matmul.onnxtxt" --arch sm_75 -o "$tmp/x.kiln"
   expect 2 "fp8 \(float8e4m3fn\) needs sm_89 or newer; the target is sm_80" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --arch sm_80 -o "$tmp/x.kiln"
   expect 0 "2 of 2 int8/fp8" -- compile "$tiny/conv16.onnxtxt" --precision fp8 --calib "$tmp/conv16.calib" -o "$tmp/conv16f8.kiln"
   expect 0 "conv2 +fp8 +kiln_mma_e4m3_" -- inspect "$tmp/conv16f8.kiln"

@@ -27,8 +27,11 @@ std::vector<kiln::ops::Tensor> randomInputs(mlir::func::FuncOp f, unsigned seed)
   for (mlir::Type t : f.getArgumentTypes()) {
     auto rt = mlir::cast<mlir::RankedTensorType>(t);
     kiln::ops::Tensor x(kiln::dtypeOf(rt.getElementType()), {rt.getShape().begin(), rt.getShape().end()});
-    // Floats of both signs away from 0; integers 0/1 (masks, indices).
-    for (int64_t i = 0; i < x.size(); ++i) x.set(i, x.isFloating() ? (rng() % 2 ? 1 : -1) * dist(rng) : double(rng() % 2));
+    // Floats of both signs away from 0; 8-bit integers (quantized data) over their range; other
+    // integers 0/1 (masks, indices).
+    bool eightBit = x.dtype == kiln::ops::DType::I8 || x.dtype == kiln::ops::DType::U8;
+    for (int64_t i = 0; i < x.size(); ++i)
+      x.set(i, x.isFloating() ? (rng() % 2 ? 1 : -1) * dist(rng) : eightBit ? double(int(rng() % 256) - 128) : double(rng() % 2));
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -150,6 +153,11 @@ TEST(CompilePipeline, Fp16CloseToFp32) {
 // multiplied in double: equal up to float32 rounding.
 TEST(LowerQdq, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/lower_qdq.mlir", nested([] { return kiln::createLowerQdq(); }), 1e-6);
+}
+
+// Moving DequantizeLinear below layout-only ops and cancelling Q(DQ(x)) changes no value.
+TEST(PropagateQdq, PreservesSemanticsExactly) {
+  expectSameBeforeAndAfter("passes/propagate_qdq.mlir", nested([] { return kiln::createPropagateQdq(); }));
 }
 
 // int8 / fp8 QDQ on the lit test's @matmul: the evaluator computes exactly the quantized
