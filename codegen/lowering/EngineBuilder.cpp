@@ -194,6 +194,16 @@ class Lowering {
   bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec, Value aMem,
                       Value bMem, Value fp8Scale = {});
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
+  // emitMatMul, refusing tensor-core kernels (8-bit and half operands: cp.async, mma m16n8k16 /
+  // m16n8k32) for targets below sm_80 with a message instead of ptxas errors.
+  KernelLaunch tensorCoreCheckedMatMul(const MatMulSpec &spec) {
+    bool tensorCores = spec.int8 || spec.type == ElemType::F16 || spec.type == ElemType::BF16;
+    if (tensorCores && desc_.sm < 80)
+      throw std::invalid_argument(std::string(spec.int8 ? "int8" : "fp16/bf16") +
+                                  " tensor-core products need sm_80 or newer; the target is " + opts_.arch +
+                                  (spec.int8 ? "" : " (build it fp32)"));
+    return emitMatMul(spec);
+  }
   rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
   Value root(Value v) {
     while (Operation *d = v.getDefiningOp())
@@ -438,7 +448,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.outShape = outShape;
     spec.tile = tileFor(anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
-    addLaunch(anchor, emitMatMul(spec), params);
+    addLaunch(anchor, tensorCoreCheckedMatMul(spec), params);
     return;
   }
   if (!conv) throw std::logic_error("not a product: " + type);
@@ -489,7 +499,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
       spec.fp8 = inType == ElemType::F8E4M3;
       params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
     }
-    addLaunch(anchor, emitMatMul(spec), params);
+    addLaunch(anchor, tensorCoreCheckedMatMul(spec), params);
     return;
   }
   // Grouped / depthwise: weights as [KH][KW][C/group][M].
@@ -643,7 +653,7 @@ void Lowering::lowerOp(Operation *op) {
     std::vector<Value> params = {operands[0], operands[1]};
     if (spec.epilogue.numInputs()) params.push_back(operands[2]);
     params.push_back(out);
-    addLaunch(op, emitMatMul(spec), params);
+    addLaunch(op, tensorCoreCheckedMatMul(spec), params);
     return;
   }
   if (isFusableElementwise(op)) {
