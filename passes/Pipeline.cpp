@@ -48,6 +48,7 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
   f.addPass(createLayout({route}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
   f.addPass(createSimplifyTransposes());
+  f.addPass(mlir::createCSEPass());  // one transpose per value (the layout pass adds one per use)
   f.addPass(mlir::createCanonicalizerPass());  // dead ops and constants
   // Elementwise regions first, so an epilogue can take a whole region (GELU's DAG uses the
   // product's result twice, which a chain of single uses would not reach).
