@@ -13,6 +13,8 @@
 #   bash bench/gpu_suite.sh int8-zoo  # BERT-base and ResNet-50 int8 and fp8 vs fp16 vs fp32;
 #                                     # ResNet-50 NCHW vs NHWC
 #   bash bench/gpu_suite.sh engines   # only the host-compiled engines of $KILN_INT8_DIR
+#   bash bench/gpu_suite.sh qdq     # onnxruntime QDQ models ($KILN_QDQ_DIR, bench/qdq_cnn.py) vs
+#                                   # onnxruntime's int8 outputs; the tiny QDQ pool model
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
 # build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
@@ -230,6 +232,26 @@ if [ "$mode" = int8-zoo ]; then
     done
   fi
   host_engines
+fi
+
+# QDQ models quantized on the host by onnxruntime (bench/qdq_cnn.py: $KILN_QDQ_DIR/NAME.qdq.onnx
+# with NAME.reference.npz, onnxruntime's int8 CPU outputs), compiled here with fp32 and fp16
+# elsewhere, checked against onnxruntime and timed; and the tiny QDQ models against the evaluator.
+if [ "$mode" = qdq ]; then
+  : > "$summary"
+  for r in "" "precision=fp16"; do
+    run "qdq_pool_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_pool.onnxtxt --route "$r" --iterations 3
+  done
+  for m in "${KILN_QDQ_DIR:-.carry/qdq}"/*.qdq.onnx; do
+    [ -f "$m" ] || continue
+    name=$(basename "$m" .qdq.onnx)
+    for p in fp32 fp16; do
+      run "compile_${name}_$p" "$bin/kiln" compile "$m" -o /tmp/${name}_qdq_$p.kiln --precision $p
+      "$bin/kiln" inspect /tmp/${name}_qdq_$p.kiln > "$OUT/logs/inspect_${name}_qdq_$p.txt" 2>&1
+      run "check_${name}_qdq_$p" "$bin/kiln" check /tmp/${name}_qdq_$p.kiln --reference "${m%.qdq.onnx}.reference.npz" --accuracy 'cos>=0.99'
+      run "latency_${name}_qdq_$p" "$bin/kiln" run /tmp/${name}_qdq_$p.kiln --iterations 200
+    done
+  done
 fi
 
 if [ "$mode" = engines ]; then  # only the host-compiled engines of $KILN_INT8_DIR
