@@ -137,7 +137,7 @@ KILN_DEV void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
-#if KILN_INT8 && KILN_FP8
+#if KILN_FP8
 // fp8 e4m3: m16n8k32, fp32 accumulation; fragments laid out as int8's (below).
 typedef float ACC_T;
 KILN_DEV void mma_step(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
@@ -602,7 +602,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += std::string("#define KILN_CONV ") + (s.conv ? "1" : "0") + "\n";
   src += std::string("#define KILN_INT8 ") + (s.int8 ? "1" : "0") + "\n";
   if (s.int8) src += std::string("#define KILN_A8 \"") + (s.aUnsigned ? "u8" : "s8") + "\"\n";
-  src += std::string("#define KILN_FP8 ") + (s.int8 && s.fp8 ? "1" : "0") + "\n";
+  src += std::string("#define KILN_FP8 ") + (s.fp8 ? "1" : "0") + "\n";
   src += std::string("#define KILN_QOFFSET ") + (s.int8 && s.aOffset ? "1" : "0") + "\n";
   if (s.conv) {
     const ConvGeometry &g = *s.conv;
