@@ -85,7 +85,7 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       std::string t = onnxTypeOf(op);
       if (t == "MatMul" || t == "TransposedMatMul" || t == "Conv") products.push_back(op);
     });
-    int noKernel = 0, notInt8Form = 0;
+    std::vector<std::string> noKernel, notInt8Form;  // node names
     auto isDequantized = [](Value v) { return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear"; };
     for (Operation *op : products) {
       auto a = dequantOf(op->getOperand(0), true), b = dequantOf(op->getOperand(1));
@@ -96,11 +96,11 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
         // (Convolutions take int8/fp8 activations without a zero point: a padded tap must be 0.)
         // (Dequantized operands that are uint8, have zero points, per-axis activation scales, or
         // mix int8 with fp8.)
-        if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) ++notInt8Form;
+        if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) notInt8Form.push_back(nodeName(op));
         continue;
       }
       if (!eightBitKernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
-        ++noKernel;
+        noKernel.push_back(nodeName(op));
         continue;
       }
       if (onnxTypeOf(op) == "Conv") {
@@ -123,16 +123,17 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       Value s = combinedScale(builder, op, *a, *b, n);
       replaceWithQuantized(builder, op, "kiln.quantized_matmul", {a->data, b->data, s}, attrs);
     }
-    if (notInt8Form)
-      getOperation().emitRemark(std::to_string(notInt8Form) +
+    if (!notInt8Form.empty())
+      getOperation().emitRemark(std::to_string(notInt8Form.size()) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "
                                 "kernels take int8 (or both fp8 e4m3) weights without zero points, a per-tensor "
-                                "activation scale, and for convolutions activations without a zero point");
-    if (noKernel)
-      getOperation().emitRemark(std::to_string(noKernel) +
+                                "activation scale, and for convolutions activations without a zero point" +
+                                nameList(notInt8Form));
+    if (!noKernel.empty())
+      getOperation().emitRemark(std::to_string(noKernel.size()) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "
                                 "kernel needs K % 16 == 0 and operands read along K (convolutions: 2-D, "
-                                "ungrouped, C % 16 == 0)");
+                                "ungrouped, C % 16 == 0)" + nameList(noKernel));
   }
 };
 

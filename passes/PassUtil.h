@@ -27,6 +27,14 @@ inline std::string onnxTypeOf(mlir::Operation *op) {
   return "";
 }
 
+// " [a, b, c]": the node names a remark about products left float mentions (five at most).
+inline std::string nameList(const std::vector<std::string> &names) {
+  std::string s;
+  for (size_t k = 0; k < names.size() && k < 5; ++k) s += (k ? ", " : " [") + names[k];
+  if (names.size() > 5) s += " and " + std::to_string(names.size() - 5) + " more";
+  return s.empty() ? s : s + "]";
+}
+
 // The products int8/fp8 quantization rewrites (and calibration therefore observes): Conv, MatMul,
 // TransposedMatMul, operand 0 the activation, operand 1 the weight.
 inline bool isQuantizableProduct(mlir::Operation *op) {

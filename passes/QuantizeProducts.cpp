@@ -83,26 +83,27 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
       f.emitError("keep-float: invalid regular expression '" + keepFloat + "': " + e.what());
       return signalPassFailure();
     }
-    int quantized = 0, activationProducts = 0, noRange = 0, kept = 0, noKernel = 0;
+    int quantized = 0;
+    std::vector<std::string> activationProducts, noRange, kept, noKernel;  // node names
     for (auto [op, fmt] : products) {
       if (!keepFloat.empty() && std::regex_match(nodeName(op), keep)) {
-        ++kept;
+        kept.push_back(nodeName(op));
         continue;
       }
       Value x = op->getOperand(0), w = op->getOperand(1);
       auto xt = dyn_cast<RankedTensorType>(x.getType());
       auto weight = constantValue(w, int64_t(1) << 30);
       if (!xt || !xt.getElementType().isF32() || !weight || weight->dtype != ops::DType::F32) {
-        ++activationProducts;
+        activationProducts.push_back(nodeName(op));
         continue;
       }
       if (!eightBitKernelTakes(op, true)) {
-        ++noKernel;
+        noKernel.push_back(nodeName(op));
         continue;
       }
       auto it = table.ranges.find(quant::rangeKey(nodeName(op), 0));
       if (it == table.ranges.end() || !(it->second.amax > 0)) {
-        ++noRange;
+        noRange.push_back(nodeName(op));
         continue;
       }
       auto axis = weightChannelAxis(op, int64_t(weight->shape.size()));
@@ -130,11 +131,14 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
     }
     std::string note = std::to_string(quantized) + " of " + std::to_string(products.size()) +
                        " int8/fp8 convolutions/matrix products of the route quantized";
-    if (activationProducts) note += "; " + std::to_string(activationProducts) + " without a constant float weight stay float";
-    if (noRange) note += "; " + std::to_string(noRange) + " without a calibrated range stay float";
-    if (noKernel)
-      note += "; " + std::to_string(noKernel) + " stay float: no 8-bit kernel (K or a convolution's C not a multiple of 16, grouped convolutions)";
-    if (kept) note += "; " + std::to_string(kept) + " kept float (keep-float)";
+    auto count = [](const std::vector<std::string> &names) { return "; " + std::to_string(names.size()); };
+    if (!activationProducts.empty())
+      note += count(activationProducts) + " without a constant float weight stay float" + nameList(activationProducts);
+    if (!noRange.empty()) note += count(noRange) + " without a calibrated range stay float" + nameList(noRange);
+    if (!noKernel.empty())
+      note += count(noKernel) + " stay float: no 8-bit kernel (K or a convolution's C not a multiple of 16, grouped "
+                                "convolutions)" + nameList(noKernel);
+    if (!kept.empty()) note += count(kept) + " kept float (keep-float)" + nameList(kept);
     f.emitRemark(note);
   }
 };
