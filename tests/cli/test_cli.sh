@@ -26,6 +26,17 @@ expect() {
   fi
 }
 
+# expect_eval_matches MODEL: `kiln eval` of a tiny model on the inputs of its .npz gives the
+# outputs numpy computed there (output y, within 1e-6).
+expect_eval_matches() {
+  local m=$1 out="$tmp/$(basename "$1" .onnxtxt)_eval.npz"
+  expect 0 "output y +float32" -- eval "$m" --inputs "${m%.onnxtxt}.npz" --outputs "$out"
+  if /usr/bin/python3 -c "
+import numpy as np, sys
+got, want = np.load('$out')['y'], np.load('${m%.onnxtxt}.npz')['y']
+sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of $m differs from the numpy reference"; fi
+}
+
 expect 0 "Conv +1 " -- plan "$tiny/conv_bn_relu.onnxtxt"
 expect 0 '"total_flops"' -- plan "$tiny/mlp.onnxtxt" --json
 expect 0 "output y +f32 +2x12" -- plan "$tiny/shape_chain.onnxtxt"
@@ -154,20 +165,12 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 "0 of 2 int8/fp8 .*1 kept float \(keep-float\) \[fc2\]" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float 'fc2'
   expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float '(('
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
-  expect 0 "output y +float32 +2x8" -- eval "$tiny/qdq_matmul.onnxtxt" --inputs "$tiny/qdq_matmul.npz" --outputs "$tmp/qdq_out.npz"
-  if /usr/bin/python3 -c "
-import numpy as np, sys
-got, want = np.load('$tmp/qdq_out.npz')['y'], np.load('$tiny/qdq_matmul.npz')['y']
-sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul differs from the numpy reference"; fi
+  expect_eval_matches "$tiny/qdq_matmul.onnxtxt"
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
   expect 0 "matmul +int8 +kiln_mma_s8_" -- inspect "$tmp/q.kiln"
   # QDQ around a MaxPool and a Reshape (onnxruntime's form): they run on the int8 data (the
   # convolution's epilogue stores int8, the pool reads it), Q/DQ pairs cancel; exact on the CPU.
-  expect 0 "output y +float32 +2x8" -- eval "$tiny/qdq_pool.onnxtxt" --inputs "$tiny/qdq_pool.npz" --outputs "$tmp/qpool_out.npz"
-  if /usr/bin/python3 -c "
-import numpy as np, sys
-got, want = np.load('$tmp/qpool_out.npz')['y'], np.load('$tiny/qdq_pool.npz')['y']
-sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_pool differs from the numpy reference"; fi
+  expect_eval_matches "$tiny/qdq_pool.onnxtxt"
   expect 0 "wrote .*6 launches" -- compile "$tiny/qdq_pool.onnxtxt" -o "$tmp/qpool.kiln"
   expect 0 "pool +kiln_pool_" -- inspect "$tmp/qpool.kiln"
   expect 0 "fc +int8 +kiln_mma_s8_" -- inspect "$tmp/qpool.kiln"
@@ -197,11 +200,7 @@ sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed
   expect 0 "conv2 +int8 +kiln_mma_s8_" -- inspect "$tmp/conv16.kiln"
   # fp8 e4m3 (sm_89+): an explicit fp8 QDQ model (evaluated exactly, as numpy computed it) and
   # calibrated fp8 products, matrix and convolution, on the same 8-bit kernel with e4m3 operands.
-  expect 0 "output y +float32 +16x16" -- eval "$tiny/qdq_matmul_fp8.onnxtxt" --inputs "$tiny/qdq_matmul_fp8.npz" --outputs "$tmp/qdq8_out.npz"
-  if /usr/bin/python3 -c "
-import numpy as np, sys
-got, want = np.load('$tmp/qdq8_out.npz')['y'], np.load('$tiny/qdq_matmul_fp8.npz')['y']
-sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of qdq_matmul_fp8 differs from the numpy reference"; fi
+  expect_eval_matches "$tiny/qdq_matmul_fp8.onnxtxt"
   # (fp8 products go to cuBLASLt, whose fp8 kernels use sm_90's fast path; kiln's own is mma.sync)
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" -o "$tmp/qf8.kiln"
   expect 0 "matmul +fp8 +cuBLASLt matmul 16x16x32" -- inspect "$tmp/qf8.kiln"
