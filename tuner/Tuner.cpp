@@ -23,14 +23,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string hex64(uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
-std::string hashOf(const std::vector<uint8_t> &bytes) { return hex64(rt::fnv1a64(bytes.data(), bytes.size())); }
-std::string hashOf(const std::string &s) { return hex64(rt::fnv1a64(reinterpret_cast<const uint8_t *>(s.data()), s.size())); }
+std::string hashOf(const std::vector<uint8_t> &bytes) { return rt::fnv1a64Hex(bytes.data(), bytes.size()); }
+std::string hashOf(const std::string &s) { return rt::fnv1a64Hex(s.data(), s.size()); }
 
 bool readBytes(const std::string &path, std::vector<uint8_t> &out) {
   std::ifstream f(path, std::ios::binary);

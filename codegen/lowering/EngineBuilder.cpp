@@ -1047,9 +1047,7 @@ BuildResult Lowering::run() {
   if (!opts_.quant.calib.empty()) {  // what the int8/fp8 scales came from
     std::ifstream in(opts_.quant.calib, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rt::fnv1a64(reinterpret_cast<const uint8_t *>(text.data()), text.size())));
-    desc_.environment["calibration"] = hex;
+    desc_.environment["calibration"] = rt::fnv1a64Hex(text.data(), text.size());
     if (!opts_.quant.keepFloat.empty()) desc_.environment["keep_float"] = opts_.quant.keepFloat;
   }
   if (auto err = rt::checkEngineDesc(desc_); !err.empty()) {

@@ -2,11 +2,19 @@
 // the container layout and the semantic validation of a decoded engine.
 #include "EngineFormat.h"
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <string>
 
 namespace kiln::rt {
+
+std::string fnv1a64Hex(const void* data, size_t size) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(static_cast<const uint8_t*>(data), size)));
+  return hex;
+}
 
 uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash) {
   for (size_t i = 0; i < size; ++i) {

@@ -32,6 +32,9 @@ enum class SectionKind : uint32_t { Metadata = 1, Cubin = 2, Ptx = 3, Weights = 
 
 // 64-bit FNV-1a, the engine checksum (over every byte after the 64-byte header).
 uint64_t fnv1a64(const uint8_t* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull);
+// Its 16 lower-case hex digits: the content hashes kiln records (model and calibration files in
+// engines and calibration tables, the tuner's cache keys).
+std::string fnv1a64Hex(const void* data, size_t size);
 
 // Bytes per element of an ONNX TensorProto data type, or 0 for types an engine cannot hold
 // (undefined, string, complex, 4-bit types).

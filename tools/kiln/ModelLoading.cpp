@@ -93,9 +93,7 @@ std::string modelFileHash(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return "";
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)rt::fnv1a64(bytes.data(), bytes.size()));
-  return buf;
+  return rt::fnv1a64Hex(bytes.data(), bytes.size());
 }
 
 bool checkCalibration(const std::string &calib, const std::string &model, std::string &error) {
