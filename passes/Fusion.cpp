@@ -171,6 +171,37 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
   }
 };
 
+// A region that requantizes the results of two or more products (QDQ models: both branches of
+// a residual block, then the add) can be absorbed by one product's epilogue only; the others
+// would store their raw float sums for it. So each product's requantization head — the Casts
+// and the QuantizeLinear right after it — stays out of the region, except the first product's:
+// those products end their own epilogues in the QuantizeLinear and store 8-bit values instead.
+void dropLaterRequantizeHeads(llvm::DenseSet<Operation *> &region, ArrayRef<Operation *> order) {
+  struct Head {
+    size_t productIndex;
+    SmallVector<Operation *> ops;  // Casts, then the QuantizeLinear
+  };
+  SmallVector<Head> heads;
+  for (Operation *op : region) {
+    if (onnxTypeOf(op) != "QuantizeLinear") continue;
+    Head h;
+    h.ops.push_back(op);
+    Value v = op->getOperand(0);
+    while (v.getDefiningOp() && region.count(v.getDefiningOp()) && onnxTypeOf(v.getDefiningOp()) == "Cast" && v.hasOneUse()) {
+      h.ops.push_back(v.getDefiningOp());
+      v = v.getDefiningOp()->getOperand(0);
+    }
+    Operation *p = v.getDefiningOp();
+    if (!p || region.count(p) || !isProduct(p) || !v.hasOneUse()) continue;
+    h.productIndex = size_t(llvm::find(order, p) - order.begin());
+    heads.push_back(std::move(h));
+  }
+  if (heads.size() < 2) return;
+  llvm::sort(heads, [](const Head &a, const Head &b) { return a.productIndex < b.productIndex; });
+  for (const Head &h : ArrayRef<Head>(heads).drop_front())
+    for (Operation *op : h.ops) region.erase(op);
+}
+
 struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
   using FuseElementwiseBase::FuseElementwiseBase;
 
@@ -200,6 +231,7 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
             if (region.size() >= kMaxOps) break;
           }
       }
+      dropLaterRequantizeHeads(region, order);
       if (region.size() < 2) continue;
       // Program order, and a bound on distinct inputs (kernel parameters).
       SmallVector<Operation *> ops;

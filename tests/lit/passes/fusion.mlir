@@ -140,3 +140,36 @@ func.func @int8_chain(%x: tensor<4x16xi8>) -> tensor<4x32xi8> {
   %q = kiln.quantize_linear %g, %sa, %zp : (tensor<4x32xf32>, tensor<f32>, tensor<i8>) -> tensor<4x32xi8>
   return %q : tensor<4x32xi8>
 }
+
+// -----
+
+// QDQ residual join of two products (onnxruntime's downsample blocks): the region requantizing
+// both results and adding them goes to the first product's epilogue; the second keeps its own
+// QuantizeLinear and stores int8 for it, instead of its raw fp32 sums.
+// CHECK-LABEL: func.func @two_products_requantized
+// CHECK: %[[B:.*]] = kiln.fused "epilogue"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: kiln.matmul
+// CHECK-NOT: kiln.add
+// CHECK: kiln.quantize_linear
+// CHECK-NEXT: kiln.yield {{.*}} : tensor<4x8xi8>
+// CHECK: kiln.fused "epilogue"({{.*}}%[[B]]) : ({{.*}}tensor<4x8xi8>) -> tensor<4x8xi8>
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: kiln.matmul
+// CHECK: kiln.add
+// CHECK: kiln.yield {{.*}} : tensor<4x8xi8>
+func.func @two_products_requantized(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>) -> tensor<4x8xi8> {
+  %w1 = kiln.constant dense<0.25> : tensor<16x8xf32>
+  %w2 = kiln.constant dense<-0.5> : tensor<16x8xf32>
+  %s = kiln.constant dense<0.125> : tensor<f32>
+  %zp = kiln.constant dense<0> : tensor<i8>
+  %a = kiln.matmul %x, %w1 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %b = kiln.matmul %y, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %qa = kiln.quantize_linear %a, %s, %zp : (tensor<4x8xf32>, tensor<f32>, tensor<i8>) -> tensor<4x8xi8>
+  %qb = kiln.quantize_linear %b, %s, %zp : (tensor<4x8xf32>, tensor<f32>, tensor<i8>) -> tensor<4x8xi8>
+  %da = kiln.dequantize_linear %qa, %s, %zp : (tensor<4x8xi8>, tensor<f32>, tensor<i8>) -> tensor<4x8xf32>
+  %db = kiln.dequantize_linear %qb, %s, %zp : (tensor<4x8xi8>, tensor<f32>, tensor<i8>) -> tensor<4x8xf32>
+  %sum = kiln.add %da, %db : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = kiln.quantize_linear %sum, %s, %zp : (tensor<4x8xf32>, tensor<f32>, tensor<i8>) -> tensor<4x8xi8>
+  return %q : tensor<4x8xi8>
+}
