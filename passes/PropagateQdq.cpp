@@ -16,30 +16,31 @@ namespace {
 
 using namespace mlir;
 
-// A per-tensor DequantizeLinear: a one-element constant scale > 0 (max pooling commutes with a
-// positive scale only), a one-element constant zero point or none.
-struct PerTensorDq {
+// A per-tensor QuantizeLinear or DequantizeLinear (operands x, scale, zero point): a
+// one-element constant scale > 0 (max pooling commutes with a positive scale only), a
+// one-element constant zero point or none.
+struct PerTensorQdq {
   Operation *op = nullptr;
   double scale = 0, zeroPoint = 0;
   ops::DType zeroPointType = ops::DType::Undefined;  // Undefined: no zero point
+
+  bool sameScaleAndZeroPoint(const PerTensorQdq &o) const {
+    return scale == o.scale && zeroPoint == o.zeroPoint && zeroPointType == o.zeroPointType;
+  }
 };
-std::optional<PerTensorDq> perTensorDq(Value v) {
-  Operation *dq = v.getDefiningOp();
-  if (!dq || onnxTypeOf(dq) != "DequantizeLinear") return std::nullopt;
-  auto s = constantValue(dq->getOperand(1));
+std::optional<PerTensorQdq> perTensorQdq(Operation *op, StringRef type) {
+  if (!op || onnxTypeOf(op) != type) return std::nullopt;
+  auto s = constantValue(op->getOperand(1));
   if (!s || s->size() != 1 || !(s->get(0) > 0)) return std::nullopt;
-  PerTensorDq d{dq, s->get(0)};
-  if (dq->getNumOperands() > 2 && !isa<NoneType>(dq->getOperand(2).getType())) {
-    auto zp = constantValue(dq->getOperand(2));
+  PerTensorQdq d{op, s->get(0)};
+  if (op->getNumOperands() > 2 && !isa<NoneType>(op->getOperand(2).getType())) {
+    auto zp = constantValue(op->getOperand(2));
     if (!zp || zp->size() != 1) return std::nullopt;
     d.zeroPoint = zp->get(0), d.zeroPointType = zp->dtype;
   }
   return d;
 }
-bool sameParameters(const PerTensorDq &a, const PerTensorDq &b) {
-  return a.scale == b.scale && a.zeroPoint == b.zeroPoint && a.zeroPointType == b.zeroPointType &&
-         tensorTypeOf(a.op->getOperand(0).getType()).dtype == tensorTypeOf(b.op->getOperand(0).getType()).dtype;
-}
+std::optional<PerTensorQdq> perTensorDq(Value v) { return perTensorQdq(v.getDefiningOp(), "DequantizeLinear"); }
 
 // Ops that only move or select elements of their data operands (operand 0; Concat: all), so
 // that L(DQ(x)) == DQ(L(x)); MaxPool too, as the scale is positive (the zero point shifts every
@@ -62,7 +63,9 @@ struct SinkDequantize : RewritePattern {
     SmallVector<Value> operands(op->getOperands());
     for (unsigned k = 0; k < (concat ? op->getNumOperands() : 1u); ++k) {
       auto d = perTensorDq(op->getOperand(k));
-      if (!d || !sameParameters(*d, *first)) return failure();
+      if (!d || !d->sameScaleAndZeroPoint(*first) ||
+          tensorTypeOf(d->op->getOperand(0).getType()).dtype != tensorTypeOf(first->op->getOperand(0).getType()).dtype)
+        return failure();
       operands[k] = d->op->getOperand(0);
     }
     std::string error;
@@ -88,21 +91,11 @@ struct SinkDequantize : RewritePattern {
 struct CancelRequantize : RewritePattern {
   explicit CancelRequantize(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/2, ctx) {}
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    if (onnxTypeOf(op) != "QuantizeLinear") return failure();
-    auto d = perTensorDq(op->getOperand(0));
-    if (!d) return failure();
+    auto q = perTensorQdq(op, "QuantizeLinear");
+    auto d = q ? perTensorDq(op->getOperand(0)) : std::nullopt;
+    if (!d || !q->sameScaleAndZeroPoint(*d)) return failure();
     Value x = d->op->getOperand(0);
     if (x.getType() != op->getResult(0).getType()) return failure();
-    auto s = constantValue(op->getOperand(1));
-    if (!s || s->size() != 1 || s->get(0) != d->scale) return failure();
-    double zp = 0;
-    ops::DType zpType = ops::DType::Undefined;
-    if (op->getNumOperands() > 2 && !isa<NoneType>(op->getOperand(2).getType())) {
-      auto z = constantValue(op->getOperand(2));
-      if (!z || z->size() != 1) return failure();
-      zp = z->get(0), zpType = z->dtype;
-    }
-    if (zp != d->zeroPoint || zpType != d->zeroPointType) return failure();
     rewriter.replaceOp(op, x);
     return success();
   }
