@@ -255,9 +255,7 @@ Status Executor::prepareGemms() {
       int32_t mode = lt::MATRIX_SCALE_OUTER_VEC_32F;
       lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_MODE, &mode, sizeof mode);
       lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_MODE, &mode, sizeof mode);
-      CUdeviceptr sa = resolve(g.scaleA), sb = resolve(g.scaleB);
-      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_POINTER, &sa, sizeof sa);
-      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_POINTER, &sb, sizeof sb);
+      setScalePointers(p, g);
     }
     const int64_t rows[4] = {g.transA ? g.k : g.m, g.transB ? g.n : g.k, g.m, g.m};
     const int64_t cols[4] = {g.transA ? g.m : g.k, g.transB ? g.k : g.n, g.n, g.n};
@@ -291,6 +289,12 @@ Status Executor::prepareGemms() {
   return Status::success();
 }
 
+void Executor::setScalePointers(PreparedLaunch& p, const GemmCall& g) {
+  CUdeviceptr sa = resolve(g.scaleA), sb = resolve(g.scaleB);
+  lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_POINTER, &sa, sizeof sa);
+  lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_POINTER, &sb, sizeof sb);
+}
+
 Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
   const Launch& l = engine_->desc.launches[p.index];
   const GemmCall& g = l.gemm;
@@ -298,11 +302,7 @@ Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
     CUdeviceptr bias = resolve(g.bias);
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
   }
-  if (g.fp8()) {
-    CUdeviceptr sa = resolve(g.scaleA), sb = resolve(g.scaleB);
-    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_POINTER, &sa, sizeof sa);
-    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_POINTER, &sb, sizeof sb);
-  }
+  if (g.fp8()) setScalePointers(p, g);
   CUdeviceptr a = resolve(g.a), b = resolve(g.b), dd = resolve(g.d), c = g.beta != 0.f ? resolve(g.c) : dd;
   cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, reinterpret_cast<void*>(a), p.layouts[0],
                                        reinterpret_cast<void*>(b), p.layouts[1], &g.beta, reinterpret_cast<void*>(c),

@@ -56,6 +56,8 @@ class Executor {
   void prepareLaunches();
   Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
   Status launchGemm(PreparedLaunch& p, CUstream stream);
+  // An fp8 product's per-row and per-column scale vectors, set on its cuBLASLt descriptor.
+  void setScalePointers(PreparedLaunch& p, const GemmCall& g);
   Status launchAll(CUstream stream);
   Status launchOne(PreparedLaunch& p, CUstream stream);
   Status checkBound() const;
