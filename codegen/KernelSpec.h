@@ -11,9 +11,10 @@
 
 namespace kiln::codegen {
 
-// Element types the kernels handle. F8E4M3 (float8e4m3fn) is a float storage type: it loads as
-// float and stores rounded to nearest-even, saturating to ±448 (sm_89+ conversions).
-enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8, U8, F8E4M3 };
+// Element types the kernels handle. F16, BF16 and F8E4M3 (float8e4m3fn) are float storage types:
+// they load as float and store rounded to nearest-even (fp8 saturating to ±448, sm_89+
+// conversions). F64 computes in double, the integer types in int (8 and 16 bits) or their own type.
+enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8, U8, F8E4M3, F64, I16, U16, U32, U64 };
 
 struct KernelLaunch {
   std::string entry;   // the extern "C" __global__ function's name (unique per distinct source)

@@ -1,10 +1,10 @@
 // Kernel-region formation (see Passes.td): epilogue fusion into matrix products and
 // convolutions, then elementwise fusion. Both build `kiln.fused` ops with one shared helper.
 #include "compiler/ir/TensorConversion.h"
+#include "passes/ElementwiseUse.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 
-#include "codegen/kernels/Elementwise.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
@@ -25,60 +25,7 @@ KILN_KNOB(kFuseElementwise, {"fusion.elementwise", {"on", "off"}, "on",
 
 using namespace mlir;
 
-// An op with one result that codegen computes per element (its kernel-table entry exists for
-// these attributes); Clip needs constant bounds.
-bool isFusableElementwise(Operation *op) {
-  std::string type = onnxTypeOf(op);
-  if (type.empty() || op->getNumResults() != 1) return false;
-  codegen::ElementwiseAttrs ea;
-  for (auto &[k, v] : attrsFromOp(op).values) {
-    if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
-    else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
-    else if (auto *s = std::get_if<std::string>(&v)) ea.strings[k] = *s;
-  }
-  int n = static_cast<int>(op->getNumOperands());
-  if (type == "Clip") {
-    for (unsigned k = 1; k < op->getNumOperands(); ++k)
-      if (!isa<NoneType>(op->getOperand(k).getType()) && !constantValue(op->getOperand(k))) return false;
-    n = 1;
-    ea.floats["min"] = 0, ea.floats["max"] = 0;  // bounds become attributes in codegen
-  }
-  const bool quant = type == "QuantizeLinear" || type == "DequantizeLinear";
-  if (quant) {  // per tensor only: the scale and zero point become literals in codegen
-    n = 2;
-    for (unsigned k = 1; k < op->getNumOperands(); ++k) {
-      if (isa<NoneType>(op->getOperand(k).getType())) continue;
-      auto c = constantValue(op->getOperand(k));
-      if (!c || c->size() != 1) return false;
-      n = int(k) + 1;
-    }
-    Type io = cast<RankedTensorType>((type == "QuantizeLinear" ? op->getResult(0) : op->getOperand(0)).getType()).getElementType();
-    if (!io.isSignlessInteger(8) && !io.isUnsignedInteger(8) && !io.isFloat8E4M3FN()) return false;
-    if (type == "QuantizeLinear") ea.ints["uint8"] = io.isUnsignedInteger(8);
-    ea.ints["fp8"] = io.isFloat8E4M3FN();
-    if (auto sat = op->getAttrOfType<IntegerAttr>("saturate")) ea.ints["saturate"] = sat.getInt();
-  }
-  for (Value v : op->getOperands())
-    if (!isa<NoneType>(v.getType()) && !isa<RankedTensorType>(v.getType())) return false;
-  // The data operand: the last tensor operand (Where: X). Float data computes in float
-  // whatever its storage; other types as they are.
-  Value dataValue;
-  for (Value v : op->getOperands())
-    if (isa<RankedTensorType>(v.getType())) dataValue = v;
-  if (type == "Where" && op->getNumOperands() == 3) dataValue = op->getOperand(1);
-  if (type == "Clip" || quant) dataValue = op->getOperand(0);
-  if (!dataValue) return false;
-  Type e = cast<RankedTensorType>(dataValue.getType()).getElementType();
-  codegen::ElemType data;
-  if (e.isF32() || e.isF16() || e.isBF16() || e.isFloat8E4M3FN()) data = codegen::ElemType::F32;
-  else if (e.isInteger(1)) data = codegen::ElemType::Bool;
-  else if (e.isInteger(32)) data = codegen::ElemType::I32;
-  else if (e.isInteger(64)) data = codegen::ElemType::I64;
-  else if (e.isSignlessInteger(8)) data = codegen::ElemType::I8;
-  else if (e.isUnsignedInteger(8)) data = codegen::ElemType::U8;
-  else return false;
-  return codegen::lookupElementwiseOp(type, n, ea, data).has_value();
-}
+bool isFusableElementwise(Operation *op) { return elementwiseUse(op).has_value(); }
 
 namespace {
 

@@ -134,6 +134,16 @@ Make fixed(int arity, std::function<std::string(const ElementwiseAttrs &)> expr)
 Make unary(std::string expr) { return fixed(1, [expr](const ElementwiseAttrs &) { return expr; }); }
 Make binary(std::string expr) { return fixed(2, [expr](const ElementwiseAttrs &) { return expr; }); }
 
+bool isInteger(ElemType t) { return !isFloatType(t) && t != ElemType::F64 && t != ElemType::Bool; }
+
+// Arithmetic on two inputs of any numeric data type, computed in it (integers wrap on store).
+Make arithmetic(std::string expr) {
+  return [expr](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+    if (n != 2 || t == ElemType::Bool) return std::nullopt;
+    return ElementwiseOp{expr, t, {t, t}};
+  };
+}
+
 // Comparisons: two inputs of one numeric dtype, bool out.
 Make compare(std::string expr) {
   return [expr](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
@@ -149,10 +159,10 @@ Make logic(std::string expr, int arity) {
   };
 }
 
-// Variadic Sum/Mean/Max/Min over 1..3 inputs.
+// Variadic Sum/Mean/Max/Min over 1..3 inputs of any numeric type (Mean: float types).
 Make variadic(std::string fold) {
   return [fold](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
-    if (n < 1 || n > 3 || t != ElemType::F32) return std::nullopt;
+    if (n < 1 || n > 3 || t == ElemType::Bool || (fold == "mean" && isInteger(t))) return std::nullopt;
     static const char *v[] = {"a", "b", "c"};
     std::string e = "a";
     for (int k = 1; k < n; ++k) {
@@ -160,7 +170,7 @@ Make variadic(std::string fold) {
       else e = "kiln_" + fold + "(" + e + ", " + v[k] + ")";
     }
     if (fold == "mean" && n > 1) e = "(" + e + ") / " + lit(n);
-    return floatOp(e, n);
+    return ElementwiseOp{e, t, std::vector<ElemType>(n, t)};
   };
 }
 
@@ -235,8 +245,17 @@ const std::map<std::string, Make> &table() {
     };
     // Clip: constant bounds from attributes, else tensor bounds from inputs 2 and 3.
     m["Clip"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
-      if (t != ElemType::F32 || n < 1 || n > 3) return std::nullopt;
+      if (t == ElemType::Bool || n < 1 || n > 3) return std::nullopt;
       bool hasMin = at.floats.count("min"), hasMax = at.floats.count("max");
+      if (t != ElemType::F32) {  // double and integers: compare in the data type
+        if ((n == 2 && hasMin) || (n == 3 && (hasMin || hasMax))) return std::nullopt;
+        std::string lo = hasMin ? ProgramBuilder::literal(at.getFloat("min", 0), t) : n >= 2 ? "b" : "";
+        std::string hi = hasMax ? ProgramBuilder::literal(at.getFloat("max", 0), t) : n >= 3 ? "c" : "";
+        std::string e = "a";
+        if (!lo.empty()) e = "(" + e + " < " + lo + " ? " + lo + " : " + e + ")";
+        if (!hi.empty()) e = "(" + e + " > " + hi + " ? " + hi + " : " + e + ")";
+        return ElementwiseOp{e, t, std::vector<ElemType>(n, t)};
+      }
       std::string lo = hasMin ? lit(at.getFloat("min", 0)) : n >= 2 ? "b" : "(-kiln_inf())";
       std::string hi = hasMax ? lit(at.getFloat("max", 0)) : n >= 3 ? "c" : "kiln_inf()";
       if (n == 2 && hasMin) return std::nullopt;  // input 2 would be unused: ambiguous
@@ -245,16 +264,29 @@ const std::map<std::string, Make> &table() {
     };
     m["PRelu"] = binary("(a < 0.f ? a * b : a)");
     // Binary arithmetic.
-    m["Add"] = binary("a + b");
-    m["Sub"] = binary("a - b");
-    m["Mul"] = binary("a * b");
-    m["Div"] = binary("a / b");
-    m["Pow"] = binary("powf(a, b)");
-    m["Mod"] = fixed(2, [](const ElementwiseAttrs &at) -> std::string {
-      if (at.getInt("fmod", 0) == 1) return "fmodf(a, b)";
-      // numpy.mod: the result takes the divisor's sign.
-      return "kiln_pymod(a, b)";
-    });
+    m["Add"] = arithmetic("a + b");
+    m["Sub"] = arithmetic("a - b");
+    m["Mul"] = arithmetic("a * b");
+    m["Div"] = arithmetic("a / b");  // integers: truncating
+    // Pow's exponent may have another type than the base (the data type, operand 0); integer and
+    // double bases compute in double, cast back to the base's type.
+    m["Pow"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 2 || t == ElemType::Bool) return std::nullopt;
+      if (t == ElemType::F32) return floatOp("powf(a, b)", 2);
+      return ElementwiseOp{"pow((double)a, b)", t, {t, ElemType::F64}};
+    };
+    // fmod = 1: the remainder takes the dividend's sign (C); else numpy.mod: the divisor's.
+    m["Mod"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      if (n != 2 || t == ElemType::Bool) return std::nullopt;
+      bool f = at.getInt("fmod", 0) == 1;
+      std::string e = !f ? "kiln_pymod(a, b)" : t == ElemType::F32 ? "fmodf(a, b)" : t == ElemType::F64 ? "fmod(a, b)" : "a % b";
+      return ElementwiseOp{e, t, {t, t}};
+    };
+    m["BitShift"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
+      std::string d = at.getString("direction", "");
+      if (n != 2 || !isInteger(t) || (d != "LEFT" && d != "RIGHT")) return std::nullopt;
+      return ElementwiseOp{d == "LEFT" ? "a << b" : "a >> b", t, {t, t}};
+    };
     // Variadic.
     m["Sum"] = variadic("+");
     m["Mean"] = variadic("mean");
@@ -289,10 +321,18 @@ const std::map<std::string, Make> &table() {
     // cast to a half type rounds the value explicitly.
     m["Cast"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
       if (n != 1 || t == ElemType::F16 || t == ElemType::BF16) return std::nullopt;
+      auto to = [t](ElemType r) { return ElementwiseOp{std::string("(") + computeTypeName(r) + ")(a)", r, {t}}; };
       switch (at.getInt("to", 0)) {
-        case 1: return ElementwiseOp{"(float)(a)", ElemType::F32, {t}};
-        case 6: return ElementwiseOp{"(int)(a)", ElemType::I32, {t}};
-        case 7: return ElementwiseOp{"(long long)(a)", ElemType::I64, {t}};
+        case 1: return to(ElemType::F32);
+        case 2: return to(ElemType::U8);
+        case 3: return to(ElemType::I8);
+        case 4: return to(ElemType::U16);
+        case 5: return to(ElemType::I16);
+        case 6: return to(ElemType::I32);
+        case 7: return to(ElemType::I64);
+        case 11: return to(ElemType::F64);
+        case 12: return to(ElemType::U32);
+        case 13: return to(ElemType::U64);
         case 9: return ElementwiseOp{"(a != 0)", ElemType::Bool, {t}};
         case 10: return ElementwiseOp{"kiln_round_f16((float)(a))", ElemType::F16, {t}};
         case 16: return ElementwiseOp{"kiln_round_bf16((float)(a))", ElemType::BF16, {t}};

@@ -64,6 +64,11 @@ const char *storageTypeName(ElemType t) {
     case ElemType::I8: return "signed char";
     case ElemType::U8: return "unsigned char";
     case ElemType::F8E4M3: return "kiln_fp8";
+    case ElemType::F64: return "double";
+    case ElemType::I16: return "short";
+    case ElemType::U16: return "unsigned short";
+    case ElemType::U32: return "unsigned int";
+    case ElemType::U64: return "unsigned long long";
   }
   return "float";
 }
@@ -79,12 +84,19 @@ const char *typeTag(ElemType t) {
     case ElemType::I8: return "s8";
     case ElemType::U8: return "u8";
     case ElemType::F8E4M3: return "e4m3";
+    case ElemType::F64: return "f64";
+    case ElemType::I16: return "s16";
+    case ElemType::U16: return "u16";
+    case ElemType::U32: return "u32";
+    case ElemType::U64: return "u64";
   }
   return "f32";
 }
 
 const char *computeTypeName(ElemType t) {
-  return isFloatType(t) ? "float" : t == ElemType::I8 || t == ElemType::U8 ? "int" : storageTypeName(t);
+  if (isFloatType(t)) return "float";
+  bool narrow = t == ElemType::I8 || t == ElemType::U8 || t == ElemType::I16 || t == ElemType::U16;
+  return narrow ? "int" : storageTypeName(t);
 }
 
 bool isFloatType(ElemType t) {
@@ -98,9 +110,9 @@ std::string storeExpr(ElemType t, const std::string &v) {
 
 size_t elemSize(ElemType t) {
   switch (t) {
-    case ElemType::F32: case ElemType::I32: return 4;
-    case ElemType::F16: case ElemType::BF16: return 2;
-    case ElemType::I64: return 8;
+    case ElemType::F32: case ElemType::I32: case ElemType::U32: return 4;
+    case ElemType::F16: case ElemType::BF16: case ElemType::I16: case ElemType::U16: return 2;
+    case ElemType::I64: case ElemType::F64: case ElemType::U64: return 8;
     case ElemType::Bool: case ElemType::I8: case ElemType::U8: case ElemType::F8E4M3: return 1;
   }
   return 4;
@@ -116,6 +128,10 @@ KILN_DEV bool kiln_isinf(float x) { return fabsf(x) == kiln_inf(); }
 // max/min that propagate NaN (fmaxf/fminf drop it), as numpy's maximum/minimum do.
 KILN_DEV float kiln_max(float a, float b) { return (a != a || b != b) ? kiln_nan() : fmaxf(a, b); }
 KILN_DEV float kiln_min(float a, float b) { return (a != a || b != b) ? kiln_nan() : fminf(a, b); }
+KILN_DEV double kiln_max(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+KILN_DEV double kiln_min(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+template <class T> KILN_DEV T kiln_max(T a, T b) { return a < b ? b : a; }  // integers
+template <class T> KILN_DEV T kiln_min(T a, T b) { return b < a ? b : a; }
 KILN_DEV float kiln_sigmoid(float x) {
   if (x >= 0.f) return 1.f / (1.f + expf(-x));
   float e = expf(x);
@@ -126,6 +142,14 @@ KILN_DEV float kiln_softplus(float x) { return x > 0.f ? x + log1pf(expf(-x)) : 
 KILN_DEV float kiln_pymod(float a, float b) {
   float r = fmodf(a, b);
   return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
+}
+KILN_DEV double kiln_pymod(double a, double b) {
+  double r = fmod(a, b);
+  return (r != 0. && ((r < 0.) != (b < 0.))) ? r + b : r;
+}
+template <class T> KILN_DEV T kiln_pymod(T a, T b) {  // integers (b != 0)
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 // Clip as numpy.clip: NaN passes, max wins when min > max.
 KILN_DEV float kiln_clip(float x, float lo, float hi) {
@@ -144,6 +168,11 @@ KILN_DEV long long kiln_ld(long long v) { return v; }
 KILN_DEV bool kiln_ld(bool v) { return v; }
 KILN_DEV int kiln_ld(signed char v) { return v; }
 KILN_DEV int kiln_ld(unsigned char v) { return v; }
+KILN_DEV int kiln_ld(short v) { return v; }
+KILN_DEV int kiln_ld(unsigned short v) { return v; }
+KILN_DEV unsigned kiln_ld(unsigned v) { return v; }
+KILN_DEV unsigned long long kiln_ld(unsigned long long v) { return v; }
+KILN_DEV double kiln_ld(double v) { return v; }
 // QuantizeLinear's saturation to int8 / uint8 (the value is already rounded; NaN gives 0).
 KILN_DEV int kiln_sat_i8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, -128.f), 127.f); }
 KILN_DEV int kiln_sat_u8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, 0.f), 255.f); }

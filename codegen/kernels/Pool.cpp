@@ -1,6 +1,7 @@
 #include "codegen/kernels/Pool.h"
 
 #include "codegen/kernels/Conv.h"
+#include "codegen/kernels/IndexKernel.h"
 #include "codegen/kernels/KernelUtil.h"
 #include "codegen/kernels/Reduction.h"
 
@@ -129,6 +130,51 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
   k.grid = {gridStrideBlocks(s.N * s.C * s.OH * s.OW, 256), 1, 1};
   k.numParams = s.indicesOutput ? 3 : 2;
   return k;
+}
+
+KernelLaunch emitPoolNd(const PoolNdSpec &s) {
+  size_t n = s.in.size();
+  if (s.out.size() != n || s.kernel.size() != n || s.strides.size() != n || s.dilations.size() != n ||
+      s.padBegin.size() != n || s.padEnd.size() != n)
+    throw std::invalid_argument("pool: one size, kernel, stride, dilation and pad pair per spatial axis");
+  if (!isFloatType(s.type)) throw std::invalid_argument("pool: float types only");
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  IndexKernelSpec k;
+  k.kind = "poolnd";
+  k.comment = std::string(s.max ? "MaxPool" : "AveragePool") + " over " + std::to_string(n) + " spatial axes";
+  k.space = {s.N, s.C};
+  k.space.insert(k.space.end(), s.out.begin(), s.out.end());
+  k.params = {{"x", s.type}, {"y", s.type, true}};
+  std::string &b = k.body;
+  // As the 2-D kernel: the first maximum wins and a NaN never replaces a value; averages divide by
+  // the taps inside the input (count_include_pad: inside the padded input).
+  b += s.max ? "    float best = -kiln_inf();\n    bool any = false;\n" : "    float sum = 0.f;\n    long long taps = 0;\n";
+  std::string off = "c0 * " + L(s.C) + " + c1", indent = "    ", inside = "true";
+  for (size_t d = 0; d < n; ++d) {
+    std::string D = std::to_string(d);
+    b += indent + "for (long long k" + D + " = 0; k" + D + " < " + L(s.kernel[d]) + "; ++k" + D + ") {\n";
+    indent += "  ";
+    b += indent + "const long long p" + D + " = c" + std::to_string(d + 2) + " * " + L(s.strides[d]) + " - " +
+         L(s.padBegin[d]) + " + k" + D + " * " + L(s.dilations[d]) + ";\n";
+    if (s.countIncludePad && !s.max)
+      b += indent + "if (p" + D + " < -" + L(s.padBegin[d]) + " || p" + D + " >= " + L(s.in[d] + s.padEnd[d]) + ") continue;\n";
+    else
+      b += indent + "if (p" + D + " < 0 || p" + D + " >= " + L(s.in[d]) + ") continue;\n";
+    inside += " && p" + D + " >= 0 && p" + D + " < " + L(s.in[d]);
+    off = "(" + off + ") * " + L(s.in[d]) + " + p" + D;
+  }
+  if (s.max) {
+    b += indent + "const float v = kiln_ld(x[" + off + "]);\n";
+    b += indent + "if (!any ? !(v != v) : v > best) { best = v; any = true; }\n";
+  } else {
+    b += indent + "++taps;\n" + indent + "if (" + inside + ") sum += kiln_ld(x[" + off + "]);\n";
+  }
+  for (size_t d = 0; d < n; ++d) {
+    indent.resize(indent.size() - 2);
+    b += indent + "}\n";
+  }
+  b += "    y[i] = " + storeExpr(s.type, s.max ? "best" : "sum / (float)taps") + ";\n";
+  return emitIndexKernel(k);
 }
 
 KernelLaunch emitGlobalPool(bool max, int64_t planes, int64_t size, ElemType type) {

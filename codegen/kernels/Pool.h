@@ -12,6 +12,7 @@
 #include "codegen/KernelSpec.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln::codegen {
 
@@ -33,6 +34,18 @@ struct Pool2dSpec {
 };
 
 KernelLaunch emitPool2d(const Pool2dSpec &spec);
+
+// Pooling over 1, 3 or more spatial axes ([N, C, spatial...]), one thread per output element
+// (emitIndexKernel): windows clipped to the input, and for AveragePool with count_include_pad to
+// the padded input, as the CPU reference. Parameters: x, y.
+struct PoolNdSpec {
+  bool max = true;  // else average
+  int64_t N = 1, C = 1;
+  std::vector<int64_t> in, out, kernel, strides, dilations, padBegin, padEnd;  // per spatial axis
+  bool countIncludePad = false;
+  ElemType type = ElemType::F32;
+};
+KernelLaunch emitPoolNd(const PoolNdSpec &spec);
 
 // GlobalAveragePool (max = false) or GlobalMaxPool over x [N, C, spatial...]: `planes` = N * C,
 // `size` = product of the spatial dims.

@@ -1,5 +1,6 @@
 #include "codegen/kernels/Reduction.h"
 
+#include "codegen/kernels/IndexKernel.h"
 #include "codegen/kernels/KernelUtil.h"
 
 #include <map>
@@ -203,6 +204,56 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (s.op == RowOp::LayerNorm) k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
   else k.numParams = 2;
   return k;
+}
+
+KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
+                            ElemType type, ElemType outType) {
+  if (op == RowOp::Softmax || op == RowOp::LogSoftmax || op == RowOp::LayerNorm)
+    throw std::invalid_argument("reduce: not a reduction");
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t a : axes) {
+    if (a < 0 || size_t(a) >= shape.size()) throw std::invalid_argument("reduce: axis out of range");
+    reduced[size_t(a)] = true;
+  }
+  std::vector<int64_t> st = contiguousStrides(shape);
+  IndexKernelSpec k;
+  k.kind = "reduce";
+  k.comment = std::string(opName(op)) + " over non-adjacent axes";
+  k.params = {{"x", type}, {"y", outType, true}};
+  std::string off = "0LL", loops, close;
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    std::string D = std::to_string(d), S = std::to_string(st[d]) + "LL";
+    if (!reduced[d]) {
+      off += " + c" + std::to_string(k.space.size()) + " * " + S;
+      k.space.push_back(shape[d]);
+      continue;
+    }
+    count *= shape[d];
+    loops += "for (long long r" + D + " = 0; r" + D + " < " + std::to_string(shape[d]) + "LL; ++r" + D + ") ";
+    off += " + r" + D + " * " + S;
+  }
+  // Every element of the point's reduction: `body` sees xv.
+  auto each = [&](const std::string &body) {
+    return "    " + loops + "{ const float xv = kiln_ld(x[" + off + "]); " + body + " }\n";
+  };
+  std::string init = "0.f", step = "acc += xv;", fin = "acc";
+  switch (op) {
+    case RowOp::Mean: fin = "acc / " + floatLiteral(float(count)); break;
+    case RowOp::Max: init = "-kiln_inf()", step = "acc = kiln_max(acc, xv);"; break;
+    case RowOp::Min: init = "kiln_inf()", step = "acc = kiln_min(acc, xv);"; break;
+    case RowOp::Prod: init = "1.f", step = "acc *= xv;"; break;
+    case RowOp::SumSquare: step = "acc += xv * xv;"; break;
+    case RowOp::L1: step = "acc += fabsf(xv);"; break;
+    case RowOp::L2: step = "acc += xv * xv;", fin = "sqrtf(acc)"; break;
+    case RowOp::LogSum: fin = "logf(acc)"; break;
+    case RowOp::LogSumExp: step = "acc += expf(xv - m);", fin = "kiln_isinf(m) ? m : m + logf(acc)"; break;
+    default: break;
+  }
+  if (op == RowOp::LogSumExp) k.body += "    float m = -kiln_inf();\n" + each("m = kiln_max(m, xv);");
+  k.body += "    float acc = " + init + ";\n" + each(step);
+  k.body += "    y[i] = " + storeExpr(outType, fin) + ";\n";
+  return emitIndexKernel(k);
 }
 
 }  // namespace kiln::codegen

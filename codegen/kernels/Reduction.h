@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::codegen {
 
@@ -52,5 +53,11 @@ bool rowOpFromName(const std::string &opType, RowOp *op);
 
 // Throws std::invalid_argument on bad specs.
 KernelLaunch emitRowReduction(const RowReductionSpec &spec);
+
+// A Reduce* (not Softmax/LogSoftmax/LayerNorm) over any set of axes of `shape`, adjacent or not:
+// one thread per output element loops over its reduced elements (IndexKernel.h), fp32
+// arithmetic. For axis sets the [outer, cols, inner] view cannot express. Parameters: x, y.
+KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
+                            ElemType type, ElemType outType);
 
 }  // namespace kiln::codegen

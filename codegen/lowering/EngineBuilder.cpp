@@ -1,18 +1,25 @@
 #include "codegen/lowering/EngineBuilder.h"
 
 #include "codegen/kernels/Conv.h"
+#include "codegen/kernels/ConvTranspose.h"
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
 #include "codegen/kernels/FusedProgram.h"
+#include "codegen/kernels/Indexing.h"
 #include "codegen/kernels/KernelUtil.h"
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
+#include "codegen/kernels/Resize.h"
+#include "codegen/kernels/RowScan.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "compiler/analysis/MemoryPlan.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
+#include "compiler/ops/Conv.h"
+#include "compiler/ops/Resize.h"
 #include "compiler/knobs/Knob.h"
+#include "passes/ElementwiseUse.h"
 #include "passes/Passes.h"
 #include "runtime/src/EngineFormat.h"
 
@@ -65,34 +72,9 @@ int64_t bytesOf(Value v) {
 }
 
 ElemType elemTypeOf(Value v) {
-  switch (tensorTypeOf(v.getType()).dtype) {
-    case ops::DType::F32: return ElemType::F32;
-    case ops::DType::F16: return ElemType::F16;
-    case ops::DType::BF16: return ElemType::BF16;
-    case ops::DType::I64: return ElemType::I64;
-    case ops::DType::I32: return ElemType::I32;
-    case ops::DType::Bool: return ElemType::Bool;
-    case ops::DType::I8: return ElemType::I8;
-    case ops::DType::U8: return ElemType::U8;
-    case ops::DType::F8E4M3: return ElemType::F8E4M3;
-    default:
-      throw std::invalid_argument(std::string("element type ") + ops::dtypeName(tensorTypeOf(v.getType()).dtype) +
-                                  " has no kernels yet (float32, float16, bfloat16, float8e4m3fn, int32, int64, int8, "
-                                  "uint8 and bool do)");
-  }
-}
-
-// The type an elementwise expression computes a value of this storage type in.
-ElemType computeOf(ElemType t) { return kernels::isFloatType(t) ? ElemType::F32 : t; }
-
-ElementwiseAttrs elementwiseAttrsOf(const ops::Attrs &attrs) {
-  ElementwiseAttrs ea;
-  for (auto &[k, v] : attrs.values) {
-    if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
-    else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
-    else if (auto *s = std::get_if<std::string>(&v)) ea.strings[k] = *s;
-  }
-  return ea;
+  Type e = cast<RankedTensorType>(v.getType()).getElementType();
+  if (auto t = kernelElemType(e)) return *t;
+  throw std::invalid_argument(std::string("element type ") + ops::dtypeName(dtypeOf(e)) + " has no kernels");
 }
 
 // Byte-level transpose of a row-major tensor of `shape` (elements of `elem` bytes) by `perm`.
@@ -138,26 +120,34 @@ std::vector<int64_t> intsOr(const ops::Attrs &a, const char *name, std::vector<i
   return a.getInts(name, dflt);
 }
 
-// Begin pads of a 2-D conv/pool, from explicit pads or auto_pad and the result size.
-void resolvePads(const ops::Attrs &a, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
-                 int64_t sH, int64_t sW, int64_t dH, int64_t dW, int64_t &top, int64_t &left) {
+// Begin and end pads of an N-D conv/pool window, from explicit pads or auto_pad and the result
+// size (per spatial axis: input, output, kernel, stride, dilation).
+std::pair<Shape, Shape> windowPads(const ops::Attrs &a, const Shape &in, const Shape &out, const Shape &kernel,
+                                   const Shape &strides, const Shape &dilations) {
+  size_t n = in.size();
+  Shape begin(n, 0), end(n, 0);
   std::string autoPad = a.getString("auto_pad", "NOTSET");
   if (autoPad == "NOTSET") {
-    auto pads = intsOr(a, "pads", {0, 0, 0, 0});
-    if (pads.size() != 4) throw std::invalid_argument("expected 4 pads for a 2-D window");
-    top = pads[0];
-    left = pads[1];
-    return;
+    auto pads = intsOr(a, "pads", Shape(2 * n, 0));
+    if (pads.size() != 2 * n) throw std::invalid_argument("expected " + std::to_string(2 * n) + " pads");
+    begin.assign(pads.begin(), pads.begin() + long(n));
+    end.assign(pads.begin() + long(n), pads.end());
+  } else if (autoPad != "VALID") {
+    for (size_t d = 0; d < n; ++d) {
+      int64_t total = std::max<int64_t>(0, (out[d] - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d]);
+      begin[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[d] = total - begin[d];
+    }
   }
-  if (autoPad == "VALID") {
-    top = left = 0;
-    return;
-  }
-  int64_t totalH = std::max<int64_t>(0, (OH - 1) * sH + (KH - 1) * dH + 1 - H);
-  int64_t totalW = std::max<int64_t>(0, (OW - 1) * sW + (KW - 1) * dW + 1 - W);
-  bool upper = autoPad == "SAME_UPPER";
-  top = upper ? totalH / 2 : totalH - totalH / 2;
-  left = upper ? totalW / 2 : totalW - totalW / 2;
+  return {begin, end};
+}
+
+// Begin pads of a 2-D conv/pool.
+void resolvePads(const ops::Attrs &a, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
+                 int64_t sH, int64_t sW, int64_t dH, int64_t dW, int64_t &top, int64_t &left) {
+  Shape begin = windowPads(a, {H, W}, {OH, OW}, {KH, KW}, {sH, sW}, {dH, dW}).first;
+  top = begin[0];
+  left = begin[1];
 }
 
 class Lowering {
@@ -167,6 +157,8 @@ class Lowering {
 
  private:
   void lowerOp(Operation *op);
+  // Coordinate ops and row scans (Indexing.h, RowScan.h); false: not one of them.
+  bool lowerIndexOp(Operation *op, const std::string &type, const ops::Attrs &attrs);
   void lowerFused(FusedOp f);
   // A product (MatMul, TransposedMatMul, Conv, ConvNhwc) whose result flows through `chain`
   // (elementwise ops, possibly empty) to `result`, in one launch.
@@ -223,6 +215,13 @@ class Lowering {
   }
   // A float32 constant computed at build time (BatchNormalization's scale and shift).
   Value addWeights(const std::vector<float> &vals, Operation *at);
+  Value addConstant(const ops::Tensor &t, Operation *at);
+  // The Resize kernel's spec and its tap tables, as build-time constants.
+  struct ResizeTables {
+    ResizeKernelSpec spec;
+    Value index, weight;
+  };
+  ResizeTables resizeTables(Operation *op, const std::string &type, ElemType et);
   // za · Σ_k B[k][n] per column of a constant 2-D int8 B (read through perm_b): the int8
   // kernel's offsets for an A with zero point za (MatMul.h).
   Value zeroPointOffsets(Value b, const Shape &permB, int64_t za, Operation *at) {
@@ -236,10 +235,7 @@ class Lowering {
       for (int64_t i = 0; i < k; ++i) sum += w->getInt(nk ? j * k + i : i * n + j);
       off.setInt(j, za * sum);
     }
-    builder_.setInsertionPoint(at);
-    Value c = builder_.create<ConstantOp>(at->getLoc(), attrFromTensor(off, f_.getContext()));
-    buildTimeConstants_.push_back(c.getDefiningOp());
-    return c;
+    return addConstant(off, at);
   }
   // The int8 kernel's per-column scale parameter (MatMul.h): the constant `scale` operand of n
   // elements, or one element spread over n.
@@ -289,6 +285,41 @@ void Lowering::addLaunch(Operation *op, KernelLaunch k, std::vector<Value> param
 Value Lowering::addWeights(const std::vector<float> &vals, Operation *at) {
   ops::Tensor t(ops::DType::F32, {static_cast<int64_t>(vals.size())});
   for (size_t k = 0; k < vals.size(); ++k) t.f[k] = vals[k];
+  return addConstant(t, at);
+}
+
+Lowering::ResizeTables Lowering::resizeTables(Operation *op, const std::string &type, ElemType et) {
+  ops::ResizePlan plan = ops::resizePlan(type, operandInfo(op).context(1));
+  ResizeKernelSpec k;
+  k.inShape = plan.in, k.outShape = plan.out, k.type = et;
+  k.extrapolation = static_cast<float>(plan.extrapolation);
+  std::vector<int32_t> index;
+  std::vector<float> weight;
+  for (size_t a = 0; a < plan.axes.size(); ++a) {
+    const auto &axis = plan.axes[a];
+    bool identity = plan.in[a] == plan.out[a];
+    size_t taps = 1;
+    for (size_t o = 0; o < axis.size(); ++o) {
+      identity = identity && !axis[o].extrapolate && axis[o].taps.size() == 1 &&
+                 axis[o].taps[0] == std::pair<int64_t, double>(int64_t(o), 1.0);
+      taps = std::max(taps, axis[o].taps.size());
+    }
+    k.taps.push_back(identity ? 0 : int(taps));
+    if (identity) continue;
+    for (const auto &t : axis)
+      for (size_t j = 0; j < taps; ++j) {
+        bool used = !t.extrapolate && j < t.taps.size();
+        index.push_back(t.extrapolate && j == 0 ? -1 : used ? int32_t(t.taps[j].first) : 0);
+        weight.push_back(used ? float(t.taps[j].second) : 0.f);
+      }
+  }
+  if (index.empty()) index.push_back(0), weight.push_back(0.f);  // (no axis resized: unused tables)
+  ops::Tensor ti(ops::DType::I32, {int64_t(index.size())});
+  for (size_t j = 0; j < index.size(); ++j) ti.setInt(int64_t(j), index[j]);
+  return {k, addConstant(ti, op), addWeights(weight, op)};
+}
+
+Value Lowering::addConstant(const ops::Tensor &t, Operation *at) {
   builder_.setInsertionPoint(at);
   Value c = builder_.create<ConstantOp>(at->getLoc(), attrFromTensor(t, f_.getContext()));
   buildTimeConstants_.push_back(c.getDefiningOp());
@@ -315,37 +346,11 @@ Value Lowering::repacked(Value weights, const Shape &perm, const Shape &newShape
 void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> &names, ArrayRef<Operation *> ops,
                          std::vector<Value> &params) {
   for (Operation *op : ops) {
-    auto sem = cast<ShapeInferenceOpInterface>(op);
-    std::string type = sem.getOnnxOpType().str();
-    ElementwiseAttrs ea = elementwiseAttrsOf(attrsFromOp(op));
-    std::vector<Value> ins(op->getOperands().begin(), op->getOperands().end());
-    if (type == "Clip") {  // constant bounds become attributes
-      ins = {op->getOperand(0)};
-      for (int k : {1, 2}) {
-        if (k >= static_cast<int>(op->getNumOperands()) || isa<NoneType>(op->getOperand(k).getType())) continue;
-        auto c = constantValue(outer(op->getOperand(k)));
-        if (!c) throw std::invalid_argument("Clip bounds must be constants");
-        ea.floats[k == 1 ? "min" : "max"] = c->get(0);
-      }
-    }
-    if (type == "QuantizeLinear" || type == "DequantizeLinear") {  // scale, zero point: literals
-      ins = {op->getOperand(0), op->getOperand(1)};
-      if (op->getNumOperands() > 2 && !isa<NoneType>(op->getOperand(2).getType())) ins.push_back(op->getOperand(2));
-      for (size_t k = 1; k < ins.size(); ++k)
-        if (cast<RankedTensorType>(ins[k].getType()).getNumElements() != 1 || !constantValue(outer(ins[k])))
-          throw std::invalid_argument(type + ": only a constant per-tensor scale and zero point have a GPU kernel");
-      if (type == "QuantizeLinear") ea.ints["uint8"] = elemTypeOf(op->getResult(0)) == ElemType::U8;
-      ea.ints["fp8"] = elemTypeOf(type == "QuantizeLinear" ? op->getResult(0) : op->getOperand(0)) == ElemType::F8E4M3;
-    }
-    // The type the op computes in: its last tensor operand's (Where: X's, (de)quantization: x's).
-    Value data = op->getResult(0);
-    for (Value v : ins)
-      if (!isa<NoneType>(v.getType())) data = v;
-    if (type == "Where" || type == "QuantizeLinear" || type == "DequantizeLinear") data = op->getOperand(type == "Where");
-    auto ew = lookupElementwiseOp(type, static_cast<int>(ins.size()), ea, computeOf(elemTypeOf(data)));
-    if (!ew) throw std::invalid_argument("no elementwise kernel for this op");
+    auto use = elementwiseUse(op);
+    if (!use) throw std::invalid_argument("no elementwise kernel for this op");
     std::vector<std::string> args;
-    for (Value v : ins) {
+    for (size_t k = 0; k < use->inputs.size(); ++k) {
+      Value v = use->inputs[k];
       auto it = names.find(v);
       if (it != names.end()) {
         args.push_back(it->second);
@@ -354,15 +359,15 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
       auto t = cast<RankedTensorType>(v.getType());
       if (t.getNumElements() == 1)
         if (auto c = constantValue(outer(v))) {
-          args.push_back(ProgramBuilder::literal(c->get(0), computeOf(elemTypeOf(v))));
+          args.push_back(ProgramBuilder::literal(c->get(0), computeTypeOf(elemTypeOf(v))));
           continue;
         }
-      std::string name = pb.input(shapeOf(v), elemTypeOf(v));
+      std::string name = pb.input(use->views[k], elemTypeOf(v));
       params.push_back(outer(v));
       names[v] = name;
       args.push_back(name);
     }
-    names[op->getResult(0)] = pb.apply(*ew, args);
+    names[op->getResult(0)] = pb.apply(use->op, args);
   }
 }
 
@@ -662,7 +667,23 @@ void Lowering::lowerOp(Operation *op) {
   }
   if (type == "MaxPool" || type == "AveragePool" || type == "MaxPoolNhwc" || type == "AveragePoolNhwc") {
     Shape x = shapeOf(operands[0]);
-    if (x.size() != 4) throw std::invalid_argument("only 2-D pooling has kernels yet");
+    if (x.size() != 4) {  // 1-D, 3-D, ...: the direct N-D kernel (NCHW-style layout, no Indices)
+      if (op->getNumResults() > 1 || type.size() > 4 && type.compare(type.size() - 4, 4, "Nhwc") == 0)
+        throw std::invalid_argument("only 2-D pooling has kernels with the Indices output or NHWC");
+      PoolNdSpec s;
+      s.max = type == "MaxPool";
+      s.N = x[0], s.C = x[1];
+      s.in.assign(x.begin() + 2, x.end());
+      s.out.assign(outShape.begin() + 2, outShape.end());
+      s.kernel = attrs.getInts("kernel_shape");
+      size_t n = s.in.size();
+      s.strides = intsOr(attrs, "strides", Shape(n, 1)), s.dilations = intsOr(attrs, "dilations", Shape(n, 1));
+      std::tie(s.padBegin, s.padEnd) = windowPads(attrs, s.in, s.out, s.kernel, s.strides, s.dilations);
+      s.countIncludePad = attrs.getInt("count_include_pad", 0);
+      s.type = elemTypeOf(out);
+      addLaunch(op, emitPoolNd(s), {operands[0], out});
+      return;
+    }
     auto ks = attrs.getInts("kernel_shape");
     auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
     Pool2dSpec s;
@@ -732,14 +753,20 @@ void Lowering::lowerOp(Operation *op) {
     // Reduce*: the reduced axes must be contiguous (one [outer, cols, inner] view).
     std::vector<int64_t> axes = attrs.getInts("axes", {});
     if (axes.empty()) {
-      if (attrs.getInt("noop_with_empty_axes", 0)) throw std::invalid_argument("noop_with_empty_axes");
+      if (attrs.getInt("noop_with_empty_axes", 0)) {  // the identity
+        addLaunch(op, emitCopy(expandCopy(x, x, s.outType)), {operands[0], out});
+        return;
+      }
       axes.resize(r);
       std::iota(axes.begin(), axes.end(), 0);
     }
     for (auto &a : axes) a = ops::normalizeAxis(a, r);
     std::sort(axes.begin(), axes.end());
     for (size_t k = 1; k < axes.size(); ++k)
-      if (axes[k] != axes[k - 1] + 1) throw std::invalid_argument("reductions over non-adjacent axes have no kernel yet");
+      if (axes[k] != axes[k - 1] + 1) {
+        addLaunch(op, emitReduceAxes(rowOp, x, axes, s.type, s.outType), {operands[0], out});
+        return;
+      }
     s.outer = product(x, 0, axes.front()), s.cols = product(x, axes.front(), axes.back() + 1);
     s.inner = product(x, axes.back() + 1, r);
     addLaunch(op, emitRowReduction(s), {operands[0], out});
@@ -876,7 +903,92 @@ void Lowering::lowerOp(Operation *op) {
               {operands[0], operands[1], out});
     return;
   }
+  if (lowerIndexOp(op, type, attrs)) return;
   throw std::invalid_argument("no GPU kernel for this op yet");
+}
+
+bool Lowering::lowerIndexOp(Operation *op, const std::string &type, const ops::Attrs &attrs) {
+  Value out = op->getResult(0);
+  Shape outShape = shapeOf(out);
+  auto operands = op->getOperands();
+  ElemType et = elemTypeOf(out);
+  Shape x = shapeOf(operands[0]);
+  int64_t r = static_cast<int64_t>(x.size());
+  auto present = [&](unsigned k) { return k < operands.size() && !isa<NoneType>(operands[k].getType()); };
+  // An input the kernel needs at build time (Trilu's k, TopK's K, CumSum's axis, OneHot's depth).
+  auto constantInt = [&](unsigned k, const char *what) {
+    auto c = constantValue(operands[k]);
+    if (!c || c->size() != 1) throw std::invalid_argument(type + ": " + what + " must be a one-element constant");
+    return c->getInt(0);
+  };
+  auto rowView = [&](int64_t axis) {
+    return RowView{product(x, 0, size_t(axis)), x[size_t(axis)], product(x, size_t(axis) + 1, x.size())};
+  };
+  if (type == "Trilu") {
+    int64_t k = present(1) ? constantInt(1, "k") : 0;
+    addLaunch(op, emitTrilu(x, k, attrs.getInt("upper", 1) != 0, et), {operands[0], out});
+  } else if (type == "GatherElements") {
+    int axis = int(ops::normalizeAxis(attrs.getInt("axis", 0), r));
+    addLaunch(op, emitGatherElements(x, shapeOf(operands[1]), axis, elemTypeOf(operands[1]), et),
+              {operands[0], operands[1], out});
+  } else if (type == "EyeLike") {
+    addLaunch(op, emitEyeLike(outShape, attrs.getInt("k", 0), et), {out});
+  } else if (type == "OneHot") {
+    int axis = int(ops::normalizeAxis(attrs.getInt("axis", -1), r + 1));
+    addLaunch(op, emitOneHot(x, constantInt(1, "depth"), axis, elemTypeOf(operands[0]), et), {operands[0], operands[2], out});
+  } else if (type == "Dropout" && op->getNumResults() == 2) {
+    // Inference (training_mode absent or false), or a ratio of 0: the identity, mask all true.
+    bool training = present(2) && constantInt(2, "training_mode") != 0;
+    auto ratio = present(1) ? constantValue(operands[1]) : std::nullopt;
+    if (training && (!ratio || ratio->get(0) != 0.0))
+      throw std::invalid_argument("Dropout in training mode with a non-zero ratio is random; no kernel");
+    addLaunch(op, emitDropoutWithMask(product(x, 0, x.size()), et), {operands[0], out, op->getResult(1)});
+  } else if (type == "ArgMax" || type == "ArgMin") {
+    addLaunch(op, emitArgExtreme(rowView(ops::normalizeAxis(attrs.getInt("axis", 0), r)), type == "ArgMax",
+                                 attrs.getInt("select_last_index", 0) != 0, elemTypeOf(operands[0])),
+              {operands[0], out});
+  } else if (type == "Hardmax") {
+    int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
+    RowView v = rowView(axis);
+    if (attrs.getInt("coerce_2d", 0)) v = {product(x, 0, size_t(axis)), product(x, size_t(axis), x.size()), 1};
+    addLaunch(op, emitHardmax(v, et), {operands[0], out});
+  } else if (type == "TopK") {
+    RowView v = rowView(ops::normalizeAxis(attrs.getInt("axis", -1), r));
+    addLaunch(op, emitTopK(v, constantInt(1, "K"), attrs.getInt("largest", 1) != 0, et), {operands[0], out, op->getResult(1)});
+  } else if (type == "CumSum") {
+    RowView v = rowView(ops::normalizeAxis(constantInt(1, "axis"), r));
+    addLaunch(op, emitCumSum(v, attrs.getInt("exclusive", 0) != 0, attrs.getInt("reverse", 0) != 0, et), {operands[0], out});
+  } else if (type == "ConvTranspose") {
+    Shape w = shapeOf(operands[1]);
+    ConvTransposeSpec s;
+    s.N = x[0], s.C = x[1], s.group = attrs.getInt("group", 1), s.M = w[1] * s.group;
+    s.in.assign(x.begin() + 2, x.end());
+    s.out.assign(outShape.begin() + 2, outShape.end());
+    s.kernel.assign(w.begin() + 2, w.end());
+    size_t n = s.in.size();
+    s.strides = intsOr(attrs, "strides", Shape(n, 1)), s.dilations = intsOr(attrs, "dilations", Shape(n, 1));
+    s.padBegin = ops::convTransposePadBegin(tensorTypeOf(operands[0].getType()), tensorTypeOf(operands[1].getType()), attrs);
+    s.hasBias = present(2);
+    s.type = et;
+    std::vector<Value> params = {operands[0], operands[1]};
+    if (s.hasBias) params.push_back(operands[2]);
+    params.push_back(out);
+    addLaunch(op, emitConvTranspose(s), params);
+  } else if (type == "Resize" || type == "Upsample") {
+    ResizeTables t = resizeTables(op, type, et);
+    addLaunch(op, emitResize(t.spec), {operands[0], t.index, t.weight, out});
+  } else if (type == "DepthToSpace" || type == "SpaceToDepth") {
+    // Both are a transpose of a 6-D view of NCHW.
+    int64_t b = attrs.getInt("blocksize"), N = x[0], C = x[1], H = x[2], W = x[3];
+    Shape view, perm;
+    if (type == "SpaceToDepth") view = {N, C, H / b, b, W / b, b}, perm = {0, 3, 5, 1, 2, 4};
+    else if (attrs.getString("mode", "DCR") == "CRD") view = {N, C / (b * b), b, b, H, W}, perm = {0, 1, 4, 2, 5, 3};
+    else view = {N, b, b, C / (b * b), H, W}, perm = {0, 3, 4, 1, 5, 2};
+    addLaunch(op, emitCopy(transposeCopy(view, perm, et)), {operands[0], out});
+  } else {
+    return false;
+  }
+  return true;
 }
 
 BuildResult Lowering::run() {
@@ -1034,7 +1146,7 @@ BuildResult Lowering::run() {
   for (unsigned k = 0; k < results.size(); ++k) {
     int32_t io = static_cast<int32_t>(body.getNumArguments() + k);
     rt::BufferRef src = bufferOf(results[k]);
-    if (src.space == rt::BufferRef::Space::Io && src.io == io) continue;
+    if ((src.space == rt::BufferRef::Space::Io && src.io == io) || bytesOf(results[k]) == 0) continue;
     rt::Launch l;
     l.kind = rt::Launch::Kind::Copy;
     l.src = src;

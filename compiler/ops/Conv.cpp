@@ -3,6 +3,8 @@
 // Both ops share the attribute handling (kernel_shape, strides, dilations, pads, auto_pad, group)
 // in `ConvGeometry`; the shape functions and kernels use the same geometry, so they cannot
 // disagree about the output size.
+#include "compiler/ops/Conv.h"
+
 #include "compiler/ops/OpSemantics.h"
 #include "compiler/ops/OpUtil.h"
 
@@ -331,6 +333,10 @@ int64_t convTransposeFlops(const ShapeContext &ctx, const std::vector<TensorType
 }
 
 }  // namespace
+
+std::vector<int64_t> convTransposePadBegin(const TensorType &x, const TensorType &w, const Attrs &attrs) {
+  return convTransposeGeometry(x, w, attrs).padBegin;
+}
 
 KILN_REGISTER_OP({"Conv", convShape, convEval, convFlops});
 KILN_REGISTER_OP({"ConvTranspose", convTransposeShape, convTransposeEval, convTransposeFlops});

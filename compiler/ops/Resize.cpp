@@ -16,6 +16,8 @@
 //  - except: pytorch_half_pixel with an integer output length of 1 maps to 0, as the spec and
 //    ONNX Runtime say (the reference uses -0.5 and the real-valued length; the two agree for
 //    nearest and linear).
+#include "compiler/ops/Resize.h"
+
 #include "compiler/ops/OpSemantics.h"
 #include "compiler/ops/OpUtil.h"
 
@@ -216,11 +218,6 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
   return g;
 }
 
-// The taps of one output coordinate along one axis.
-struct Taps {
-  bool extrapolate = false;  // tf_crop_and_resize outside the input: use extrapolation_value
-  std::vector<std::pair<int64_t, double>> taps;  // (input index, weight)
-};
 
 double cubicWeight(double x, double A) {
   x = std::fabs(x);
@@ -229,7 +226,7 @@ double cubicWeight(double x, double A) {
   return 0.0;
 }
 
-Taps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int64_t xOut) {
+ResizeTaps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int64_t xOut) {
   const double x = static_cast<double>(xOut);
   const double inLen = static_cast<double>(g.in[ax]);
   const double scale = g.scale[ax];
@@ -256,7 +253,7 @@ Taps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int64_t x
                          : x * (s1 - s0) * (inLen - 1) / (resizedLen - 1);
     xo += s0 * (inLen - 1);
   }
-  Taps r;
+  ResizeTaps r;
   if (t == "tf_crop_and_resize" && (xo < 0 || xo > inLen - 1)) {
     r.extrapolate = true;
     return r;
@@ -325,14 +322,19 @@ Taps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int64_t x
   return r;
 }
 
+std::vector<std::vector<ResizeTaps>> allTaps(const ResizeSpec &s, const ResizeGeometry &g) {
+  std::vector<std::vector<ResizeTaps>> taps(g.in.size());
+  for (size_t ax = 0; ax < g.in.size(); ++ax)
+    for (int64_t o = 0; o < g.out[ax]; ++o) taps[ax].push_back(axisTaps(s, g, ax, o));
+  return taps;
+}
+
 std::vector<Tensor> resizeKernel(const ResizeSpec &s, const Tensor &x) {
   ResizeGeometry g = resizeGeometry(s, x.shape);
   size_t r = x.shape.size();
   Tensor y(x.dtype, g.out);
   if (y.size() == 0) return {y};
-  std::vector<std::vector<Taps>> taps(r);
-  for (size_t ax = 0; ax < r; ++ax)
-    for (int64_t o = 0; o < g.out[ax]; ++o) taps[ax].push_back(axisTaps(s, g, ax, o));
+  std::vector<std::vector<ResizeTaps>> taps = allTaps(s, g);
   Shape xs = x.strides();
 
   std::vector<int64_t> oc(r, 0), pick(r, 0);
@@ -400,6 +402,12 @@ int64_t resizeFlops(const ShapeContext &ctx, const std::vector<TensorType> &outs
 }
 
 }  // namespace
+
+ResizePlan resizePlan(const std::string &opType, const ShapeContext &ctx) {
+  ResizeSpec s = opType == "Upsample" ? upsampleSpec(ctx) : resizeSpec(ctx, true);
+  ResizeGeometry g = resizeGeometry(s, ctx.inputs[0].shape);
+  return {g.in, g.out, s.extrapolation, allTaps(s, g)};
+}
 
 KILN_REGISTER_OP({"Resize", resizeShape, resizeEval, resizeFlops});
 KILN_REGISTER_OP({"Upsample", upsampleShape, upsampleEval, resizeFlops});

@@ -16,11 +16,14 @@
 #pragma once
 
 #include "codegen/kernels/Conv.h"
+#include "codegen/kernels/ConvTranspose.h"
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
+#include "codegen/kernels/Indexing.h"
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
+#include "codegen/kernels/RowScan.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -166,6 +169,27 @@ inline std::vector<KernelCase> kernelCases() {
   add("Gather_axis1_2d", "Gather", {{3, 9, 5}, {2, 3}}, {{"axis", "1"}});
   add("Gather_embedding", "Gather", {{1000, 64}, {2, 17}}, {{"axis", "0"}});
   add("Gather_scalar_idx", "Gather", {{4, 6}, {}}, {{"axis", "1"}});
+  // --- Coordinate ops and row scans (IndexKernel.h). TopK's K, CumSum's axis and Trilu's k are
+  // constant inputs in the ONNX model, attributes here.
+  add("GatherElements_axis1", "GatherElements", {{4, 9, 6}, {4, 5, 6}}, {{"axis", "1"}});
+  add("GatherElements_last", "GatherElements", {{3, 7}, {3, 11}}, {{"axis", "-1"}});
+  add("Trilu_upper_neg", "Trilu", {{2, 7, 9}}, {{"k", "-2"}});
+  add("Trilu_lower", "Trilu", {{5, 4}}, {{"k", "1"}, {"upper", "0"}});
+  add("ArgMax_mid", "ArgMax", {{3, 17, 5}}, {{"axis", "1"}, {"keepdims", "0"}});
+  add("ArgMin_last", "ArgMin", {{7, 33}}, {{"axis", "-1"}, {"select_last_index", "1"}});
+  add("Hardmax_mid", "Hardmax", {{2, 9, 4}}, {{"axis", "1"}});
+  add("TopK_mid", "TopK", {{3, 20, 7}}, {{"k", "5"}, {"axis", "1"}});
+  add("TopK_smallest", "TopK", {{4, 33}}, {{"k", "6"}, {"largest", "0"}});
+  add("CumSum_rev_excl", "CumSum", {{5, 37, 3}}, {{"cumsum_axis", "1"}, {"exclusive", "1"}, {"reverse", "1"}});
+  add("CumSum_last", "CumSum", {{4, 129}}, {{"cumsum_axis", "-1"}});
+  add("ConvTranspose_s2_pads", "ConvTranspose", {{2, 4, 5, 7}, {4, 3, 3, 3}, {3}}, {{"strides", "2,2"}, {"pads", "1,0,1,1"}});
+  add("ConvTranspose_group_dil", "ConvTranspose", {{1, 6, 5, 5}, {6, 2, 3, 3}}, {{"group", "3"}, {"dilations", "2,2"}});
+  add("ConvTranspose_1d", "ConvTranspose", {{2, 3, 11}, {3, 5, 4}, {5}}, {{"strides", "3"}});
+  add("ConvTranspose_3d", "ConvTranspose", {{1, 2, 3, 4, 5}, {2, 3, 2, 3, 2}}, {{"strides", "1,2,1"}});
+  add("MaxPool_3d", "MaxPool", {{1, 3, 5, 6, 7}}, {{"kernel_shape", "2,3,2"}, {"strides", "2,2,1"}, {"pads", "1,1,0,0,1,1"}});
+  add("AveragePool_1d_incl", "AveragePool", {{2, 3, 13}}, {{"kernel_shape", "4"}, {"strides", "3"}, {"pads", "2,1"}, {"count_include_pad", "1"}});
+  add("ReduceMean_nonadjacent", "ReduceMean", {{3, 4, 5, 6}}, {{"axes", "0,2"}, {"keepdims", "1"}});
+  add("ReduceLogSumExp_nonadjacent", "ReduceLogSumExp", {{3, 4, 5, 6}}, {{"axes", "1,3"}, {"keepdims", "0"}});
   return c;
 }
 
@@ -229,7 +253,7 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
       for (int64_t &a : axes) a = normAxis(a, x.size());
       std::sort(axes.begin(), axes.end());
       for (size_t k = 1; k < axes.size(); ++k)
-        if (axes[k] != axes[k - 1] + 1) throw std::invalid_argument("case: reduce axes must be contiguous");
+        if (axes[k] != axes[k - 1] + 1) return {emitReduceAxes(rowOp, x, axes, ElemType::F32, ElemType::F32)};
       s.outer = prodOf(x, 0, axes.front());
       s.cols = prodOf(x, axes.front(), axes.back() + 1);
       s.inner = prodOf(x, axes.back() + 1, x.size());
@@ -256,6 +280,52 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     s.epilogue = convBiasEpilogue(c.inputs.size() > 2, s.M, false, ElemType::F32, attr("fused_relu", "0") == "1");
     return {emitConv2d(s)};
   }
+  if ((op == "MaxPool" || op == "AveragePool") && x.size() != 4) {
+    PoolNdSpec s;
+    size_t n = x.size() - 2;
+    s.max = op == "MaxPool";
+    s.N = x[0], s.C = x[1];
+    s.in.assign(x.begin() + 2, x.end());
+    s.kernel = ints("kernel_shape", {}), s.strides = ints("strides", Shape(n, 1)), s.dilations = ints("dilations", Shape(n, 1));
+    auto pads = ints("pads", Shape(2 * n, 0));
+    s.padBegin.assign(pads.begin(), pads.begin() + long(n)), s.padEnd.assign(pads.begin() + long(n), pads.end());
+    for (size_t d = 0; d < n; ++d)
+      s.out.push_back(poolOut(s.in[d], s.kernel[d], s.strides[d], s.padBegin[d], s.padEnd[d], s.dilations[d], false));
+    s.countIncludePad = attr("count_include_pad", "0") == "1";
+    return {emitPoolNd(s)};
+  }
+  if (op == "ConvTranspose") {
+    const Shape &w = c.inputs.at(1);
+    ConvTransposeSpec s;
+    size_t n = x.size() - 2;
+    s.N = x[0], s.C = x[1], s.group = std::stoll(attr("group", "1")), s.M = w[1] * s.group;
+    s.in.assign(x.begin() + 2, x.end());
+    s.kernel.assign(w.begin() + 2, w.end());
+    s.strides = ints("strides", Shape(n, 1)), s.dilations = ints("dilations", Shape(n, 1));
+    auto pads = ints("pads", Shape(2 * n, 0));
+    s.padBegin.assign(pads.begin(), pads.begin() + long(n));
+    for (size_t d = 0; d < n; ++d)
+      s.out.push_back((s.in[d] - 1) * s.strides[d] + (s.kernel[d] - 1) * s.dilations[d] + 1 - pads[d] - pads[d + n]);
+    s.hasBias = c.inputs.size() > 2;
+    return {emitConvTranspose(s)};
+  }
+  auto rowView = [&](int64_t axis) {
+    axis = normAxis(axis, x.size());
+    return RowView{prodOf(x, 0, size_t(axis)), x[size_t(axis)], prodOf(x, size_t(axis) + 1, x.size())};
+  };
+  if (op == "ArgMax" || op == "ArgMin")
+    return {emitArgExtreme(rowView(std::stoll(attr("axis", "0"))), op == "ArgMax", attr("select_last_index", "0") == "1",
+                           c.dtype)};
+  if (op == "Hardmax") return {emitHardmax(rowView(std::stoll(attr("axis", "-1"))), c.dtype)};
+  if (op == "TopK")
+    return {emitTopK(rowView(std::stoll(attr("axis", "-1"))), std::stoll(attr("k", "1")), attr("largest", "1") == "1", c.dtype)};
+  if (op == "CumSum")
+    return {emitCumSum(rowView(std::stoll(attr("cumsum_axis", "0"))), attr("exclusive", "0") == "1",
+                       attr("reverse", "0") == "1", c.dtype)};
+  if (op == "Trilu") return {emitTrilu(x, std::stoll(attr("k", "0")), attr("upper", "1") == "1", c.dtype)};
+  if (op == "GatherElements")
+    return {emitGatherElements(x, c.inputs.at(1), int(normAxis(std::stoll(attr("axis", "0")), x.size())), ElemType::I64,
+                               c.dtype)};
   if (op == "MaxPool" || op == "AveragePool") {
     Pool2dSpec s;
     s.kind = op == "MaxPool" ? PoolKind::Max : PoolKind::Average;

@@ -76,7 +76,7 @@ def launch(fn, l, ptrs):
 
 INT_LISTS = {"perm", "kernel_shape", "strides", "pads", "dilations"}
 INTS = {"axis", "group", "transA", "transB", "keepdims", "ceil_mode", "count_include_pad", "fmod",
-        "detect_negative", "detect_positive"}
+        "detect_negative", "detect_positive", "select_last_index", "largest", "exclusive", "reverse", "upper"}
 STRINGS = {"approximate"}
 CUSTOM = {"stats", "indices", "fused_relu"}
 
@@ -90,7 +90,7 @@ def make_inputs(case, rng):
     vals = []
     for k, s in enumerate(shapes):
         s = tuple(s)
-        if op == "Gather" and k == 1:
+        if op in ("Gather", "GatherElements") and k == 1:
             d = case["inputs"][0][int(case["attrs"].get("axis", "0")) % len(case["inputs"][0])]
             vals.append(np.asarray(rng.integers(-d, d, size=s), dtype=np.int64))
             continue
@@ -133,7 +133,14 @@ def make_model(case, vals):
     if op == "Clip" and "min" in attrs:
         node_inputs.append(const("min", np.array(float(attrs.pop("min")), np.float32)))
         node_inputs.append(const("max", np.array(float(attrs.pop("max")), np.float32)))
-    n_out = 1
+    # Inputs the kernels take as attributes: TopK's K, CumSum's axis, Trilu's k.
+    if op == "TopK":
+        node_inputs.append(const("K", np.array([int(attrs.pop("k"))], np.int64)))
+    if op == "CumSum":
+        node_inputs.append(const("axis", np.array(int(attrs.pop("cumsum_axis")), np.int64)))
+    if op == "Trilu" and "k" in attrs:
+        node_inputs.append(const("k", np.array(int(attrs.pop("k")), np.int64)))
+    n_out = 2 if op == "TopK" else 1
     if attrs.pop("stats", "0") == "1":
         n_out = 3
     if attrs.pop("indices", "0") == "1":
@@ -167,7 +174,7 @@ def make_model(case, vals):
 def out_type(op, k):
     if op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "IsNaN", "IsInf", "And", "Or", "Not"):
         return TensorProto.BOOL
-    if op == "MaxPool" and k == 1:
+    if (op == "MaxPool" and k == 1) or (op == "TopK" and k == 1) or op in ("ArgMax", "ArgMin"):
         return TensorProto.INT64
     return TensorProto.FLOAT
 

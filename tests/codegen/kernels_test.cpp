@@ -90,8 +90,9 @@ TEST(ElementwiseKernels, EveryTableOpCompiles) {
     SCOPED_TRACE(op);
     ElementwiseAttrs attrs;
     int n = 1;
-    ElemType data = op == "DequantizeLinear" ? ElemType::I8 : ElemType::F32;
+    ElemType data = op == "DequantizeLinear" ? ElemType::I8 : op == "BitShift" ? ElemType::U8 : ElemType::F32;
     if (op == "Cast") attrs.ints["to"] = 7;
+    if (op == "BitShift") attrs.strings["direction"] = "LEFT";
     for (int arity = 1; arity <= 3; ++arity)
       if (lookupElementwiseOp(op, arity, attrs, data)) { n = arity; break; }
     auto info = lookupElementwiseOp(op, n, attrs, data);
@@ -124,6 +125,22 @@ TEST(ElementwiseKernels, AttributesAndVariants) {
   expectKernel(emitElementwiseOp("Where", {{2, 1, 3}, {1, 4, 3}, {}}), 4);
   expectKernel(emitElementwiseOp("Max", {{3, 1}, {1, 4}, {3, 4}}), 4);
   expectKernel(emitElementwiseOp("Mean", {{8}, {8}, {8}}), 4);
+  // Integer and double data compute in their own types (8/16-bit integers in int).
+  for (ElemType t : {ElemType::U8, ElemType::I16, ElemType::U32, ElemType::U64, ElemType::F64}) {
+    SCOPED_TRACE(static_cast<int>(t));
+    expectKernel(emitElementwiseOp("Add", {{5, 3}, {3}}, {}, t), 3);
+    expectKernel(emitElementwiseOp("Mod", {{7}, {7}}, {}, t), 3);
+    expectKernel(emitElementwiseOp("Max", {{4}, {4}, {1}}, {}, t), 4);
+    expectKernel(emitElementwiseOp("Pow", {{6}, {6}}, {}, t), 3);
+    expectKernel(emitElementwiseOp("Clip", {{9}}, clip, t), 2);
+  }
+  ElementwiseAttrs toDouble;
+  toDouble.ints["to"] = 11;
+  auto castD = lookupElementwiseOp("Cast", 1, toDouble, ElemType::F32);
+  ASSERT_TRUE(castD.has_value());
+  EXPECT_EQ(castD->outType, ElemType::F64);
+  EXPECT_FALSE(lookupElementwiseOp("Mean", 2, {}, ElemType::I32).has_value());  // Mean: float types
+  EXPECT_FALSE(lookupElementwiseOp("BitShift", 2, {}, ElemType::U8).has_value());  // no direction
   EXPECT_FALSE(lookupElementwiseOp("NoSuchOp", 1).has_value());
   EXPECT_FALSE(lookupElementwiseOp("Add", 1).has_value());
 }

@@ -173,3 +173,29 @@ func.func @two_products_requantized(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>) 
   %q = kiln.quantize_linear %sum, %s, %zp : (tensor<4x8xf32>, tensor<f32>, tensor<i8>) -> tensor<4x8xi8>
   return %q : tensor<4x8xi8>
 }
+
+// -----
+
+// Ops the kernel table takes once rewritten: CastLike is a Cast to its second operand's type,
+// a per-axis DequantizeLinear reads its scale as a [C, 1, 1] view; both join one region with
+// integer arithmetic (uint8 adds wrap on store).
+// CHECK-LABEL: func.func @castlike_per_axis_dq_uint8
+// CHECK: kiln.fused "elementwise"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: kiln.dequantize_linear
+// CHECK-NEXT: kiln.cast_like
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fused "elementwise"
+// CHECK-NEXT: ^bb0(
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.yield
+func.func @castlike_per_axis_dq_uint8(%q: tensor<2x3x4x4xi8>, %like: tensor<1xf16>, %a: tensor<5xui8>, %b: tensor<5xui8>) -> (tensor<2x3x4x4xf16>, tensor<5xui8>) {
+  %s = kiln.constant dense<[0.5, 0.25, 0.125]> : tensor<3xf32>
+  %zp = kiln.constant dense<[0, 1, -1]> : tensor<3xi8>
+  %d = kiln.dequantize_linear %q, %s, %zp {axis = 1 : i64} : (tensor<2x3x4x4xi8>, tensor<3xf32>, tensor<3xi8>) -> tensor<2x3x4x4xf32>
+  %h = kiln.cast_like %d, %like : (tensor<2x3x4x4xf32>, tensor<1xf16>) -> tensor<2x3x4x4xf16>
+  %s8 = kiln.add %a, %b : (tensor<5xui8>, tensor<5xui8>) -> tensor<5xui8>
+  %m8 = kiln.mul %s8, %b : (tensor<5xui8>, tensor<5xui8>) -> tensor<5xui8>
+  return %h, %m8 : tensor<2x3x4x4xf16>, tensor<5xui8>
+}
