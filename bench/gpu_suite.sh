@@ -3,6 +3,8 @@
 #
 #   bash bench/gpu_suite.sh check   # correctness: kernel cases, tiny and case models over many
 #                                   # routes, the zoo in fp32 and fp16 against onnxruntime, C API
+#   bash bench/gpu_suite.sh quick   # correctness without the zoo, in one short call: the ONNX node
+#                                   # tests, kernel cases, tiny/case/QDQ models over the main routes
 #   bash bench/gpu_suite.sh bench   # side-by-side latency: kiln vs PyTorch (bench/torch_baselines.py)
 #   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
 #                                   # a tight accuracy constraint, cache hits, interrupt + --resume
@@ -97,7 +99,8 @@ if [ "$mode" = check ]; then
   run cli_check_onnx "$bin/kiln" check /tmp/convnet.kiln --onnx "$cases/convnet.onnx"
   run cli_check_ref "$bin/kiln" check /tmp/convnet.kiln --reference /tmp/convnet_out.npz
   # The ONNX node tests that pass on the CPU evaluator, compiled to fp32 engines and checked on the GPU.
-  KILN_TIMEOUT=900 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" --out "$OUT/conformance_gpu.txt"
+  KILN_TIMEOUT=900 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" \
+    ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt"
   # Every emitted kernel case against onnxruntime (NVRTC + the driver through ctypes).
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
   "$bin/kiln-make-test-engine" /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test "$bin/kiln-c-api-test" /tmp/axpb.kiln
@@ -147,6 +150,22 @@ if [ "$mode" = tune ]; then
   pid=$!; sleep 25; kill -INT $pid; wait $pid; echo "tune_interrupted rc=$? measured $(grep -c ' ms  ' "$OUT/logs/tune_interrupted.log")" >> "$summary"
   tune tune_resumed bert_base_b32_s128 --search fast --resume
   "$bin/kiln" cache list --cache "$OUT/tune-cache.db" > "$OUT/cache_list.txt" 2>&1
+fi
+
+if [ "$mode" = quick ]; then
+  : > "$summary"
+  KILN_TIMEOUT=400 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" \
+    ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt" &
+  "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+  for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
+           models/tiny/qdq_matmul.onnxtxt models/tiny/qdq_matmul_u8.onnxtxt models/tiny/qdq_pool.onnxtxt \
+           models/tiny/qdq_matmul_fp8.onnxtxt "$cases"/*.onnx; do
+    stem=$(basename "$m"); stem=${stem%%.*}
+    for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off"; do
+      run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
+    done
+  done
+  wait
 fi
 
 if [ "$mode" = int8 ]; then
