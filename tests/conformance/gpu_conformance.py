@@ -16,8 +16,10 @@ DIR defaults to the onnx package's backend test data (pip's onnx ships it) or De
 of those, passing on the GPU; each failure with kiln's message.
 """
 import argparse
+import atexit
 import concurrent.futures as cf
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,8 @@ ap.add_argument("kiln")
 ap.add_argument("--data", default="")
 ap.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
 ap.add_argument("--out", default="")
-ap.add_argument("--compile-only", action="store_true", help="only compile (no GPU needed): list what has no kernel")
+ap.add_argument("--compile-only", action="store_true",
+                help="only compile (no GPU needed): list what does not compile, fail if anything does not")
 ap.add_argument("--expect", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "passing.txt"))
 args = ap.parse_args()
 
@@ -41,6 +44,7 @@ if not data:
     data = pkg if os.path.isdir(pkg) else "/usr/share/libonnx-testdata/data/node"
 names = [l.strip() for l in open(args.expect) if l.strip() and not l.startswith("#")]
 work = tempfile.mkdtemp(prefix="kiln-conf-")
+atexit.register(shutil.rmtree, work, True)
 
 
 def load_pb(path):
@@ -120,7 +124,7 @@ if args.compile_only:
     for name in names:
         if results[name][0] == "compile":
             print(f"  compile  {name}: {results[name][1]}")
-    sys.exit(0)
+    sys.exit(0 if len(names_ok) == len(names) else 1)
 
 # Several checks share the GPU at once (each is a small engine; correctness only, no timing).
 with cf.ThreadPoolExecutor(min(args.jobs, 8)) as ex:
