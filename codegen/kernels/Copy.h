@@ -4,6 +4,9 @@
 // launch per input writing into the result at an offset), Split, Expand (0 strides), Tile
 // (each axis split into [repeat, dim] with the repeat's stride 0), and Gather on a constant axis
 // (an int64/int32 indices tensor as a second input). Dims are coalesced, so rank is not limited.
+// When the innermost coalesced dim is contiguous on both sides (slices of a last axis, transposes
+// that keep it, concats), 16/8/4-byte words move several elements per thread if the pointers
+// are aligned at run time (else the element loop runs).
 //
 // Kernel parameters: in, [indices], out.
 #pragma once

@@ -908,6 +908,7 @@ void Lowering::lowerOp(Operation *op) {
 }
 
 bool Lowering::lowerIndexOp(Operation *op, const std::string &type, const ops::Attrs &attrs) {
+  if (op->getNumOperands() == 0 || !isa<RankedTensorType>(op->getOperand(0).getType())) return false;
   Value out = op->getResult(0);
   Shape outShape = shapeOf(out);
   auto operands = op->getOperands();

@@ -161,6 +161,11 @@ inline std::vector<KernelCase> kernelCases() {
   add("Slice_steps", "Slice", {{10, 11}}, {{"starts", "1,2"}, {"ends", "9,11"}, {"axes", "0,1"}, {"steps", "2,3"}});
   add("Slice_negative", "Slice", {{10, 11}}, {{"starts", "-1"}, {"ends", "-100"}, {"axes", "1"}, {"steps", "-2"}});
   add("Slice_clamped", "Slice", {{4, 6, 5}}, {{"starts", "1"}, {"ends", "1000"}, {"axes", "-2"}});
+  // Vectorized copies: the last axis stays contiguous (16-byte words of 4 floats; 8-byte words).
+  add("Slice_last_vec", "Slice", {{7, 5, 24}}, {{"starts", "8"}, {"ends", "16"}, {"axes", "2"}});
+  add("Transpose_keep_last_vec", "Transpose", {{9, 6, 16}}, {{"perm", "1,0,2"}});
+  add("Transpose_keep_last_vec2", "Transpose", {{3, 5, 7, 6}}, {{"perm", "2,0,1,3"}});
+  add("Concat_last_vec", "Concat", {{3, 8}, {3, 12}}, {{"axis", "1"}});
   add("Concat_axis1", "Concat", {{2, 3, 4}, {2, 1, 4}, {2, 5, 4}}, {{"axis", "1"}});
   add("Concat_axis_last", "Concat", {{3, 5}, {3, 2}}, {{"axis", "-1"}});
   add("Expand_bcast", "Expand", {{3, 1}}, {{"shape", "2,3,4"}});

@@ -4,6 +4,7 @@
 #include "codegen/kernels/Conv.h"
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
+#include "codegen/kernels/KernelUtil.h"
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
@@ -477,6 +478,16 @@ TEST(CopyKernels, TransposeSliceConcatExpandTileGather) {
   expectKernel(emitCopy(tileCopy({3, 2}, {2, 3})), 2);
   expectKernel(emitCopy(gatherCopy({1000, 64}, 0, {2, 17})), 3);
   expectKernel(emitCopy(gatherCopy({3, 9, 5}, 1, {2, 3}, ElemType::I32)), 3);
+  // Word copies where the last dim stays contiguous: a head slice of fp16 QKV (16-byte words of
+  // 8 halves), a transpose keeping a last dim of 6 floats (8-byte words); none for a true transpose.
+  KernelLaunch qkv = emitCopy(sliceCopy({197, 32, 2304}, {0, 0, 768}, {1, 1, 1}, {197, 32, 768}, ElemType::F16));
+  EXPECT_NE(qkv.source.find("const kiln_w16* __restrict__ vin"), std::string::npos);
+  EXPECT_EQ(qkv.grid[0], kernels::gridStrideBlocks(197 * 32 * 768 / 8, 256));
+  expectKernel(qkv, 2);
+  KernelLaunch six = emitCopy(transposeCopy({3, 5, 7, 6}, {2, 0, 1, 3}));
+  EXPECT_NE(six.source.find("const unsigned long long* __restrict__ vin"), std::string::npos);
+  expectKernel(six, 2);
+  EXPECT_EQ(emitCopy(transposeCopy({8, 16}, {1, 0})).source.find("vin"), std::string::npos);
   expectKernel(emitCopy(gatherCopy({4, 6}, 1, {})), 3);
   // Other element types move as raw words.
   expectKernel(emitCopy(transposeCopy({3, 5}, {1, 0}, ElemType::I64)), 2);
