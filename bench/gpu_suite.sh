@@ -159,9 +159,10 @@ if [ "$mode" = quick ]; then
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
   for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
            models/tiny/qdq_matmul.onnxtxt models/tiny/qdq_matmul_u8.onnxtxt models/tiny/qdq_pool.onnxtxt \
-           models/tiny/qdq_matmul_fp8.onnxtxt "$cases"/*.onnx; do
+           models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
-    for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off"; do
+    for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
+             "gemm.tactic=cublaslt"; do
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done

@@ -149,6 +149,24 @@ def make_mlp():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_seq_first_linear():
+    """A sequence-first linear layer (torch's MultiheadAttention export): the [B, S, K] activation
+    is transposed to [S, B, K] before x·W + b. kiln computes it as B products of S rows."""
+    r = rng_for("seq_first_linear")
+    w = weights(r, (16, 24))
+    b = weights(r, (24,))
+    x = inputs(r, (4, 20, 16))
+    g = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["xt"], name="to_seq_first", perm=[1, 0, 2]),
+         helper.make_node("MatMul", ["xt", "w"], ["h"], name="proj"),
+         helper.make_node("Add", ["h", "b"], ["y"], name="bias")],
+        "seq_first_linear", [vi("x", F32, [4, 20, 16])], [vi("y", F32, [20, 4, 24])],
+        [f32_tensor("w", w), f32_tensor("b", b)],
+        doc_string="x[4,20,16] -> Transpose(1,0,2) -> MatMul(16x24) -> Add(bias)")
+    y = np.transpose(f64(x), (1, 0, 2)) @ f64(w) + f64(b)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def make_qdq_matmul():
     """An explicitly quantized (QDQ) product: int8 activation per tensor, int8 weights per column."""
     r = rng_for("qdq_matmul")
@@ -555,7 +573,7 @@ def main(argv=None):
              "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
-             "conv16": make_conv16()}
+             "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

@@ -512,9 +512,27 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   addLaunch(anchor, emitConv2dNhwc(s), params);
 }
 
-bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec,
+bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &product,
                               Value aMem, Value bMem, Value fp8Scale) {
   std::string tactic = opts_.route.get(kGemmTactic, nodeName(anchor));
+  // One batch dim that B is shared across, with more batches than rows (an [S, B, K] activation
+  // read as a transposed [B, S, K], times W): computed the other way round, as B products of S
+  // rows each, so every GEMM has the larger M; D's rows are then M·N apart.
+  MatMulSpec spec = product;
+  int64_t ldD = spec.N, strideD = spec.M * spec.N;
+  int swapDim = -1, nonUnit = 0;
+  for (size_t d = 0; d < spec.batchShape.size(); ++d)
+    if (spec.batchShape[d] != 1) swapDim = int(d), ++nonUnit;
+  if (nonUnit == 1 && !spec.conv && spec.b.batchStrides[size_t(swapDim)] == 0 && spec.batchShape[size_t(swapDim)] > spec.M &&
+      spec.a.colStride == 1 && spec.a.batchStrides[size_t(swapDim)] >= spec.K) {
+    int64_t rows = spec.batchShape[size_t(swapDim)], rowStride = spec.a.batchStrides[size_t(swapDim)];
+    ldD = spec.M * spec.N, strideD = spec.N;
+    spec.batchShape = {spec.M};
+    spec.a.batchStrides = {spec.a.rowStride};
+    spec.a.rowStride = rowStride;
+    spec.b.batchStrides = {0};
+    spec.M = rows;
+  }
   const bool fp8 = spec.fp8;  // (kiln's fp8 kernel is mma.sync: no faster than fp16 on sm_90)
   ElemType in = fp8 ? ElemType::F8E4M3 : spec.type, out = elemTypeOf(result);
   bool half = in == ElemType::F16 || in == ElemType::BF16;
@@ -605,8 +623,8 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   g.m = spec.N, g.n = spec.M, g.k = spec.K;
   g.transA = !bN, g.lda = bN ? b.rowStride : b.colStride;
   g.transB = !aK, g.ldb = aK ? a.rowStride : a.colStride;
-  g.ldc = spec.N;
-  g.batch = nbatch, g.strideA = strideB, g.strideB = strideA, g.strideC = spec.M * spec.N;
+  g.ldc = ldD;
+  g.batch = nbatch, g.strideA = strideB, g.strideB = strideA, g.strideC = strideD;
   g.alpha = alpha, g.beta = residual ? 1.f : 0.f;
   g.epilogue = (bias ? rt::GemmCall::Bias : 0) | (relu ? rt::GemmCall::Relu : 0);
   p.params = {bMem, aMem};
