@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -59,6 +60,27 @@ bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &input
   return true;
 }
 
+// What a measuring child's CUDA_VISIBLE_DEVICES must be for --devices index `index`: the
+// index-th entry of this process's own CUDA_VISIBLE_DEVICES when that is set (so --devices counts
+// the GPUs the caller left visible, as CUDA does), else the index itself.
+bool visibleDevice(int index, std::string &value, std::string &error) {
+  const char *env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!env || !*env) {
+    value = std::to_string(index);
+    return true;
+  }
+  std::vector<std::string> ids;
+  std::stringstream ss(env);
+  for (std::string id; std::getline(ss, id, ',');) ids.push_back(id);
+  if (size_t(index) >= ids.size()) {
+    error = "--devices " + std::to_string(index) + ": CUDA_VISIBLE_DEVICES='" + env + "' leaves " +
+            std::to_string(ids.size()) + " device" + (ids.size() == 1 ? "" : "s") + " visible (indices count those)";
+    return false;
+  }
+  value = ids[size_t(index)];
+  return true;
+}
+
 class Session {
  public:
   Session(const TuneOptions &o, const std::atomic<bool> &stop) : o_(o), stop_(stop) {}
@@ -85,6 +107,7 @@ class Session {
   Clock::time_point start_ = Clock::now();
   std::unique_ptr<Cache> cache_;
   std::string work_, modelHash_, shapes_, inputsNpz_;
+  std::map<int, std::string> visible_;  // --devices index → the children's CUDA_VISIBLE_DEVICES
   // The cache key's input part: shape overrides, and hashes of the input data and the reference
   // the accuracy metrics were computed against.
   std::string inputsKey_;
@@ -193,7 +216,7 @@ bool Session::prepareReference(std::string &error) {
     Child c;
     if (!spawn({selfExecutable(), "run", eng, "--inputs", inputsNpz_, "--outputs", work_ + "/reference.npz", "--warmup", "0",
                 "--iterations", "1"},
-               {{"CUDA_VISIBLE_DEVICES", std::to_string(o_.devices.front())}}, work_ + "/ref.out", work_ + "/ref.err",
+               {{"CUDA_VISIBLE_DEVICES", visible_.at(o_.devices.front())}}, work_ + "/ref.out", work_ + "/ref.err",
                o_.timeoutSeconds, c, error))
       return false;
     int code;
@@ -369,7 +392,7 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     run.outNpz = stem + ".npz";
     if (!spawn({selfExecutable(), "run", stem + ".kiln", "--inputs", inputsNpz_, "--outputs", run.outNpz, "--json", "--warmup",
                 std::to_string(o_.warmup), "--iterations", std::to_string(o_.iterations)},
-               {{"CUDA_VISIBLE_DEVICES", std::to_string(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds, run.child, error)) {
+               {{"CUDA_VISIBLE_DEVICES", visible_.at(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds, run.child, error)) {
       report_.results[index].m = {"run_failed", error};
       log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
       progress();
@@ -430,19 +453,39 @@ TuneReport Session::run() {
   char tmpl[] = "/tmp/kiln-tune-XXXXXX";
   if (!mkdtemp(tmpl)) return report_.error = "cannot create a work folder in /tmp", report_;
   work_ = tmpl;
-  // The environment, asked of a child so that this process never initialises CUDA (it forks
-  // NVRTC workers).
-  Child c;
-  if (!spawn({selfExecutable(), "device", "--index", std::to_string(o_.devices.front())}, {}, work_ + "/env.out",
-             work_ + "/env.err", 60, c, error))
-    return report_.error = error, report_;
-  int code;
-  bool timedOut;
-  wait(c, code, timedOut);
-  report_.environment = readText(work_ + "/env.out");
-  while (!report_.environment.empty() && report_.environment.back() == '\n') report_.environment.pop_back();
-  if (code != 0 || report_.environment.empty())
-    return report_.error = "no GPU to measure on: " + readText(work_ + "/env.err", 2000), report_;
+  // The environment of every device, asked of children (that see their device as the measuring
+  // children do) so that this process never initialises CUDA (it forks NVRTC workers). A
+  // measurement is keyed by its GPU and driver, so every device of one tune must give the same.
+  for (int d : o_.devices)
+    if (!visibleDevice(d, visible_[d], error)) return report_.error = error, report_;
+  std::vector<Child> probes(o_.devices.size());
+  for (size_t k = 0; k < o_.devices.size(); ++k) {
+    int d = o_.devices[k];
+    std::string stem = work_ + "/env" + std::to_string(d);
+    if (!spawn({selfExecutable(), "device", "--index", "0"}, {{"CUDA_VISIBLE_DEVICES", visible_[d]}}, stem + ".out",
+               stem + ".err", 60, probes[k], error))
+      return report_.error = error, report_;
+  }
+  for (size_t k = 0; k < o_.devices.size(); ++k) {
+    int code;
+    bool timedOut;
+    wait(probes[k], code, timedOut);
+    std::string stem = work_ + "/env" + std::to_string(o_.devices[k]);
+    std::string env = readText(stem + ".out");
+    while (!env.empty() && env.back() == '\n') env.pop_back();
+    if (!report_.error.empty()) continue;  // (still reaps every probe)
+    if (code != 0 || env.empty()) {
+      std::string which = o_.devices.size() > 1 ? " (device " + std::to_string(o_.devices[k]) + ")" : "";
+      report_.error = "no GPU to measure on" + which + ": " + readText(stem + ".err", 2000);
+    } else if (k == 0) {
+      report_.environment = env;
+    } else if (env != report_.environment) {
+      report_.error = "devices " + std::to_string(o_.devices[0]) + " and " + std::to_string(o_.devices[k]) +
+                      " differ (" + report_.environment + " vs " + env +
+                      "); measurements are keyed by GPU and driver, so one tune measures on identical devices";
+    }
+  }
+  if (!report_.error.empty()) return report_;
   log("environment: " + report_.environment);
   if (!prepareReference(report_.error)) return report_;
   std::vector<uint8_t> inBytes, refBytes;

@@ -129,6 +129,10 @@ expect 2 "unknown setting 'rute'" -- tune "$tiny/mlp.onnxtxt" --config "$tmp/bad
 if [ ! -e /dev/nvidia0 ]; then
   expect 2 "no GPU to measure on" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --cache "$tmp/t.db"
 fi
+# --devices: one worker per GPU, indices counted within the caller's CUDA_VISIBLE_DEVICES.
+expect 2 "device 0 is listed twice" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,0 --cache "$tmp/t.db"
+CUDA_VISIBLE_DEVICES=3 expect 2 "CUDA_VISIBLE_DEVICES='3' leaves 1 device visible" -- \
+  tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,1 --cache "$tmp/t.db"
 expect 0 "0 measurements" -- cache list --cache "$tmp/t.db"
 expect 0 "exported 0 measurements" -- cache export "$tmp/t.jsonl" --cache "$tmp/t.db"
 expect 0 "imported 0 measurements" -- cache import "$tmp/t.jsonl" --cache "$tmp/t.db"

@@ -36,6 +36,10 @@ std::vector<int> parseDevices(const std::string &text, std::string &error) {
       error = "--devices: '" + item + "' is not a device index";
       return {};
     }
+    if (std::find(d.begin(), d.end(), int(v)) != d.end()) {
+      error = "--devices: device " + item + " is listed twice (one measuring worker per GPU)";
+      return {};
+    }
     d.push_back(int(v));
   }
   if (d.empty()) error = "--devices: no device";
