@@ -125,6 +125,18 @@ KILN_DEV float kiln_inf() { return __int_as_float(0x7f800000); }
 KILN_DEV float kiln_nan() { return __int_as_float(0x7fc00000); }
 KILN_DEV bool kiln_isnan(float x) { return x != x; }
 KILN_DEV bool kiln_isinf(float x) { return fabsf(x) == kiln_inf(); }
+KILN_DEV bool kiln_isinf(double x) { return fabs(x) == (double)kiln_inf(); }
+// Math on float or double (reductions compute float64 data in double).
+KILN_DEV float kiln_exp(float x) { return expf(x); }
+KILN_DEV double kiln_exp(double x) { return exp(x); }
+KILN_DEV float kiln_log(float x) { return logf(x); }
+KILN_DEV double kiln_log(double x) { return log(x); }
+KILN_DEV float kiln_sqrt(float x) { return sqrtf(x); }
+KILN_DEV double kiln_sqrt(double x) { return sqrt(x); }
+KILN_DEV float kiln_fabs(float x) { return fabsf(x); }
+KILN_DEV double kiln_fabs(double x) { return fabs(x); }
+KILN_DEV float kiln_fmax(float a, float b) { return fmaxf(a, b); }
+KILN_DEV double kiln_fmax(double a, double b) { return fmax(a, b); }
 // max/min that propagate NaN (fmaxf/fminf drop it), as numpy's maximum/minimum do.
 KILN_DEV float kiln_max(float a, float b) { return (a != a || b != b) ? kiln_nan() : fmaxf(a, b); }
 KILN_DEV float kiln_min(float a, float b) { return (a != a || b != b) ? kiln_nan() : fminf(a, b); }

@@ -33,16 +33,16 @@ namespace {
 // min, 4 product.
 const char *kRowCommon = R"CUDA(
 constexpr int PER = (int)((COLS + T - 1) / T);  // elements of a row per thread
-template <int K> KILN_DEV float comb(float a, float b) {
+template <int K> KILN_DEV AT comb(AT a, AT b) {
   if (K == 0) return a + b;
-  if (K == 1) return fmaxf(a, b);
+  if (K == 1) return kiln_fmax(a, b);
   if (K == 2) return kiln_max(a, b);
   if (K == 3) return kiln_min(a, b);
   return a * b;
 }
 // Combines v over the T threads of one row (every one gets the result). T is 1, 32 or a multiple
 // of 32 (then one row per block, using sm[32]).
-template <int K> KILN_DEV float row_reduce(float v, float *sm) {
+template <int K> KILN_DEV AT row_reduce(AT v, AT *sm) {
   if (T == 1) return v;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = comb<K>(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -108,11 +108,15 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
                     ", " + std::to_string(s.cols) + ", " + std::to_string(s.inner) + "]\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " XT;\ntypedef " + storageTypeName(s.outType) +
-         " OT;\ntypedef " + storageTypeName(s.statsType) + " ST;\n";
+         " OT;\ntypedef " + storageTypeName(s.statsType) + " ST;\ntypedef " + (s.type == ElemType::F64 ? "double" : "float") +
+         " AT;\n";
   src += "constexpr long long ROWS = " + std::to_string(rows) + "LL, COLS = " + std::to_string(s.cols) +
          "LL, INNER = " + std::to_string(s.inner) + "LL;\n";
   src += "constexpr int T = " + std::to_string(T) + ", RPB = " + std::to_string(rpb) + ";\n";
   src += kRowCommon;
+  // Stores of AT values: double storage takes them as they are, float storage rounds.
+  src += std::string("#define KILN_ST_OT(v) ") + (s.outType == ElemType::F64 ? "((OT)(v))" : "kiln_st<OT>(v)") + "\n";
+  src += std::string("#define KILN_ST_ST(v) ") + (s.statsType == ElemType::F64 ? "((ST)(v))" : "kiln_st<ST>(v)") + "\n";
 
   // Parameters.
   std::string params = "const XT* __restrict__ in, ";
@@ -125,7 +129,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
     params += "OT* __restrict__ out";
   }
   src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
-  src += "  __shared__ float sm[32];\n";
+  src += "  __shared__ AT sm[32];\n";
   src += "  const int t = T == 1 ? 0 : (int)(threadIdx.x % T);\n";
   src += "  const long long sub = T == 1 ? threadIdx.x : threadIdx.x / T;\n";
   src += "  for (long long row = (long long)blockIdx.x * RPB + sub; row < ROWS; row += (long long)gridDim.x * RPB) {\n";
@@ -133,66 +137,66 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "    const XT* x = in + base;\n";
   std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])";
   if (cache) {
-    src += "    float v[PER > 0 ? PER : 1];\n";
+    src += "    AT v[PER > 0 ? PER : 1];\n";
     src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
-           " v[p] = j < COLS ? kiln_ld(x[j * INNER]) : 0.f; }\n";
+           " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
   }
   std::string store = "out[base + j * INNER]";
   auto forEach = [cache](const std::string &body) { return rowLoop(body, cache); };
   switch (s.op) {
     case RowOp::Softmax:
     case RowOp::LogSoftmax:
-      src += "    float m = -kiln_inf();\n";
-      src += "    " + forEach("m = fmaxf(m, " + load + ");");
+      src += "    AT m = -kiln_inf();\n";
+      src += "    " + forEach("m = kiln_fmax(m, " + load + ");");
       src += "    m = row_reduce<1>(m, sm);\n";
-      src += "    float sum = 0.f;\n";
-      src += "    " + forEach("sum += expf(" + load + " - m);");
+      src += "    AT sum = (AT)0;\n";
+      src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
       src += "    sum = row_reduce<0>(sum, sm);\n";
       if (s.op == RowOp::Softmax)
-        src += "    const float inv_sum = 1.f / sum;\n    " + forEach(store + " = kiln_st<OT>(expf(" + load + " - m) * inv_sum);");
+        src += "    const AT inv_sum = (AT)1 / sum;\n    " + forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
       else
-        src += "    const float ls = logf(sum);\n    " + forEach(store + " = kiln_st<OT>((" + load + " - m) - ls);");
+        src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
       break;
     case RowOp::LayerNorm:
-      src += "    float sum = 0.f;\n";
+      src += "    AT sum = (AT)0;\n";
       src += "    " + forEach("sum += " + load + ";");
-      src += "    const float mean = row_reduce<0>(sum, sm) / (float)COLS;\n";
-      src += "    float sq = 0.f;\n";
-      src += "    " + forEach("const float d = " + load + " - mean; sq += d * d;");
-      src += "    const float var = row_reduce<0>(sq, sm) / (float)COLS;\n";
-      src += "    const float inv = 1.f / sqrtf(var + " + floatLiteral(s.epsilon) + ");\n";
-      src += "    " + forEach(store + " = kiln_st<OT>((" + load + " - mean) * inv * kiln_ld(scale[j])" +
+      src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
+      src += "    AT sq = (AT)0;\n";
+      src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
+      src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
+      src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
+      src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[j])" +
                               (s.hasBias ? std::string(" + kiln_ld(bias[j])") : std::string()) + ");");
-      if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = kiln_st<ST>(mean); inv_out[row] = kiln_st<ST>(inv); }\n";
+      if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
       break;
     case RowOp::LogSumExp:
-      src += "    float m = -kiln_inf();\n";
+      src += "    AT m = -kiln_inf();\n";
       src += "    " + forEach("m = kiln_max(m, " + load + ");");
       src += "    m = row_reduce<2>(m, sm);\n";
-      src += "    float sum = 0.f;\n";
-      src += "    " + forEach("sum += expf(" + load + " - m);");
+      src += "    AT sum = (AT)0;\n";
+      src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
       src += "    sum = row_reduce<0>(sum, sm);\n";
-      src += "    if (t == 0) out[row] = kiln_st<OT>(kiln_isinf(m) ? m : m + logf(sum));\n";
+      src += "    if (t == 0) out[row] = KILN_ST_OT(kiln_isinf(m) ? m : m + kiln_log(sum));\n";
       break;
     default: {
-      std::string init = "0.f", step, fin = "acc";
+      std::string init = "(AT)0", step, fin = "acc";
       int k = 0;
       switch (s.op) {
         case RowOp::Sum: step = "acc += xv;"; break;
-        case RowOp::Mean: step = "acc += xv;"; fin = "acc / (float)COLS"; break;
+        case RowOp::Mean: step = "acc += xv;"; fin = "acc / (AT)COLS"; break;
         case RowOp::Max: init = "-kiln_inf()"; step = "acc = kiln_max(acc, xv);"; k = 2; break;
         case RowOp::Min: init = "kiln_inf()"; step = "acc = kiln_min(acc, xv);"; k = 3; break;
-        case RowOp::Prod: init = "1.f"; step = "acc *= xv;"; k = 4; break;
+        case RowOp::Prod: init = "(AT)1"; step = "acc *= xv;"; k = 4; break;
         case RowOp::SumSquare: step = "acc += xv * xv;"; break;
-        case RowOp::L1: step = "acc += fabsf(xv);"; break;
-        case RowOp::L2: step = "acc += xv * xv;"; fin = "sqrtf(acc)"; break;
-        case RowOp::LogSum: step = "acc += xv;"; fin = "logf(acc)"; break;
+        case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
+        case RowOp::L2: step = "acc += xv * xv;"; fin = "kiln_sqrt(acc)"; break;
+        case RowOp::LogSum: step = "acc += xv;"; fin = "kiln_log(acc)"; break;
         default: break;
       }
-      src += "    float acc = " + init + ";\n";
-      src += "    " + forEach("const float xv = " + load + "; " + step);
+      src += "    AT acc = " + init + ";\n";
+      src += "    " + forEach("const AT xv = " + load + "; " + step);
       src += "    acc = row_reduce<" + std::to_string(k) + ">(acc, sm);\n";
-      src += "    if (t == 0) out[row] = kiln_st<OT>(" + fin + ");\n";
+      src += "    if (t == 0) out[row] = KILN_ST_OT(" + fin + ");\n";
       break;
     }
   }
@@ -220,6 +224,7 @@ KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const s
   k.kind = "reduce";
   k.comment = std::string(opName(op)) + " over non-adjacent axes";
   k.params = {{"x", type}, {"y", outType, true}};
+  k.prologue = std::string("typedef ") + (type == ElemType::F64 ? "double" : "float") + " AT;\n";
   std::string off = "0LL", loops, close;
   int64_t count = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -235,23 +240,23 @@ KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const s
   }
   // Every element of the point's reduction: `body` sees xv.
   auto each = [&](const std::string &body) {
-    return "    " + loops + "{ const float xv = kiln_ld(x[" + off + "]); " + body + " }\n";
+    return "    " + loops + "{ const AT xv = kiln_ld(x[" + off + "]); " + body + " }\n";
   };
-  std::string init = "0.f", step = "acc += xv;", fin = "acc";
+  std::string init = "(AT)0", step = "acc += xv;", fin = "acc";
   switch (op) {
     case RowOp::Mean: fin = "acc / " + floatLiteral(float(count)); break;
     case RowOp::Max: init = "-kiln_inf()", step = "acc = kiln_max(acc, xv);"; break;
     case RowOp::Min: init = "kiln_inf()", step = "acc = kiln_min(acc, xv);"; break;
-    case RowOp::Prod: init = "1.f", step = "acc *= xv;"; break;
+    case RowOp::Prod: init = "(AT)1", step = "acc *= xv;"; break;
     case RowOp::SumSquare: step = "acc += xv * xv;"; break;
-    case RowOp::L1: step = "acc += fabsf(xv);"; break;
-    case RowOp::L2: step = "acc += xv * xv;", fin = "sqrtf(acc)"; break;
-    case RowOp::LogSum: fin = "logf(acc)"; break;
-    case RowOp::LogSumExp: step = "acc += expf(xv - m);", fin = "kiln_isinf(m) ? m : m + logf(acc)"; break;
+    case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
+    case RowOp::L2: step = "acc += xv * xv;", fin = "kiln_sqrt(acc)"; break;
+    case RowOp::LogSum: fin = "kiln_log(acc)"; break;
+    case RowOp::LogSumExp: step = "acc += kiln_exp(xv - m);", fin = "kiln_isinf(m) ? m : m + kiln_log(acc)"; break;
     default: break;
   }
-  if (op == RowOp::LogSumExp) k.body += "    float m = -kiln_inf();\n" + each("m = kiln_max(m, xv);");
-  k.body += "    float acc = " + init + ";\n" + each(step);
+  if (op == RowOp::LogSumExp) k.body += "    AT m = -kiln_inf();\n" + each("m = kiln_max(m, xv);");
+  k.body += "    AT acc = " + init + ";\n" + each(step);
   k.body += "    y[i] = " + storeExpr(outType, fin) + ";\n";
   return emitIndexKernel(k);
 }

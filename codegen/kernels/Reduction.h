@@ -1,5 +1,5 @@
-// Row reductions and row normalizations over a [rows, cols] view, fp32 arithmetic whatever the
-// storage type (f32, f16, bf16):
+// Row reductions and row normalizations over a [rows, cols] view, fp32 arithmetic for every float
+// storage type (f32, f16, bf16; float64 data in double):
 // Softmax, LogSoftmax, LayerNormalization (scale, bias, epsilon, optional Mean/InvStdDev outputs),
 // ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp.
 //
@@ -56,7 +56,8 @@ KernelLaunch emitRowReduction(const RowReductionSpec &spec);
 
 // A Reduce* (not Softmax/LogSoftmax/LayerNorm) over any set of axes of `shape`, adjacent or not:
 // one thread per output element loops over its reduced elements (IndexKernel.h), fp32
-// arithmetic. For axis sets the [outer, cols, inner] view cannot express. Parameters: x, y.
+// arithmetic (double for float64). For axis sets the [outer, cols, inner] view cannot express.
+// Parameters: x, y.
 KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
                             ElemType type, ElemType outType);
 
