@@ -1,5 +1,6 @@
 // One form for matrix products (see Passes.td): Gemm → TransposedMatMul + elementwise epilogue
-// ops; transposes feeding a product folded into its operand permutations.
+// ops; transposes feeding a product folded into its operand permutations; constant scalar
+// scales of an operand moved to the product's result.
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -9,6 +10,10 @@ namespace kiln {
 #define GEN_PASS_DEF_CANONICALIZELINEAR
 #include "passes/Passes.h.inc"
 
+KILN_KNOB(kFuseScale, {"fusion.scale", {"on", "off"}, "on",
+                       "Apply a constant scalar Mul/Div of a matrix-product operand to the product's result "
+                       "instead (it then joins the product's epilogue; attention's 1/sqrt(d) on Q)",
+                       knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 KILN_KNOB(kFuseTranspose, {"fusion.transpose", {"on", "off"}, "on",
                            "Read transposed matrix-product operands in place instead of copying them",
                            knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
@@ -106,6 +111,32 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b) {
   return true;
 }
 
+// A product whose operand k is a single-use x·c, c·x or x/c with a one-element constant c reads x
+// and scales its result instead: (x·c)·B = (x·B)·c. The product's fp32 sums then carry the
+// scale (as the epilogue or cuBLASLt's alpha), and a transpose under the scale can fold too.
+bool foldOperandScale(Operation *mm, unsigned k, OpBuilder &b) {
+  Operation *s = mm->getOperand(k).getDefiningOp();
+  if (!s || !s->hasOneUse() || !isa<MulOp, DivOp>(s)) return false;
+  auto scalar = [](Value v) {
+    auto c = v.getDefiningOp<ConstantOp>();
+    return c && cast<RankedTensorType>(c.getType()).getNumElements() == 1;
+  };
+  unsigned xi = isa<MulOp>(s) && scalar(s->getOperand(0)) ? 1 : 0;
+  Value x = s->getOperand(xi), c = s->getOperand(1 - xi);
+  if (!scalar(c) || x.getType() != s->getResult(0).getType()) return false;
+  b.setInsertionPointAfter(mm);
+  std::string err;
+  Operation *scaled = createInferred(b, mm->getLoc(), isa<MulOp>(s) ? "kiln.mul" : "kiln.div", {mm->getResult(0), c}, {}, &err);
+  if (!scaled || scaled->getResult(0).getType() != mm->getResult(0).getType()) {
+    if (scaled) scaled->erase();
+    return false;
+  }
+  mm->getResult(0).replaceAllUsesExcept(scaled->getResult(0), scaled);
+  mm->setOperand(k, x);
+  s->erase();
+  return true;
+}
+
 struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearPass> {
   using CanonicalizeLinearBase::CanonicalizeLinearBase;
 
@@ -117,10 +148,10 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
     getOperation().walk([&](GemmOp g) { gemms.push_back(g); });
     for (GemmOp g : gemms)
       if (failed(lowerGemm(g, b))) return signalPassFailure();
-    if (r.get(kFuseTranspose) == "off") return;
+    bool scales = r.get(kFuseScale) == "on", transposes = r.get(kFuseTranspose) == "on";
     // Fold repeatedly: a MatMul becomes a TransposedMatMul, whose other operand may fold too,
-    // and chains of transposes compose.
-    for (bool changed = true; changed;) {
+    // chains of transposes compose, and a scale moved off an operand uncovers its transpose.
+    for (bool changed = scales || transposes; changed;) {
       changed = false;
       SmallVector<Operation *> products;
       getOperation().walk([&](Operation *op) {
@@ -128,7 +159,7 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
       });
       for (Operation *mm : products)
         for (unsigned k = 0; k < 2; ++k)
-          if (foldOperandTranspose(mm, k, b)) {
+          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b))) {
             changed = true;
             break;  // mm may have been replaced
           }

@@ -66,3 +66,28 @@ func.func @vector(%v: tensor<3xf32>, %b: tensor<5x3xf32>) -> tensor<5xf32> {
   %y = kiln.matmul %v, %bt : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>
   return %y : tensor<5xf32>
 }
+
+// -----
+
+// Attention's 1/sqrt(d) on Q moves to the scores, (Q/c)·Kᵀ = (Q·Kᵀ)/c, which uncovers Q's
+// transpose: it folds into perm_a. A scale by a non-constant, or with another user, stays.
+// CHECK-LABEL: func.func @scaled_query
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[S:.*]] = kiln.transposed_matmul %arg0, %arg1 {perm_a = array<i64: 1, 0, 2>, perm_b = array<i64: 1, 2, 0>}
+// CHECK-NEXT: %[[D:.*]] = kiln.div %[[S]], %{{.*}} : (tensor<6x5x5xf32>, tensor<f32>)
+// CHECK-NEXT: %[[M:.*]] = kiln.mul %arg0, %arg2
+// CHECK-NEXT: %[[P:.*]] = kiln.matmul %[[M]], %arg3
+// CHECK-NEXT: return %[[D]], %[[P]], %[[M]]
+// OFF-LABEL: func.func @scaled_query
+// OFF: kiln.transpose
+// OFF: kiln.div %{{.*}}, %{{.*}} : (tensor<6x5x5xf32>, tensor<f32>)
+func.func @scaled_query(%q: tensor<5x6x4xf32>, %k: tensor<5x6x4xf32>, %s: tensor<f32>, %w: tensor<4x3xf32>) -> (tensor<6x5x5xf32>, tensor<5x6x3xf32>, tensor<5x6x4xf32>) {
+  %c = kiln.constant dense<2.0> : tensor<f32>
+  %qt = kiln.transpose %q {perm = array<i64: 1, 0, 2>} : (tensor<5x6x4xf32>) -> tensor<6x5x4xf32>
+  %qs = kiln.div %qt, %c : (tensor<6x5x4xf32>, tensor<f32>) -> tensor<6x5x4xf32>
+  %kt = kiln.transpose %k {perm = array<i64: 1, 2, 0>} : (tensor<5x6x4xf32>) -> tensor<6x4x5xf32>
+  %scores = kiln.matmul %qs, %kt : (tensor<6x5x4xf32>, tensor<6x4x5xf32>) -> tensor<6x5x5xf32>
+  %m = kiln.mul %q, %s : (tensor<5x6x4xf32>, tensor<f32>) -> tensor<5x6x4xf32>
+  %p = kiln.matmul %m, %w : (tensor<5x6x4xf32>, tensor<4x3xf32>) -> tensor<5x6x3xf32>
+  return %scores, %p, %m : tensor<6x5x5xf32>, tensor<5x6x3xf32>, tensor<5x6x4xf32>
+}
