@@ -17,7 +17,6 @@ KernelLaunch emitConvTranspose(const ConvTransposeSpec &s) {
     throw std::invalid_argument("ConvTranspose: one size, stride, dilation and pad per spatial axis");
   if (s.group < 1 || s.C % s.group || s.M % s.group) throw std::invalid_argument("ConvTranspose: bad group");
   if (!isFloatType(s.type)) throw std::invalid_argument("ConvTranspose: float types only");
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   IndexKernelSpec k;
   k.kind = "convt";
   k.comment = "ConvTranspose, " + std::to_string(n) + " spatial axes, group " + std::to_string(s.group);
@@ -28,20 +27,23 @@ KernelLaunch emitConvTranspose(const ConvTransposeSpec &s) {
   k.params.push_back({"y", s.type, true});
   const int64_t cpg = s.C / s.group, mpg = s.M / s.group;
   std::string &b = k.body;
-  b += "    const long long grp = c1 / " + L(mpg) + ", mm = c1 % " + L(mpg) + ";\n";
+  b += "    const long long grp = c1 / " + intLiteral(mpg) + ", mm = c1 % " + intLiteral(mpg) + ";\n";
   b += "    float acc = 0.f;\n";
-  b += "    for (long long cc = 0; cc < " + L(cpg) + "; ++cc) {\n";
-  b += "      const long long c = grp * " + L(cpg) + " + cc;\n";
-  std::string xo = "c0 * " + L(s.C) + " + c", wo = "c * " + L(mpg) + " + mm", indent = "      ";
+  b += "    for (long long cc = 0; cc < " + intLiteral(cpg) + "; ++cc) {\n";
+  b += "      const long long c = grp * " + intLiteral(cpg) + " + cc;\n";
+  std::string xo = "c0 * " + intLiteral(s.C) + " + c", wo = "c * " + intLiteral(mpg) + " + mm", indent = "      ";
   for (size_t d = 0; d < n; ++d) {
     std::string D = std::to_string(d), o = "c" + std::to_string(d + 2);
-    b += indent + "for (long long k" + D + " = 0; k" + D + " < " + L(s.kernel[d]) + "; ++k" + D + ") {\n";
+    b += indent + "for (long long k" + D + " = 0; k" + D + " < " + intLiteral(s.kernel[d]) + "; ++k" + D + ") {\n";
     indent += "  ";
-    b += indent + "const long long t" + D + " = " + o + " + " + L(s.padBegin[d]) + " - k" + D + " * " + L(s.dilations[d]) + ";\n";
-    b += indent + "if (t" + D + " < 0 || t" + D + " % " + L(s.strides[d]) + " != 0 || t" + D + " / " + L(s.strides[d]) +
-         " >= " + L(s.in[d]) + ") continue;\n";
-    xo = "(" + xo + ") * " + L(s.in[d]) + " + t" + D + " / " + L(s.strides[d]);
-    wo = "(" + wo + ") * " + L(s.kernel[d]) + " + k" + D;
+    // t = o + pad - k·dilation: the input tap is t / stride when t is a non-negative multiple.
+    std::string t = "t" + D, stride = intLiteral(s.strides[d]);
+    b += indent + "const long long " + t + " = " + o + " + " + intLiteral(s.padBegin[d]) + " - k" + D + " * " +
+         intLiteral(s.dilations[d]) + ";\n";
+    b += indent + "if (" + t + " < 0 || " + t + " % " + stride + " != 0 || " + t + " / " + stride + " >= " +
+         intLiteral(s.in[d]) + ") continue;\n";
+    xo = "(" + xo + ") * " + intLiteral(s.in[d]) + " + t" + D + " / " + intLiteral(s.strides[d]);
+    wo = "(" + wo + ") * " + intLiteral(s.kernel[d]) + " + k" + D;
   }
   b += indent + "acc += kiln_ld(x[" + xo + "]) * kiln_ld(w[" + wo + "]);\n";
   for (size_t d = 0; d < n; ++d) {

@@ -12,15 +12,13 @@ using namespace kernels;
 
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v) + "LL"; }
-
 // The row-major offset of coordinates c0.. over `shape`, with coordinate `axis` replaced by
 // `axisExpr` (axis < 0: none replaced).
 std::string offsetOf(const std::vector<int64_t> &shape, int axis = -1, const std::string &axisExpr = "") {
   std::vector<int64_t> st = contiguousStrides(shape);
   std::string e = "0LL";
   for (size_t d = 0; d < shape.size(); ++d)
-    e += " + (" + (int(d) == axis ? axisExpr : "c" + std::to_string(d)) + ") * " + str(st[d]);
+    e += " + (" + (int(d) == axis ? axisExpr : "c" + std::to_string(d)) + ") * " + intLiteral(st[d]);
   return e;
 }
 
@@ -35,7 +33,7 @@ KernelLaunch emitTrilu(const std::vector<int64_t> &shape, int64_t k, bool upper,
   s.space = shape;
   s.params = {{"x", type}, {"y", type, true}};
   std::string diff = "c" + std::to_string(r - 1) + " - c" + std::to_string(r - 2);
-  s.body = "    y[i] = (" + diff + (upper ? " >= " : " <= ") + str(k) + ") ? x[i] : " + storeExpr(type, "0") + ";\n";
+  s.body = "    y[i] = (" + diff + (upper ? " >= " : " <= ") + intLiteral(k) + ") ? x[i] : " + storeExpr(type, "0") + ";\n";
   return emitIndexKernel(s);
 }
 
@@ -50,7 +48,7 @@ KernelLaunch emitGatherElements(const std::vector<int64_t> &dataShape, const std
   s.comment = "GatherElements along axis " + std::to_string(axis);
   s.space = indicesShape;
   s.params = {{"data", type}, {"idx", indexType}, {"y", type, true}};
-  std::string n = str(dataShape[size_t(axis)]);
+  std::string n = intLiteral(dataShape[size_t(axis)]);
   s.body = "    long long g = (long long)idx[i];\n    if (g < 0) g += " + n + ";\n    g = g < 0 ? 0 : g >= " + n +
            " ? " + n + " - 1 : g;\n    y[i] = data[" + offsetOf(dataShape, axis, "g") + "];\n";
   return emitIndexKernel(s);
@@ -63,7 +61,7 @@ KernelLaunch emitEyeLike(const std::vector<int64_t> &shape, int64_t k, ElemType 
   s.comment = "EyeLike k " + std::to_string(k);
   s.space = shape;
   s.params = {{"y", type, true}};
-  s.body = "    y[i] = " + storeExpr(type, "(c1 - c0 == " + str(k) + ") ? 1 : 0") + ";\n";
+  s.body = "    y[i] = " + storeExpr(type, "(c1 - c0 == " + intLiteral(k) + ") ? 1 : 0") + ";\n";
   return emitIndexKernel(s);
 }
 
@@ -81,8 +79,8 @@ KernelLaunch emitOneHot(const std::vector<int64_t> &indicesShape, int64_t depth,
   std::vector<int64_t> st = contiguousStrides(indicesShape);
   std::string off = "0LL";
   for (size_t d = 0, k = 0; d < out.size(); ++d)
-    if (int(d) != axis) off += " + c" + std::to_string(d) + " * " + str(st[k++]);
-  s.body = "    long long v = (long long)idx[" + off + "];\n    if (v < 0) v += " + str(depth) + ";\n    y[i] = values[v == c" +
+    if (int(d) != axis) off += " + c" + std::to_string(d) + " * " + intLiteral(st[k++]);
+  s.body = "    long long v = (long long)idx[" + off + "];\n    if (v < 0) v += " + intLiteral(depth) + ";\n    y[i] = values[v == c" +
            std::to_string(axis) + " ? 1 : 0];\n";
   return emitIndexKernel(s);
 }

@@ -102,7 +102,6 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
   if (s.OH == 0) s.OH = convOutSize(s.H, s.KH, s.strideH, s.padTop, s.padBottom, s.dilationH);
   if (s.OW == 0) s.OW = convOutSize(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW);
   if (s.H * s.W >= (int64_t(1) << 31)) throw std::invalid_argument("pool: image too large");
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   bool isMax = s.kind == PoolKind::Max;
   std::string src = std::string("// kiln pool2d: ") + (isMax ? "max" : "average") + " x[" + std::to_string(s.N) +
                     "," + std::to_string(s.C) + "," + std::to_string(s.H) + "," + std::to_string(s.W) + "] k " +
@@ -110,7 +109,8 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\n";
   src += std::string("#define KILN_NHWC ") + (s.nhwc ? "1" : "0") + "\n";
-  src += "constexpr long long N = " + L(s.N) + ", C = " + L(s.C) + ", OH = " + L(s.OH) + ", OW = " + L(s.OW) + ";\n";
+  src += "constexpr long long N = " + intLiteral(s.N) + ", C = " + intLiteral(s.C) + ", OH = " + intLiteral(s.OH) +
+         ", OW = " + intLiteral(s.OW) + ";\n";
   src += "constexpr int H = " + std::to_string(s.H) + ", W = " + std::to_string(s.W) + ", KH = " +
          std::to_string(s.KH) + ", KW = " + std::to_string(s.KW) + ", SH = " + std::to_string(s.strideH) +
          ", SW = " + std::to_string(s.strideW) + ", PT = " + std::to_string(s.padTop) + ", PL = " +
@@ -138,7 +138,6 @@ KernelLaunch emitPoolNd(const PoolNdSpec &s) {
       s.padBegin.size() != n || s.padEnd.size() != n)
     throw std::invalid_argument("pool: one size, kernel, stride, dilation and pad pair per spatial axis");
   if (!isFloatType(s.type)) throw std::invalid_argument("pool: float types only");
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   IndexKernelSpec k;
   k.kind = "poolnd";
   k.comment = std::string(s.max ? "MaxPool" : "AveragePool") + " over " + std::to_string(n) + " spatial axes";
@@ -149,19 +148,19 @@ KernelLaunch emitPoolNd(const PoolNdSpec &s) {
   // As the 2-D kernel: the first maximum wins and a NaN never replaces a value; averages divide by
   // the taps inside the input (count_include_pad: inside the padded input).
   b += s.max ? "    float best = -kiln_inf();\n    bool any = false;\n" : "    float sum = 0.f;\n    long long taps = 0;\n";
-  std::string off = "c0 * " + L(s.C) + " + c1", indent = "    ", inside = "true";
+  std::string off = "c0 * " + intLiteral(s.C) + " + c1", indent = "    ", inside = "true";
   for (size_t d = 0; d < n; ++d) {
     std::string D = std::to_string(d);
-    b += indent + "for (long long k" + D + " = 0; k" + D + " < " + L(s.kernel[d]) + "; ++k" + D + ") {\n";
+    b += indent + "for (long long k" + D + " = 0; k" + D + " < " + intLiteral(s.kernel[d]) + "; ++k" + D + ") {\n";
     indent += "  ";
-    b += indent + "const long long p" + D + " = c" + std::to_string(d + 2) + " * " + L(s.strides[d]) + " - " +
-         L(s.padBegin[d]) + " + k" + D + " * " + L(s.dilations[d]) + ";\n";
+    b += indent + "const long long p" + D + " = c" + std::to_string(d + 2) + " * " + intLiteral(s.strides[d]) + " - " +
+         intLiteral(s.padBegin[d]) + " + k" + D + " * " + intLiteral(s.dilations[d]) + ";\n";
     if (s.countIncludePad && !s.max)
-      b += indent + "if (p" + D + " < -" + L(s.padBegin[d]) + " || p" + D + " >= " + L(s.in[d] + s.padEnd[d]) + ") continue;\n";
+      b += indent + "if (p" + D + " < -" + intLiteral(s.padBegin[d]) + " || p" + D + " >= " + intLiteral(s.in[d] + s.padEnd[d]) + ") continue;\n";
     else
-      b += indent + "if (p" + D + " < 0 || p" + D + " >= " + L(s.in[d]) + ") continue;\n";
-    inside += " && p" + D + " >= 0 && p" + D + " < " + L(s.in[d]);
-    off = "(" + off + ") * " + L(s.in[d]) + " + p" + D;
+      b += indent + "if (p" + D + " < 0 || p" + D + " >= " + intLiteral(s.in[d]) + ") continue;\n";
+    inside += " && p" + D + " >= 0 && p" + D + " < " + intLiteral(s.in[d]);
+    off = "(" + off + ") * " + intLiteral(s.in[d]) + " + p" + D;
   }
   if (s.max) {
     b += indent + "const float v = kiln_ld(x[" + off + "]);\n";
