@@ -1,6 +1,7 @@
 #include "tuner/Tuner.h"
 
 #include "codegen/lowering/ModelBuild.h"
+#include "compiler/ops/Tensor.h"
 #include "runtime/src/EngineFormat.h"
 #include "tuner/Child.h"
 #include "tuner/Space.h"
@@ -52,11 +53,39 @@ bool writeBytes(const std::string &path, const std::vector<uint8_t> &bytes, std:
 }
 
 // The I/O table of an engine, without a GPU.
-bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &inputs, std::string &error) {
+bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs,
+              std::string &error) {
   rt::EngineDesc d;
   if (rt::parseEngine(engine.data(), engine.size(), d, error) != rt::ParseStatus::Ok) return false;
-  for (const rt::IoTensor &t : d.io)
-    if (t.isInput) inputs.push_back({t.name, t.dtype, t.shape, {}});
+  for (const rt::IoTensor &t : d.io) (t.isInput ? inputs : outputs).push_back({t.name, t.dtype, t.shape, {}});
+  return true;
+}
+
+// A --reference file must hold every output of the model with its shape, and nothing else but
+// inputs: a misspelt name would otherwise leave that output unchecked or fail every candidate.
+bool checkReference(const std::string &path, const std::vector<HostTensor> &file, const std::vector<HostTensor> &inputs,
+                    const std::vector<HostTensor> &outputs, std::string &error) {
+  auto named = [](const std::vector<HostTensor> &v, const std::string &n) {
+    return std::find_if(v.begin(), v.end(), [&](auto &t) { return t.name == n; });
+  };
+  std::string names;
+  for (const HostTensor &t : file) names += (names.empty() ? "" : ", ") + t.name;
+  for (const HostTensor &o : outputs) {
+    auto it = named(file, o.name);
+    if (it == file.end()) {
+      error = path + ": no array for output '" + o.name + "' (it holds: " + (names.empty() ? "nothing" : names) + ")";
+      return false;
+    }
+    if (it->shape != o.shape) {
+      error = path + ": output '" + o.name + "' has shape " + ops::shapeString(it->shape) + ", the model's is " + ops::shapeString(o.shape);
+      return false;
+    }
+  }
+  for (const HostTensor &t : file)
+    if (named(inputs, t.name) == inputs.end() && named(outputs, t.name) == outputs.end()) {
+      error = path + ": array '" + t.name + "' is neither an input nor an output of the model";
+      return false;
+    }
   return true;
 }
 
@@ -92,7 +121,11 @@ class Session {
   }
   void progress();
   bool buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds);
-  bool prepareReference(std::string &error);
+  // The inputs (given, the reference file's, or random) and a --reference file's outputs,
+  // checked against the model: no GPU needed.
+  bool prepareInputs(std::string &error);
+  // Without --reference: the fp32 default route's outputs on the first device (cached on disk).
+  bool computeReference(std::string &error);
   // Measures `routes` (cache first), over the devices; appends to report_.results.
   void measure(const std::vector<knobs::Route> &routes);
   void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
@@ -112,6 +145,8 @@ class Session {
   // the accuracy metrics were computed against.
   std::string inputsKey_;
   std::vector<HostTensor> reference_;
+  std::vector<uint8_t> refEngine_;  // the fp32 default route's engine
+  std::vector<HostTensor> io_;      // its inputs
   std::map<std::string, size_t> done_;  // route → result index
   size_t total_ = 0, measured_ = 0;     // candidates planned; results that were measured (not cached)
   double measuringSince_ = 0;           // elapsed() when measuring began
@@ -153,18 +188,20 @@ bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine
   return true;
 }
 
-bool Session::prepareReference(std::string &error) {
+bool Session::prepareInputs(std::string &error) {
   // Inputs: given, else the reference file's, else random (from the engine's I/O table).
-  std::vector<uint8_t> refEngine;
   double secs = 0;
   log("building the fp32 default-route engine (reference and input shapes)");
-  if (!buildEngine("", refEngine, error, secs)) {
+  if (!buildEngine("", refEngine_, error, secs)) {
     error = "the default route does not build: " + error;
     return false;
   }
-  std::vector<HostTensor> io, inputs, refFile;
-  if (!engineIo(refEngine, io, error)) return false;
-  if (!o_.reference.empty() && !readTensors(o_.reference, refFile, error)) return false;
+  std::vector<HostTensor> &io = io_;
+  std::vector<HostTensor> outputs, inputs, refFile;
+  if (!engineIo(refEngine_, io, outputs, error)) return false;
+  if (!o_.reference.empty() &&
+      (!readTensors(o_.reference, refFile, error) || !checkReference(o_.reference, refFile, io, outputs, error)))
+    return false;
   std::string from = o_.inputs;
   if (from.empty() && !refFile.empty() &&
       std::all_of(io.begin(), io.end(), [&](auto &t) { return std::any_of(refFile.begin(), refFile.end(), [&](auto &r) { return r.name == t.name; }); }))
@@ -193,11 +230,14 @@ bool Session::prepareReference(std::string &error) {
   }
   inputsNpz_ = work_ + "/inputs.npz";
   if (!writeTensors(inputsNpz_, inputs, error)) return false;
-  if (!o_.reference.empty()) {
-    for (auto &t : refFile)
-      if (std::none_of(io.begin(), io.end(), [&](auto &x) { return x.name == t.name; })) reference_.push_back(t);
-    return true;
-  }
+  for (auto &t : refFile)
+    if (std::none_of(io.begin(), io.end(), [&](auto &x) { return x.name == t.name; })) reference_.push_back(t);
+  return true;
+}
+
+bool Session::computeReference(std::string &error) {
+  if (!o_.reference.empty()) return true;
+  const std::vector<HostTensor> &io = io_;
   // The fp32 default route's outputs on this GPU, kept beside the cache.
   std::vector<uint8_t> inBytes;
   readBytes(inputsNpz_, inBytes);
@@ -212,7 +252,7 @@ bool Session::prepareReference(std::string &error) {
   } else {
     log("computing the reference outputs (fp32 default route)");
     std::string eng = work_ + "/reference.kiln";
-    if (!writeBytes(eng, refEngine, error)) return false;
+    if (!writeBytes(eng, refEngine_, error)) return false;
     Child c;
     if (!spawn({selfExecutable(), "run", eng, "--inputs", inputsNpz_, "--outputs", work_ + "/reference.npz", "--warmup", "0",
                 "--iterations", "1"},
@@ -453,11 +493,12 @@ TuneReport Session::run() {
   char tmpl[] = "/tmp/kiln-tune-XXXXXX";
   if (!mkdtemp(tmpl)) return report_.error = "cannot create a work folder in /tmp", report_;
   work_ = tmpl;
+  for (int d : o_.devices)
+    if (!visibleDevice(d, visible_[d], error)) return report_.error = error, report_;
+  if (!prepareInputs(report_.error)) return report_;
   // The environment of every device, asked of children (that see their device as the measuring
   // children do) so that this process never initialises CUDA (it forks NVRTC workers). A
   // measurement is keyed by its GPU and driver, so every device of one tune must give the same.
-  for (int d : o_.devices)
-    if (!visibleDevice(d, visible_[d], error)) return report_.error = error, report_;
   std::vector<Child> probes(o_.devices.size());
   for (size_t k = 0; k < o_.devices.size(); ++k) {
     int d = o_.devices[k];
@@ -487,7 +528,7 @@ TuneReport Session::run() {
   }
   if (!report_.error.empty()) return report_;
   log("environment: " + report_.environment);
-  if (!prepareReference(report_.error)) return report_;
+  if (!computeReference(report_.error)) return report_;
   std::vector<uint8_t> inBytes, refBytes;
   readBytes(inputsNpz_, inBytes);
   inputsKey_ = shapes_ + "|inputs=" + hashOf(inBytes) + "|reference=";
