@@ -1,6 +1,7 @@
 // Kernel tests for the convolution, matrix, pooling, data-movement and resize ops, through the
 // registry API only (kiln::ops::evaluate / inferTypes). Expected values are computed by hand.
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/ops/Resize.h"
 
 #include <gtest/gtest.h>
 
@@ -204,6 +205,31 @@ TEST(OpsTensor, ResizeLinearHalfPixel) {
   auto y = eval("Resize", {&x, nullptr, &scales}, a);
   expectValues(y[0], {1, 1, 4, 4},
                {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+}
+
+// The tap tables the GPU kernel reads (compiler/ops/Resize.h) rebuild the evaluator's output.
+TEST(OpsTensor, ResizePlanTapsRebuildTheOutput) {
+  Tensor x = f32({1, 1, 2, 3}, {1, 2, 3, 4, 5, 7});
+  Tensor scales = f32({4}, {1, 1, 2.5, 1.5});
+  for (const char *mode : {"nearest", "linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    Attrs a;
+    a.set("mode", std::string(mode));
+    ShapeContext ctx{{{DType::F32, x.shape}, {DType::Undefined, {}}, {DType::F32, scales.shape}},
+                     {nullptr, nullptr, &scales}, a, 1};
+    ResizePlan p = resizePlan("Resize", ctx);
+    Tensor y = eval("Resize", {&x, nullptr, &scales}, a)[0];
+    ASSERT_EQ(p.out, y.shape);
+    ASSERT_EQ(p.axes.size(), 4u);
+    EXPECT_EQ(p.axes[0][0].taps, (std::vector<std::pair<int64_t, double>>{{0, 1.0}}));  // N, C keep their index
+    for (int64_t oh = 0; oh < p.out[2]; ++oh)
+      for (int64_t ow = 0; ow < p.out[3]; ++ow) {
+        double v = 0;
+        for (auto [ih, wh] : p.axes[2][size_t(oh)].taps)
+          for (auto [iw, ww] : p.axes[3][size_t(ow)].taps) v += wh * ww * x.get(ih * 3 + iw);
+        EXPECT_NEAR(v, y.get(oh * p.out[3] + ow), 1e-6) << oh << "," << ow;
+      }
+  }
 }
 
 TEST(OpsTensor, ResizeNeedsExactlyOneOfScalesAndSizes) {
