@@ -4,7 +4,8 @@
 // inputs and statements — one kernel for a chain of ops).
 //
 // Kernel parameters: `const T0* in0, ..., TO* out`. Inputs are loaded in their compute types
-// (float for F32/F16/BF16 storage, bool for Bool, long long for I64, int for I32); the result is
+// (float for every float storage, double for F64, int for 8/16-bit integers, the type itself for
+// wider ones and Bool); the result is
 // stored in the output's storage type (half types rounded to nearest even). Where every input is
 // full-size or a single element, 16 bytes are loaded and stored per thread.
 #pragma once
@@ -65,8 +66,9 @@ struct ElementwiseOp {
 // Erf Exp Log Sqrt Neg Abs Sign Reciprocal Floor Ceil Round Sin Cos ... Elu Selu Celu HardSigmoid
 // HardSwish Gelu Softplus Softsign Mish ThresholdedRelu Shrink Clip Where Equal Less Greater
 // LessOrEqual GreaterOrEqual Not And Or Xor IsNaN IsInf Identity Cast ...) for `numInputs` inputs
-// of data computed as `dataType` (F32 for every float storage, f16 and bf16 included; comparisons,
-// Equal, Where and Cast also take I32/I64/Bool data). Types in the result are compute types
+// of data computed as `dataType` (F32 for every float storage, f16 and bf16 included; arithmetic,
+// Mod, Pow, Max/Min/Sum, Clip, comparisons, Where and Cast also take F64 and integer data, BitShift
+// integers only, And/Or/Xor/Not bool). Types in the result are compute types
 // (Cast to f16/bf16 gives F16/BF16: a float value rounded to that precision). Clip's bounds
 // come from the attributes `min`/`max` when given (as constants), else from inputs 2 and 3
 // (numInputs 3; a missing bound must then be passed as a constant attribute). Cast: attribute
