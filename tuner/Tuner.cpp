@@ -1,11 +1,14 @@
 #include "tuner/Tuner.h"
 
 #include "codegen/lowering/ModelBuild.h"
+#include "compiler/ir/TensorConversion.h"
 #include "compiler/ops/Tensor.h"
 #include "runtime/src/EngineFormat.h"
 #include "tuner/Child.h"
 #include "tuner/Space.h"
 #include "tuner/TensorFiles.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <nlohmann/json.hpp>
 
@@ -52,13 +55,27 @@ bool writeBytes(const std::string &path, const std::vector<uint8_t> &bytes, std:
   return true;
 }
 
-// The I/O table of an engine, without a GPU.
-bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &inputs, std::vector<HostTensor> &outputs,
-              std::string &error) {
+// The inputs of an engine's I/O table, without a GPU.
+bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &inputs, std::string &error) {
   rt::EngineDesc d;
   if (rt::parseEngine(engine.data(), engine.size(), d, error) != rt::ParseStatus::Ok) return false;
-  for (const rt::IoTensor &t : d.io) (t.isInput ? inputs : outputs).push_back({t.name, t.dtype, t.shape, {}});
+  for (const rt::IoTensor &t : d.io)
+    if (t.isInput) inputs.push_back({t.name, t.dtype, t.shape, {}});
   return true;
+}
+
+// A model's inputs and outputs as imported (name, dtype, shape), without building it.
+void moduleIo(mlir::ModuleOp m, std::vector<HostTensor> &ins, std::vector<HostTensor> &outs) {
+  m.walk([&](mlir::func::FuncOp f) {
+    auto io = [&](mlir::Type type, mlir::StringAttr name, std::vector<HostTensor> &v) {
+      ops::TensorType t = tensorTypeOf(type);
+      v.push_back({name ? name.str() : "", static_cast<int32_t>(t.dtype), t.shape, {}});
+    };
+    for (unsigned k = 0; k < f.getNumArguments(); ++k)
+      io(f.getArgument(k).getType(), f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name"), ins);
+    for (unsigned k = 0; k < f.getNumResults(); ++k)
+      io(f.getResultTypes()[k], f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name"), outs);
+  });
 }
 
 // A --reference file must hold every output of the model with its shape, and nothing else but
@@ -121,8 +138,10 @@ class Session {
   }
   void progress();
   bool buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds);
-  // The inputs (given, the reference file's, or random) and a --reference file's outputs,
-  // checked against the model: no GPU needed.
+  // --inputs and --reference checked against the model's inputs and outputs (no GPU, also in a
+  // dry run): fills givenInputs_ (empty: random inputs) and reference_.
+  bool readTensorFiles(const std::vector<HostTensor> &ins, const std::vector<HostTensor> &outs, std::string &error);
+  // The fp32 default route's engine, and the inputs file the candidates run on.
   bool prepareInputs(std::string &error);
   // Without --reference: the fp32 default route's outputs on the first device (cached on disk).
   bool computeReference(std::string &error);
@@ -145,8 +164,9 @@ class Session {
   // the accuracy metrics were computed against.
   std::string inputsKey_;
   std::vector<HostTensor> reference_;
-  std::vector<uint8_t> refEngine_;  // the fp32 default route's engine
-  std::vector<HostTensor> io_;      // its inputs
+  std::vector<uint8_t> refEngine_;       // the fp32 default route's engine
+  std::vector<HostTensor> io_;           // its inputs
+  std::vector<HostTensor> givenInputs_;  // from --inputs or the reference file
   std::map<std::string, size_t> done_;  // route → result index
   size_t total_ = 0, measured_ = 0;     // candidates planned; results that were measured (not cached)
   double measuringSince_ = 0;           // elapsed() when measuring began
@@ -189,49 +209,53 @@ bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine
 }
 
 bool Session::prepareInputs(std::string &error) {
-  // Inputs: given, else the reference file's, else random (from the engine's I/O table).
   double secs = 0;
   log("building the fp32 default-route engine (reference and input shapes)");
   if (!buildEngine("", refEngine_, error, secs)) {
     error = "the default route does not build: " + error;
     return false;
   }
-  std::vector<HostTensor> &io = io_;
-  std::vector<HostTensor> outputs, inputs, refFile;
-  if (!engineIo(refEngine_, io, outputs, error)) return false;
+  if (!engineIo(refEngine_, io_, error)) return false;
+  std::vector<HostTensor> inputs = givenInputs_.empty() ? randomInputs(io_, 1) : givenInputs_;
+  inputsNpz_ = work_ + "/inputs.npz";
+  return writeTensors(inputsNpz_, inputs, error);
+}
+
+bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vector<HostTensor> &outs, std::string &error) {
+  std::vector<HostTensor> refFile;
   if (!o_.reference.empty() &&
-      (!readTensors(o_.reference, refFile, error) || !checkReference(o_.reference, refFile, io, outputs, error)))
+      (!readTensors(o_.reference, refFile, error) || !checkReference(o_.reference, refFile, ins, outs, error)))
     return false;
+  auto holds = [](const std::vector<HostTensor> &v, const std::string &n) {
+    return std::any_of(v.begin(), v.end(), [&](auto &t) { return t.name == n; });
+  };
+  for (auto &t : refFile)
+    if (!holds(ins, t.name)) reference_.push_back(t);
+  // Inputs: given, else the reference file's, else (none here) random.
   std::string from = o_.inputs;
-  if (from.empty() && !refFile.empty() &&
-      std::all_of(io.begin(), io.end(), [&](auto &t) { return std::any_of(refFile.begin(), refFile.end(), [&](auto &r) { return r.name == t.name; }); }))
+  if (from.empty() && !refFile.empty() && std::all_of(ins.begin(), ins.end(), [&](auto &t) { return holds(refFile, t.name); }))
     from = o_.reference;
-  if (!from.empty()) {
-    std::vector<HostTensor> all;
-    if (!readTensors(from, all, error)) return false;
-    for (auto &t : io) {
-      auto it = std::find_if(all.begin(), all.end(), [&](auto &x) { return x.name == t.name; });
-      if (it == all.end()) {
-        error = from + " has no array for input '" + t.name + "'";
-        return false;
-      }
-      if (it->dtype != t.dtype || it->shape != t.shape) {
-        error = from + ": input '" + t.name + "' has another dtype or shape than the model's";
-        return false;
-      }
-      inputs.push_back(*it);
-    }
-  } else {
+  if (from.empty()) {
     if (!o_.reference.empty()) {
       error = o_.reference + " holds no inputs: pass the inputs it was computed on with --inputs";
       return false;
     }
-    inputs = randomInputs(io, 1);
+    return true;
   }
-  inputsNpz_ = work_ + "/inputs.npz";
-  if (!writeTensors(inputsNpz_, inputs, error)) return false;
-  for (auto &t : refFile)
-    if (std::none_of(io.begin(), io.end(), [&](auto &x) { return x.name == t.name; })) reference_.push_back(t);
+  std::vector<HostTensor> all;
+  if (!readTensors(from, all, error)) return false;
+  for (auto &t : ins) {
+    auto it = std::find_if(all.begin(), all.end(), [&](auto &x) { return x.name == t.name; });
+    if (it == all.end()) {
+      error = from + " has no array for input '" + t.name + "'";
+      return false;
+    }
+    if (it->dtype != t.dtype || it->shape != t.shape) {
+      error = from + ": input '" + t.name + "' has another dtype or shape than the model's";
+      return false;
+    }
+    givenInputs_.push_back(*it);
+  }
   return true;
 }
 
@@ -481,6 +505,9 @@ TuneReport Session::run() {
     std::vector<Constraint> c;
     if (!parseConstraints(o_.accuracy, c, report_.error)) return report_;
   }
+  std::vector<HostTensor> ins, outs;
+  moduleIo(*imported.module, ins, outs);
+  if (!readTensorFiles(ins, outs, report_.error)) return report_;
   if (o_.dryRun) return report_;
 
   std::vector<uint8_t> modelBytes;

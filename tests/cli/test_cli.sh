@@ -129,18 +129,20 @@ expect 2 "unknown setting 'rute'" -- tune "$tiny/mlp.onnxtxt" --config "$tmp/bad
 if [ ! -e /dev/nvidia0 ]; then
   expect 2 "no GPU to measure on" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --cache "$tmp/t.db"
 fi
-# A --reference file is checked against the model before any GPU work: every output with its
-# shape, nothing that is neither an input nor an output.
+# --reference and --inputs files are checked against the model before any GPU work, also in a
+# dry run: every output with its shape, nothing that is neither an input nor an output.
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
   /usr/bin/python3 -c "
 import numpy as np
 x = np.ones((2, 8), np.float32)
 np.savez('$tmp/ref_name.npz', x=x, z=np.ones((2, 4), np.float32))
 np.savez('$tmp/ref_shape.npz', x=x, y=np.ones((2, 5), np.float32))
-np.savez('$tmp/ref_extra.npz', x=x, y=np.ones((2, 4), np.float32), w=np.ones(3, np.float32))"
+np.savez('$tmp/ref_extra.npz', x=x, y=np.ones((2, 4), np.float32), w=np.ones(3, np.float32))
+np.savez('$tmp/in_shape.npz', x=np.ones((2, 9), np.float32))"
   expect 2 "ref_name.npz: no array for output 'y' \(it holds: x, z\)" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --reference "$tmp/ref_name.npz" --cache "$tmp/t.db"
   expect 2 "output 'y' has shape 2x5, the model's is 2x4" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --reference "$tmp/ref_shape.npz" --cache "$tmp/t.db"
-  expect 2 "array 'w' is neither an input nor an output" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --reference "$tmp/ref_extra.npz" --cache "$tmp/t.db"
+  expect 2 "array 'w' is neither an input nor an output" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --reference "$tmp/ref_extra.npz" --dry-run
+  expect 2 "in_shape.npz: input 'x' has another dtype or shape than the model's" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --inputs "$tmp/in_shape.npz" --dry-run
 fi
 # --devices: one worker per GPU, indices counted within the caller's CUDA_VISIBLE_DEVICES.
 expect 2 "device 0 is listed twice" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,0 --cache "$tmp/t.db"
