@@ -167,6 +167,18 @@ def make_seq_first_linear():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def qdq_matmul_graph(name, x_shape, y_shape, initializers, doc, w_axis=None):
+    """x -> QuantizeLinear/DequantizeLinear (x_scale, x_zero) -> MatMul with DequantizeLinear(w_q,
+    w_scale) weights (per column when w_axis=1): the graph of the QDQ product models."""
+    w_attrs = {} if w_axis is None else {"axis": w_axis}
+    return helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
+         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
+         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w", **w_attrs),
+         helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")],
+        name, [vi("x", F32, list(x_shape))], [vi("y", F32, list(y_shape))], initializers, doc_string=doc)
+
+
 def make_qdq_matmul():
     """An explicitly quantized (QDQ) product: int8 activation per tensor, int8 weights per column."""
     r = rng_for("qdq_matmul")
@@ -174,16 +186,12 @@ def make_qdq_matmul():
     wq = r.integers(-127, 128, size=(16, 8)).astype(np.int8)
     ws = (np.arange(8, dtype=np.float32) + 1) / np.float32(256)
     xs = np.float32(1 / 64)
-    g = helper.make_graph(
-        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
-         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
-         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w", axis=1),
-         helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")],
-        "qdq_matmul", [vi("x", F32, [2, 16])], [vi("y", F32, [2, 8])],
+    g = qdq_matmul_graph(
+        "qdq_matmul", (2, 16), (2, 8),
         [numpy_helper.from_array(np.array(xs, np.float32), "x_scale"),
          numpy_helper.from_array(np.array(0, np.int8), "x_zero"),
          numpy_helper.from_array(wq, "w_q"), numpy_helper.from_array(ws, "w_scale")],
-        doc_string="x[2,16] -> QuantizeLinear/DequantizeLinear (int8, 1/64) -> MatMul with int8 weights per column")
+        "x[2,16] -> QuantizeLinear/DequantizeLinear (int8, 1/64) -> MatMul with int8 weights per column", w_axis=1)
     xq = np.clip(np.round(f64(x) / f64(xs)), -128, 127)  # numpy rounds half to even, as ONNX
     y = (xq * f64(xs)).astype(np.float32).astype(np.float64) @ (f64(wq) * f64(ws)).astype(np.float32).astype(np.float64)
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
@@ -196,16 +204,12 @@ def make_qdq_matmul_u8():
     wq = r.integers(-127, 128, size=(16, 8)).astype(np.int8)
     ws = np.float32(1 / 128)
     xs, xz = np.float32(1 / 32), np.uint8(100)
-    g = helper.make_graph(
-        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
-         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
-         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w"),
-         helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")],
-        "qdq_matmul_u8", [vi("x", F32, [2, 16])], [vi("y", F32, [2, 8])],
+    g = qdq_matmul_graph(
+        "qdq_matmul_u8", (2, 16), (2, 8),
         [numpy_helper.from_array(np.array(xs, np.float32), "x_scale"),
          numpy_helper.from_array(np.array(xz, np.uint8), "x_zero"),
          numpy_helper.from_array(wq, "w_q"), numpy_helper.from_array(np.array(ws, np.float32), "w_scale")],
-        doc_string="x[2,16] -> QuantizeLinear/DequantizeLinear (uint8, 1/32, zero point 100) -> MatMul with int8 weights")
+        "x[2,16] -> QuantizeLinear/DequantizeLinear (uint8, 1/32, zero point 100) -> MatMul with int8 weights")
     xq = np.clip(np.round(f64(x) / f64(xs)) + 100, 0, 255)
     y = ((xq - 100) * f64(xs)).astype(np.float32).astype(np.float64) @ (f64(wq) * f64(ws)).astype(np.float32).astype(np.float64)
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
@@ -255,16 +259,12 @@ def make_qdq_matmul_fp8():
     ws = (np.abs(f64(w)).max(axis=0) / 448).astype(np.float32)
     wq = e4m3_round(f64(w) / f64(ws))
     xs = np.float32(1 / 256)
-    g = helper.make_graph(
-        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
-         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
-         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w", axis=1),
-         helper.make_node("MatMul", ["xd", "wd"], ["y"], name="matmul")],
-        "qdq_matmul_fp8", [vi("x", F32, [16, 32])], [vi("y", F32, [16, 16])],
+    g = qdq_matmul_graph(
+        "qdq_matmul_fp8", (16, 32), (16, 16),
         [numpy_helper.from_array(np.array(xs, np.float32), "x_scale"),
          f8_tensor("x_zero", np.zeros((), np.uint8)), f8_tensor("w_q", wq),
          numpy_helper.from_array(ws, "w_scale")],
-        doc_string="x[16,32] -> QuantizeLinear/DequantizeLinear (float8e4m3fn, 1/256) -> MatMul with fp8 weights per column")
+        "x[16,32] -> QuantizeLinear/DequantizeLinear (float8e4m3fn, 1/256) -> MatMul with fp8 weights per column", w_axis=1)
     xq = e4m3_decode(e4m3_round(f64(f64(x).astype(np.float32) / xs)))
     y = (xq * f64(xs)).astype(np.float32).astype(np.float64) @ (e4m3_decode(wq) * f64(ws)).astype(np.float32).astype(np.float64)
     return model(g, opset=19), {"x": x}, {"y": y.astype(np.float32)}
