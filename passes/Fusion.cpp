@@ -5,7 +5,6 @@
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 
-
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
