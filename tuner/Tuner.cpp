@@ -55,41 +55,36 @@ bool writeBytes(const std::string &path, const std::vector<uint8_t> &bytes, std:
   return true;
 }
 
-// The inputs of an engine's I/O table, without a GPU.
-bool engineIo(const std::vector<uint8_t> &engine, std::vector<HostTensor> &inputs, std::string &error) {
-  rt::EngineDesc d;
-  if (rt::parseEngine(engine.data(), engine.size(), d, error) != rt::ParseStatus::Ok) return false;
-  for (const rt::IoTensor &t : d.io)
-    if (t.isInput) inputs.push_back({t.name, t.dtype, t.shape, {}});
-  return true;
-}
-
-// A model's inputs and outputs as imported (name, dtype, shape), without building it.
+// A model's inputs and outputs as imported (name, dtype, shape), as the engine's I/O table will
+// list them (unnamed ones as the engine builder names them), without building it.
 void moduleIo(mlir::ModuleOp m, std::vector<HostTensor> &ins, std::vector<HostTensor> &outs) {
   m.walk([&](mlir::func::FuncOp f) {
-    auto io = [&](mlir::Type type, mlir::StringAttr name, std::vector<HostTensor> &v) {
+    auto add = [](std::vector<HostTensor> &v, mlir::Type type, mlir::StringAttr name, const std::string &fallback) {
       ops::TensorType t = tensorTypeOf(type);
-      v.push_back({name ? name.str() : "", static_cast<int32_t>(t.dtype), t.shape, {}});
+      v.push_back({name ? name.str() : fallback, static_cast<int32_t>(t.dtype), t.shape, {}});
     };
     for (unsigned k = 0; k < f.getNumArguments(); ++k)
-      io(f.getArgument(k).getType(), f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name"), ins);
+      add(ins, f.getArgument(k).getType(), f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name"), "input" + std::to_string(k));
     for (unsigned k = 0; k < f.getNumResults(); ++k)
-      io(f.getResultTypes()[k], f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name"), outs);
+      add(outs, f.getResultTypes()[k], f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name"), "output" + std::to_string(k));
   });
+}
+
+// The tensor called `name` in `v`, or nullptr.
+const HostTensor *named(const std::vector<HostTensor> &v, const std::string &name) {
+  auto it = std::find_if(v.begin(), v.end(), [&](const HostTensor &t) { return t.name == name; });
+  return it == v.end() ? nullptr : &*it;
 }
 
 // A --reference file must hold every output of the model with its shape, and nothing else but
 // inputs: a misspelt name would otherwise leave that output unchecked or fail every candidate.
 bool checkReference(const std::string &path, const std::vector<HostTensor> &file, const std::vector<HostTensor> &inputs,
                     const std::vector<HostTensor> &outputs, std::string &error) {
-  auto named = [](const std::vector<HostTensor> &v, const std::string &n) {
-    return std::find_if(v.begin(), v.end(), [&](auto &t) { return t.name == n; });
-  };
   std::string names;
   for (const HostTensor &t : file) names += (names.empty() ? "" : ", ") + t.name;
   for (const HostTensor &o : outputs) {
-    auto it = named(file, o.name);
-    if (it == file.end()) {
+    const HostTensor *it = named(file, o.name);
+    if (!it) {
       error = path + ": no array for output '" + o.name + "' (it holds: " + (names.empty() ? "nothing" : names) + ")";
       return false;
     }
@@ -99,7 +94,7 @@ bool checkReference(const std::string &path, const std::vector<HostTensor> &file
     }
   }
   for (const HostTensor &t : file)
-    if (named(inputs, t.name) == inputs.end() && named(outputs, t.name) == outputs.end()) {
+    if (!named(inputs, t.name) && !named(outputs, t.name)) {
       error = path + ": array '" + t.name + "' is neither an input nor an output of the model";
       return false;
     }
@@ -165,7 +160,7 @@ class Session {
   std::string inputsKey_;
   std::vector<HostTensor> reference_;
   std::vector<uint8_t> refEngine_;       // the fp32 default route's engine
-  std::vector<HostTensor> io_;           // its inputs
+  std::vector<HostTensor> modelInputs_;  // names, dtypes and shapes (no data)
   std::vector<HostTensor> givenInputs_;  // from --inputs or the reference file
   std::map<std::string, size_t> done_;  // route → result index
   size_t total_ = 0, measured_ = 0;     // candidates planned; results that were measured (not cached)
@@ -215,8 +210,7 @@ bool Session::prepareInputs(std::string &error) {
     error = "the default route does not build: " + error;
     return false;
   }
-  if (!engineIo(refEngine_, io_, error)) return false;
-  std::vector<HostTensor> inputs = givenInputs_.empty() ? randomInputs(io_, 1) : givenInputs_;
+  std::vector<HostTensor> inputs = givenInputs_.empty() ? randomInputs(modelInputs_, 1) : givenInputs_;
   inputsNpz_ = work_ + "/inputs.npz";
   return writeTensors(inputsNpz_, inputs, error);
 }
@@ -226,15 +220,12 @@ bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vec
   if (!o_.reference.empty() &&
       (!readTensors(o_.reference, refFile, error) || !checkReference(o_.reference, refFile, ins, outs, error)))
     return false;
-  auto holds = [](const std::vector<HostTensor> &v, const std::string &n) {
-    return std::any_of(v.begin(), v.end(), [&](auto &t) { return t.name == n; });
-  };
   for (auto &t : refFile)
-    if (!holds(ins, t.name)) reference_.push_back(t);
+    if (!named(ins, t.name)) reference_.push_back(t);
   // Inputs: given, else the reference file's, else (none here) random.
   std::string from = o_.inputs;
-  if (from.empty() && !refFile.empty() && std::all_of(ins.begin(), ins.end(), [&](auto &t) { return holds(refFile, t.name); }))
-    from = o_.reference;
+  bool inReference = !refFile.empty() && std::all_of(ins.begin(), ins.end(), [&](auto &t) { return named(refFile, t.name); });
+  if (from.empty() && inReference) from = o_.reference;
   if (from.empty()) {
     if (!o_.reference.empty()) {
       error = o_.reference + " holds no inputs: pass the inputs it was computed on with --inputs";
@@ -243,10 +234,11 @@ bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vec
     return true;
   }
   std::vector<HostTensor> all;
-  if (!readTensors(from, all, error)) return false;
+  if (from == o_.reference) all = refFile;
+  else if (!readTensors(from, all, error)) return false;
   for (auto &t : ins) {
-    auto it = std::find_if(all.begin(), all.end(), [&](auto &x) { return x.name == t.name; });
-    if (it == all.end()) {
+    const HostTensor *it = named(all, t.name);
+    if (!it) {
       error = from + " has no array for input '" + t.name + "'";
       return false;
     }
@@ -261,7 +253,6 @@ bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vec
 
 bool Session::computeReference(std::string &error) {
   if (!o_.reference.empty()) return true;
-  const std::vector<HostTensor> &io = io_;
   // The fp32 default route's outputs on this GPU, kept beside the cache.
   std::vector<uint8_t> inBytes;
   readBytes(inputsNpz_, inBytes);
@@ -297,7 +288,7 @@ bool Session::computeReference(std::string &error) {
     if (readBytes(work_ + "/reference.npz", b)) writeBytes(refPath, b, e2);  // best effort
   }
   for (auto &t : cached)
-    if (std::none_of(io.begin(), io.end(), [&](auto &x) { return x.name == t.name; })) reference_.push_back(t);
+    if (!named(modelInputs_, t.name)) reference_.push_back(t);
   return true;
 }
 
@@ -351,8 +342,8 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
       m.runs = j.value("iterations", 0);
       std::vector<std::pair<std::string, Metrics>> metrics;
       for (const HostTensor &ref : reference_) {
-        auto it = std::find_if(outs.begin(), outs.end(), [&](auto &x) { return x.name == ref.name; });
-        if (it == outs.end() || numElements(it->shape) != numElements(ref.shape)) {
+        const HostTensor *it = named(outs, ref.name);
+        if (!it || numElements(it->shape) != numElements(ref.shape)) {
           m.status = "run_failed";
           m.reason = "output '" + ref.name + "' missing or of another size than the reference";
           break;
@@ -505,9 +496,9 @@ TuneReport Session::run() {
     std::vector<Constraint> c;
     if (!parseConstraints(o_.accuracy, c, report_.error)) return report_;
   }
-  std::vector<HostTensor> ins, outs;
-  moduleIo(*imported.module, ins, outs);
-  if (!readTensorFiles(ins, outs, report_.error)) return report_;
+  std::vector<HostTensor> outs;
+  moduleIo(*imported.module, modelInputs_, outs);
+  if (!readTensorFiles(modelInputs_, outs, report_.error)) return report_;
   if (o_.dryRun) return report_;
 
   std::vector<uint8_t> modelBytes;
