@@ -28,8 +28,9 @@ bool rowOpFromName(const std::string &opType, RowOp *op) {
 
 namespace {
 
-// Shared by every row kernel: the constants come first (emitted), then this.
-// Combines: 0 sum, 1 fmaxf (NaN-skipping, for softmax), 2 NaN-propagating max, 3 NaN-propagating
+// Shared by every row kernel: the constants and AT (the arithmetic type: double for float64
+// data, else float) come first (emitted), then this.
+// Combines: 0 sum, 1 fmax (NaN-skipping, for softmax), 2 NaN-propagating max, 3 NaN-propagating
 // min, 4 product.
 const char *kRowCommon = R"CUDA(
 constexpr int PER = (int)((COLS + T - 1) / T);  // elements of a row per thread
