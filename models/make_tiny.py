@@ -335,6 +335,28 @@ def make_qdq_pool():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_pool_same():
+    """AveragePool with auto_pad and count_include_pad=1 where the total padding is odd (H 8,
+    kernel 3, stride 2: one row of padding, at the end for SAME_UPPER, at the start for
+    SAME_LOWER): the divisor counts the auto pads, so each side's pad must be the right one."""
+    r = rng_for("pool_same")
+    x = inputs(r, (1, 2, 8, 9))
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], count_include_pad=1)
+    g = helper.make_graph(
+        [helper.make_node("AveragePool", ["x"], ["y"], name="pool_upper", auto_pad="SAME_UPPER", **attrs),
+         helper.make_node("AveragePool", ["x"], ["lower"], name="pool_lower", auto_pad="SAME_LOWER", **attrs)],
+        "pool_same", [vi("x", F32, [1, 2, 8, 9])], [vi("y", F32, [1, 2, 4, 5]), vi("lower", F32, [1, 2, 4, 5])],
+        doc_string="x[1,2,8,9] -> AveragePool 3x3/2 count_include_pad=1, auto_pad SAME_UPPER -> y, SAME_LOWER -> lower")
+
+    def avg(pads):  # (top, bottom, left, right): every window lies inside the padded input
+        xp = np.pad(f64(x), ((0, 0), (0, 0), pads[:2], pads[2:]))
+        return np.stack([np.stack([xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].mean(axis=(2, 3))
+                                   for j in range(5)], -1) for i in range(4)], -2)
+    # H: total (4-1)*2+3-8 = 1; W: total (5-1)*2+3-9 = 2.
+    return model(g), {"x": x}, {"y": avg((0, 1, 1, 1)).astype(np.float32),
+                                "lower": avg((1, 0, 1, 1)).astype(np.float32)}
+
+
 def conv2d_ref(x, w, b, pad):
     n, c, hh, ww = x.shape
     k, _, kh, kw = w.shape
@@ -573,7 +595,8 @@ def main(argv=None):
              "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
-             "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear()}
+             "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
+             "pool_same": make_pool_same()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

@@ -142,12 +142,11 @@ std::pair<Shape, Shape> windowPads(const ops::Attrs &a, const Shape &in, const S
   return {begin, end};
 }
 
-// Begin pads of a 2-D conv/pool.
-void resolvePads(const ops::Attrs &a, int64_t H, int64_t W, int64_t OH, int64_t OW, int64_t KH, int64_t KW,
-                 int64_t sH, int64_t sW, int64_t dH, int64_t dW, int64_t &top, int64_t &left) {
-  Shape begin = windowPads(a, {H, W}, {OH, OW}, {KH, KW}, {sH, sW}, {dH, dW}).first;
-  top = begin[0];
-  left = begin[1];
+// The four pads of a 2-D conv/pool spec (Conv2dSpec, Pool2dSpec) whose sizes are set.
+template <class Spec>
+void setPads2d(const ops::Attrs &a, Spec &s) {
+  auto [begin, end] = windowPads(a, {s.H, s.W}, {s.OH, s.OW}, {s.KH, s.KW}, {s.strideH, s.strideW}, {s.dilationH, s.dilationW});
+  s.padTop = begin[0], s.padLeft = begin[1], s.padBottom = end[0], s.padRight = end[1];
 }
 
 class Lowering {
@@ -468,7 +467,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   else s.C = x[1], s.H = x[2], s.W = x[3], s.OH = outShape[2], s.OW = outShape[3];
   s.group = attrs.getInt("group", 1);
   s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
-  resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
+  setPads2d(attrs, s);
   s.type = inType;
   s.outType = outType;
   s.epilogue = epi;
@@ -712,9 +711,7 @@ void Lowering::lowerOp(Operation *op) {
     else s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.OH = outShape[2], s.OW = outShape[3];
     s.KH = ks[0], s.KW = ks[1];
     s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
-    resolvePads(attrs, s.H, s.W, s.OH, s.OW, s.KH, s.KW, s.strideH, s.strideW, s.dilationH, s.dilationW, s.padTop, s.padLeft);
-    auto pads = intsOr(attrs, "pads", {s.padTop, s.padLeft, s.padTop, s.padLeft});
-    if (pads.size() == 4) s.padBottom = pads[2], s.padRight = pads[3];
+    setPads2d(attrs, s);
     s.countIncludePad = attrs.getInt("count_include_pad", 0);
     s.indicesOutput = op->getNumResults() > 1;
     s.columnMajorIndices = attrs.getInt("storage_order", 0) == 1;

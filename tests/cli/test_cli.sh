@@ -27,14 +27,14 @@ expect() {
 }
 
 # expect_eval_matches MODEL: `kiln eval` of a tiny model on the inputs of its .npz gives the
-# outputs numpy computed there (output y, within 1e-6).
+# outputs numpy computed there (every output, within 1e-6; the first is y).
 expect_eval_matches() {
   local m=$1 out="$tmp/$(basename "$1" .onnxtxt)_eval.npz"
   expect 0 "output y +float32" -- eval "$m" --inputs "${m%.onnxtxt}.npz" --outputs "$out"
   if /usr/bin/python3 -c "
 import numpy as np, sys
-got, want = np.load('$out')['y'], np.load('${m%.onnxtxt}.npz')['y']
-sys.exit(0 if np.allclose(got, want, rtol=1e-6, atol=1e-6) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of $m differs from the numpy reference"; fi
+got, want = np.load('$out'), np.load('${m%.onnxtxt}.npz')
+sys.exit(0 if all(np.allclose(got[k], want[k], rtol=1e-6, atol=1e-6) for k in got.files) else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln eval of $m differs from the numpy reference"; fi
 }
 
 expect 0 "Conv +1 " -- plan "$tiny/conv_bn_relu.onnxtxt"
@@ -183,6 +183,8 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 "1 of 2 int8/fp8 convolutions/matrix products of the route quantized; 1 stay float: no 8-bit kernel .* \[fc1\]" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
   expect 0 "0 of 2 int8/fp8 .*1 kept float \(keep-float\) \[fc2\]" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float 'fc2'
   expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float '(('
+  # AveragePool counting the auto pads (SAME_UPPER and SAME_LOWER, odd total padding).
+  expect_eval_matches "$tiny/pool_same.onnxtxt"
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
   expect_eval_matches "$tiny/qdq_matmul.onnxtxt"
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
