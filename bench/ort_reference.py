@@ -4,7 +4,8 @@
     python3 bench/ort_reference.py MODEL.onnx OUTDIR
 
 Writes OUTDIR/input_K.bin (random, non-zero: floats in ±[0.25, 1]; token ids in [0, 1000);
-attention masks all ones) and OUTDIR/output_K.bin, raw little-endian in graph order.
+attention masks all ones) and OUTDIR/output_K.bin, raw little-endian in graph order, and
+OUTDIR/reference.npz with the same arrays by name (for kiln tune --reference).
 """
 import os
 import sys
@@ -32,6 +33,8 @@ for k, i in enumerate(x for x in sess.get_inputs() if x.name not in inits):
         a = rng.integers(0, 1000, shape, dtype=np.int64)
     a.tofile(os.path.join(out, f"input_{k}.bin"))
     feeds[i.name] = a
-for k, y in enumerate(sess.run(None, feeds)):
+outputs = dict(zip((o.name for o in sess.get_outputs()), sess.run(None, feeds)))
+for k, y in enumerate(outputs.values()):
     np.ascontiguousarray(y).tofile(os.path.join(out, f"output_{k}.bin"))
+np.savez(os.path.join(out, "reference.npz"), **feeds, **outputs)
 print(f"{model_path}: {len(feeds)} inputs, reference written to {out}")
