@@ -112,7 +112,14 @@ bool visibleDevice(int index, std::string &value, std::string &error) {
   }
   std::vector<std::string> ids;
   std::stringstream ss(env);
-  for (std::string id; std::getline(ss, id, ',');) ids.push_back(id);
+  for (std::string id; std::getline(ss, id, ',');) {
+    // CUDA shows no device at all when one is listed twice (checked on the H200: '0,0' → 0).
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+      error = std::string("CUDA_VISIBLE_DEVICES='") + env + "' lists '" + id + "' twice, which leaves CUDA no device";
+      return false;
+    }
+    ids.push_back(id);
+  }
   if (size_t(index) >= ids.size()) {
     error = "--devices " + std::to_string(index) + ": CUDA_VISIBLE_DEVICES='" + env + "' leaves " +
             std::to_string(ids.size()) + " device" + (ids.size() == 1 ? "" : "s") + " visible (indices count those)";

@@ -146,6 +146,8 @@ np.savez('$tmp/in_shape.npz', x=np.ones((2, 9), np.float32))"
 fi
 # --devices: one worker per GPU, indices counted within the caller's CUDA_VISIBLE_DEVICES.
 expect 2 "device 0 is listed twice" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,0 --cache "$tmp/t.db"
+CUDA_VISIBLE_DEVICES=0,0 expect 2 "CUDA_VISIBLE_DEVICES='0,0' lists '0' twice, which leaves CUDA no device" -- \
+  tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,1 --cache "$tmp/t.db"
 CUDA_VISIBLE_DEVICES=3 expect 2 "CUDA_VISIBLE_DEVICES='3' leaves 1 device visible" -- \
   tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,1 --cache "$tmp/t.db"
 expect 0 "0 measurements" -- cache list --cache "$tmp/t.db"
