@@ -46,9 +46,10 @@ KILN_KNOB(kGemmStages, {"gemm.stages", {"auto", "2", "3", "4"}, "auto",
                         "Depth of the cp.async pipeline of tensor-core matrix products", knobs::Tier::Full,
                         "codegen/lowering/EngineBuilder.cpp"});
 KILN_KNOB(kGemmTactic, {"gemm.tactic", {"auto", "kiln", "cublaslt"}, "auto",
-                        "Who computes matrix products: kiln's kernels or cuBLASLt (bias/ReLU/residual/scale "
-                        "epilogues only); auto: cuBLASLt for fp16/bf16/fp8 products it can take, else kiln",
-                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tactic", {"MatMul", "Gemm"}});
+                        "Who computes matrix products and 1x1 NHWC convolutions: kiln's kernels or cuBLASLt "
+                        "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for fp16/bf16/fp8 products it "
+                        "can take, else kiln",
+                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tactic", {"MatMul", "Gemm", "Conv"}});
 KILN_KNOB(kCudaGraph, {"runtime.cuda_graph", {"on", "off"}, "on",
                        "Replay an engine's launches as one CUDA graph (recorded in the engine, read by the runtime)",
                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp"});
@@ -181,9 +182,10 @@ class Lowering {
   // The product and its chain as one cuBLASLt call, when the knob allows and cuBLASLt can
   // express the chain (scale, bias, residual add, ReLU, a final cast to fp32). False: use kiln.
   // `aMem`/`bMem` are the values `spec`'s views read (B may be a repacked copy of the weights).
-  // `fp8Scale`: for an fp8 product, its scale operand (sa · sw[n]).
+  // `fp8Scale`: for an fp8 product, its scale operand (sa · sw[n]). `bias`: a convolution's own
+  // bias (per output channel), added before the chain.
   bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec, Value aMem,
-                      Value bMem, Value fp8Scale = {});
+                      Value bMem, Value fp8Scale = {}, Value bias = {});
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
   // emitMatMul, refusing tensor-core kernels (8-bit and half operands: cp.async, mma m16n8k16 /
   // m16n8k32) for targets below sm_80 with a message instead of ptxas errors.
@@ -498,6 +500,10 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.tile = tileFor(anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
     params[1] = repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
+    // A 1x1 convolution is a plain GEMM: cuBLASLt's, where the tactic allows.
+    Value ownBias = isa<NoneType>(operands[biasOperand].getType()) ? Value() : outer(operands[biasOperand]);
+    if (!quantizedConv && !spec.conv && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, ownBias))
+      return;
     if (quantizedConv) {
       spec.int8 = true;
       spec.fp8 = inType == ElemType::F8E4M3;
@@ -512,7 +518,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
 }
 
 bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &product,
-                              Value aMem, Value bMem, Value fp8Scale) {
+                              Value aMem, Value bMem, Value fp8Scale, Value bias) {
   std::string tactic = opts_.route.get(kGemmTactic, nodeName(anchor));
   // One batch dim that B is shared across, with more batches than rows (an [S, B, K] activation
   // read as a transposed [B, S, K], times W): computed the other way round, as B products of S
@@ -566,12 +572,13 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   // The chain's longest prefix cuBLASLt expresses: scale, then bias and residual adds, then ReLU,
   // then a cast to fp32 (no C then). The rest, if any, runs as an elementwise kernel after it.
   // An fp8 product's fp32 result may first be cast to half: D is then half, as its bias.
-  Value v = anchor->getResult(0), bias, residual;
+  Value v = anchor->getResult(0), residual;
   float alpha = 1.f;
   bool relu = false, toF32 = false;
   Shape outShape = shapeOf(result);
   size_t taken = 0;
   ElemType dt = in;  // D's type before a final cast to fp32
+  if (bias && elemTypeOf(bias) != dt) return false;
   if (fp8) {
     dt = ElemType::F32;
     if (!chain.empty() && cast<ShapeInferenceOpInterface>(chain[0]).getOnnxOpType() == "Cast" &&
@@ -685,7 +692,7 @@ void Lowering::lowerOp(Operation *op) {
   if (type == "MaxPool" || type == "AveragePool" || type == "MaxPoolNhwc" || type == "AveragePoolNhwc") {
     Shape x = shapeOf(operands[0]);
     if (x.size() != 4) {  // 1-D, 3-D, ...: the direct N-D kernel (NCHW-style layout, no Indices)
-      if (op->getNumResults() > 1 || type.size() > 4 && type.compare(type.size() - 4, 4, "Nhwc") == 0)
+      if (op->getNumResults() > 1 || (type.size() > 4 && type.compare(type.size() - 4, 4, "Nhwc") == 0))
         throw std::invalid_argument("only 2-D pooling has kernels with the Indices output or NHWC");
       PoolNdSpec s;
       s.max = type == "MaxPool";
