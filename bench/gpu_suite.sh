@@ -11,6 +11,8 @@
 #   bash bench/gpu_suite.sh tune-quick  # the tuner on a small case model in a minute: cache answers,
 #                                   # an onnxruntime --reference, two measuring workers (2+ GPUs)
 #   bash bench/gpu_suite.sh conformance  # the ONNX node tests passing on the CPU evaluator, on the GPU
+#   bash bench/gpu_suite.sh zoo     # zoo models ($KILN_ZOO_MODELS) over routes ($KILN_ROUTES, '|'-separated)
+#                                   # against onnxruntime, 100 runs each, with per-launch profiles
 #   bash bench/gpu_suite.sh int8    # int8/fp8: the 8-bit product kernel (exactness, speed), int8 and
 #                                   # fp8 engines vs the CPU evaluator, host-compiled engines (MiniLM)
 #                                   # on held-out batches
@@ -67,11 +69,10 @@ host_engines() {
   done
 }
 
-zoo_models="resnet50 resnet50_b32 mobilenetv2_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512"
+zoo_models=${KILN_ZOO_MODELS:-resnet50 resnet50_b32 mobilenetv2_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512}
 make_zoo() {  # in the background while other checks run
-  if [ ! -f "$zoo/gpt2_small_s512.onnx" ]; then
-    python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing > "$OUT/logs/zoo.log" 2>&1
-  fi
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing ${KILN_ZOO_MODELS:+--only "${KILN_ZOO_MODELS// /,}"} \
+    > "$OUT/logs/zoo.log" 2>&1
   for m in $zoo_models; do
     [ -f "$zoo/ref_$m/output_0.bin" ] || python3 bench/ort_reference.py "$zoo/$m.onnx" "$zoo/ref_$m" >> "$OUT/logs/zoo.log" 2>&1
   done
@@ -84,6 +85,7 @@ if [ "$mode" = check ]; then
   make_zoo &
   # Every case model over routes that exercise each kernel family, against the CPU evaluator.
   routes=("" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "precision=fp16;layout.conv=nchw"
+          "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col"
           "layout.conv=nhwc;gemm.tactic=cublaslt" "precision=fp16;gemm.tactic=kiln;gemm.tile=128x256;gemm.stages=2"
           "precision=fp16;gemm.tactic=kiln;gemm.tile=64x64;gemm.stages=4"
           "fusion.epilogue=off;fusion.elementwise=off;fusion.transpose=off")
@@ -117,6 +119,18 @@ if [ "$mode" = check ]; then
   done
   "$bin/kiln" compile "$zoo/resnet50.onnx" -o /tmp/resnet50.kiln --precision fp16 > "$OUT/logs/compile_resnet50.log" 2>&1 &&
     run c_example "$bin/kiln-example" /tmp/resnet50.kiln
+fi
+
+if [ "$mode" = zoo ]; then
+  : > "$summary"
+  make_zoo
+  IFS='|' read -r -a routes <<< "${KILN_ROUTES:-precision=fp16}"
+  for m in $zoo_models; do
+    for r in "${routes[@]}"; do
+      run "zoo_${m}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --reference-dir "$zoo/ref_$m" --route "$r" \
+        --iterations 100 --profile
+    done
+  done
 fi
 
 if [ "$mode" = bench ]; then
@@ -185,7 +199,7 @@ if [ "$mode" = quick ]; then
            models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt models/tiny/pool_same.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
     for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
-             "gemm.tactic=cublaslt"; do
+             "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit"; do
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done

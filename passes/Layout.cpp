@@ -8,6 +8,7 @@
 #include "passes/Transposes.h"
 
 #include "codegen/kernels/Elementwise.h"
+#include "compiler/ops/Conv.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LAYOUT
@@ -17,9 +18,20 @@ KILN_KNOB(kLayout, {"layout.conv", {"auto", "nchw", "nhwc"}, "auto",
                     "Activation layout of convolutions (auto: nhwc for fp16/bf16, nchw for fp32)",
                     knobs::Tier::Fast, "passes/Layout.cpp", "layout", {"Conv"}});
 
+KILN_KNOB(kConvAlgo, {"conv.algo", {"auto", "implicit", "im2col"}, "auto",
+                      "How an NHWC convolution with a spatial kernel or stride (group 1) multiplies: implicit "
+                      "(kiln's implicit-GEMM kernel reads the image through an im2col view) or im2col (the patches "
+                      "written out once, then one matrix product: cuBLASLt's where gemm.tactic allows); auto: "
+                      "im2col for fp16/bf16 when the patch matrix is at most 64 MiB",
+                      knobs::Tier::Fast, "passes/Layout.cpp", "algo", {"Conv"}});
+
 namespace {
 
 using namespace mlir;
+
+// Above this, writing and reading the patch matrix costs more than the library product saves
+// (ResNet-50's 56x56 stage, H200).
+constexpr int64_t kIm2colMaxBytes = int64_t(64) << 20;
 
 const Perm kToNhwc = {0, 2, 3, 1};
 const Perm kToNchw = {0, 3, 1, 2};
@@ -59,8 +71,54 @@ bool padChannels(Value &xt, Value &w, OpBuilder &b, Location loc) {
   return true;
 }
 
-// Wraps a 2-D Conv: Transpose → ConvNhwc → Transpose.
-bool wrapConv(ConvOp conv, OpBuilder &b) {
+// The NHWC convolution of `xt` by the constant `w` as [Pad →] Im2Col → MatMul(patches, W as
+// [KH·KW·C, M]) [→ Add(B)], if `algo` (conv.algo) asks for it and the convolution reads a window
+// (a 1x1, stride-1, unpadded one is a plain product already); else a null value.
+Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuilder &b) {
+  ops::Attrs a = attrsFromOp(conv);
+  auto wt = constantValue(w, int64_t(1) << 26);
+  if (algo == "implicit" || a.getInt("group", 1) != 1 || !wt || wt->rank() != 4) return {};
+  auto xType = cast<RankedTensorType>(xt.getType());
+  auto [begin, end] = ops::convPads(tensorTypeOf(conv.getX().getType()), tensorTypeOf(conv.getW().getType()), a);
+  ops::Shape strides = a.getInts("strides", {1, 1}), dilations = a.getInts("dilations", {1, 1});
+  int64_t M = wt->shape[0], C = wt->shape[1], KH = wt->shape[2], KW = wt->shape[3];
+  bool padded = begin[0] || begin[1] || end[0] || end[1];
+  if (KH == 1 && KW == 1 && strides == ops::Shape{1, 1} && !padded) return {};
+  auto yShape = cast<RankedTensorType>(conv.getResult().getType()).getShape();  // NCHW
+  int64_t patchBytes = yShape[0] * yShape[2] * yShape[3] * KH * KW * C * int64_t(xType.getElementTypeBitWidth() / 8);
+  if (algo == "auto" && (!isHalf(xType) || patchBytes > kIm2colMaxBytes)) return {};
+  Location loc = conv.getLoc();
+  std::string err;
+  Value x = xt;
+  if (padded) {
+    ops::Tensor pads(ops::DType::I64, {8});  // NHWC: [0, top, left, 0, 0, bottom, right, 0]
+    pads.setInt(1, begin[0]), pads.setInt(2, begin[1]), pads.setInt(5, end[0]), pads.setInt(6, end[1]);
+    Value none = b.create<NoneOp>(loc).getResult();
+    Operation *p = createInferred(b, loc, "kiln.pad", {x, createConstant(b, loc, pads), none, none},
+                                  {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
+    if (!p) return {};
+    x = p->getResult(0);
+  }
+  Operation *cols = createInferred(b, loc, "kiln.im2col", {x},
+                                   {b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({KH, KW})),
+                                    b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
+                                    b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations))},
+                                   &err);
+  if (!cols) return {};
+  ops::Tensor wm(wt->dtype, {KH * KW * C, M});  // [M, C, KH, KW] → [(kh, kw, c), m]
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) wm.f[((kh * KW + kw) * C + c) * M + m] = wt->f[((m * C + c) * KH + kh) * KW + kw];
+  Operation *mm = createInferred(b, loc, "kiln.matmul", {cols->getResult(0), createConstant(b, loc, wm)}, {}, &err);
+  if (!mm) return {};
+  if (isa<NoneType>(conv.getB().getType())) return mm->getResult(0);
+  Operation *add = createInferred(b, loc, "kiln.add", {mm->getResult(0), conv.getB()}, {}, &err);
+  return add ? add->getResult(0) : Value();
+}
+
+// Wraps a 2-D Conv: Transpose → ConvNhwc (or its im2col product, `algo`) → Transpose.
+bool wrapConv(ConvOp conv, const std::string &algo, OpBuilder &b) {
   if (cast<RankedTensorType>(conv.getX().getType()).getRank() != 4) return false;
   b.setInsertionPoint(conv);
   Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
@@ -68,11 +126,15 @@ bool wrapConv(ConvOp conv, OpBuilder &b) {
   int64_t C = cast<RankedTensorType>(conv.getX().getType()).getDimSize(1);
   if (isHalf(conv.getX().getType()) && C % 8 != 0 && attrsFromOp(conv).getInt("group", 1) == 1)
     padChannels(xt, w, b, conv.getLoc());
-  std::string err;
-  Operation *n = createInferred(b, conv.getLoc(), "kiln.conv_nhwc", {xt, w, conv.getB()},
-                                conv->getAttrs(), &err);
-  if (!n) return false;  // the transpose (and pad) left behind are dead and erased later
-  Value y = createTranspose(b, conv.getLoc(), n->getResult(0), kToNchw);
+  // (Ops left behind when a form is not taken are dead and erased later.)
+  Value nhwc = convAsGemm(conv, xt, w, algo, b);
+  if (!nhwc) {
+    std::string err;
+    Operation *n = createInferred(b, conv.getLoc(), "kiln.conv_nhwc", {xt, w, conv.getB()}, conv->getAttrs(), &err);
+    if (!n) return false;
+    nhwc = n->getResult(0);
+  }
+  Value y = createTranspose(b, conv.getLoc(), nhwc, kToNchw);
   conv.getResult().replaceAllUsesWith(y);
   conv->erase();
   return true;
@@ -203,7 +265,7 @@ struct LayoutPass : impl::LayoutBase<LayoutPass> {
     for (ConvOp c : convs) {
       std::string v = r.get(kLayout, nodeName(c));
       if (v == "nchw" || (v == "auto" && !isHalf(c.getX().getType()))) continue;
-      wrapped |= wrapConv(c, b);
+      wrapped |= wrapConv(c, r.get(kConvAlgo, nodeName(c)), b);
     }
     SmallVector<QuantizedConvOp> quantized;
     getOperation().walk([&](QuantizedConvOp c) { quantized.push_back(c); });

@@ -833,6 +833,17 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, emitCopy(transposeCopy(x, perm, et)), {operands[0], out});
     return;
   }
+  if (type == "Im2Col") {  // one strided copy: patch element (n, oh, ow, kh, kw, c) of the image
+    Shape x = shapeOf(operands[0]);
+    auto k = attrs.getInts("kernel_shape"), st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
+    int64_t W = x[2], C = x[3];
+    CopySpec s;
+    s.type = et;
+    s.dims = {x[0], outShape[1], outShape[2], k[0], k[1], C};
+    s.inStrides = {x[1] * W * C, st[0] * W * C, st[1] * C, dl[0] * W * C, dl[1] * C, 1};
+    addLaunch(op, emitCopy(s), {operands[0], out});
+    return;
+  }
   if (type == "Concat") {
     int64_t axis = ops::normalizeAxis(attrs.getInt("axis"), outShape.size());
     int64_t offset = 0;

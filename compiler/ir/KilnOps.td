@@ -309,6 +309,11 @@ def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
                    IntsOpt:$strides);
   let results = (outs Kiln_Tensor:$Y);
 }
+// The patches of an NHWC image as rows: Y[n, oh, ow, (kh·KW + kw)·C + c] =
+// X[n, oh·sh + kh·dh, ow·sw + kw·dw, c] (no padding: a Pad before it supplies that). A
+// convolution is then one matrix product of Y with its weights as [KH·KW·C, M].
+def Kiln_Im2ColOp : Kiln_UnaryOp<"im2col", "Im2Col", (ins IntsOpt:$kernel_shape, IntsOpt:$strides,
+                                                          IntsOpt:$dilations)>;
 def Kiln_MaxPoolNhwcOp : Kiln_UnaryOp<"max_pool_nhwc", "MaxPoolNhwc",
     (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, IntsOpt:$dilations, IntsOpt:$kernel_shape,
      IntsOpt:$pads, I64Opt:$storage_order, IntsOpt:$strides)>;

@@ -334,6 +334,12 @@ int64_t convTransposeFlops(const ShapeContext &ctx, const std::vector<TensorType
 
 }  // namespace
 
+std::pair<std::vector<int64_t>, std::vector<int64_t>> convPads(const TensorType &x, const TensorType &w,
+                                                               const Attrs &attrs) {
+  ConvGeometry g = convGeometry(x, w, attrs);
+  return {g.padBegin, g.padEnd};
+}
+
 std::vector<int64_t> convTransposePadBegin(const TensorType &x, const TensorType &w, const Attrs &attrs) {
   return convTransposeGeometry(x, w, attrs).padBegin;
 }

@@ -10,6 +10,8 @@
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
+//   Im2Col(X, kernel_shape, strides, dilations): the patches of an NHWC image as rows,
+//     Y[n, oh, ow, (kh·KW + kw)·C + c] = X[n, oh·sh + kh·dh, ow·sw + kw·dw, c] (unpadded)
 // (ConvNhwc keeps W in ONNX's [M, C/group, KH, KW] layout: only activations change layout.)
 #include "compiler/ops/OpSemantics.h"
 #include "compiler/ops/OpUtil.h"
@@ -235,8 +237,52 @@ FlopsFn nhwcFlops(const char *name, const char *nchw) {
   };
 }
 
+// ---- Im2Col ----------------------------------------------------------------------------------
+
+struct Im2ColGeometry {
+  int64_t N, H, W, C, KH, KW, sh, sw, dh, dw, OH, OW;
+};
+
+Im2ColGeometry im2colGeometry(const TensorType &x, const Attrs &attrs) {
+  check(x.shape.size() == 4, "Im2Col: X must be an NHWC image (rank 4), got " + shapeString(x.shape));
+  Shape k = attrs.getInts("kernel_shape", {}), s = attrs.getInts("strides", {1, 1}), d = attrs.getInts("dilations", {1, 1});
+  check(k.size() == 2 && s.size() == 2 && d.size() == 2, "Im2Col: kernel_shape, strides and dilations need 2 values");
+  for (size_t a = 0; a < 2; ++a) check(k[a] >= 1 && s[a] >= 1 && d[a] >= 1, "Im2Col: sizes must be >= 1");
+  Im2ColGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], 0, 0};
+  int64_t effH = (g.KH - 1) * g.dh + 1, effW = (g.KW - 1) * g.dw + 1;
+  check(g.H >= effH && g.W >= effW, "Im2Col: the kernel is larger than the image " + shapeString(x.shape));
+  g.OH = (g.H - effH) / g.sh + 1;
+  g.OW = (g.W - effW) / g.sw + 1;
+  return g;
+}
+
+std::vector<TensorType> im2colShape(const ShapeContext &ctx) {
+  check(ctx.inputs.size() == 1 && ctx.numOutputs == 1, "Im2Col has one input and one output");
+  Im2ColGeometry g = im2colGeometry(ctx.inputs[0], ctx.attrs);
+  return {TensorType{ctx.inputs[0].dtype, {g.N, g.OH, g.OW, g.KH * g.KW * g.C}}};
+}
+
+std::vector<Tensor> im2colEval(const EvalContext &ctx) {
+  const Tensor &x = ctx.in(0);
+  Im2ColGeometry g = im2colGeometry(TensorType{x.dtype, x.shape}, ctx.attrs);
+  Tensor y(x.dtype, {g.N, g.OH, g.OW, g.KH * g.KW * g.C});
+  int64_t o = 0;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oh = 0; oh < g.OH; ++oh)
+      for (int64_t ow = 0; ow < g.OW; ++ow)
+        for (int64_t kh = 0; kh < g.KH; ++kh)
+          for (int64_t kw = 0; kw < g.KW; ++kw)
+            for (int64_t c = 0; c < g.C; ++c, ++o) {
+              int64_t src = ((n * g.H + oh * g.sh + kh * g.dh) * g.W + ow * g.sw + kw * g.dw) * g.C + c;
+              if (y.isFloating()) y.f[o] = x.f[src];
+              else y.i[o] = x.i[src];
+            }
+  return {y};
+}
+
 }  // namespace
 
+KILN_REGISTER_OP({"Im2Col", im2colShape, im2colEval, nullptr});
 KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedMatMul", quantizedMatMulShape, quantizedMatMulEval, quantizedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedConv", quantizedConvShape, quantizedConvEval, quantizedConvFlops});

@@ -131,6 +131,11 @@ TEST(Layout, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc"}); }));
 }
 
+// Convolutions as patch matrices times weights: the same sums in another order.
+TEST(Layout, Im2colPreservesSemantics) {
+  expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=im2col"}); }), 1e-6);
+}
+
 TEST(SimplifyTransposes, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/simplify_transposes.mlir", nested([] { return kiln::createSimplifyTransposes(); }));
 }
