@@ -199,7 +199,7 @@ if [ "$mode" = quick ]; then
            models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt models/tiny/pool_same.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
     for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
-             "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit"; do
+             "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col"; do
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done

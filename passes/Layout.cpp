@@ -71,7 +71,7 @@ bool padChannels(Value &xt, Value &w, OpBuilder &b, Location loc) {
   return true;
 }
 
-// The NHWC convolution of `xt` by the constant `w` as [Pad →] Im2Col → MatMul(patches, W as
+// The NHWC convolution of `xt` by the constant `w` as Im2Col → MatMul(patches, W as
 // [KH·KW·C, M]) [→ Add(B)], if `algo` (conv.algo) asks for it and the convolution reads a window
 // (a 1x1, stride-1, unpadded one is a plain product already); else a null value.
 Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuilder &b) {
@@ -89,20 +89,11 @@ Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuil
   if (algo == "auto" && (!isHalf(xType) || patchBytes > kIm2colMaxBytes)) return {};
   Location loc = conv.getLoc();
   std::string err;
-  Value x = xt;
-  if (padded) {
-    ops::Tensor pads(ops::DType::I64, {8});  // NHWC: [0, top, left, 0, 0, bottom, right, 0]
-    pads.setInt(1, begin[0]), pads.setInt(2, begin[1]), pads.setInt(5, end[0]), pads.setInt(6, end[1]);
-    Value none = b.create<NoneOp>(loc).getResult();
-    Operation *p = createInferred(b, loc, "kiln.pad", {x, createConstant(b, loc, pads), none, none},
-                                  {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
-    if (!p) return {};
-    x = p->getResult(0);
-  }
-  Operation *cols = createInferred(b, loc, "kiln.im2col", {x},
+  Operation *cols = createInferred(b, loc, "kiln.im2col", {xt},
                                    {b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({KH, KW})),
                                     b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
-                                    b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations))},
+                                    b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations)),
+                                    b.getNamedAttr("pads", b.getDenseI64ArrayAttr({begin[0], begin[1], end[0], end[1]}))},
                                    &err);
   if (!cols) return {};
   ops::Tensor wm(wt->dtype, {KH * KW * C, M});  // [M, C, KH, KW] → [(kh, kw, c), m]

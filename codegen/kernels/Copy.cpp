@@ -259,4 +259,58 @@ KernelLaunch emitPad(const PadSpec &s) {
   return k;
 }
 
+KernelLaunch emitIm2Col(const Im2ColSpec &s) {
+  if (s.N < 1 || s.H < 1 || s.W < 1 || s.C < 1 || s.KH < 1 || s.KW < 1 || s.OH < 1 || s.OW < 1 || s.strideH < 1 ||
+      s.strideW < 1 || s.dilationH < 1 || s.dilationW < 1)
+    throw std::invalid_argument("im2col: sizes must be >= 1");
+  const size_t elem = elemSize(s.type);
+  const int64_t total = s.N * s.OH * s.OW * s.KH * s.KW * s.C;
+  std::string idx = indexType(total + s.N * s.H * s.W * s.C + 8192 * 256);
+  int vec = 1;  // channels per word
+  for (int64_t bytes : {16, 8, 4})
+    if (bytes > int64_t(elem) && s.C * int64_t(elem) % bytes == 0) {
+      vec = int(bytes / int64_t(elem));
+      break;
+    }
+  auto L = [](int64_t v) { return std::to_string(v); };
+  // The loop over words of `v` channels of type `w`.
+  auto loop = [&](const std::string &w, int v) {
+    int64_t cw = s.C / v;
+    std::string r = "    const " + w + "* __restrict__ vin = reinterpret_cast<const " + w + "*>(in);\n";
+    r += "    " + w + "* __restrict__ vout = reinterpret_cast<" + w + "*>(out);\n";
+    r += "    for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < " + L(total / v) + "; i += (" +
+         idx + ")gridDim.x * blockDim.x) {\n";
+    r += "      " + idx + " t = i;\n";
+    r += "      const int c = (int)(t % " + L(cw) + "); t /= " + L(cw) + ";\n";
+    r += "      const int kw = (int)(t % " + L(s.KW) + "); t /= " + L(s.KW) + ";\n";
+    r += "      const int kh = (int)(t % " + L(s.KH) + "); t /= " + L(s.KH) + ";\n";
+    r += "      const int ow = (int)(t % " + L(s.OW) + "); t /= " + L(s.OW) + ";\n";
+    r += "      const int oh = (int)(t % " + L(s.OH) + "); t /= " + L(s.OH) + ";\n";
+    r += "      const int ih = oh * " + L(s.strideH) + " + kh * " + L(s.dilationH) + " - " + L(s.padTop) + ";\n";
+    r += "      const int iw = ow * " + L(s.strideW) + " + kw * " + L(s.dilationW) + " - " + L(s.padLeft) + ";\n";
+    r += "      " + w + " x = {};\n";
+    r += "      if ((unsigned)ih < " + L(s.H) + "u && (unsigned)iw < " + L(s.W) + "u) x = vin[((t * " + L(s.H) + " + ih) * " +
+         L(s.W) + " + iw) * " + L(cw) + " + c];\n";
+    r += "      vout[i] = x;\n    }\n";
+    return r;
+  };
+  std::string src = "// kiln im2col: [" + L(s.N) + "," + L(s.H) + "," + L(s.W) + "," + L(s.C) + "] -> " + L(total) +
+                    " elements of " + L(int64_t(elem)) + " bytes\n";
+  src += "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
+  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const " + std::string(wordType(s.type)) +
+         "* __restrict__ in, " + wordType(s.type) + "* __restrict__ out) {\n";
+  if (vec > 1) {
+    int64_t bytes = vec * int64_t(elem);
+    src += "  if (((((unsigned long long)in) | ((unsigned long long)out)) & " + L(bytes - 1) + ") == 0) {\n";
+    src += loop(bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int", vec);
+    src += "    return;\n  }\n";
+  }
+  src += "  {\n" + loop(wordType(s.type), 1) + "  }\n}\n";
+  KernelLaunch k = finalizeKernel("im2col", src);
+  k.block = {256, 1, 1};
+  k.grid = {gridStrideBlocks(total / vec, 256), 1, 1};
+  k.numParams = 2;
+  return k;
+}
+
 }  // namespace kiln::codegen

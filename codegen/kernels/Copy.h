@@ -66,4 +66,15 @@ struct PadSpec {
 };
 KernelLaunch emitPad(const PadSpec &spec);
 
+// Im2Col (a kiln-internal op): the patches of an NHWC image x[N, H, W, C] as the rows of
+// out[N, OH, OW, KH·KW·C], zero where a tap falls in the padding. One thread per word of
+// channels (16 bytes where C allows and the pointers are aligned).
+// Kernel parameters: in, out.
+struct Im2ColSpec {
+  int64_t N = 1, H = 1, W = 1, C = 1, KH = 1, KW = 1, OH = 1, OW = 1;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, padTop = 0, padLeft = 0;
+  ElemType type = ElemType::F32;
+};
+KernelLaunch emitIm2Col(const Im2ColSpec &spec);
+
 }  // namespace kiln::codegen

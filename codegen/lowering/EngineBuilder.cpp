@@ -833,15 +833,15 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, emitCopy(transposeCopy(x, perm, et)), {operands[0], out});
     return;
   }
-  if (type == "Im2Col") {  // one strided copy: patch element (n, oh, ow, kh, kw, c) of the image
+  if (type == "Im2Col") {
     Shape x = shapeOf(operands[0]);
-    auto k = attrs.getInts("kernel_shape"), st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
-    int64_t W = x[2], C = x[3];
-    CopySpec s;
+    auto k = attrs.getInts("kernel_shape"), st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1}),
+         pads = intsOr(attrs, "pads", {0, 0, 0, 0});
+    Im2ColSpec s;
     s.type = et;
-    s.dims = {x[0], outShape[1], outShape[2], k[0], k[1], C};
-    s.inStrides = {x[1] * W * C, st[0] * W * C, st[1] * C, dl[0] * W * C, dl[1] * C, 1};
-    addLaunch(op, emitCopy(s), {operands[0], out});
+    s.N = x[0], s.H = x[1], s.W = x[2], s.C = x[3], s.KH = k[0], s.KW = k[1], s.OH = outShape[1], s.OW = outShape[2];
+    s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1], s.padTop = pads[0], s.padLeft = pads[1];
+    addLaunch(op, emitIm2Col(s), {operands[0], out});
     return;
   }
   if (type == "Concat") {

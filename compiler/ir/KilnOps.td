@@ -310,10 +310,10 @@ def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
   let results = (outs Kiln_Tensor:$Y);
 }
 // The patches of an NHWC image as rows: Y[n, oh, ow, (kh·KW + kw)·C + c] =
-// X[n, oh·sh + kh·dh, ow·sw + kw·dw, c] (no padding: a Pad before it supplies that). A
-// convolution is then one matrix product of Y with its weights as [KH·KW·C, M].
+// X[n, oh·sh + kh·dh - top, ow·sw + kw·dw - left, c], 0 outside the image (pads: top, left,
+// bottom, right). A convolution is then one matrix product of Y with its weights as [KH·KW·C, M].
 def Kiln_Im2ColOp : Kiln_UnaryOp<"im2col", "Im2Col", (ins IntsOpt:$kernel_shape, IntsOpt:$strides,
-                                                          IntsOpt:$dilations)>;
+                                                          IntsOpt:$dilations, IntsOpt:$pads)>;
 def Kiln_MaxPoolNhwcOp : Kiln_UnaryOp<"max_pool_nhwc", "MaxPoolNhwc",
     (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, IntsOpt:$dilations, IntsOpt:$kernel_shape,
      IntsOpt:$pads, I64Opt:$storage_order, IntsOpt:$strides)>;

@@ -10,8 +10,9 @@
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
-//   Im2Col(X, kernel_shape, strides, dilations): the patches of an NHWC image as rows,
-//     Y[n, oh, ow, (kh·KW + kw)·C + c] = X[n, oh·sh + kh·dh, ow·sw + kw·dw, c] (unpadded)
+//   Im2Col(X, kernel_shape, strides, dilations, pads): the patches of an NHWC image as rows,
+//     Y[n, oh, ow, (kh·KW + kw)·C + c] = X[n, oh·sh + kh·dh - top, ow·sw + kw·dw - left, c], 0
+//     outside the image (pads [top, left, bottom, right])
 // (ConvNhwc keeps W in ONNX's [M, C/group, KH, KW] layout: only activations change layout.)
 #include "compiler/ops/OpSemantics.h"
 #include "compiler/ops/OpUtil.h"
@@ -240,19 +241,22 @@ FlopsFn nhwcFlops(const char *name, const char *nchw) {
 // ---- Im2Col ----------------------------------------------------------------------------------
 
 struct Im2ColGeometry {
-  int64_t N, H, W, C, KH, KW, sh, sw, dh, dw, OH, OW;
+  int64_t N, H, W, C, KH, KW, sh, sw, dh, dw, top, left, OH, OW;
 };
 
 Im2ColGeometry im2colGeometry(const TensorType &x, const Attrs &attrs) {
   check(x.shape.size() == 4, "Im2Col: X must be an NHWC image (rank 4), got " + shapeString(x.shape));
-  Shape k = attrs.getInts("kernel_shape", {}), s = attrs.getInts("strides", {1, 1}), d = attrs.getInts("dilations", {1, 1});
-  check(k.size() == 2 && s.size() == 2 && d.size() == 2, "Im2Col: kernel_shape, strides and dilations need 2 values");
+  Shape k = attrs.getInts("kernel_shape", {}), s = attrs.getInts("strides", {1, 1}), d = attrs.getInts("dilations", {1, 1}),
+        p = attrs.getInts("pads", {0, 0, 0, 0});
+  check(k.size() == 2 && s.size() == 2 && d.size() == 2 && p.size() == 4,
+        "Im2Col: kernel_shape, strides and dilations need 2 values, pads 4");
   for (size_t a = 0; a < 2; ++a) check(k[a] >= 1 && s[a] >= 1 && d[a] >= 1, "Im2Col: sizes must be >= 1");
-  Im2ColGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], 0, 0};
-  int64_t effH = (g.KH - 1) * g.dh + 1, effW = (g.KW - 1) * g.dw + 1;
-  check(g.H >= effH && g.W >= effW, "Im2Col: the kernel is larger than the image " + shapeString(x.shape));
-  g.OH = (g.H - effH) / g.sh + 1;
-  g.OW = (g.W - effW) / g.sw + 1;
+  for (int64_t v : p) check(v >= 0, "Im2Col: pads must be >= 0");
+  Im2ColGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], p[0], p[1], 0, 0};
+  int64_t effH = (g.KH - 1) * g.dh + 1, effW = (g.KW - 1) * g.dw + 1, H = g.H + p[0] + p[2], W = g.W + p[1] + p[3];
+  check(H >= effH && W >= effW, "Im2Col: the kernel is larger than the padded image " + shapeString(x.shape));
+  g.OH = (H - effH) / g.sh + 1;
+  g.OW = (W - effW) / g.sw + 1;
   return g;
 }
 
@@ -273,7 +277,9 @@ std::vector<Tensor> im2colEval(const EvalContext &ctx) {
         for (int64_t kh = 0; kh < g.KH; ++kh)
           for (int64_t kw = 0; kw < g.KW; ++kw)
             for (int64_t c = 0; c < g.C; ++c, ++o) {
-              int64_t src = ((n * g.H + oh * g.sh + kh * g.dh) * g.W + ow * g.sw + kw * g.dw) * g.C + c;
+              int64_t ih = oh * g.sh + kh * g.dh - g.top, iw = ow * g.sw + kw * g.dw - g.left;
+              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;  // (y is zero-filled)
+              int64_t src = ((n * g.H + ih) * g.W + iw) * g.C + c;
               if (y.isFloating()) y.f[o] = x.f[src];
               else y.i[o] = x.i[src];
             }

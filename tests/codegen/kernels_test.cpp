@@ -505,6 +505,24 @@ TEST(CopyKernels, TransposeSliceConcatExpandTileGather) {
   EXPECT_THROW(sliceCopy({4}, {3}, {1}, {2}), std::invalid_argument);
 }
 
+// Patches of an NHWC image: 16-byte words of 8 halves (64 channels), element words for 3 float
+// channels; strides, dilations and padding are constants of the source.
+TEST(CopyKernels, Im2Col) {
+  Im2ColSpec s;
+  s.N = 2, s.H = 9, s.W = 7, s.C = 64, s.KH = 3, s.KW = 3, s.OH = 5, s.OW = 4;
+  s.strideH = s.strideW = 2, s.padTop = s.padLeft = 1, s.type = ElemType::F16;
+  KernelLaunch half = emitIm2Col(s);
+  EXPECT_NE(half.source.find("const kiln_w16* __restrict__ vin"), std::string::npos);
+  EXPECT_EQ(half.grid[0], kernels::gridStrideBlocks(2 * 5 * 4 * 9 * 64 / 8, 256));
+  expectKernel(half, 2);
+  s.C = 3, s.dilationH = 2, s.OH = 3, s.type = ElemType::F32;
+  KernelLaunch rgb = emitIm2Col(s);
+  EXPECT_EQ(rgb.source.find("vin[((t"), rgb.source.rfind("vin[((t")) << "one (element) loop only";
+  expectKernel(rgb, 2);
+  s.KH = 0;
+  EXPECT_THROW(emitIm2Col(s), std::invalid_argument);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The GPU harness's cases all map to kernels that compile.
 

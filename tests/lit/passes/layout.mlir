@@ -21,8 +21,7 @@
 // The 3x3 convolution as patches times weights; the 1x1 one is a plain product already.
 // IM2COL-LABEL: func.func @chain
 // IM2COL: %[[X:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
-// IM2COL: %[[P:.*]] = kiln.pad %[[X]], {{.*}} -> tensor<2x8x7x3xf32>
-// IM2COL: %[[C:.*]] = kiln.im2col %[[P]] {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>} : (tensor<2x8x7x3xf32>) -> tensor<2x6x5x27xf32>
+// IM2COL: %[[C:.*]] = kiln.im2col %[[X]] {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x6x5x3xf32>) -> tensor<2x6x5x27xf32>
 // IM2COL: %[[W:.*]] = kiln.constant {{.*}} : tensor<27x8xf32>
 // IM2COL: %[[M:.*]] = kiln.matmul %[[C]], %[[W]] : (tensor<2x6x5x27xf32>, tensor<27x8xf32>) -> tensor<2x6x5x8xf32>
 // IM2COL: kiln.relu %[[M]]
@@ -69,9 +68,8 @@ func.func @boundary(%x: tensor<1x4x5x5xf16>) -> tensor<1x4x5x5xf16> {
 // CHECK: kiln.conv_nhwc %[[P]], %{{.*}} : (tensor<1x9x9x8xf16>, tensor<4x8x3x3xf16>, none) -> tensor<1x9x9x4xf16>
 // In half precision a small patch matrix is written out by default (conv.algo auto).
 // AUTO-LABEL: func.func @rgb_stem
-// AUTO: kiln.pad {{.*}} -> tensor<1x9x9x8xf16>
-// AUTO: kiln.pad {{.*}} -> tensor<1x11x11x8xf16>
-// AUTO: kiln.im2col {{.*}} -> tensor<1x9x9x72xf16>
+// AUTO: %[[P:.*]] = kiln.pad {{.*}} -> tensor<1x9x9x8xf16>
+// AUTO: kiln.im2col %[[P]] {{.*}} -> tensor<1x9x9x72xf16>
 // AUTO: kiln.matmul {{.*}} : (tensor<1x9x9x72xf16>, tensor<72x4xf16>) -> tensor<1x9x9x4xf16>
 func.func @rgb_stem(%x: tensor<1x3x9x9xf16>) -> tensor<1x4x9x9xf16> {
   %w = kiln.constant dense<0.5> : tensor<4x3x3x3xf16>
@@ -130,8 +128,7 @@ func.func @int8_conv(%x: tensor<1x16x3x3xi8>) -> tensor<1x2x3x3xf32> {
 // Stride 2, SAME_UPPER padding (odd: one row and column at the end), a bias: the bias is an Add
 // after the product.
 // IM2COL-LABEL: func.func @strided_bias
-// IM2COL: kiln.pad {{.*}} : (tensor<1x8x8x4xf32>, tensor<8xi64>, none, none) -> tensor<1x9x9x4xf32>
-// IM2COL: kiln.im2col {{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>} : (tensor<1x9x9x4xf32>) -> tensor<1x4x4x36xf32>
+// IM2COL: kiln.im2col {{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x8x8x4xf32>) -> tensor<1x4x4x36xf32>
 // IM2COL: %[[M:.*]] = kiln.matmul {{.*}} -> tensor<1x4x4x6xf32>
 // IM2COL: kiln.add %[[M]], %{{.*}} : (tensor<1x4x4x6xf32>, tensor<6xf32>) -> tensor<1x4x4x6xf32>
 func.func @strided_bias(%x: tensor<1x4x8x8xf32>) -> tensor<1x6x4x4xf32> {
