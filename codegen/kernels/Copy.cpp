@@ -223,38 +223,71 @@ KernelLaunch emitPad(const PadSpec &s) {
   }
   const int64_t total = numElementsOf(out);
   std::string idx = indexType(total + numElementsOf(s.inShape) + 8192 * 256);
-  std::string src = "// kiln pad (" + s.mode + "): " + std::to_string(total) + " elements\n";
-  src += kDevicePrelude;
-  src += "typedef " + std::string(storageTypeName(s.type)) + " T;\n";
-  src += "KILN_DEV long long floor_mod(long long a, long long b) { long long m = a % b; return m < 0 ? m + b : m; }\n";
-  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ in, T* __restrict__ out) {\n";
-  src += "  for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < (" + idx + ")" +
-         std::to_string(total) + "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
-  src += "    long long r_ = i, src = 0; bool inside = true;\n";
-  for (size_t d = r; d-- > 0;) {
+  // Dim d's coordinate from r_ (which it then divides), its source offset added to `src`.
+  auto dimCode = [&](size_t d) {
     int64_t dim = s.inShape[d];
     int64_t lo = std::max<int64_t>(0, -s.before[d]);
     int64_t len = dim - lo - std::max<int64_t>(0, -s.after[d]);
-    src += "    { long long c = r_ % " + std::to_string(out[d]) + "LL; r_ /= " + std::to_string(out[d]) + "LL;";
-    src += " long long x = c - (" + std::to_string(s.before[d]) + "LL);";
+    std::string c = "    { long long c = r_ % " + std::to_string(out[d]) + "LL; r_ /= " + std::to_string(out[d]) + "LL;";
+    c += " long long x = c - (" + std::to_string(s.before[d]) + "LL);";
     if (s.mode == "constant") {
-      src += " inside = inside && x >= 0 && x < " + std::to_string(dim) + "LL;";
+      c += " inside = inside && x >= 0 && x < " + std::to_string(dim) + "LL;";
     } else {
-      src += " long long j = x - " + std::to_string(lo) + "LL;";
-      if (s.mode == "edge") src += " j = j < 0 ? 0 : j > " + std::to_string(len - 1) + "LL ? " + std::to_string(len - 1) + "LL : j;";
-      else if (s.mode == "wrap") src += " j = floor_mod(j, " + std::to_string(std::max<int64_t>(len, 1)) + "LL);";
-      else if (len == 1) src += " j = 0;";
-      else src += " j = floor_mod(j, " + std::to_string(2 * (len - 1)) + "LL); if (j >= " + std::to_string(len) + "LL) j = " +
-                  std::to_string(2 * (len - 1)) + "LL - j;";
-      src += " x = j + " + std::to_string(lo) + "LL;";
+      c += " long long j = x - " + std::to_string(lo) + "LL;";
+      if (s.mode == "edge") c += " j = j < 0 ? 0 : j > " + std::to_string(len - 1) + "LL ? " + std::to_string(len - 1) + "LL : j;";
+      else if (s.mode == "wrap") c += " j = floor_mod(j, " + std::to_string(std::max<int64_t>(len, 1)) + "LL);";
+      else if (len == 1) c += " j = 0;";
+      else c += " j = floor_mod(j, " + std::to_string(2 * (len - 1)) + "LL); if (j >= " + std::to_string(len) + "LL) j = " +
+                std::to_string(2 * (len - 1)) + "LL - j;";
+      c += " x = j + " + std::to_string(lo) + "LL;";
     }
-    src += " src += x * " + std::to_string(inStrides[d]) + "LL; }\n";
+    return c + " src += x * " + std::to_string(inStrides[d]) + "LL; }\n";
+  };
+  const std::string value = storeExpr(s.type, floatLiteral(static_cast<float>(s.value)));
+  std::string src = "// kiln pad (" + s.mode + "): " + std::to_string(total) + " elements\n";
+  src += kDevicePrelude;
+  src += "typedef " + std::string(storageTypeName(s.type)) + " T;\n";
+  src += "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
+  src += "KILN_DEV long long floor_mod(long long a, long long b) { long long m = a % b; return m < 0 ? m + b : m; }\n";
+  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ in, T* __restrict__ out) {\n";
+  // Constant padding: words of `vec` consecutive elements along the last dim per thread (the
+  // outer coordinates decoded once per word; 16/8/4-byte stores) when the output is aligned.
+  int vec = 1;
+  if (s.mode == "constant" && r > 0)
+    for (int64_t bytes : {16, 8, 4}) {
+      int64_t v = bytes / int64_t(elemSize(s.type));
+      if (v >= 2 && out[r - 1] % v == 0) {
+        vec = int(v);
+        break;
+      }
+    }
+  if (vec > 1) {
+    int64_t bytes = vec * int64_t(elemSize(s.type)), last = s.inShape[r - 1];
+    std::string w = bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int";
+    src += "  if ((((unsigned long long)out) & " + std::to_string(bytes - 1) + ") == 0) {\n";
+    src += "  for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < (" + idx + ")" +
+           std::to_string(total / vec) + "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
+    src += "    long long r_ = i * " + std::to_string(vec) + "LL, src = 0; bool inside = true;\n";
+    src += "    const long long c0 = r_ % " + std::to_string(out[r - 1]) + "LL - (" + std::to_string(s.before[r - 1]) +
+           "LL); r_ /= " + std::to_string(out[r - 1]) + "LL;\n";
+    for (size_t d = r - 1; d-- > 0;) src += dimCode(d);
+    src += "    union { " + w + " w; T e[" + std::to_string(vec) + "]; } u;\n";
+    src += "    #pragma unroll\n    for (int k = 0; k < " + std::to_string(vec) + "; ++k) {\n";
+    src += "      const long long x = c0 + k;\n";
+    src += "      u.e[k] = inside && x >= 0 && x < " + std::to_string(last) + "LL ? in[src + x] : " + value + ";\n";
+    src += "    }\n";
+    src += "    reinterpret_cast<" + w + "*>(out)[i] = u.w;\n";
+    src += "  }\n  return;\n  }\n";
   }
-  src += "    out[i] = inside ? in[src] : " + storeExpr(s.type, floatLiteral(static_cast<float>(s.value))) + ";\n";
+  src += "  for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < (" + idx + ")" +
+         std::to_string(total) + "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
+  src += "    long long r_ = i, src = 0; bool inside = true;\n";
+  for (size_t d = r; d-- > 0;) src += dimCode(d);
+  src += "    out[i] = inside ? in[src] : " + value + ";\n";
   src += "  }\n}\n";
   KernelLaunch k = finalizeKernel("pad", src);
   k.block = {256, 1, 1};
-  k.grid = {gridStrideBlocks(total, 256), 1, 1};
+  k.grid = {gridStrideBlocks(total / vec, 256), 1, 1};
   k.numParams = 2;
   return k;
 }

@@ -505,6 +505,27 @@ TEST(CopyKernels, TransposeSliceConcatExpandTileGather) {
   EXPECT_THROW(sliceCopy({4}, {3}, {1}, {2}), std::invalid_argument);
 }
 
+// Constant padding stores words along the last dim (the NHWC channel pad of an RGB stem: 8 halves,
+// one 16-byte word per pixel); other modes, and last dims that no word divides, go element-wise.
+TEST(CopyKernels, PadWords) {
+  PadSpec rgb;
+  rgb.inShape = {2, 5, 7, 3}, rgb.before = {0, 0, 0, 0}, rgb.after = {0, 0, 0, 5}, rgb.type = ElemType::F16;
+  KernelLaunch k = emitPad(rgb);
+  EXPECT_NE(k.source.find("union { kiln_w16 w; T e[8]; } u;"), std::string::npos);
+  EXPECT_EQ(k.grid[0], kernels::gridStrideBlocks(2 * 5 * 7, 256));
+  expectKernel(k, 2);
+  PadSpec spatial;  // NHWC spatial padding of 6 floats: 8-byte words
+  spatial.inShape = {1, 4, 4, 6}, spatial.before = {0, 1, 1, 0}, spatial.after = {0, 2, 1, 0};
+  KernelLaunch f = emitPad(spatial);
+  EXPECT_NE(f.source.find("union { unsigned long long w; T e[2]; } u;"), std::string::npos);
+  expectKernel(f, 2);
+  spatial.mode = "reflect";
+  EXPECT_EQ(emitPad(spatial).source.find("union"), std::string::npos);
+  spatial.mode = "constant", spatial.inShape = {3, 5}, spatial.before = {1, 1}, spatial.after = {0, 1};
+  EXPECT_EQ(emitPad(spatial).source.find("union"), std::string::npos);
+  expectKernel(emitPad(spatial), 2);
+}
+
 // Patches of an NHWC image: 16-byte words of 8 halves (64 channels), element words for 3 float
 // channels; strides, dilations and padding are constants of the source.
 TEST(CopyKernels, Im2Col) {
