@@ -1,6 +1,7 @@
 // One form for matrix products (see Passes.td): Gemm → TransposedMatMul + elementwise epilogue
 // ops; transposes feeding a product folded into its operand permutations; constant scalar
-// scales of an operand moved to the product's result.
+// scales of an operand moved to the product's result; large products with a constant B and an
+// odd column count padded to a multiple of 8 columns.
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -17,6 +18,12 @@ KILN_KNOB(kFuseScale, {"fusion.scale", {"on", "off"}, "on",
 KILN_KNOB(kFuseTranspose, {"fusion.transpose", {"on", "off"}, "on",
                            "Read transposed matrix-product operands in place instead of copying them",
                            knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
+
+KILN_KNOB(kGemmPad, {"gemm.pad", {"on", "off"}, "on",
+                     "Pad the columns of a large matrix product with a constant B (at least 2^20 result "
+                     "elements) to a multiple of 8, then slice the result: rows of an odd length (GPT-2's "
+                     "50257-word head) keep cuBLASLt off its fast kernels",
+                     knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 
 namespace {
 
@@ -137,6 +144,47 @@ bool foldOperandScale(Operation *mm, unsigned k, OpBuilder &b) {
   return true;
 }
 
+// Y = A·B with a constant 2-D B of N columns, N not a multiple of 8, and at least 2^20 result
+// elements → Slice(A·B', columns [0, N)) with B' = B and zero columns up to a multiple of 8: the
+// product's rows are then 16-byte aligned, which cuBLASLt's fast kernels need; the slice costs
+// one copy of the result.
+bool padColumns(Operation *mm, OpBuilder &b) {
+  auto bt = constantValue(mm->getOperand(1), int64_t(1) << 28);
+  auto yType = cast<RankedTensorType>(mm->getResult(0).getType());
+  if (!bt || bt->rank() != 2 || yType.getRank() < 2) return false;
+  bool stored = isa<TransposedMatMulOp>(mm) && permAttr(mm, "perm_b", 2) == std::vector<int64_t>{1, 0};  // B stored [N, K]
+  int64_t N = yType.getShape().back(), N8 = (N + 7) / 8 * 8;
+  if (N % 8 == 0 || yType.getNumElements() < (int64_t(1) << 20) || bt->shape[stored ? 0 : 1] != N) return false;
+  int64_t K = bt->shape[stored ? 1 : 0];
+  ops::Tensor padded(bt->dtype, stored ? ops::Shape{N8, K} : ops::Shape{K, N8});
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      if (stored) padded.f[n * K + k] = bt->f[n * K + k];
+      else padded.f[k * N8 + n] = bt->f[k * N + n];
+    }
+  Location loc = mm->getLoc();
+  b.setInsertionPoint(mm);
+  std::string err;
+  Operation *wide = createInferred(b, loc, mm->getName().getStringRef(), {mm->getOperand(0), createConstant(b, loc, padded)},
+                                   mm->getAttrs(), &err);
+  if (!wide) return false;
+  auto i64 = [&](int64_t v) {
+    ops::Tensor t(ops::DType::I64, {1});
+    t.setInt(0, v);
+    return createConstant(b, loc, t);
+  };
+  Value none = b.create<NoneOp>(loc).getResult();
+  Operation *slice = createInferred(b, loc, "kiln.slice", {wide->getResult(0), i64(0), i64(N), i64(-1), none}, {}, &err);
+  if (!slice || slice->getResult(0).getType() != mm->getResult(0).getType()) {
+    if (slice) slice->erase();
+    wide->erase();
+    return false;
+  }
+  mm->getResult(0).replaceAllUsesWith(slice->getResult(0));
+  mm->erase();
+  return true;
+}
+
 struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearPass> {
   using CanonicalizeLinearBase::CanonicalizeLinearBase;
 
@@ -163,6 +211,13 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
             changed = true;
             break;  // mm may have been replaced
           }
+    }
+    if (r.get(kGemmPad) == "on") {
+      SmallVector<Operation *> products;
+      getOperation().walk([&](Operation *op) {
+        if (isa<MatMulOp, TransposedMatMulOp>(op)) products.push_back(op);
+      });
+      for (Operation *mm : products) padColumns(mm, b);
     }
   }
 };

@@ -1,5 +1,5 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s
-// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=fusion.transpose=off | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s -split-input-file '-kiln-canonicalize-linear=route=fusion.transpose=off;gemm.pad=off' | FileCheck %s --check-prefix=OFF
 
 // Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
 // CHECK-LABEL: func.func @gemm
@@ -90,4 +90,31 @@ func.func @scaled_query(%q: tensor<5x6x4xf32>, %k: tensor<5x6x4xf32>, %s: tensor
   %m = kiln.mul %q, %s : (tensor<5x6x4xf32>, tensor<f32>) -> tensor<5x6x4xf32>
   %p = kiln.matmul %m, %w : (tensor<5x6x4xf32>, tensor<4x3xf32>) -> tensor<5x6x3xf32>
   return %scores, %p, %m : tensor<6x5x5xf32>, tensor<5x6x3xf32>, tensor<5x6x4xf32>
+}
+
+// -----
+
+// A large product (2^20 result elements or more) with a constant B of an odd column count: B is
+// padded with zero columns to a multiple of 8 and the result sliced back (gemm.pad). B stored
+// [N, K] (read transposed) pads rows; a product already a multiple of 8 wide, or small, stays.
+// CHECK-LABEL: func.func @pad_columns
+// CHECK: %[[W:.*]] = kiln.constant {{.*}} : tensor<4x1032xf32>
+// CHECK: %[[Y:.*]] = kiln.matmul %arg0, %[[W]] : (tensor<1024x4xf32>, tensor<4x1032xf32>) -> tensor<1024x1032xf32>
+// CHECK: kiln.slice %[[Y]], {{.*}} -> tensor<1024x1025xf32>
+// CHECK: %[[WT:.*]] = kiln.constant {{.*}} : tensor<1032x4xf32>
+// CHECK: %[[YT:.*]] = kiln.transposed_matmul %arg0, %[[WT]] {perm_b = array<i64: 1, 0>} : (tensor<1024x4xf32>, tensor<1032x4xf32>) -> tensor<1024x1032xf32>
+// CHECK: kiln.slice %[[YT]], {{.*}} -> tensor<1024x1025xf32>
+// CHECK: kiln.matmul %arg0, %{{.*}} : (tensor<1024x4xf32>, tensor<4x1024xf32>) -> tensor<1024x1024xf32>
+// CHECK: kiln.matmul %arg1, %{{.*}} : (tensor<8x4xf32>, tensor<4x1025xf32>) -> tensor<8x1025xf32>
+// OFF-LABEL: func.func @pad_columns
+// OFF-NOT: tensor<4x1032xf32>
+func.func @pad_columns(%x: tensor<1024x4xf32>, %s: tensor<8x4xf32>) -> (tensor<1024x1025xf32>, tensor<1024x1025xf32>, tensor<1024x1024xf32>, tensor<8x1025xf32>) {
+  %w = kiln.constant dense<0.5> : tensor<4x1025xf32>
+  %wt = kiln.constant dense<0.25> : tensor<1025x4xf32>
+  %w8 = kiln.constant dense<0.125> : tensor<4x1024xf32>
+  %y = kiln.matmul %x, %w : (tensor<1024x4xf32>, tensor<4x1025xf32>) -> tensor<1024x1025xf32>
+  %yt = kiln.transposed_matmul %x, %wt {perm_b = array<i64: 1, 0>} : (tensor<1024x4xf32>, tensor<1025x4xf32>) -> tensor<1024x1025xf32>
+  %y8 = kiln.matmul %x, %w8 : (tensor<1024x4xf32>, tensor<4x1024xf32>) -> tensor<1024x1024xf32>
+  %ys = kiln.matmul %s, %w : (tensor<8x4xf32>, tensor<4x1025xf32>) -> tensor<8x1025xf32>
+  return %y, %yt, %y8, %ys : tensor<1024x1025xf32>, tensor<1024x1025xf32>, tensor<1024x1024xf32>, tensor<8x1025xf32>
 }
