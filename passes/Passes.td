@@ -90,7 +90,10 @@ def Layout : RoutePass<"kiln-layout", "mlir::func::FuncOp"> {
     then pushed through elementwise ops, pooling (MaxPoolNhwc/AveragePoolNhwc) and global
     average pooling (ReduceMean over H, W), and cancelled where they meet, so a chain of
     convolutions keeps NHWC and transposes remain only at its boundaries. `auto` picks NHWC
-    for half-precision graphs (tensor-core implicit GEMM) and NCHW for float32.
+    for half-precision graphs (tensor-core implicit GEMM) and NCHW for float32. With
+    `conv.algo` (auto: half precision and at most 64 MiB of patches) a group-1 convolution
+    with a window or stride becomes `Im2Col → MatMul(patches, W as [KH·KW·C, M]) → Add(B)`
+    instead of ConvNhwc, so its product can run on cuBLASLt.
   }];
 }
 
