@@ -1,7 +1,8 @@
 // One form for matrix products (see Passes.td): Gemm → TransposedMatMul + elementwise epilogue
 // ops; transposes feeding a product folded into its operand permutations; constant scalar
 // scales of an operand moved to the product's result; large products with a constant B and an
-// odd column count padded to a multiple of 8 columns.
+// odd column count padded to a multiple of 8 columns; column slices of a product with a constant B
+// computed as separate products.
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -19,6 +20,10 @@ KILN_KNOB(kFuseTranspose, {"fusion.transpose", {"on", "off"}, "on",
                            "Read transposed matrix-product operands in place instead of copying them",
                            knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 
+KILN_KNOB(kGemmSplit, {"gemm.split", {"on", "off"}, "on",
+                       "Compute column slices of a product with a constant B (a packed QKV projection) as one "
+                       "product per slice instead of slicing copies out of one result",
+                       knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 KILN_KNOB(kGemmPad, {"gemm.pad", {"on", "off"}, "on",
                      "Pad the columns of a large matrix product with a constant B (at least 2^20 result "
                      "elements) to a multiple of 8, then slice the result: rows of an odd length (GPT-2's "
@@ -144,15 +149,93 @@ bool foldOperandScale(Operation *mm, unsigned k, OpBuilder &b) {
   return true;
 }
 
+// The constant 2-D B of product `mm` (null if B is not one), and whether it is stored [N, K]
+// (read through perm_b = [1, 0]) rather than [K, N].
+std::optional<ops::Tensor> constantB(Operation *mm, bool &stored, int64_t limit) {
+  auto bt = constantValue(mm->getOperand(1), limit);
+  if (!bt || bt->rank() != 2) return std::nullopt;
+  stored = isa<TransposedMatMulOp>(mm) && permAttr(mm, "perm_b", 2) == std::vector<int64_t>{1, 0};
+  return bt;
+}
+
+// Columns [s, e) of a constant B (stored [K, N], or [N, K] when `stored`).
+ops::Tensor columnsOf(const ops::Tensor &bt, bool stored, int64_t s, int64_t e) {
+  int64_t K = bt.shape[stored ? 1 : 0], N = bt.shape[stored ? 0 : 1], n = e - s;
+  ops::Tensor r(bt.dtype, stored ? ops::Shape{n, K} : ops::Shape{K, n});
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < n; ++j) r.f[stored ? j * K + k : k * n + j] = bt.f[stored ? (s + j) * K + k : k * N + s + j];
+  return r;
+}
+
+// Column slices of one product with a constant B (a packed QKV projection, optionally plus a
+// constant bias [N]) → one product per slice with B's columns (and the bias's elements) sliced
+// at build time: each result is then contiguous, so no copy makes it and the attention products
+// can read it as a view. Every user of the product (or of its bias Add) must be such a slice.
+bool splitColumnSlices(Operation *mm, OpBuilder &b) {
+  bool stored = false;
+  auto bt = constantB(mm, stored, int64_t(1) << 26);
+  if (!bt || mm->getResult(0).use_empty()) return false;
+  Value top = mm->getResult(0);
+  std::optional<ops::Tensor> bias;
+  int64_t N = cast<RankedTensorType>(top.getType()).getShape().back();
+  if (top.hasOneUse() && isa<AddOp>(*top.user_begin())) {
+    Operation *add = *top.user_begin();
+    Value other = add->getOperand(0) == top ? add->getOperand(1) : add->getOperand(0);
+    bias = constantValue(other);
+    if (!bias || bias->shape != ops::Shape{N} || add->getResult(0).getType() != top.getType()) return false;
+    top = add->getResult(0);
+  }
+  size_t rank = cast<RankedTensorType>(top.getType()).getRank();
+  struct Part {
+    Operation *slice;
+    int64_t s, e;
+  };
+  std::vector<Part> parts;
+  for (Operation *u : top.getUsers()) {
+    auto sl = dyn_cast<SliceOp>(u);
+    if (!sl || sl.getData() != top || !isa<NoneType>(sl.getSteps().getType())) return false;
+    auto starts = constantValue(sl.getStarts()), ends = constantValue(sl.getEnds());
+    auto axes = isa<NoneType>(sl.getAxes().getType()) ? std::nullopt : constantValue(sl.getAxes());
+    if (!starts || !ends || starts->size() != 1 || ends->size() != 1 || (axes && axes->size() != 1)) return false;
+    int64_t axis = axes ? axes->getInt(0) : 0;
+    if (axis != -1 && axis != int64_t(rank) - 1) return false;
+    int64_t s = std::clamp<int64_t>(starts->getInt(0) < 0 ? starts->getInt(0) + N : starts->getInt(0), 0, N);
+    int64_t e = std::clamp<int64_t>(ends->getInt(0) < 0 ? ends->getInt(0) + N : ends->getInt(0), 0, N);
+    if (e <= s) return false;
+    parts.push_back({u, s, e});
+  }
+  if (parts.empty()) return false;
+  std::string err;
+  for (const Part &p : parts) {
+    b.setInsertionPoint(p.slice);
+    Location loc = p.slice->getLoc();
+    Operation *n = createInferred(b, mm->getLoc(), mm->getName().getStringRef(),
+                                  {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, p.s, p.e))}, mm->getAttrs(), &err);
+    if (!n) return false;  // (checked on the first part: the rest have the same form)
+    Value y = n->getResult(0);
+    if (bias) {
+      ops::Tensor c(bias->dtype, {p.e - p.s});
+      for (int64_t j = p.s; j < p.e; ++j) c.f[j - p.s] = bias->f[j];
+      Operation *add = createInferred(b, loc, "kiln.add", {y, createConstant(b, loc, c)}, {}, &err);
+      if (!add) return false;
+      y = add->getResult(0);
+    }
+    if (y.getType() != p.slice->getResult(0).getType()) return false;
+    p.slice->getResult(0).replaceAllUsesWith(y);
+    p.slice->erase();
+  }
+  return true;
+}
+
 // Y = A·B with a constant 2-D B of N columns, N not a multiple of 8, and at least 2^20 result
 // elements → Slice(A·B', columns [0, N)) with B' = B and zero columns up to a multiple of 8: the
 // product's rows are then 16-byte aligned, which cuBLASLt's fast kernels need; the slice costs
 // one copy of the result.
 bool padColumns(Operation *mm, OpBuilder &b) {
-  auto bt = constantValue(mm->getOperand(1), int64_t(1) << 28);
+  bool stored = false;
+  auto bt = constantB(mm, stored, int64_t(1) << 28);
   auto yType = cast<RankedTensorType>(mm->getResult(0).getType());
-  if (!bt || bt->rank() != 2 || yType.getRank() < 2) return false;
-  bool stored = isa<TransposedMatMulOp>(mm) && permAttr(mm, "perm_b", 2) == std::vector<int64_t>{1, 0};  // B stored [N, K]
+  if (!bt || yType.getRank() < 2) return false;
   int64_t N = yType.getShape().back(), N8 = (N + 7) / 8 * 8;
   if (N % 8 == 0 || yType.getNumElements() < (int64_t(1) << 20) || bt->shape[stored ? 0 : 1] != N) return false;
   int64_t K = bt->shape[stored ? 1 : 0];
@@ -212,13 +295,17 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
             break;  // mm may have been replaced
           }
     }
-    if (r.get(kGemmPad) == "on") {
-      SmallVector<Operation *> products;
+    auto products = [&] {
+      SmallVector<Operation *> list;
       getOperation().walk([&](Operation *op) {
-        if (isa<MatMulOp, TransposedMatMulOp>(op)) products.push_back(op);
+        if (isa<MatMulOp, TransposedMatMulOp>(op)) list.push_back(op);
       });
-      for (Operation *mm : products) padColumns(mm, b);
-    }
+      return list;
+    };
+    if (r.get(kGemmSplit) == "on")
+      for (Operation *mm : products()) splitColumnSlices(mm, b);
+    if (r.get(kGemmPad) == "on")
+      for (Operation *mm : products()) padColumns(mm, b);
   }
 };
 

@@ -1,5 +1,5 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s
-// RUN: %kiln-opt %s -split-input-file '-kiln-canonicalize-linear=route=fusion.transpose=off;gemm.pad=off' | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s -split-input-file '-kiln-canonicalize-linear=route=fusion.transpose=off;gemm.pad=off;gemm.split=off' | FileCheck %s --check-prefix=OFF
 
 // Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
 // CHECK-LABEL: func.func @gemm
@@ -117,4 +117,41 @@ func.func @pad_columns(%x: tensor<1024x4xf32>, %s: tensor<8x4xf32>) -> (tensor<1
   %y8 = kiln.matmul %x, %w8 : (tensor<1024x4xf32>, tensor<4x1024xf32>) -> tensor<1024x1024xf32>
   %ys = kiln.matmul %s, %w : (tensor<8x4xf32>, tensor<4x1025xf32>) -> tensor<8x1025xf32>
   return %y, %yt, %y8, %ys : tensor<1024x1025xf32>, tensor<1024x1025xf32>, tensor<1024x1024xf32>, tensor<8x1025xf32>
+}
+
+// -----
+
+// A packed QKV projection (product, bias, three column slices): one product and bias per slice,
+// B's columns and the bias's elements sliced at build time (gemm.split). A slice of a product
+// with another user, or along another axis, stays.
+// CHECK-LABEL: func.func @split_qkv
+// CHECK: %[[Q:.*]] = kiln.transposed_matmul %arg0, %{{.*}} {perm_b = array<i64: 1, 0>} : (tensor<2x5x4xf32>, tensor<3x4xf32>) -> tensor<2x5x3xf32>
+// CHECK: kiln.add %[[Q]], %{{.*}} : (tensor<2x5x3xf32>, tensor<3xf32>) -> tensor<2x5x3xf32>
+// CHECK: kiln.transposed_matmul %arg0, %{{.*}} : (tensor<2x5x4xf32>, tensor<3x4xf32>) -> tensor<2x5x3xf32>
+// CHECK: kiln.transposed_matmul %arg0, %{{.*}} : (tensor<2x5x4xf32>, tensor<3x4xf32>) -> tensor<2x5x3xf32>
+// CHECK-NOT: kiln.slice
+// CHECK: kiln.matmul %arg0, %{{.*}} : (tensor<2x5x4xf32>, tensor<4x9xf32>) -> tensor<2x5x9xf32>
+// CHECK: kiln.slice
+// CHECK: return
+// OFF-LABEL: func.func @split_qkv
+// OFF-COUNT-3: kiln.slice
+func.func @split_qkv(%x: tensor<2x5x4xf32>) -> (tensor<2x5x3xf32>, tensor<2x5x3xf32>, tensor<2x5x3xf32>, tensor<2x5x9xf32>, tensor<2x5x3xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 1.0, 2.0], [3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, 1.0], [2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0]]> : tensor<9x4xf32>
+  %wt = kiln.transpose %w {perm = array<i64: 1, 0>} : (tensor<9x4xf32>) -> tensor<4x9xf32>
+  %p = kiln.matmul %x, %wt : (tensor<2x5x4xf32>, tensor<4x9xf32>) -> tensor<2x5x9xf32>
+  %bias = kiln.constant dense<[0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5]> : tensor<9xf32>
+  %y = kiln.add %bias, %p : (tensor<9xf32>, tensor<2x5x9xf32>) -> tensor<2x5x9xf32>
+  %axis = kiln.constant dense<-1> : tensor<1xi64>
+  %s0 = kiln.constant dense<0> : tensor<1xi64>
+  %s1 = kiln.constant dense<3> : tensor<1xi64>
+  %s2 = kiln.constant dense<6> : tensor<1xi64>
+  %s3 = kiln.constant dense<9> : tensor<1xi64>
+  %none = kiln.none
+  %q = kiln.slice %y, %s0, %s1, %axis, %none : (tensor<2x5x9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x5x3xf32>
+  %k = kiln.slice %y, %s1, %s2, %axis, %none : (tensor<2x5x9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x5x3xf32>
+  %v = kiln.slice %y, %s2, %s3, %axis, %none : (tensor<2x5x9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x5x3xf32>
+  %w2 = kiln.constant dense<0.25> : tensor<4x9xf32>
+  %p2 = kiln.matmul %x, %w2 : (tensor<2x5x4xf32>, tensor<4x9xf32>) -> tensor<2x5x9xf32>
+  %o = kiln.slice %p2, %s0, %s1, %axis, %none : (tensor<2x5x9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x5x3xf32>
+  return %q, %k, %v, %p2, %o : tensor<2x5x3xf32>, tensor<2x5x3xf32>, tensor<2x5x3xf32>, tensor<2x5x9xf32>, tensor<2x5x3xf32>
 }
