@@ -1,4 +1,4 @@
-// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=gemm.split=on | FileCheck %s
 // RUN: %kiln-opt %s -split-input-file '-kiln-canonicalize-linear=route=fusion.transpose=off;gemm.pad=off;gemm.split=off' | FileCheck %s --check-prefix=OFF
 
 // Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
