@@ -516,7 +516,7 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     });
     if (failed(verify(module))) return failWith("the imported IR does not verify: " + diag);
   }
-  return std::move(result);
+  return result;
 }
 
 }  // namespace
