@@ -109,6 +109,30 @@ TEST(OpsTensor, ConvRejectsChannelMismatch) {
   EXPECT_TRUE(contains(msg, "group=1")) << msg;
 }
 
+// Im2Col (kiln-internal): patches of an NHWC image as rows, (kh, kw, c) order, zero taps in the
+// padding. A 1x3x3x2 image (element = 10·(row·3 + col) + channel), a 2x2 kernel, stride 2,
+// pads top/left 1: output 2x2 patches of 8.
+TEST(OpsTensor, Im2ColPatchesWithPadding) {
+  std::vector<double> v;
+  for (int p = 0; p < 9; ++p)
+    for (int c = 0; c < 2; ++c) v.push_back(10 * p + c);
+  Tensor x = f32({1, 3, 3, 2}, v);
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{2, 2});
+  a.set("strides", std::vector<int64_t>{2, 2});
+  a.set("pads", std::vector<int64_t>{1, 1, 0, 0});
+  auto y = eval("Im2Col", {&x}, a);
+  expectValues(y[0], {1, 2, 2, 8},
+               {0, 0, 0, 0, 0, 0, 0, 1,        // (0,0): only tap (1,1) is inside → pixel (0,0)
+                0, 0, 0, 0, 10, 11, 20, 21,    // (0,1): taps (1,0), (1,1) → pixels (0,1), (0,2)
+                0, 0, 30, 31, 0, 0, 60, 61,    // (1,0): taps (0,1), (1,1) → pixels (1,0), (2,0)
+                40, 41, 50, 51, 70, 71, 80, 81});  // (1,1): pixels (1,1), (1,2), (2,1), (2,2)
+  a.set("kernel_shape", std::vector<int64_t>{5, 1});
+  EXPECT_TRUE(contains(evalError("Im2Col", {&x}, a), "larger than the padded image"));
+  a.set("kernel_shape", std::vector<int64_t>{2});
+  EXPECT_TRUE(contains(evalError("Im2Col", {&x}, a), "need 2 values"));
+}
+
 TEST(OpsTensor, MatMulBroadcastsBatchDims) {
   Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4});           // batch (2, 1)
   Tensor b = f32({3, 2, 1}, {1, 1, 1, 0, 0, 2});        // batch (3)
