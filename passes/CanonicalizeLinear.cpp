@@ -159,12 +159,14 @@ std::optional<ops::Tensor> constantB(Operation *mm, bool &stored, int64_t limit)
   return bt;
 }
 
-// Columns [s, e) of a constant B (stored [K, N], or [N, K] when `stored`).
+// Columns [s, e) of a constant B (stored [K, N], or [N, K] when `stored`); columns past B's N
+// are zero.
 ops::Tensor columnsOf(const ops::Tensor &bt, bool stored, int64_t s, int64_t e) {
   int64_t K = bt.shape[stored ? 1 : 0], N = bt.shape[stored ? 0 : 1], n = e - s;
-  ops::Tensor r(bt.dtype, stored ? ops::Shape{n, K} : ops::Shape{K, n});
+  ops::Tensor r(bt.dtype, stored ? ops::Shape{n, K} : ops::Shape{K, n});  // (zero-filled)
   for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < n; ++j) r.f[stored ? j * K + k : k * n + j] = bt.f[stored ? (s + j) * K + k : k * N + s + j];
+    for (int64_t j = 0; j < n && s + j < N; ++j)
+      r.f[stored ? j * K + k : k * n + j] = bt.f[stored ? (s + j) * K + k : k * N + s + j];
   return r;
 }
 
@@ -239,18 +241,11 @@ bool padColumns(Operation *mm, OpBuilder &b) {
   if (!bt || yType.getRank() < 2) return false;
   int64_t N = yType.getShape().back(), N8 = (N + 7) / 8 * 8;
   if (N % 8 == 0 || yType.getNumElements() < (int64_t(1) << 20) || bt->shape[stored ? 0 : 1] != N) return false;
-  int64_t K = bt->shape[stored ? 1 : 0];
-  ops::Tensor padded(bt->dtype, stored ? ops::Shape{N8, K} : ops::Shape{K, N8});
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) {
-      if (stored) padded.f[n * K + k] = bt->f[n * K + k];
-      else padded.f[k * N8 + n] = bt->f[k * N + n];
-    }
   Location loc = mm->getLoc();
   b.setInsertionPoint(mm);
   std::string err;
-  Operation *wide = createInferred(b, loc, mm->getName().getStringRef(), {mm->getOperand(0), createConstant(b, loc, padded)},
-                                   mm->getAttrs(), &err);
+  Operation *wide = createInferred(b, loc, mm->getName().getStringRef(),
+                                   {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, 0, N8))}, mm->getAttrs(), &err);
   if (!wide) return false;
   auto i64 = [&](int64_t v) {
     ops::Tensor t(ops::DType::I64, {1});
@@ -281,21 +276,6 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
     for (GemmOp g : gemms)
       if (failed(lowerGemm(g, b))) return signalPassFailure();
     bool scales = r.get(kFuseScale) == "on", transposes = r.get(kFuseTranspose) == "on";
-    // Fold repeatedly: a MatMul becomes a TransposedMatMul, whose other operand may fold too,
-    // chains of transposes compose, and a scale moved off an operand uncovers its transpose.
-    for (bool changed = scales || transposes; changed;) {
-      changed = false;
-      SmallVector<Operation *> products;
-      getOperation().walk([&](Operation *op) {
-        if (isa<MatMulOp, TransposedMatMulOp>(op)) products.push_back(op);
-      });
-      for (Operation *mm : products)
-        for (unsigned k = 0; k < 2; ++k)
-          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b))) {
-            changed = true;
-            break;  // mm may have been replaced
-          }
-    }
     auto products = [&] {
       SmallVector<Operation *> list;
       getOperation().walk([&](Operation *op) {
@@ -303,6 +283,17 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
       });
       return list;
     };
+    // Fold repeatedly: a MatMul becomes a TransposedMatMul, whose other operand may fold too,
+    // chains of transposes compose, and a scale moved off an operand uncovers its transpose.
+    for (bool changed = scales || transposes; changed;) {
+      changed = false;
+      for (Operation *mm : products())
+        for (unsigned k = 0; k < 2; ++k)
+          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b))) {
+            changed = true;
+            break;  // mm may have been replaced
+          }
+    }
     if (r.get(kGemmSplit) == "on")
       for (Operation *mm : products()) splitColumnSlices(mm, b);
     if (r.get(kGemmPad) == "on")

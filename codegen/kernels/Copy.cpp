@@ -22,6 +22,20 @@ const char *wordType(ElemType t) {
   }
 }
 
+// The words of vectorized copies: the 16-byte one is declared in each kernel that uses it.
+const char *kWord16Decl = "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
+const char *vectorWordType(int64_t bytes) { return bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int"; }
+
+// Elements per 16, 8 or 4-byte word, the widest holding at least 2 elements whose count divides
+// `len`; 1: none.
+int wordElems(int64_t len, size_t elem) {
+  for (int64_t bytes : {16, 8, 4}) {
+    int64_t v = bytes / int64_t(elem);
+    if (v >= 2 && len % v == 0) return int(v);
+  }
+  return 1;
+}
+
 // Elements per word of a vectorized copy (16, 8 or 4 bytes; 1: none): the last dim of the
 // coalesced space is contiguous on both sides and every stride, offset and the last dim's length
 // divide by the word.
@@ -72,7 +86,7 @@ KernelLaunch emitCopy(const CopySpec &s) {
 
   std::string src = std::string("// kiln copy: ") + std::to_string(total) + " elements of " +
                     std::to_string(elemSize(s.type)) + " bytes" + (s.gather ? ", gather" : "") + "\n";
-  src += "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
+  src += kWord16Decl;
   src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const " + std::string(w) +
          "* __restrict__ in, ";
   if (s.gather) src += std::string("const ") + (s.indexType == ElemType::I64 ? "long long" : "int") + "* __restrict__ indices, ";
@@ -85,7 +99,7 @@ KernelLaunch emitCopy(const CopySpec &s) {
     vs.dims.back() /= vec;
     for (auto &st : vs.strides)
       for (size_t d = 0; d + 1 < st.size(); ++d) st[d] /= vec;
-    std::string vw = bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int";
+    std::string vw = vectorWordType(bytes);
     src += "  if (((((unsigned long long)in) | ((unsigned long long)out)) & " + std::to_string(bytes - 1) + ") == 0) {\n";
     src += "    const " + vw + "* __restrict__ vin = reinterpret_cast<const " + vw + "*>(in);\n";
     src += "    " + vw + "* __restrict__ vout = reinterpret_cast<" + vw + "*>(out);\n";
@@ -247,23 +261,15 @@ KernelLaunch emitPad(const PadSpec &s) {
   std::string src = "// kiln pad (" + s.mode + "): " + std::to_string(total) + " elements\n";
   src += kDevicePrelude;
   src += "typedef " + std::string(storageTypeName(s.type)) + " T;\n";
-  src += "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
+  src += kWord16Decl;
   src += "KILN_DEV long long floor_mod(long long a, long long b) { long long m = a % b; return m < 0 ? m + b : m; }\n";
   src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ in, T* __restrict__ out) {\n";
   // Constant padding: words of `vec` consecutive elements along the last dim per thread (the
   // outer coordinates decoded once per word; 16/8/4-byte stores) when the output is aligned.
-  int vec = 1;
-  if (s.mode == "constant" && r > 0)
-    for (int64_t bytes : {16, 8, 4}) {
-      int64_t v = bytes / int64_t(elemSize(s.type));
-      if (v >= 2 && out[r - 1] % v == 0) {
-        vec = int(v);
-        break;
-      }
-    }
+  const int vec = s.mode == "constant" && r > 0 ? wordElems(out[r - 1], elemSize(s.type)) : 1;
   if (vec > 1) {
     int64_t bytes = vec * int64_t(elemSize(s.type)), last = s.inShape[r - 1];
-    std::string w = bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int";
+    std::string w = vectorWordType(bytes);
     src += "  if ((((unsigned long long)out) & " + std::to_string(bytes - 1) + ") == 0) {\n";
     src += "  for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < (" + idx + ")" +
            std::to_string(total / vec) + "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
@@ -299,12 +305,7 @@ KernelLaunch emitIm2Col(const Im2ColSpec &s) {
   const size_t elem = elemSize(s.type);
   const int64_t total = s.N * s.OH * s.OW * s.KH * s.KW * s.C;
   std::string idx = indexType(total + s.N * s.H * s.W * s.C + 8192 * 256);
-  int vec = 1;  // channels per word
-  for (int64_t bytes : {16, 8, 4})
-    if (bytes > int64_t(elem) && s.C * int64_t(elem) % bytes == 0) {
-      vec = int(bytes / int64_t(elem));
-      break;
-    }
+  const int vec = wordElems(s.C, elem);  // channels per word
   auto L = [](int64_t v) { return std::to_string(v); };
   // The loop over words of `v` channels of type `w`.
   auto loop = [&](const std::string &w, int v) {
@@ -329,13 +330,13 @@ KernelLaunch emitIm2Col(const Im2ColSpec &s) {
   };
   std::string src = "// kiln im2col: [" + L(s.N) + "," + L(s.H) + "," + L(s.W) + "," + L(s.C) + "] -> " + L(total) +
                     " elements of " + L(int64_t(elem)) + " bytes\n";
-  src += "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
+  src += kWord16Decl;
   src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const " + std::string(wordType(s.type)) +
          "* __restrict__ in, " + wordType(s.type) + "* __restrict__ out) {\n";
   if (vec > 1) {
     int64_t bytes = vec * int64_t(elem);
     src += "  if (((((unsigned long long)in) | ((unsigned long long)out)) & " + L(bytes - 1) + ") == 0) {\n";
-    src += loop(bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int", vec);
+    src += loop(vectorWordType(bytes), vec);
     src += "    return;\n  }\n";
   }
   src += "  {\n" + loop(wordType(s.type), 1) + "  }\n}\n";
