@@ -46,6 +46,16 @@ run() {
   return $rc
 }
 
+# One `kiln tune` of MODEL (a path) over $route: table to $OUT/NAME.txt, progress log to
+# $OUT/logs/NAME.log, a summary line (candidates measured, answered from the cache, best).
+tune() {  # NAME MODEL ARGS...
+  local name=$1 model=$2; shift 2
+  local t0=$(date +%s)
+  "$bin/kiln" tune "$model" --route "$route" "$@" > "$OUT/$name.txt" 2> "$OUT/logs/$name.log"
+  local rc=$?
+  echo "$name rc=$rc $(( $(date +%s) - t0 )) s | measured $(grep -c '^tune: \[[0-9]*\] [a-z_]* *[0-9.]* ms' "$OUT/logs/$name.log") | cached $(grep -c '(cache)' "$OUT/logs/$name.log") | $(grep '^best' "$OUT/$name.txt")" >> "$summary"
+}
+
 # Engines compiled on the host ($KILN_INT8_DIR/*.kiln, e.g. MiniLM int8; or models there compiled
 # here) on the held-out batches
 # there ($KILN_INT8_DIR/heldout/*.npz): outputs to $OUT/outputs/ENGINE/ for cosines on the host
@@ -144,21 +154,14 @@ fi
 if [ "$mode" = tune-quick ]; then
   m="$cases/convnet.onnx"
   route='precision=.*;layout\.conv=.*;gemm\.tactic=.*;fusion\.(elementwise|epilogue)=.*'
-  tq() {  # NAME ARGS...: table to NAME.txt, progress log to logs/NAME.log
-    local name=$1; shift
-    local t0=$(date +%s)
-    "$bin/kiln" tune "$m" --route "$route" "$@" > "$OUT/$name.txt" 2> "$OUT/logs/$name.log"
-    local rc=$?
-    echo "$name rc=$rc $(( $(date +%s) - t0 )) s | measured $(grep -c '^tune: \[[0-9]*\] [a-z_]* *[0-9.]* ms' "$OUT/logs/$name.log") | cached $(grep -c '(cache)' "$OUT/logs/$name.log") | $(grep '^best' "$OUT/$name.txt")" >> "$summary"
-  }
-  tq tq_default --cache "$OUT/tq.db"
-  tq tq_again --cache "$OUT/tq.db"                          # everything from the cache
+  tune tq_default "$m" --cache "$OUT/tq.db"
+  tune tq_again "$m" --cache "$OUT/tq.db"                          # everything from the cache
   python3 bench/ort_reference.py "$m" /tmp/ref_convnet > "$OUT/logs/ort_reference.log" 2>&1
-  tq tq_reference --cache "$OUT/tq.db" --reference /tmp/ref_convnet/reference.npz  # a new key: measured again
+  tune tq_reference "$m" --cache "$OUT/tq.db" --reference /tmp/ref_convnet/reference.npz  # a new key: measured again
   # Two measuring workers, where the machine has two GPUs.
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-    tq tq_one_worker --cache "$OUT/tq1.db" --devices 0
-    tq tq_two_workers --cache "$OUT/tq2.db" --devices 0,1
+    tune tq_one_worker "$m" --cache "$OUT/tq1.db" --devices 0
+    tune tq_two_workers "$m" --cache "$OUT/tq2.db" --devices 0,1
   fi
 fi
 
@@ -167,25 +170,18 @@ if [ "$mode" = tune ]; then
   cache="$OUT/tune-cache.db"
   # The fast-tier knobs; the base route is the default (fp32) route.
   route='precision=.*;layout\.conv=.*;gemm\.tactic=.*;fusion\.(elementwise|epilogue)=.*;runtime\.cuda_graph=.*'
-  tune() {  # NAME MODEL ARGS...: table to NAME.txt, JSON to NAME.json, progress log to NAME.log
-    local name=$1 model=$2; shift 2
-    local t0=$(date +%s)
-    "$bin/kiln" tune "$zoo/$model.onnx" --route "$route" --cache "$cache" "$@" > "$OUT/$name.txt" 2> "$OUT/logs/$name.log"
-    local rc=$?
-    echo "$name rc=$rc $(( $(date +%s) - t0 )) s | measured $(grep -c '^tune: \[[0-9]*\] [a-z_]* *[0-9.]* ms' "$OUT/logs/$name.log") | cached $(grep -c '(cache)' "$OUT/logs/$name.log") | $(grep '^best' "$OUT/$name.txt")" >> "$summary"
-  }
-  tune tune_resnet50_fast resnet50_b32 --search fast -o /tmp/resnet50_b32_best.kiln
+  tune tune_resnet50_fast "$zoo/resnet50_b32.onnx" --cache "$cache" --search fast -o /tmp/resnet50_b32_best.kiln
   "$bin/kiln" inspect /tmp/resnet50_b32_best.kiln > "$OUT/tune_best_inspect.txt" 2>&1
-  tune tune_bert_fast bert_base_b32_s128 --search fast
-  tune tune_resnet50_mixed resnet50_b32 --search mixed --max-candidates 12       # its fast phase comes from the cache
-  tune tune_bert_fast_again bert_base_b32_s128 --search fast     # everything from the cache
-  tune tune_resnet50_tight resnet50_b32 --search fast --accuracy 'max_abs<=1e-6'  # half routes fail
+  tune tune_bert_fast "$zoo/bert_base_b32_s128.onnx" --cache "$cache" --search fast
+  tune tune_resnet50_mixed "$zoo/resnet50_b32.onnx" --cache "$cache" --search mixed --max-candidates 12       # its fast phase comes from the cache
+  tune tune_bert_fast_again "$zoo/bert_base_b32_s128.onnx" --cache "$cache" --search fast     # everything from the cache
+  tune tune_resnet50_tight "$zoo/resnet50_b32.onnx" --cache "$cache" --search fast --accuracy 'max_abs<=1e-6'  # half routes fail
   # Interrupted (SIGINT after 25 s) and resumed: the resumed run measures only what is missing.
   cache="$OUT/resume-cache.db"
   route='precision=fp16;gemm\.tile=.*;gemm\.tactic=kiln'
   "$bin/kiln" tune "$zoo/bert_base_b32_s128.onnx" --route "$route" --cache "$cache" > "$OUT/tune_interrupted.txt" 2> "$OUT/logs/tune_interrupted.log" &
   pid=$!; sleep 25; kill -INT $pid; wait $pid; echo "tune_interrupted rc=$? measured $(grep -c ' ms  ' "$OUT/logs/tune_interrupted.log")" >> "$summary"
-  tune tune_resumed bert_base_b32_s128 --search fast --resume
+  tune tune_resumed "$zoo/bert_base_b32_s128.onnx" --cache "$cache" --search fast --resume
   "$bin/kiln" cache list --cache "$OUT/tune-cache.db" > "$OUT/cache_list.txt" 2>&1
 fi
 
