@@ -98,7 +98,7 @@ if [ "$mode" = check ]; then
           "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col"
           "layout.conv=nhwc;gemm.tactic=cublaslt" "precision=fp16;gemm.tactic=kiln;gemm.tile=128x256;gemm.stages=2"
           "precision=fp16;gemm.tactic=kiln;gemm.tile=64x64;gemm.stages=4"
-          "fusion.epilogue=off;fusion.elementwise=off;fusion.transpose=off")
+          "fusion.epilogue=off;fusion.elementwise=off;fusion.transpose=off" "precision=fp16;fusion.attention=off")
   for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
            models/tiny/shape_chain.onnxtxt models/tiny/pool_same.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
@@ -117,6 +117,7 @@ if [ "$mode" = check ]; then
     ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt"
   # Every emitted kernel case against onnxruntime (NVRTC + the driver through ctypes).
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+  run attention_kernel "$bin/kiln-attention-check"
   "$bin/kiln-make-test-engine" /tmp/axpb.kiln > /dev/null 2>&1 && run c_api_test "$bin/kiln-c-api-test" /tmp/axpb.kiln
   run gemm8 "$bin/kiln-gemm8-check" --iterations 50
   wait
@@ -190,12 +191,14 @@ if [ "$mode" = quick ]; then
   KILN_TIMEOUT=400 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" \
     ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt" &
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+  run attention_kernel "$bin/kiln-attention-check"
   for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
            models/tiny/qdq_matmul.onnxtxt models/tiny/qdq_matmul_u8.onnxtxt models/tiny/qdq_pool.onnxtxt \
            models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt models/tiny/pool_same.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
-    for r in "" "precision=fp16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
-             "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col"; do
+    for r in "" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
+             "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col" \
+             "precision=fp16;fusion.attention=off"; do
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done

@@ -5,8 +5,8 @@
 
 Each exercises a kernel family through the whole compiler: odd channel counts (3, 12, 24),
 strides, groups and depthwise convolutions, pools, residual adds, Linear layers of odd sizes,
-and transformer blocks (BERT's and GPT-2's, from make_zoo's classes at small sizes: heads,
-masks, softmax, layer norm, both GELU forms). Fixed seeds, random weights, static shapes,
+and attention: ViT's nn.MultiheadAttention, and BERT's and GPT-2's blocks from make_zoo's
+classes at small sizes (heads, masks, softmax, layer norm, both GELU forms). Fixed seeds, random weights, static shapes,
 opset 17. The files are small (< 2 MB) and generated on demand, never committed.
 """
 
@@ -69,6 +69,21 @@ class BatchedMatMul(nn.Module):
         return torch.matmul(torch.softmax(s, dim=-1), b)
 
 
+class MhaBlock(nn.Module):
+    """torchvision ViT's attention: nn.MultiheadAttention (one packed QKV projection, heads
+    folded into the batch), batch-first, after a LayerNorm, with a residual; 50 tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(96)
+        self.attn = nn.MultiheadAttention(96, 3, batch_first=True)
+
+    def forward(self, x):
+        h = self.ln(x)
+        a, _ = self.attn(h, h, h, need_weights=False)
+        return x + a
+
+
 def bert_small():
     c = zoo.BertConfig(vocab_size=101, hidden=96, layers=2, heads=3, ffn=200, max_positions=64)
     return zoo.BertModel(c)
@@ -87,6 +102,7 @@ def cases():
         "convnet": (ConvNet, (torch.randn(2, 3, 45, 39),), ["x"], ["y"]),
         "mlp": (Mlp, (torch.randn(33, 37),), ["x"], ["y"]),
         "batched_matmul": (BatchedMatMul, (torch.randn(2, 3, 17, 40), torch.randn(3, 24, 40)), ["a", "b"], ["y"]),
+        "mha": (MhaBlock, (torch.randn(3, 50, 96),), ["x"], ["y"]),
         "bert_small": (bert_small, (ids(3, 37, 101), mask), ["input_ids", "attention_mask"], ["last_hidden_state"]),
         "gpt2_small": (gpt2_small, (ids(1, 29, 97),), ["input_ids"], ["logits"]),
     }

@@ -102,6 +102,33 @@ def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> 
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Attention as one flash-attention op (knob fusion.attention)";
+  let description = [{
+    `Softmax(scale · Q·Kᵀ + mask, last axis) · V` in fp16 or bf16 becomes one `kiln.attention`
+    (codegen: one flash-attention kernel; the scores never reach memory). Between the scores
+    product and the Softmax it takes constant scalar Mul/Div (the scale) and then at most one
+    additive mask or `Where(constant condition, scores, c)` with c ≤ -10⁴ (GPT-2's causal mask,
+    made an additive constant); each intermediate must have one use. The products' operand
+    permutations become perm_q, perm_k, perm_v, and a Transpose of the result that keeps its
+    last dim last becomes perm_y (the kernel stores heads where the Transpose would put them).
+    Only sizes the kernel takes are fused: head sizes multiples of 8 up to 128, operands read
+    along the head dim.
+
+    Before:
+      %s = kiln.transposed_matmul %q, %k {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>}
+      %d = kiln.div %s, %c8
+      %m = kiln.add %d, %mask
+      %p = kiln.softmax %m {axis = -1 : i64}
+      %o = kiln.transposed_matmul %p, %v {perm_b = array<i64: 0, 2, 1, 3>}
+      %y = kiln.transpose %o {perm = array<i64: 0, 2, 1, 3>}
+    After:
+      %y = kiln.attention %q, %k, %v, %mask {perm_k = array<i64: 0, 2, 3, 1>, perm_q = array<i64: 0, 2, 1, 3>,
+                                             perm_v = array<i64: 0, 2, 1, 3>, perm_y = array<i64: 0, 2, 1, 3>,
+                                             scale = 1.250000e-01 : f32}
+  }];
+}
+
 def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fuse elementwise ops into the store of a matrix product or convolution (knob fusion.epilogue)";
   let description = [{

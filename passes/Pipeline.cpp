@@ -50,6 +50,7 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
   f.addPass(createSimplifyTransposes());
   f.addPass(mlir::createCSEPass());  // one transpose per value (the layout pass adds one per use)
   f.addPass(mlir::createCanonicalizerPass());  // dead ops and constants
+  f.addPass(createFuseAttention({route}));  // before kernel regions hide the softmax's producers
   // Elementwise regions first, so an epilogue can take a whole region (GELU's DAG uses the
   // product's result twice, which a chain of single uses would not reach).
   f.addPass(createFuseElementwise({route}));

@@ -121,12 +121,6 @@ KILN_EPILOGUE
 }
 )CUDA";
 
-std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
-  return s;
-}
-
 }  // namespace
 
 int64_t convOutSize(int64_t in, int64_t k, int64_t stride, int64_t padBegin, int64_t padEnd, int64_t dilation) {

@@ -325,4 +325,16 @@ std::vector<int64_t> broadcastShapes(const std::vector<std::vector<int64_t>> &sh
 
 std::string indexType(int64_t maxExtent) { return maxExtent < (int64_t(1) << 31) ? "int" : "long long"; }
 
+std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string arrayLit(const std::vector<int64_t> &v) {
+  std::string s = "{";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]) + "LL";
+  return s + "}";
+}
+
 }  // namespace kiln::codegen::kernels

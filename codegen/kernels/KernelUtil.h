@@ -84,4 +84,16 @@ std::vector<int64_t> broadcastShapes(const std::vector<std::vector<int64_t>> &sh
 // "int" when every offset fits in 31 bits, else "long long".
 std::string indexType(int64_t maxExtent);
 
+// Every occurrence of `from` in `s` replaced by `to` (emitters fill their templates' placeholders).
+std::string replaceAll(std::string s, const std::string &from, const std::string &to);
+
+// A CUDA array initialiser of 64-bit values: "{1LL, 2LL}".
+std::string arrayLit(const std::vector<int64_t> &v);
+
+// Tensor-core device helpers (MatMul.cpp): smem_addr, cp_async16 (zero fill when not valid),
+// cp_async_commit/wait, ldsm_x4[_trans], and mma_step, the m16n8k16 fp32-accumulating step for
+// `type` (F16 or BF16). The source must define KILN_INT8 and KILN_FP8 (0, or 1 for MatMul's
+// 8-bit steps) before it.
+std::string mmaHelpers(ElemType type);
+
 }  // namespace kiln::codegen::kernels

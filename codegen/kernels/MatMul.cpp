@@ -394,18 +394,6 @@ KILN_ELEMENT
     }
 )CUDA";
 
-std::string arrayLit(const std::vector<int64_t> &v) {
-  std::string s = "{";
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + std::to_string(v[k]) + "LL";
-  return s + "}";
-}
-
-std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
-    s.replace(at, from.size(), to);
-  return s;
-}
-
 struct Tile {
   int bm, bn, wm, wn;
 };
@@ -648,7 +636,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
            "\n#define A_MCONTIG " + (aSmemM ? "1" : "0") + "\n#define B_KCONTIG " + (bSmemK ? "1" : "0") +
            "\n#define A_ELEM_MFAST " + (aMContig ? "1" : "0") + "\n#define B_ELEM_NFAST " +
            (s.b.colStride == 1 ? "1" : "0") + "\n";
-    src += replaceAll(kMmaHelpers, "MMA_TYPE", s.type == ElemType::F16 ? "f16" : "bf16");
+    src += mmaHelpers(s.type);
     body = replaceAll(kMmaBody, "KILN_STORE", stagedStore(epi, outShape, s, nbatch));
     int64_t band = int64_t(t.bm / t.wm) * (t.bn + 4) * 4;
     smem = std::max(smem, band);
@@ -683,6 +671,10 @@ std::vector<int64_t> permuted(const std::vector<int64_t> &v, const std::vector<i
 }
 
 }  // namespace
+
+std::string kernels::mmaHelpers(ElemType type) {
+  return replaceAll(kMmaHelpers, "MMA_TYPE", type == ElemType::BF16 ? "bf16" : "f16");
+}
 
 MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,
                                 const std::vector<int64_t> &bShape, const std::vector<int64_t> &permB,

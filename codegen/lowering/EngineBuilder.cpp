@@ -1,5 +1,6 @@
 #include "codegen/lowering/EngineBuilder.h"
 
+#include "codegen/kernels/Attention.h"
 #include "codegen/kernels/Conv.h"
 #include "codegen/kernels/ConvTranspose.h"
 #include "codegen/kernels/Copy.h"
@@ -683,6 +684,24 @@ void Lowering::lowerOp(Operation *op) {
     if (spec.epilogue.numInputs()) params.push_back(operands[2]);
     params.push_back(out);
     addLaunch(op, tensorCoreCheckedMatMul(spec), params);
+    return;
+  }
+  if (type == "Attention") {
+    AttentionSpec s = attentionSpec(shapeOf(operands[0]), attrs.getInts("perm_q", {}), shapeOf(operands[1]),
+                                    attrs.getInts("perm_k", {}), shapeOf(operands[2]), attrs.getInts("perm_v", {}),
+                                    attrs.getInts("perm_y", {}));
+    s.scale = static_cast<float>(attrs.getFloat("scale", 1.0));
+    s.type = elemTypeOf(operands[0]);
+    std::vector<Value> params = {operands[0], operands[1], operands[2]};
+    if (!isa<NoneType>(operands[3].getType())) {
+      s.hasMask = true;
+      s.maskShape = shapeOf(operands[3]);
+      s.maskType = elemTypeOf(operands[3]);
+      params.push_back(operands[3]);
+    }
+    params.push_back(out);
+    if (desc_.sm < 80) throw std::invalid_argument("fused attention needs sm_80 or newer; the target is " + opts_.arch);
+    addLaunch(op, emitAttention(s), params);
     return;
   }
   if (isFusableElementwise(op)) {

@@ -309,6 +309,15 @@ def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
                    IntsOpt:$strides);
   let results = (outs Kiln_Tensor:$Y);
 }
+// Softmax(scale · Transpose(Q, perm_q) · Transpose(K, perm_k) + mask, last axis) ·
+// Transpose(V, perm_v), stored as Transpose(·, perm_y), in float32, the result rounded to Q's
+// type: the attention that kiln-fuse-attention finds (one flash-attention kernel). perm_k gives
+// Kᵀ, [.., D, Sk]; the mask (optional) broadcasts to the scores.
+def Kiln_AttentionOp : Kiln_Op<"attention", "Attention"> {
+  let arguments = (ins Kiln_Tensor:$Q, Kiln_Tensor:$K, Kiln_Tensor:$V, Kiln_TensorOrNone:$mask, F32Opt:$scale,
+                   IntsOpt:$perm_q, IntsOpt:$perm_k, IntsOpt:$perm_v, IntsOpt:$perm_y);
+  let results = (outs Kiln_Tensor:$Y);
+}
 // The patches of an NHWC image as rows: Y[n, oh, ow, (kh·KW + kw)·C + c] =
 // X[n, oh·sh + kh·dh - top, ow·sw + kw·dw - left, c], 0 outside the image (pads: top, left,
 // bottom, right). A convolution is then one matrix product of Y with its weights as [KH·KW·C, M].

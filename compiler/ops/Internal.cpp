@@ -10,6 +10,9 @@
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
+//   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y) = Transpose(MatMul(Softmax(
+//     scale · MatMul(Q', K') + mask, axis -1), V'), perm_y) with Q' = Transpose(Q, perm_q) etc.,
+//     computed in float32 and rounded to Q's type (Q, K, V of one float type; K' is Kᵀ)
 //   Im2Col(X, kernel_shape, strides, dilations, pads): the patches of an NHWC image as rows,
 //     Y[n, oh, ow, (kh·KW + kw)·C + c] = X[n, oh·sh + kh·dh - top, ow·sw + kw·dw - left, c], 0
 //     outside the image (pads [top, left, bottom, right])
@@ -238,6 +241,77 @@ FlopsFn nhwcFlops(const char *name, const char *nchw) {
   };
 }
 
+// ---- Attention ---------------------------------------------------------------------------------
+
+// Q', K' and V' (the operands through their permutations), checked to chain.
+std::vector<TensorType> attentionOperands(const ShapeContext &ctx) {
+  check(ctx.present(0) && ctx.present(1) && ctx.present(2), "Attention: needs Q, K and V");
+  std::vector<TensorType> t;
+  const char *perms[] = {"perm_q", "perm_k", "perm_v"};
+  for (size_t k = 0; k < 3; ++k) {
+    check(ctx.inputs[k].shape.size() >= 2, "Attention: Q, K and V must have rank >= 2");
+    check(isFloat(ctx.inputs[k].dtype) && ctx.inputs[k].dtype == ctx.inputs[0].dtype,
+          "Attention: Q, K and V must be of one float type");
+    t.push_back(permuted(ctx.inputs[k], permOf(ctx.attrs, perms[k], ctx.inputs[k].shape.size())));
+  }
+  return t;
+}
+
+std::vector<TensorType> attentionShape(const ShapeContext &ctx) {
+  std::vector<TensorType> t = attentionOperands(ctx);
+  const OpDef &mm = base("MatMul");
+  TensorType scores = mm.shape(ShapeContext{{t[0], t[1]}, {nullptr, nullptr}, ctx.attrs, 1}).at(0);
+  if (ctx.present(3)) {
+    check(isFloat(ctx.inputs[3].dtype), "Attention: the mask must be a float tensor");
+    const Shape &m = ctx.inputs[3].shape, &s = scores.shape;
+    bool fits = m.size() <= s.size();
+    for (size_t d = 1; fits && d <= m.size(); ++d) fits = m[m.size() - d] == 1 || m[m.size() - d] == s[s.size() - d];
+    check(fits, "Attention: the mask " + shapeString(m) + " does not broadcast to the scores " + shapeString(s));
+  }
+  TensorType y = mm.shape(ShapeContext{{scores, t[2]}, {nullptr, nullptr}, ctx.attrs, 1}).at(0);
+  return {permuted(y, permOf(ctx.attrs, "perm_y", y.shape.size()))};
+}
+
+// `t` as float32 values (the evaluator keeps float values as doubles, rounded to their type).
+Tensor asF32(const Tensor &t) {
+  Tensor r(DType::F32, t.shape);
+  for (int64_t i = 0; i < t.size(); ++i) r.set(i, t.get(i));
+  return r;
+}
+
+std::vector<Tensor> attentionEval(const EvalContext &ctx) {
+  attentionShape(shapeContextOf(ctx));  // the checks, with their messages
+  auto operand = [&](int k, const char *perm) {
+    return asF32(transposed(ctx.in(k), permOf(ctx.attrs, perm, ctx.in(k).shape.size())));
+  };
+  Tensor q = operand(0, "perm_q"), k = operand(1, "perm_k"), v = operand(2, "perm_v");
+  Attrs none;
+  auto run = [&](const char *op, std::vector<const Tensor *> in, const Attrs &a) { return base(op).eval({in, a, 1}).at(0); };
+  Tensor s = run("MatMul", {&q, &k}, none);
+  Tensor scale(DType::F32, {});
+  scale.set(0, ctx.attrs.getFloat("scale", 1.0));
+  s = run("Mul", {&s, &scale}, none);
+  if (ctx.present(3)) {
+    Tensor mask = asF32(ctx.in(3));
+    s = run("Add", {&s, &mask}, none);
+  }
+  Attrs lastAxis;
+  lastAxis.set("axis", int64_t(-1));
+  Tensor p = run("Softmax", {&s}, lastAxis);
+  Tensor y = run("MatMul", {&p, &v}, none);
+  y = transposed(y, permOf(ctx.attrs, "perm_y", y.shape.size()));
+  Tensor r(ctx.in(0).dtype, y.shape);
+  for (int64_t i = 0; i < y.size(); ++i) r.set(i, y.get(i));
+  return {r};
+}
+
+int64_t attentionFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
+  std::vector<TensorType> t = attentionOperands(ctx);
+  int64_t scores = numElements(outputs.at(0).shape) / t[2].shape.back() * t[1].shape.back();
+  // Two products (2 · D and 2 · Dv per score), and scale, mask, exp, sum and divide per score.
+  return scores * (2 * t[0].shape.back() + 2 * t[2].shape.back() + 5);
+}
+
 // ---- Im2Col ----------------------------------------------------------------------------------
 
 struct Im2ColGeometry {
@@ -289,6 +363,7 @@ std::vector<Tensor> im2colEval(const EvalContext &ctx) {
 }  // namespace
 
 KILN_REGISTER_OP({"Im2Col", im2colShape, im2colEval, nullptr});
+KILN_REGISTER_OP({"Attention", attentionShape, attentionEval, attentionFlops});
 KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedMatMul", quantizedMatMulShape, quantizedMatMulEval, quantizedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedConv", quantizedConvShape, quantizedConvEval, quantizedConvFlops});

@@ -1,6 +1,7 @@
 // Kernel emitters (codegen/kernels/): every emitter, on awkward shapes, produces a source that
 // NVRTC compiles for sm_90 and whose cubin defines the entry; launch dims are sane. No GPU needed
 // (the numerical comparison with the CPU evaluator is the GPU harness's, over KernelCases.h).
+#include "codegen/kernels/Attention.h"
 #include "codegen/kernels/Conv.h"
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
@@ -542,6 +543,50 @@ TEST(CopyKernels, Im2Col) {
   expectKernel(rgb, 2);
   s.KH = 0;
   EXPECT_THROW(emitIm2Col(s), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fused attention: views from the operands' permutations, what the kernel refuses.
+
+TEST(AttentionKernel, ViewsFromPermutations) {
+  // BERT: [B, S, H, D] read as [B, H, S, D] (Kᵀ through 0,2,3,1); Y stored back as [B, S, H, D].
+  AttentionSpec s = attentionSpec({2, 77, 12, 64}, {0, 2, 1, 3}, {2, 77, 12, 64}, {0, 2, 3, 1}, {2, 77, 12, 64},
+                                  {0, 2, 1, 3}, {0, 2, 1, 3});
+  EXPECT_EQ(s.batchShape, (std::vector<int64_t>{2, 12}));
+  EXPECT_EQ(s.Sq, 77);
+  EXPECT_EQ(s.Sk, 77);
+  EXPECT_EQ(s.D, 64);
+  EXPECT_EQ(s.q.rowStride, 768);
+  EXPECT_EQ(s.q.batchStrides, (std::vector<int64_t>{77 * 768, 64}));
+  EXPECT_EQ(s.k.rowStride, 768);
+  EXPECT_EQ(s.y.rowStride, 768);
+  EXPECT_EQ(s.y.batchStrides, (std::vector<int64_t>{77 * 768, 64}));
+  s.hasMask = true;
+  s.maskShape = {2, 1, 1, 77};
+  KernelLaunch k = emitAttention(s);
+  expectKernel(k, 5);
+  EXPECT_EQ(k.grid[0], 2u);   // 77 query rows in blocks of 64
+  EXPECT_EQ(k.grid[1], 24u);  // one block row per batch and head
+  // K broadcast over a leading batch dim (stride 0), contiguous Y.
+  AttentionSpec b = attentionSpec({2, 3, 17, 40}, {}, {3, 24, 40}, {0, 2, 1}, {3, 24, 40}, {}, {});
+  EXPECT_EQ(b.k.batchStrides, (std::vector<int64_t>{0, 24 * 40}));
+  EXPECT_EQ(b.y.rowStride, 40);
+  expectKernel(emitAttention(b), 4);
+}
+
+TEST(AttentionKernel, Refusals) {
+  // K stored as Kᵀ is not read along the head dim; sizes that do not chain.
+  EXPECT_THROW(attentionSpec({2, 4, 8}, {}, {2, 8, 4}, {}, {2, 4, 8}, {}, {}), std::invalid_argument);
+  EXPECT_THROW(attentionSpec({2, 4, 8}, {}, {2, 5, 8}, {0, 2, 1}, {2, 4, 8}, {}, {}), std::invalid_argument);
+  AttentionSpec s = attentionSpec({2, 4, 8}, {}, {2, 4, 8}, {0, 2, 1}, {2, 4, 8}, {}, {});
+  EXPECT_EQ(attentionUnsupported(s), "");
+  s.type = ElemType::F32;
+  EXPECT_NE(attentionUnsupported(s), "");
+  EXPECT_THROW(emitAttention(s), std::invalid_argument);
+  AttentionSpec odd = attentionSpec({2, 4, 6}, {}, {2, 4, 6}, {0, 2, 1}, {2, 4, 6}, {}, {});
+  EXPECT_NE(attentionUnsupported(odd), "");
+  AttentionSpec wide = attentionSpec({2, 4, 136}, {}, {2, 4, 136}, {0, 2, 1}, {2, 4, 136}, {}, {});
+  EXPECT_NE(attentionUnsupported(wide), "");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -133,6 +133,25 @@ TEST(OpsTensor, Im2ColPatchesWithPadding) {
   EXPECT_TRUE(contains(evalError("Im2Col", {&x}, a), "need 2 values"));
 }
 
+// Attention (kiln-internal), by hand: one query, two keys stored [1, Sk, D] (perm_k reads Kᵀ),
+// scale 0.5: scores ln 3 and 0, probabilities 3/4 and 1/4; an additive mask levels them to 1/2.
+TEST(OpsTensor, AttentionByHand) {
+  const double ln3 = std::log(3.0);
+  Tensor q = f32({1, 1, 2}, {2, 0});
+  Tensor k = f32({1, 2, 2}, {ln3, 5, 0, 7});  // keys [ln 3, 5] and [0, 7]
+  Tensor v = f32({1, 2, 2}, {4, 8, 0, -4});
+  Attrs a;
+  a.set("scale", 0.5);
+  a.set("perm_k", std::vector<int64_t>{0, 2, 1});
+  expectValues(eval("Attention", {&q, &k, &v, nullptr}, a)[0], {1, 1, 2}, {3, 5});
+  Tensor mask = f32({2}, {0, ln3});
+  expectValues(eval("Attention", {&q, &k, &v, &mask}, a)[0], {1, 1, 2}, {2, 2});
+  Tensor wide = f32({3}, {0, 0, 0});
+  EXPECT_TRUE(contains(evalError("Attention", {&q, &k, &v, &wide}, a), "does not broadcast to the scores"));
+  Tensor k3 = f32({1, 2, 3}, std::vector<double>(6, 1.0));  // head size 3, Q's is 2
+  EXPECT_TRUE(contains(evalError("Attention", {&q, &k3, &v, nullptr}, a), "inner dimensions"));
+}
+
 TEST(OpsTensor, MatMulBroadcastsBatchDims) {
   Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4});           // batch (2, 1)
   Tensor b = f32({3, 2, 1}, {1, 1, 1, 0, 0, 2});        // batch (3)

@@ -142,6 +142,12 @@ TEST(SimplifyTransposes, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/simplify_transposes.mlir", nested([] { return kiln::createSimplifyTransposes(); }));
 }
 
+// One attention computed in float32 and rounded once, against fp16/bf16 ops rounded one by one
+// (a wrong permutation, scale or mask is off by O(1)).
+TEST(FuseAttention, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/fuse_attention.mlir", nested([] { return kiln::createFuseAttention(); }), 1.5e-2);
+}
+
 // Kernel regions evaluate their bodies op by op: bit-exact.
 TEST(Fusion, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) {

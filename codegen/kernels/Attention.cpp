@@ -1,0 +1,332 @@
+#include "codegen/kernels/Attention.h"
+
+#include "codegen/kernels/KernelUtil.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace kiln::codegen {
+
+using namespace kernels;
+
+namespace {
+
+// Per warp: 16 query rows; a thread holds rows g and g + 8 of each m16n8 tile (g = lane / 4) at
+// columns 2·(lane % 4) and + 1. Softmax runs in the log2 domain (exp2f), scale and mask folded in.
+const char *kAttentionBody = R"CUDA(
+constexpr int BM = 64, BN = 64, THREADS = 128;
+constexpr int QC = DP + 8, KC = DP + 8, VC = DVP + 8;  // smem rows padded by 16 bytes (ldmatrix banks)
+constexpr int NT = (int)((SK + BN - 1) / BN);
+constexpr float LOG2E = 1.4426950408889634f;
+
+KILN_DEV unsigned pack2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.PACK_TYPE.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// K and V rows j0 .. j0 + BN into one stage; rows past SK and columns past D / DV read zeros.
+KILN_DEV void load_kv(T* ks, T* vs, const T* __restrict__ Kb, const T* __restrict__ Vb, LI j0, int tid) {
+#pragma unroll
+  for (int c = tid; c < BN * (DP / 8); c += THREADS) {
+    const int r = c / (DP / 8), dc = (c % (DP / 8)) * 8;
+    const bool valid = j0 + r < SK && dc < D;
+    cp_async16(ks + r * KC + dc, valid ? Kb + (j0 + r) * RSK + dc : Kb, valid);
+  }
+#pragma unroll
+  for (int c = tid; c < BN * (DVP / 8); c += THREADS) {
+    const int r = c / (DVP / 8), dc = (c % (DVP / 8)) * 8;
+    const bool valid = j0 + r < SK && dc < DV;
+    cp_async16(vs + r * VC + dc, valid ? Vb + (j0 + r) * RSV + dc : Vb, valid);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __restrict__ Q, const T* __restrict__ K,
+    const T* __restrict__ V, KILN_MASK_PARAM T* __restrict__ Y) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* Qs = reinterpret_cast<T*>(smem_raw);
+  T* Ks = Qs + BM * QC;
+  T* Vs = Ks + 2 * BN * KC;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+  const LI m0 = (LI)blockIdx.x * BM;
+  for (LI bz = blockIdx.y; bz < NBATCH; bz += gridDim.y) {
+    LI offQ = 0, offK = 0, offV = 0, offY = 0, offM = 0;
+    {
+      LI r = bz;
+#pragma unroll
+      for (int d = BRANK - 1; d >= 0; --d) {
+        const LI c = r % BDIMS[d];
+        r /= BDIMS[d];
+        offQ += c * BSQ[d], offK += c * BSK[d], offV += c * BSV[d], offY += c * BSY[d], offM += c * BSM[d];
+      }
+    }
+    const T* Qb = Q + offQ;
+    const T* Kb = K + offK;
+    const T* Vb = V + offV;
+#pragma unroll
+    for (int c = tid; c < BM * (DP / 8); c += THREADS) {
+      const int r = c / (DP / 8), dc = (c % (DP / 8)) * 8;
+      const bool valid = m0 + r < SQ && dc < D;
+      cp_async16(Qs + r * QC + dc, valid ? Qb + (m0 + r) * RSQ + dc : Qb, valid);
+    }
+    load_kv(Ks, Vs, Kb, Vb, 0, tid);
+    cp_async_commit();
+
+    unsigned qf[DP / 16][4];
+    float o[DVP / 8][4];
+#pragma unroll
+    for (int j = 0; j < DVP / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float mrow[2] = {-kiln_inf(), -kiln_inf()}, lrow[2] = {0.f, 0.f};
+    for (int kt = 0; kt < NT; ++kt) {
+      const T* ks = Ks + (kt & 1) * BN * KC;
+      const T* vs = Vs + (kt & 1) * BN * VC;
+      if (kt + 1 < NT) {
+        load_kv(Ks + ((kt + 1) & 1) * BN * KC, Vs + ((kt + 1) & 1) * BN * VC, Kb, Vb, (LI)(kt + 1) * BN, tid);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();
+      if (kt == 0) {
+#pragma unroll
+        for (int kk = 0; kk < DP / 16; ++kk)
+          ldsm_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * QC + kk * 16 + (lane >> 4) * 8);
+      }
+      // S = Q·Kᵀ for this warp's 16 rows and the tile's 64 keys.
+      float s[BN / 8][4];
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; ++kk) {
+#pragma unroll
+        for (int p = 0; p < BN / 16; ++p) {
+          unsigned b[4];
+          ldsm_x4(b, ks + (p * 16 + (lane & 7) + (lane >> 4) * 8) * KC + kk * 16 + ((lane >> 3) & 1) * 8);
+          mma_step(s[2 * p], qf[kk], b[0], b[1]);
+          mma_step(s[2 * p + 1], qf[kk], b[2], b[3]);
+        }
+      }
+      // Scale and mask (log2 domain), keys past SK at -inf; the new row maxima over the quad.
+      const LI j0 = (LI)kt * BN;
+      float mnew[2] = {mrow[0], mrow[1]};
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const LI col = j0 + n * 8 + 2 * t4 + (q & 1);
+          float x = s[n][q] * (SCALE * LOG2E);
+#if HAS_MASK
+          const LI row = m0 + warp * 16 + g + (q >> 1) * 8;
+          if (col < SK && row < SQ) x += kiln_ld(MASK[offM + row * MRS + col * MCS]) * LOG2E;
+#endif
+          if (col >= SK) x = -kiln_inf();
+          s[n][q] = x;
+          mnew[q >> 1] = fmaxf(mnew[q >> 1], x);
+        }
+      }
+      float base[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        mnew[h] = fmaxf(mnew[h], __shfl_xor_sync(0xffffffffu, mnew[h], 1));
+        mnew[h] = fmaxf(mnew[h], __shfl_xor_sync(0xffffffffu, mnew[h], 2));
+        base[h] = mnew[h] == -kiln_inf() ? 0.f : mnew[h];  // a row masked so far: exp2(-inf) = 0
+        const float alpha = exp2f(mrow[h] - base[h]);
+        mrow[h] = mnew[h];
+        lrow[h] *= alpha;
+#pragma unroll
+        for (int j = 0; j < DVP / 8; ++j) o[j][2 * h] *= alpha, o[j][2 * h + 1] *= alpha;
+      }
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float p = exp2f(s[n][q] - base[q >> 1]);
+          s[n][q] = p;
+          lrow[q >> 1] += p;
+        }
+      }
+      // O += P·V: two adjacent m16n8 tiles of P are one m16n8k16 A fragment.
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        const unsigned a[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
+                               pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+        for (int p = 0; p < DVP / 16; ++p) {
+          unsigned b[4];
+          ldsm_x4_trans(b, vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VC + p * 16 + (lane >> 4) * 8);
+          mma_step(o[2 * p], a, b[0], b[1]);
+          mma_step(o[2 * p + 1], a, b[2], b[3]);
+        }
+      }
+      __syncthreads();  // every warp is done with this stage before it is refilled
+    }
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = lrow[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[h] = 1.f / l;  // a fully masked row (-inf everywhere): NaN, as Softmax gives
+    }
+#pragma unroll
+    for (int j = 0; j < DVP / 8; ++j) {
+      const int col = j * 8 + 2 * t4;
+      if (col >= DV) continue;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const LI row = m0 + warp * 16 + g + h * 8;
+        if (row < SQ)
+          *reinterpret_cast<unsigned*>(Y + offY + row * RSY + col) = pack2(o[j][2 * h] * inv[h], o[j][2 * h + 1] * inv[h]);
+      }
+    }
+  }
+}
+)CUDA";
+
+std::vector<int64_t> identityOr(const std::vector<int64_t> &perm, size_t rank) {
+  if (!perm.empty()) {
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k)
+      if (sorted[k] != int64_t(k)) throw std::invalid_argument("attention: bad permutation");
+    if (perm.size() != rank) throw std::invalid_argument("attention: permutation of the wrong rank");
+    return perm;
+  }
+  std::vector<int64_t> p(rank);
+  for (size_t k = 0; k < rank; ++k) p[k] = int64_t(k);
+  return p;
+}
+
+std::vector<int64_t> permuted(const std::vector<int64_t> &v, const std::vector<int64_t> &perm) {
+  std::vector<int64_t> r(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) r[k] = v.at(size_t(perm[k]));
+  return r;
+}
+
+// Batch strides of an operand whose logical dims (and their memory strides) end with two matrix
+// dims, right-aligned to `batch` (0 where it broadcasts).
+std::vector<int64_t> batchStrides(const std::vector<int64_t> &dims, const std::vector<int64_t> &strides,
+                                  const std::vector<int64_t> &batch) {
+  std::vector<int64_t> r(batch.size(), 0);
+  size_t nb = dims.size() - 2, off = batch.size() - nb;
+  for (size_t d = 0; d < nb; ++d)
+    if (dims[d] != 1) r[off + d] = strides[d];
+  return r;
+}
+
+}  // namespace
+
+AttentionSpec attentionSpec(const std::vector<int64_t> &qShape, const std::vector<int64_t> &permQ,
+                            const std::vector<int64_t> &kShape, const std::vector<int64_t> &permK,
+                            const std::vector<int64_t> &vShape, const std::vector<int64_t> &permV,
+                            const std::vector<int64_t> &permY) {
+  if (qShape.size() < 2 || kShape.size() < 2 || vShape.size() < 2)
+    throw std::invalid_argument("attention: Q, K and V must have rank >= 2");
+  auto pq = identityOr(permQ, qShape.size()), pk = identityOr(permK, kShape.size()), pv = identityOr(permV, vShape.size());
+  // Logical Q [.., Sq, D], Kᵀ [.., D, Sk], V [.., Sk, Dv] and their memory strides.
+  std::vector<int64_t> q = permuted(qShape, pq), qs = permuted(contiguousStrides(qShape), pq);
+  std::vector<int64_t> k = permuted(kShape, pk), ks = permuted(contiguousStrides(kShape), pk);
+  std::vector<int64_t> v = permuted(vShape, pv), vs = permuted(contiguousStrides(vShape), pv);
+  AttentionSpec s;
+  s.Sq = q[q.size() - 2], s.D = q.back(), s.Sk = k.back(), s.Dv = v.back();
+  if (k[k.size() - 2] != s.D || v[v.size() - 2] != s.Sk)
+    throw std::invalid_argument("attention: Q·Kᵀ and V do not chain");
+  if (qs.back() != 1 || ks[ks.size() - 2] != 1 || vs.back() != 1)
+    throw std::invalid_argument("attention: Q, K and V must be contiguous along the head dim");
+  s.batchShape = broadcastShapes({std::vector<int64_t>(q.begin(), q.end() - 2), std::vector<int64_t>(k.begin(), k.end() - 2),
+                                  std::vector<int64_t>(v.begin(), v.end() - 2)});
+  s.q = {batchStrides(q, qs, s.batchShape), qs[qs.size() - 2]};
+  s.k = {batchStrides(k, ks, s.batchShape), ks.back()};
+  s.v = {batchStrides(v, vs, s.batchShape), vs[vs.size() - 2]};
+  // Y: the logical result [batch..., Sq, Dv] stored as Transpose(result, perm_y).
+  std::vector<int64_t> logical = s.batchShape;
+  logical.push_back(s.Sq);
+  logical.push_back(s.Dv);
+  auto py = identityOr(permY, logical.size());
+  std::vector<int64_t> stored = contiguousStrides(permuted(logical, py)), ys(logical.size());
+  for (size_t d = 0; d < py.size(); ++d) ys[size_t(py[d])] = stored[d];
+  if (ys.back() != 1) throw std::invalid_argument("attention: the result must stay contiguous along the head dim");
+  s.y = {batchStrides(logical, ys, s.batchShape), ys[ys.size() - 2]};
+  return s;
+}
+
+std::string attentionUnsupported(const AttentionSpec &s) {
+  if (s.type != ElemType::F16 && s.type != ElemType::BF16) return "only fp16 and bf16";
+  if (s.D % 8 || s.Dv % 8 || s.D > 128 || s.Dv > 128 || s.D < 8 || s.Dv < 8)
+    return "head sizes must be multiples of 8 up to 128";
+  if (s.Sq < 1 || s.Sk < 1) return "empty sequences";
+  for (const AttentionSpec::View *v : {&s.q, &s.k, &s.v}) {
+    if (v->rowStride % 8) return "row strides must be multiples of 8";
+    if (v->batchStrides.size() != s.batchShape.size()) return "one batch stride per batch dim";
+    for (int64_t b : v->batchStrides)
+      if (b % 8) return "batch strides must be multiples of 8";
+  }
+  if (s.y.rowStride % 2 || s.y.batchStrides.size() != s.batchShape.size()) return "bad result strides";
+  for (int64_t b : s.y.batchStrides)
+    if (b % 2) return "bad result strides";
+  if (s.hasMask && !isFloatType(s.maskType)) return "the mask must be a float tensor";
+  return "";
+}
+
+KernelLaunch emitAttention(const AttentionSpec &s) {
+  if (std::string why = attentionUnsupported(s); !why.empty()) throw std::invalid_argument("attention: " + why);
+  std::vector<int64_t> bdims = s.batchShape, bq = s.q.batchStrides, bk = s.k.batchStrides, bv = s.v.batchStrides,
+                       by = s.y.batchStrides, bm(bdims.size(), 0);
+  int64_t mrs = 0, mcs = 0;
+  if (s.hasMask) {
+    std::vector<int64_t> full = bdims;
+    full.push_back(s.Sq);
+    full.push_back(s.Sk);
+    std::vector<int64_t> ms = broadcastStrides(s.maskShape, full);
+    bm.assign(ms.begin(), ms.end() - 2);
+    mrs = ms[ms.size() - 2], mcs = ms.back();
+  }
+  if (bdims.empty()) bdims = {1}, bq = bk = bv = by = bm = {0};
+  int64_t nbatch = numElementsOf(bdims);
+  auto extent = [&](const std::vector<int64_t> &bs, int64_t rows, int64_t rowStride, int64_t cols) {
+    int64_t e = (rows - 1) * std::abs(rowStride) + cols;
+    for (size_t d = 0; d < bs.size(); ++d) e += (bdims[d] - 1) * std::abs(bs[d]);
+    return e;
+  };
+  int64_t bound = std::max({extent(bq, s.Sq, s.q.rowStride, s.D), extent(bk, s.Sk, s.k.rowStride, s.D),
+                            extent(bv, s.Sk, s.v.rowStride, s.Dv), extent(by, s.Sq, s.y.rowStride, s.Dv),
+                            s.hasMask ? extent(bm, s.Sq, mrs, s.Sk * std::max<int64_t>(mcs, 1)) : 0});
+  const int64_t dp = (s.D + 15) / 16 * 16, dvp = (s.Dv + 15) / 16 * 16;
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  std::string src = "// kiln attention: [" + std::to_string(nbatch) + "] Sq " + std::to_string(s.Sq) + ", Sk " +
+                    std::to_string(s.Sk) + ", D " + std::to_string(s.D) + ", Dv " + std::to_string(s.Dv) +
+                    (s.hasMask ? ", masked" : "") + "\n";
+  src += kDevicePrelude;
+  src += "#define KILN_INT8 0\n#define KILN_FP8 0\n";
+  src += mmaHelpers(s.type);
+  src += std::string("typedef ") + storageTypeName(s.type) + " T;\n";
+  src += "typedef " + indexType(bound + (int64_t(1) << 20)) + " LI;\n";
+  src += "constexpr LI SQ = " + L(s.Sq) + ", SK = " + L(s.Sk) + ", D = " + L(s.D) + ", DV = " + L(s.Dv) +
+         ", NBATCH = " + L(nbatch) + ";\n";
+  src += "constexpr int DP = " + std::to_string(dp) + ", DVP = " + std::to_string(dvp) + ";\n";
+  src += "constexpr LI RSQ = " + L(s.q.rowStride) + ", RSK = " + L(s.k.rowStride) + ", RSV = " + L(s.v.rowStride) +
+         ", RSY = " + L(s.y.rowStride) + ", MRS = " + L(mrs) + ", MCS = " + L(mcs) + ";\n";
+  src += "constexpr float SCALE = " + floatLiteral(s.scale) + ";\n";
+  src += "constexpr int BRANK = " + std::to_string(bdims.size()) + ";\n";
+  src += "__device__ constexpr LI BDIMS[] = " + arrayLit(bdims) + ";\n";
+  src += "__device__ constexpr LI BSQ[] = " + arrayLit(bq) + ";\n";
+  src += "__device__ constexpr LI BSK[] = " + arrayLit(bk) + ";\n";
+  src += "__device__ constexpr LI BSV[] = " + arrayLit(bv) + ";\n";
+  src += "__device__ constexpr LI BSY[] = " + arrayLit(by) + ";\n";
+  src += "__device__ constexpr LI BSM[] = " + arrayLit(bm) + ";\n";
+  src += std::string("#define HAS_MASK ") + (s.hasMask ? "1" : "0") + "\n";
+  std::string body = replaceAll(kAttentionBody, "PACK_TYPE", s.type == ElemType::BF16 ? "bf16x2" : "f16x2");
+  body = replaceAll(body, "KILN_MASK_PARAM",
+                    s.hasMask ? std::string("const ") + storageTypeName(s.maskType) + "* __restrict__ MASK," : "");
+  src += body;
+  KernelLaunch out = finalizeKernel(std::string("attn_") + typeTag(s.type), src);
+  out.block = {128, 1, 1};
+  out.grid = {static_cast<uint32_t>(ceilDiv(s.Sq, 64)), static_cast<uint32_t>(std::min<int64_t>(nbatch, 65535)), 1};
+  out.sharedBytes = static_cast<uint32_t>((64 * (dp + 8) + 2 * 64 * (dp + 8) + 2 * 64 * (dvp + 8)) * 2);
+  out.numParams = s.hasMask ? 5 : 4;
+  return out;
+}
+
+}  // namespace kiln::codegen

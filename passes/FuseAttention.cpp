@@ -1,0 +1,192 @@
+// Attention as one op (see Passes.td): Softmax(scale · Q·Kᵀ + mask) · V in half precision, with
+// the products' operand permutations, a constant scalar scale, an additive mask (or a Where with
+// a constant condition, as GPT-2's causal mask) and a head transpose of the result folded in,
+// becomes kiln.attention, which codegen runs as one flash-attention kernel.
+#include "codegen/kernels/Attention.h"
+#include "compiler/ir/Builders.h"
+#include "compiler/ir/TensorConversion.h"
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_FUSEATTENTION
+#include "passes/Passes.h.inc"
+
+KILN_KNOB(kFuseAttention, {"fusion.attention", {"on", "off"}, "on",
+                           "Run Softmax(scale · Q·Kᵀ + mask) · V (fp16/bf16, head sizes multiples of 8 up to "
+                           "128) as one flash-attention kernel: the scores never reach memory",
+                           knobs::Tier::Fast, "passes/FuseAttention.cpp"});
+
+namespace {
+
+using namespace mlir;
+
+std::vector<int64_t> shapeOf(Value v) {
+  auto s = cast<RankedTensorType>(v.getType()).getShape();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+std::vector<int64_t> permOf(Operation *op, StringRef name) {
+  auto a = op->getAttrOfType<DenseI64ArrayAttr>(name);
+  return a ? std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end()) : std::vector<int64_t>{};
+}
+
+// MatMul or TransposedMatMul of rank >= 2 operands.
+bool isProduct(Operation *op) {
+  return op && isa<MatMulOp, TransposedMatMulOp>(op) && shapeOf(op->getOperand(0)).size() >= 2 &&
+         shapeOf(op->getOperand(1)).size() >= 2;
+}
+
+// The value of a one-element float constant.
+std::optional<double> scalarValue(Value v) {
+  auto t = constantValue(v, 1);
+  if (!t || t->size() != 1 || !t->isFloating()) return std::nullopt;
+  return t->get(0);
+}
+
+// What feeds the softmax: the scores product, the scale and the mask found on the way.
+struct Scores {
+  Operation *product = nullptr;
+  double scale = 1.0;
+  Value mask;                            // additive, or null
+  std::optional<ops::Tensor> whereMask;  // a Where's constant condition made additive
+  SmallVector<Operation *> ops;          // the ops between the product and the softmax
+};
+
+// Walks from the softmax input up to the product: x·c, c·x, x/c (constant scalars), then at most
+// one x + mask / mask + x or Where(constant condition, x, c ≤ -10⁴) (exp of the masked scores is
+// 0 either way) nearer the softmax than every scale; each op's only use is the next.
+std::optional<Scores> findScores(Value x) {
+  Scores s;
+  Type type = x.getType();
+  auto chainOp = [&](Value v) {
+    Operation *d = v.getDefiningOp();
+    return v.getType() == type && v.hasOneUse() && d && (isProduct(d) || isa<MulOp, DivOp, WhereOp>(d));
+  };
+  bool masked = false;
+  while (Operation *op = x.getDefiningOp()) {
+    if (!x.hasOneUse() || op->getNumResults() != 1 || op->getResult(0).getType() != type) return std::nullopt;
+    if (isProduct(op)) {
+      s.product = op;
+      return s;
+    }
+    if (isa<MulOp, DivOp>(op)) {
+      unsigned xi = isa<MulOp>(op) && scalarValue(op->getOperand(0)) ? 1 : 0;
+      auto c = scalarValue(op->getOperand(1 - xi));
+      if (!c || (isa<DivOp>(op) && *c == 0.0)) return std::nullopt;
+      s.scale *= isa<MulOp>(op) ? *c : 1.0 / *c;
+      x = op->getOperand(xi);
+    } else if (isa<AddOp>(op) && !masked && s.scale == 1.0) {
+      bool first = chainOp(op->getOperand(0)), second = chainOp(op->getOperand(1));
+      if (first == second) return std::nullopt;  // neither, or both: which is the mask?
+      unsigned xi = first ? 0 : 1;
+      s.mask = op->getOperand(1 - xi);
+      masked = true;
+      x = op->getOperand(xi);
+    } else if (isa<WhereOp>(op) && !masked && s.scale == 1.0) {
+      auto cond = constantValue(op->getOperand(0), int64_t(1) << 24);
+      auto c = scalarValue(op->getOperand(2));
+      if (!cond || !c || *c > -1e4) return std::nullopt;
+      ops::Tensor m(ops::DType::F32, cond->shape);
+      for (int64_t i = 0; i < m.size(); ++i) m.set(i, cond->get(i) != 0 ? 0.0 : *c);
+      s.whereMask = m;
+      masked = true;
+      x = op->getOperand(1);
+    } else {
+      return std::nullopt;
+    }
+    s.ops.push_back(op);
+  }
+  return std::nullopt;
+}
+
+// Replaces the attention ending at `softmax` by one kiln.attention when the kernel takes it.
+bool fuse(Operation *softmax, OpBuilder &b) {
+  Value scores = softmax->getOperand(0);
+  auto type = cast<RankedTensorType>(scores.getType());
+  Type elem = type.getElementType();
+  if (!(elem.isF16() || elem.isBF16()) || type.getRank() < 2) return false;
+  int64_t axis = softmax->getAttrOfType<IntegerAttr>("axis") ? softmax->getAttrOfType<IntegerAttr>("axis").getInt() : -1;
+  if (axis != -1 && axis != type.getRank() - 1) return false;
+  Value p = softmax->getResult(0);
+  if (!p.hasOneUse()) return false;
+  Operation *pv = *p.getUsers().begin();
+  if (!isProduct(pv) || pv->getOperand(0) != p || !permOf(pv, "perm_a").empty()) return false;
+  auto found = findScores(scores);
+  if (!found) return false;
+  Operation *qk = found->product;
+  Value q = qk->getOperand(0), k = qk->getOperand(1), v = pv->getOperand(1);
+  if (cast<RankedTensorType>(q.getType()).getElementType() != elem ||
+      cast<RankedTensorType>(k.getType()).getElementType() != elem ||
+      cast<RankedTensorType>(v.getType()).getElementType() != elem)
+    return false;
+  // The result's head transpose, when its last dim stays last, is where the kernel stores.
+  Operation *transpose = nullptr;
+  std::vector<int64_t> permY;
+  Value out = pv->getResult(0);
+  if (out.hasOneUse()) {
+    Operation *t = *out.getUsers().begin();
+    auto perm = isa<TransposeOp>(t) ? permOf(t, "perm") : std::vector<int64_t>{};
+    if (!perm.empty() && perm.back() == int64_t(perm.size()) - 1) transpose = t, permY = perm;
+  }
+  // Ask codegen whether its kernel takes these sizes and strides.
+  try {
+    codegen::AttentionSpec spec = codegen::attentionSpec(shapeOf(q), permOf(qk, "perm_a"), shapeOf(k), permOf(qk, "perm_b"),
+                                                         shapeOf(v), permOf(pv, "perm_b"), permY);
+    spec.type = elem.isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
+    if (!codegen::attentionUnsupported(spec).empty()) return false;
+  } catch (const std::invalid_argument &) {
+    return false;
+  }
+
+  b.setInsertionPoint(pv);
+  Location loc = pv->getLoc();
+  Value mask = found->mask;
+  if (found->whereMask) {
+    ops::Tensor m(dtypeOf(elem), found->whereMask->shape);
+    for (int64_t i = 0; i < m.size(); ++i) m.set(i, found->whereMask->get(i));
+    mask = createConstant(b, loc, m);
+  }
+  if (!mask) mask = b.create<NoneOp>(loc).getResult();
+  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("scale", b.getF32FloatAttr(float(found->scale)))};
+  auto perm = [&](const char *name, Operation *op, StringRef attr) {
+    if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(attr)) attrs.push_back(b.getNamedAttr(name, a));
+  };
+  perm("perm_q", qk, "perm_a");
+  perm("perm_k", qk, "perm_b");
+  perm("perm_v", pv, "perm_b");
+  if (transpose) attrs.push_back(b.getNamedAttr("perm_y", b.getDenseI64ArrayAttr(permY)));
+  std::string err;
+  Operation *attn = createInferred(b, loc, "kiln.attention", {q, k, v, mask}, attrs, &err);
+  Value replaced = transpose ? transpose->getResult(0) : out;
+  if (!attn || attn->getResult(0).getType() != replaced.getType()) {
+    if (attn) attn->erase();
+    return false;
+  }
+  replaced.replaceAllUsesWith(attn->getResult(0));
+  if (transpose) transpose->erase();
+  pv->erase();
+  softmax->erase();
+  for (Operation *op : found->ops) op->erase();
+  qk->erase();
+  return true;
+}
+
+struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
+  using FuseAttentionBase::FuseAttentionBase;
+
+  void runOnOperation() override {
+    knobs::Route r;
+    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
+    if (r.get(kFuseAttention) != "on") return;
+    SmallVector<Operation *> softmaxes;
+    getOperation().walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
+    OpBuilder b(&getContext());
+    for (Operation *s : softmaxes) fuse(s, b);
+  }
+};
+
+}  // namespace
+}  // namespace kiln
