@@ -199,6 +199,10 @@ if [ "$mode" = quick ]; then
     for r in "" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
              "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col" \
              "precision=fp16;fusion.attention=off"; do
+      # bf16 storage before a QuantizeLinear moves values across int8 steps: a QDQ model's bf16
+      # graph is ~1e-2 from fp32 on the CPU evaluator itself (qdq_pool 9.6e-3), past the check's
+      # half-precision tolerance.
+      [[ $stem == qdq_* && $r == *bf16* ]] && continue
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done

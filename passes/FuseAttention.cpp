@@ -1,12 +1,15 @@
 // Attention as one op (see Passes.td): Softmax(scale · Q·Kᵀ + mask) · V in half precision, with
 // the products' operand permutations, a constant scalar scale, an additive mask (or a Where with
 // a constant condition, as GPT-2's causal mask) and a head transpose of the result folded in,
-// becomes kiln.attention, which codegen runs as one flash-attention kernel.
+// becomes kiln.attention, which codegen runs as one flash-attention kernel. Operands that layout
+// ops (head transposes, Q/K/V slices or gathers of a packed projection) made are then read in
+// place through kiln.strided_view, so those copies go.
 #include "codegen/kernels/Attention.h"
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
+#include "passes/StridedViews.h"
 
 #include <cmath>
 
@@ -133,8 +136,8 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   }
   // Ask codegen whether its kernel takes these sizes and strides.
   try {
-    codegen::AttentionSpec spec = codegen::attentionSpec(shapeOf(q), permOf(qk, "perm_a"), shapeOf(k), permOf(qk, "perm_b"),
-                                                         shapeOf(v), permOf(pv, "perm_b"), permY);
+    codegen::AttentionSpec spec = codegen::attentionSpec({shapeOf(q), {}, permOf(qk, "perm_a")}, {shapeOf(k), {}, permOf(qk, "perm_b")},
+                                                         {shapeOf(v), {}, permOf(pv, "perm_b")}, permY);
     spec.type = elem.isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
     if (!codegen::attentionUnsupported(spec).empty()) return false;
   } catch (const std::invalid_argument &) {
@@ -174,6 +177,60 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   return true;
 }
 
+// Erases `v`'s producer and the layout ops above it that nothing else uses any more.
+void eraseDeadViews(Value v) {
+  Operation *d = v.getDefiningOp();
+  if (!d || !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp, TransposeOp, GatherOp, SliceOp, SplitOp>(d) ||
+      !d->use_empty())
+    return;
+  Value up = d->getOperand(0);
+  d->erase();
+  eraseDeadViews(up);
+}
+
+// Reads attention operand k (Q, K or V) through a strided view of the memory it was copied
+// from, when layout ops made it and the kernel takes the view's strides and offset.
+void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
+  Value old = attn->getOperand(k);
+  std::optional<StridedView> found = stridedViewOf(old);
+  if (!found || !found->copies) return;
+  const StridedView &view = *found;
+  const char *perms[] = {"perm_q", "perm_k", "perm_v"};
+  codegen::AttentionOperand ops[3];
+  for (unsigned j = 0; j < 3; ++j) {
+    ops[j].perm = permOf(attn, perms[j]);
+    Value x = attn->getOperand(j);
+    if (j == k) {
+      ops[j].shape = view.shape, ops[j].strides = view.strides, ops[j].offset = view.offset;
+    } else if (auto sv = x.getDefiningOp<StridedViewOp>()) {
+      ops[j].shape = shapeOf(x), ops[j].offset = sv.getOffset().value_or(0);
+      ops[j].strides.assign(sv.getStridesAttr().asArrayRef().begin(), sv.getStridesAttr().asArrayRef().end());
+    } else {
+      ops[j].shape = shapeOf(x);
+    }
+  }
+  try {
+    codegen::AttentionSpec spec = codegen::attentionSpec(ops[0], ops[1], ops[2], permOf(attn, "perm_y"));
+    spec.type = cast<RankedTensorType>(old.getType()).getElementType().isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
+    if (!codegen::attentionUnsupported(spec).empty()) return;
+  } catch (const std::invalid_argument &) {
+    return;
+  }
+  b.setInsertionPoint(attn);
+  std::string err;
+  Operation *sv = createInferred(b, attn->getLoc(), "kiln.strided_view", {view.root},
+                                 {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(view.shape)),
+                                  b.getNamedAttr("strides", b.getDenseI64ArrayAttr(view.strides)),
+                                  b.getNamedAttr("offset", b.getI64IntegerAttr(view.offset))},
+                                 &err);
+  if (!sv || sv->getResult(0).getType() != old.getType()) {
+    if (sv) sv->erase();
+    return;
+  }
+  attn->setOperand(k, sv->getResult(0));
+  eraseDeadViews(old);
+}
+
 struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
   using FuseAttentionBase::FuseAttentionBase;
 
@@ -185,6 +242,10 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     getOperation().walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
     OpBuilder b(&getContext());
     for (Operation *s : softmaxes) fuse(s, b);
+    SmallVector<AttentionOp> attns;
+    getOperation().walk([&](AttentionOp a) { attns.push_back(a); });
+    for (AttentionOp a : attns)
+      for (unsigned k = 0; k < 3; ++k) readInPlace(a, k, b);
   }
 };
 

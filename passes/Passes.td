@@ -113,7 +113,11 @@ def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     permutations become perm_q, perm_k, perm_v, and a Transpose of the result that keeps its
     last dim last becomes perm_y (the kernel stores heads where the Transpose would put them).
     Only sizes the kernel takes are fused: head sizes multiples of 8 up to 128, operands read
-    along the head dim.
+    along the head dim. Then each Q, K, V that layout ops made from another tensor (Transpose,
+    Slice, Gather of one constant index, Split, with reshapes between: torch's packed QKV
+    projection split into heads) becomes `kiln.strided_view` of that tensor when every dim of
+    the operand walks it with one stride and the kernel takes the offset and strides; the copies
+    are erased.
 
     Before:
       %s = kiln.transposed_matmul %q, %k {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>}

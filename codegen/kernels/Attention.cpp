@@ -51,7 +51,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
   const LI m0 = (LI)blockIdx.x * BM;
   for (LI bz = blockIdx.y; bz < NBATCH; bz += gridDim.y) {
-    LI offQ = 0, offK = 0, offV = 0, offY = 0, offM = 0;
+    LI offQ = OFFQ, offK = OFFK, offV = OFFV, offY = OFFY, offM = 0;
     {
       LI r = bz;
 #pragma unroll
@@ -218,17 +218,20 @@ std::vector<int64_t> batchStrides(const std::vector<int64_t> &dims, const std::v
 
 }  // namespace
 
-AttentionSpec attentionSpec(const std::vector<int64_t> &qShape, const std::vector<int64_t> &permQ,
-                            const std::vector<int64_t> &kShape, const std::vector<int64_t> &permK,
-                            const std::vector<int64_t> &vShape, const std::vector<int64_t> &permV,
+AttentionSpec attentionSpec(const AttentionOperand &qo, const AttentionOperand &ko, const AttentionOperand &vo,
                             const std::vector<int64_t> &permY) {
-  if (qShape.size() < 2 || kShape.size() < 2 || vShape.size() < 2)
-    throw std::invalid_argument("attention: Q, K and V must have rank >= 2");
-  auto pq = identityOr(permQ, qShape.size()), pk = identityOr(permK, kShape.size()), pv = identityOr(permV, vShape.size());
   // Logical Q [.., Sq, D], Kᵀ [.., D, Sk], V [.., Sk, Dv] and their memory strides.
-  std::vector<int64_t> q = permuted(qShape, pq), qs = permuted(contiguousStrides(qShape), pq);
-  std::vector<int64_t> k = permuted(kShape, pk), ks = permuted(contiguousStrides(kShape), pk);
-  std::vector<int64_t> v = permuted(vShape, pv), vs = permuted(contiguousStrides(vShape), pv);
+  auto read = [](const AttentionOperand &o, std::vector<int64_t> &dims, std::vector<int64_t> &strides) {
+    if (o.shape.size() < 2) throw std::invalid_argument("attention: Q, K and V must have rank >= 2");
+    if (!o.strides.empty() && o.strides.size() != o.shape.size()) throw std::invalid_argument("attention: one stride per dim");
+    auto p = identityOr(o.perm, o.shape.size());
+    dims = permuted(o.shape, p);
+    strides = permuted(o.strides.empty() ? contiguousStrides(o.shape) : o.strides, p);
+  };
+  std::vector<int64_t> q, qs, k, ks, v, vs;
+  read(qo, q, qs);
+  read(ko, k, ks);
+  read(vo, v, vs);
   AttentionSpec s;
   s.Sq = q[q.size() - 2], s.D = q.back(), s.Sk = k.back(), s.Dv = v.back();
   if (k[k.size() - 2] != s.D || v[v.size() - 2] != s.Sk)
@@ -237,9 +240,9 @@ AttentionSpec attentionSpec(const std::vector<int64_t> &qShape, const std::vecto
     throw std::invalid_argument("attention: Q, K and V must be contiguous along the head dim");
   s.batchShape = broadcastShapes({std::vector<int64_t>(q.begin(), q.end() - 2), std::vector<int64_t>(k.begin(), k.end() - 2),
                                   std::vector<int64_t>(v.begin(), v.end() - 2)});
-  s.q = {batchStrides(q, qs, s.batchShape), qs[qs.size() - 2]};
-  s.k = {batchStrides(k, ks, s.batchShape), ks.back()};
-  s.v = {batchStrides(v, vs, s.batchShape), vs[vs.size() - 2]};
+  s.q = {batchStrides(q, qs, s.batchShape), qs[qs.size() - 2], qo.offset};
+  s.k = {batchStrides(k, ks, s.batchShape), ks.back(), ko.offset};
+  s.v = {batchStrides(v, vs, s.batchShape), vs[vs.size() - 2], vo.offset};
   // Y: the logical result [batch..., Sq, Dv] stored as Transpose(result, perm_y).
   std::vector<int64_t> logical = s.batchShape;
   logical.push_back(s.Sq);
@@ -258,12 +261,12 @@ std::string attentionUnsupported(const AttentionSpec &s) {
     return "head sizes must be multiples of 8 up to 128";
   if (s.Sq < 1 || s.Sk < 1) return "empty sequences";
   for (const AttentionSpec::View *v : {&s.q, &s.k, &s.v}) {
-    if (v->rowStride % 8) return "row strides must be multiples of 8";
+    if (v->rowStride % 8 || v->offset % 8) return "offsets and row strides must be multiples of 8";
     if (v->batchStrides.size() != s.batchShape.size()) return "one batch stride per batch dim";
     for (int64_t b : v->batchStrides)
       if (b % 8) return "batch strides must be multiples of 8";
   }
-  if (s.y.rowStride % 2 || s.y.batchStrides.size() != s.batchShape.size()) return "bad result strides";
+  if (s.y.rowStride % 2 || s.y.offset % 2 || s.y.batchStrides.size() != s.batchShape.size()) return "bad result strides";
   for (int64_t b : s.y.batchStrides)
     if (b % 2) return "bad result strides";
   if (s.hasMask && !isFloatType(s.maskType)) return "the mask must be a float tensor";
@@ -285,13 +288,13 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   }
   if (bdims.empty()) bdims = {1}, bq = bk = bv = by = bm = {0};
   int64_t nbatch = numElementsOf(bdims);
-  auto extent = [&](const std::vector<int64_t> &bs, int64_t rows, int64_t rowStride, int64_t cols) {
-    int64_t e = (rows - 1) * std::abs(rowStride) + cols;
+  auto extent = [&](const std::vector<int64_t> &bs, int64_t rows, int64_t rowStride, int64_t cols, int64_t offset = 0) {
+    int64_t e = offset + (rows - 1) * std::abs(rowStride) + cols;
     for (size_t d = 0; d < bs.size(); ++d) e += (bdims[d] - 1) * std::abs(bs[d]);
     return e;
   };
-  int64_t bound = std::max({extent(bq, s.Sq, s.q.rowStride, s.D), extent(bk, s.Sk, s.k.rowStride, s.D),
-                            extent(bv, s.Sk, s.v.rowStride, s.Dv), extent(by, s.Sq, s.y.rowStride, s.Dv),
+  int64_t bound = std::max({extent(bq, s.Sq, s.q.rowStride, s.D, s.q.offset), extent(bk, s.Sk, s.k.rowStride, s.D, s.k.offset),
+                            extent(bv, s.Sk, s.v.rowStride, s.Dv, s.v.offset), extent(by, s.Sq, s.y.rowStride, s.Dv, s.y.offset),
                             s.hasMask ? extent(bm, s.Sq, mrs, s.Sk * std::max<int64_t>(mcs, 1)) : 0});
   const int64_t dp = (s.D + 15) / 16 * 16, dvp = (s.Dv + 15) / 16 * 16;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -308,6 +311,8 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   src += "constexpr int DP = " + std::to_string(dp) + ", DVP = " + std::to_string(dvp) + ";\n";
   src += "constexpr LI RSQ = " + L(s.q.rowStride) + ", RSK = " + L(s.k.rowStride) + ", RSV = " + L(s.v.rowStride) +
          ", RSY = " + L(s.y.rowStride) + ", MRS = " + L(mrs) + ", MCS = " + L(mcs) + ";\n";
+  src += "constexpr LI OFFQ = " + L(s.q.offset) + ", OFFK = " + L(s.k.offset) + ", OFFV = " + L(s.v.offset) +
+         ", OFFY = " + L(s.y.offset) + ";\n";
   src += "constexpr float SCALE = " + floatLiteral(s.scale) + ";\n";
   src += "constexpr int BRANK = " + std::to_string(bdims.size()) + ";\n";
   src += "__device__ constexpr LI BDIMS[] = " + arrayLit(bdims) + ";\n";

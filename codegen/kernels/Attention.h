@@ -10,9 +10,9 @@
 // read of Q, K, V and one write of Y instead of four passes over [.., Sq, Sk].
 //
 // Operands are views with a unit stride along D (Dv): row (b, i) of Q starts at
-// Σ_d b_d · q.batchStrides[d] + i · q.rowStride, and likewise K, V and Y. D and Dv are multiples
-// of 8 up to 128, every row and batch stride of Q, K and V a multiple of 8 (16-byte copies) and
-// Y's even. The mask (optional) is any float tensor broadcasting to [batch..., Sq, Sk].
+// q.offset + Σ_d b_d · q.batchStrides[d] + i · q.rowStride, and likewise K, V and Y. D and Dv are
+// multiples of 8 up to 128, every offset, row and batch stride of Q, K and V a multiple of 8
+// (16-byte copies) and Y's even. The mask (optional) is any float tensor broadcasting to [batch..., Sq, Sk].
 //
 // Kernel parameters: Q, K, V, [mask], Y.
 #pragma once
@@ -29,6 +29,7 @@ struct AttentionSpec {
   struct View {
     std::vector<int64_t> batchStrides;  // per batch dim (0 = broadcast)
     int64_t rowStride = 0;
+    int64_t offset = 0;
   };
   int64_t Sq = 1, Sk = 1, D = 8, Dv = 8;
   std::vector<int64_t> batchShape;
@@ -40,13 +41,18 @@ struct AttentionSpec {
   ElemType maskType = ElemType::F32;
 };
 
-// The spec of Attention(Q, K, V) with its operands read through permutations (as the
+// An operand as the Attention op has it: a tensor of `shape` in memory at `offset` with
+// `strides` (empty: contiguous; a kiln.strided_view), read through `perm` (empty: identity).
+struct AttentionOperand {
+  std::vector<int64_t> shape, strides, perm;
+  int64_t offset = 0;
+};
+
+// The spec of Attention(Q, K, V) with its operands read through their permutations (the
 // Attention op's perm_q, perm_k, perm_v: Q·K is Transpose(Q, perm_q) · Transpose(K, perm_k), so
-// perm_k gives Kᵀ [.., D, Sk]) and its result stored as Transpose(result, perm_y); empty: identity.
-// Throws std::invalid_argument when the sizes do not form an attention.
-AttentionSpec attentionSpec(const std::vector<int64_t> &qShape, const std::vector<int64_t> &permQ,
-                            const std::vector<int64_t> &kShape, const std::vector<int64_t> &permK,
-                            const std::vector<int64_t> &vShape, const std::vector<int64_t> &permV,
+// perm_k gives Kᵀ [.., D, Sk]) and its result stored as Transpose(result, perm_y) (empty:
+// identity). Throws std::invalid_argument when the sizes do not form an attention.
+AttentionSpec attentionSpec(const AttentionOperand &q, const AttentionOperand &k, const AttentionOperand &v,
                             const std::vector<int64_t> &permY);
 
 // Empty when emitAttention takes the spec's sizes and strides, else why not.

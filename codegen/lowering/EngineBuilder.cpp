@@ -101,10 +101,16 @@ std::vector<uint8_t> permuteBytes(const std::vector<uint8_t> &in, const Shape &s
   return r;
 }
 
-// Ops whose result is their first operand's bytes under another shape: no launch.
+// A strided view that only attention ops read: they read its operand through the view.
+bool isAttentionView(Operation *op) {
+  return isa<StridedViewOp>(op) && llvm::all_of(op->getUsers(), [](Operation *u) { return isa<AttentionOp>(u); });
+}
+
+// Ops whose result is their first operand's bytes under another shape (or, for an attention
+// view, read through strides by its users): no launch.
 bool isAlias(Operation *op) {
   return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op) ||
-         (isa<DropoutOp>(op) && op->getNumResults() == 1);
+         (isa<DropoutOp>(op) && op->getNumResults() == 1) || isAttentionView(op);
 }
 
 // One launch: a kernel and the values bound to its pointer parameters, in order.
@@ -687,12 +693,24 @@ void Lowering::lowerOp(Operation *op) {
     return;
   }
   if (type == "Attention") {
-    AttentionSpec s = attentionSpec(shapeOf(operands[0]), attrs.getInts("perm_q", {}), shapeOf(operands[1]),
-                                    attrs.getInts("perm_k", {}), shapeOf(operands[2]), attrs.getInts("perm_v", {}),
-                                    attrs.getInts("perm_y", {}));
+    // Q, K, V as tensors, or as the memory their strided views read.
+    std::vector<Value> params;
+    AttentionOperand qkv[3];
+    const char *perms[] = {"perm_q", "perm_k", "perm_v"};
+    for (int k = 0; k < 3; ++k) {
+      qkv[k].perm = attrs.getInts(perms[k], {});
+      if (auto view = operands[k].getDefiningOp<StridedViewOp>()) {
+        ops::Attrs va = attrsFromOp(view);
+        qkv[k].shape = va.getInts("shape"), qkv[k].strides = va.getInts("strides"), qkv[k].offset = va.getInt("offset", 0);
+        params.push_back(view.getX());
+      } else {
+        qkv[k].shape = shapeOf(operands[k]);
+        params.push_back(operands[k]);
+      }
+    }
+    AttentionSpec s = attentionSpec(qkv[0], qkv[1], qkv[2], attrs.getInts("perm_y", {}));
     s.scale = static_cast<float>(attrs.getFloat("scale", 1.0));
     s.type = elemTypeOf(operands[0]);
-    std::vector<Value> params = {operands[0], operands[1], operands[2]};
     if (!isa<NoneType>(operands[3].getType())) {
       s.hasMask = true;
       s.maskShape = shapeOf(operands[3]);
@@ -704,6 +722,8 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, emitAttention(s), params);
     return;
   }
+  if (type == "StridedView")  // (kiln-fuse-attention makes them for attention operands only)
+    throw std::invalid_argument("a strided view read by another op than attention has no kernel");
   if (isFusableElementwise(op)) {
     lowerElementwise({op}, out);
     return;

@@ -309,6 +309,11 @@ def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
                    IntsOpt:$strides);
   let results = (outs Kiln_Tensor:$Y);
 }
+// Y[i] = X's elements in row-major order, at offset + Σ_k i_k · strides[k] (shape: Y's dims): a
+// strided view of X's memory, which kiln-fuse-attention gives the attention kernel to read in
+// place of the copies (Transpose, Slice, Gather, Split) that made its operands.
+def Kiln_StridedViewOp : Kiln_UnaryOp<"strided_view", "StridedView",
+    (ins IntsOpt:$shape, IntsOpt:$strides, I64Opt:$offset)>;
 // Softmax(scale · Transpose(Q, perm_q) · Transpose(K, perm_k) + mask, last axis) ·
 // Transpose(V, perm_v), stored as Transpose(·, perm_y), in float32, the result rounded to Q's
 // type: the attention that kiln-fuse-attention finds (one flash-attention kernel). perm_k gives

@@ -13,6 +13,8 @@
 //   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y) = Transpose(MatMul(Softmax(
 //     scale · MatMul(Q', K') + mask, axis -1), V'), perm_y) with Q' = Transpose(Q, perm_q) etc.,
 //     computed in float32 and rounded to Q's type (Q, K, V of one float type; K' is Kᵀ)
+//   StridedView(X, shape, strides, offset): Y[i] = flat(X)[offset + Σ_k i_k · strides[k]], Y of
+//     `shape` (strides >= 0; every element read must lie inside X)
 //   Im2Col(X, kernel_shape, strides, dilations, pads): the patches of an NHWC image as rows,
 //     Y[n, oh, ow, (kh·KW + kw)·C + c] = X[n, oh·sh + kh·dh - top, ow·sw + kw·dw - left, c], 0
 //     outside the image (pads [top, left, bottom, right])
@@ -312,6 +314,38 @@ int64_t attentionFlops(const ShapeContext &ctx, const std::vector<TensorType> &o
   return scores * (2 * t[0].shape.back() + 2 * t[2].shape.back() + 5);
 }
 
+// ---- StridedView -------------------------------------------------------------------------------
+
+std::vector<TensorType> stridedViewShape(const ShapeContext &ctx) {
+  check(ctx.inputs.size() == 1 && ctx.present(0) && ctx.numOutputs == 1, "StridedView has one input and one output");
+  Shape shape = ctx.attrs.getInts("shape"), strides = ctx.attrs.getInts("strides");
+  int64_t offset = ctx.attrs.getInt("offset", 0), last = offset;
+  check(shape.size() == strides.size(), "StridedView: one stride per dim");
+  bool empty = false;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    check(shape[k] >= 0 && strides[k] >= 0, "StridedView: sizes and strides must be >= 0");
+    empty = empty || shape[k] == 0;
+    if (shape[k] > 0) last += (shape[k] - 1) * strides[k];
+  }
+  check(offset >= 0 && (empty || last < numElements(ctx.inputs[0].shape)),
+        "StridedView: the view reads past the end of its input " + shapeString(ctx.inputs[0].shape));
+  return {TensorType{ctx.inputs[0].dtype, shape}};
+}
+
+std::vector<Tensor> stridedViewEval(const EvalContext &ctx) {
+  std::vector<TensorType> t = stridedViewShape(shapeContextOf(ctx));
+  const Tensor &x = ctx.in(0);
+  Shape strides = ctx.attrs.getInts("strides");
+  Tensor y(x.dtype, t[0].shape);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    int64_t at = ctx.attrs.getInt("offset", 0), rest = i;
+    for (size_t k = y.shape.size(); k-- > 0;) at += (rest % y.shape[k]) * strides[k], rest /= y.shape[k];
+    if (y.isFloating()) y.f[size_t(i)] = x.f[size_t(at)];
+    else y.i[size_t(i)] = x.i[size_t(at)];
+  }
+  return {y};
+}
+
 // ---- Im2Col ----------------------------------------------------------------------------------
 
 struct Im2ColGeometry {
@@ -364,6 +398,7 @@ std::vector<Tensor> im2colEval(const EvalContext &ctx) {
 
 KILN_REGISTER_OP({"Im2Col", im2colShape, im2colEval, nullptr});
 KILN_REGISTER_OP({"Attention", attentionShape, attentionEval, attentionFlops});
+KILN_REGISTER_OP({"StridedView", stridedViewShape, stridedViewEval, nullptr});
 KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedMatMul", quantizedMatMulShape, quantizedMatMulEval, quantizedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedConv", quantizedConvShape, quantizedConvEval, quantizedConvFlops});

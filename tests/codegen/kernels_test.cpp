@@ -550,8 +550,8 @@ TEST(CopyKernels, Im2Col) {
 
 TEST(AttentionKernel, ViewsFromPermutations) {
   // BERT: [B, S, H, D] read as [B, H, S, D] (Kᵀ through 0,2,3,1); Y stored back as [B, S, H, D].
-  AttentionSpec s = attentionSpec({2, 77, 12, 64}, {0, 2, 1, 3}, {2, 77, 12, 64}, {0, 2, 3, 1}, {2, 77, 12, 64},
-                                  {0, 2, 1, 3}, {0, 2, 1, 3});
+  AttentionSpec s = attentionSpec({{2, 77, 12, 64}, {}, {0, 2, 1, 3}}, {{2, 77, 12, 64}, {}, {0, 2, 3, 1}},
+                                  {{2, 77, 12, 64}, {}, {0, 2, 1, 3}}, {0, 2, 1, 3});
   EXPECT_EQ(s.batchShape, (std::vector<int64_t>{2, 12}));
   EXPECT_EQ(s.Sq, 77);
   EXPECT_EQ(s.Sk, 77);
@@ -568,24 +568,33 @@ TEST(AttentionKernel, ViewsFromPermutations) {
   EXPECT_EQ(k.grid[0], 2u);   // 77 query rows in blocks of 64
   EXPECT_EQ(k.grid[1], 24u);  // one block row per batch and head
   // K broadcast over a leading batch dim (stride 0), contiguous Y.
-  AttentionSpec b = attentionSpec({2, 3, 17, 40}, {}, {3, 24, 40}, {0, 2, 1}, {3, 24, 40}, {}, {});
+  AttentionSpec b = attentionSpec({{2, 3, 17, 40}}, {{3, 24, 40}, {}, {0, 2, 1}}, {{3, 24, 40}}, {});
   EXPECT_EQ(b.k.batchStrides, (std::vector<int64_t>{0, 24 * 40}));
   EXPECT_EQ(b.y.rowStride, 40);
   expectKernel(emitAttention(b), 4);
+  // A strided view: ViT's packed [S, B, 3, H, D] projection, K at offset H·D, read as [B, H, S, D].
+  AttentionOperand packed{{2, 12, 197, 64}, {3 * 768, 64, 2 * 3 * 768, 1}, {0, 1, 3, 2}, 768};
+  AttentionSpec v = attentionSpec({{2, 12, 197, 64}}, packed, {{2, 12, 197, 64}}, {});
+  EXPECT_EQ(v.k.batchStrides, (std::vector<int64_t>{3 * 768, 64}));
+  EXPECT_EQ(v.k.rowStride, 2 * 3 * 768);
+  EXPECT_EQ(v.k.offset, 768);
+  EXPECT_NE(emitAttention(v).source.find("OFFK = 768LL"), std::string::npos);
+  packed.offset = 4;  // not 16-byte aligned
+  EXPECT_NE(attentionUnsupported(attentionSpec({{2, 12, 197, 64}}, packed, {{2, 12, 197, 64}}, {})), "");
 }
 
 TEST(AttentionKernel, Refusals) {
   // K stored as Kᵀ is not read along the head dim; sizes that do not chain.
-  EXPECT_THROW(attentionSpec({2, 4, 8}, {}, {2, 8, 4}, {}, {2, 4, 8}, {}, {}), std::invalid_argument);
-  EXPECT_THROW(attentionSpec({2, 4, 8}, {}, {2, 5, 8}, {0, 2, 1}, {2, 4, 8}, {}, {}), std::invalid_argument);
-  AttentionSpec s = attentionSpec({2, 4, 8}, {}, {2, 4, 8}, {0, 2, 1}, {2, 4, 8}, {}, {});
+  EXPECT_THROW(attentionSpec({{2, 4, 8}}, {{2, 8, 4}}, {{2, 4, 8}}, {}), std::invalid_argument);
+  EXPECT_THROW(attentionSpec({{2, 4, 8}}, {{2, 5, 8}, {}, {0, 2, 1}}, {{2, 4, 8}}, {}), std::invalid_argument);
+  AttentionSpec s = attentionSpec({{2, 4, 8}}, {{2, 4, 8}, {}, {0, 2, 1}}, {{2, 4, 8}}, {});
   EXPECT_EQ(attentionUnsupported(s), "");
   s.type = ElemType::F32;
   EXPECT_NE(attentionUnsupported(s), "");
   EXPECT_THROW(emitAttention(s), std::invalid_argument);
-  AttentionSpec odd = attentionSpec({2, 4, 6}, {}, {2, 4, 6}, {0, 2, 1}, {2, 4, 6}, {}, {});
+  AttentionSpec odd = attentionSpec({{2, 4, 6}}, {{2, 4, 6}, {}, {0, 2, 1}}, {{2, 4, 6}}, {});
   EXPECT_NE(attentionUnsupported(odd), "");
-  AttentionSpec wide = attentionSpec({2, 4, 136}, {}, {2, 4, 136}, {0, 2, 1}, {2, 4, 136}, {}, {});
+  AttentionSpec wide = attentionSpec({{2, 4, 136}}, {{2, 4, 136}, {}, {0, 2, 1}}, {{2, 4, 136}}, {});
   EXPECT_NE(attentionUnsupported(wide), "");
 }
 

@@ -3,7 +3,8 @@
 // them as [.., Sq, D], Kᵀ [.., D, Sk] and [.., Sk, Dv]), an optional mask and the result's
 // permutation: BERT's [B, S, H, D] heads with a padding mask, ViT's sequence-first
 // [S, B·H, D] heads, broadcast batches, head sizes 40 and 128, Dv ≠ D, one key, GPT-2's causal
-// mask, bf16. Inputs are random in ±[0.25, 1] (never zero), the output is poisoned (NaN) first.
+// mask, bf16, and Q/K/V as strided views of one packed projection. Inputs are random in
+// ±[0.25, 1] (never zero), the output is poisoned (NaN) first.
 // Per element |kiln − ref| ≤ tol · (Σ_j p_j·|v_j| + |ref|), tol = 2e-3 (fp16) or 1.6e-2 (bf16):
 // P and Y are rounded to the half type once each. Cases of more than 16 batches check a sample of
 // them (the first two, the last, every 61st).
@@ -35,6 +36,10 @@ struct Case {
   Shape mask;       // empty: none
   int maskKind = 0;  // 0 random (fp32), 1 padding (-10000 on the last quarter of keys, fp16), 2 causal (-65504, fp16)
   float scale = 0.125f;
+  // Q, K and V as strided views (these strides; offsets 0, 1 and 2 times viewOffset) of inputs
+  // of shape `root` (a packed projection), where root is set.
+  Shape root, viewStrides;
+  int64_t viewOffset = 0;
 };
 
 Shape permuted(const Shape &s, const Shape &p) {
@@ -54,7 +59,8 @@ std::vector<uint8_t> engineFor(const codegen::KernelLaunch &k, const codegen::Co
   const int t = c.bf16 ? 16 : 10;
   rt::EngineDesc d;
   d.kilnVersion = "attention-check";
-  d.io = {{"q", t, c.q, true}, {"k", t, c.k, true}, {"v", t, c.v, true}};
+  d.io = {{"q", t, c.root.empty() ? c.q : c.root, true}, {"k", t, c.root.empty() ? c.k : c.root, true},
+          {"v", t, c.root.empty() ? c.v : c.root, true}};
   if (!c.mask.empty()) d.io.push_back({"bias", c.maskKind == 0 ? 1 : 10, c.mask, true});
   d.io.push_back({"y", t, yShape, false});
   rt::ModuleDesc m;
@@ -102,6 +108,9 @@ int main(int argc, char **argv) {
       {"bcast_d40_mask", {2, 3, 17, 40}, {}, {3, 24, 40}, {0, 2, 1}, {3, 24, 40}, {}, {}, false, {2, 3, 17, 24}, 0},
       {"bf16_d128", {3, 130, 128}, {}, {3, 65, 128}, {0, 2, 1}, {3, 65, 128}, {}, {}, true, {}, 0, 0.0883883476f},
       {"dv64_one_key", {4, 1, 32}, {}, {4, 1, 32}, {0, 2, 1}, {4, 1, 64}, {}, {}},
+      // ViT's packed [S, B, 3·H·D] projection read in place as [B, H, S, D] at offsets 0, H·D, 2·H·D.
+      {"packed_views", {4, 2, 197, 64}, {}, {4, 2, 197, 64}, {0, 1, 3, 2}, {4, 2, 197, 64}, {}, {}, false, {}, 0, 0.125f,
+       {197, 4, 384}, {384, 64, 4 * 384, 1}, 128},
       {"causal_200", {1, 200, 2, 64}, bhsd, {1, 200, 2, 64}, bhds, {1, 200, 2, 64}, bhsd, bhsd, false, {1, 1, 200, 200}, 2},
       // Timing at the zoo's sizes: ViT-B/16 b32, BERT-base 32x128, GPT-2 small 1x512.
       {"vit_b16_b32", {197, 384, 64}, seqFirst, {197, 384, 64}, seqFirstT, {197, 384, 64}, seqFirst, seqFirst},
@@ -110,7 +119,8 @@ int main(int argc, char **argv) {
   };
   bool allOk = true, gpu = true;
   for (const Case &c : cases) {
-    codegen::AttentionSpec s = codegen::attentionSpec(c.q, c.permQ, c.k, c.permK, c.v, c.permV, c.permY);
+    codegen::AttentionSpec s = codegen::attentionSpec({c.q, c.viewStrides, c.permQ, 0}, {c.k, c.viewStrides, c.permK, c.viewOffset},
+                                                      {c.v, c.viewStrides, c.permV, 2 * c.viewOffset}, c.permY);
     s.scale = c.scale;
     s.type = c.bf16 ? codegen::ElemType::BF16 : codegen::ElemType::F16;
     s.hasMask = !c.mask.empty();
@@ -149,7 +159,10 @@ int main(int argc, char **argv) {
       return 1;
     }
     // The reference, reading every operand through its own permutation.
-    Shape qs = logicalStrides(c.q, c.permQ), ks = logicalStrides(c.k, c.permK), vs = logicalStrides(c.v, c.permV);
+    auto strides = [&](const Shape &shape, const Shape &perm) {
+      return c.viewStrides.empty() ? logicalStrides(shape, perm) : permuted(c.viewStrides, perm);
+    };
+    Shape qs = strides(c.q, c.permQ), ks = strides(c.k, c.permK), vs = strides(c.v, c.permV);
     Shape ql = permuted(c.q, c.permQ), kl = permuted(c.k, c.permK), vl = permuted(c.v, c.permV);
     Shape ys(logical.size()), yStored = codegen::kernels::contiguousStrides(yShape);
     for (size_t d = 0; d < logical.size(); ++d) ys[size_t(c.permY.empty() ? d : c.permY[d])] = yStored[d];
@@ -173,7 +186,8 @@ int main(int argc, char **argv) {
       if (nbatch > 16 && b > 1 && b != nbatch - 1 && b % 61) continue;  // large cases: a sample of batches
       Shape idx(nb);
       for (int64_t r = b, d = int64_t(nb) - 1; d >= 0; --d) idx[size_t(d)] = r % s.batchShape[size_t(d)], r /= s.batchShape[size_t(d)];
-      int64_t qo = batchOffset(ql, qs, idx), ko = batchOffset(kl, ks, idx), vo = batchOffset(vl, vs, idx), yo = 0, mo = 0;
+      int64_t qo = batchOffset(ql, qs, idx), ko = c.viewOffset + batchOffset(kl, ks, idx),
+              vo = 2 * c.viewOffset + batchOffset(vl, vs, idx), yo = 0, mo = 0;
       for (size_t d = 0; d < nb; ++d) yo += idx[d] * ys[d], mo += c.mask.empty() ? 0 : idx[d] * mstr[d];
       for (int64_t i = 0; i < s.Sq; ++i) {
         std::vector<double> p(size_t(s.Sk));

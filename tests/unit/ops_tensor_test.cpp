@@ -152,6 +152,23 @@ TEST(OpsTensor, AttentionByHand) {
   EXPECT_TRUE(contains(evalError("Attention", {&q, &k3, &v, nullptr}, a), "inner dimensions"));
 }
 
+// StridedView (kiln-internal): the middle column of a 3x3 matrix read as [3] (offset 1,
+// stride 3), its transpose as strides; a view past the end is refused.
+TEST(OpsTensor, StridedViewByHand) {
+  Tensor x = f32({3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  Attrs a;
+  a.set("shape", std::vector<int64_t>{3});
+  a.set("strides", std::vector<int64_t>{3});
+  a.set("offset", int64_t{1});
+  expectValues(eval("StridedView", {&x}, a)[0], {3}, {1, 4, 7});
+  a.set("shape", std::vector<int64_t>{3, 3});
+  a.set("strides", std::vector<int64_t>{1, 3});
+  a.set("offset", int64_t{0});
+  expectValues(eval("StridedView", {&x}, a)[0], {3, 3}, {0, 3, 6, 1, 4, 7, 2, 5, 8});
+  a.set("offset", int64_t{1});
+  EXPECT_TRUE(contains(evalError("StridedView", {&x}, a), "reads past the end"));
+}
+
 TEST(OpsTensor, MatMulBroadcastsBatchDims) {
   Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4});           // batch (2, 1)
   Tensor b = f32({3, 2, 1}, {1, 1, 1, 0, 0, 2});        // batch (3)

@@ -107,3 +107,94 @@ func.func @two_uses(%q: tensor<2x4x8xf16>, %k: tensor<2x4x8xf16>, %v: tensor<2x4
   %o = kiln.matmul %p, %v : (tensor<2x4x4xf16>, tensor<2x4x8xf16>) -> tensor<2x4x8xf16>
   return %o, %p : tensor<2x4x8xf16>, tensor<2x4x4xf16>
 }
+
+// -----
+
+// torch 2.11's ViT: the packed [S, B, 3·H·D] projection reshaped, transposed, gathered per
+// Q/K/V, heads split and transposed to [B, H, S, D]: every operand is read in place from the
+// projection (one stride per dim; offsets 0, H·D, 2·H·D) and the copies go.
+// CHECK-LABEL: func.func @vit_packed
+// CHECK-NOT: kiln.transpose
+// CHECK-NOT: kiln.gather
+// CHECK: %[[Q:.*]] = kiln.strided_view %arg0 {offset = 0 : i64, shape = array<i64: 2, 2, 5, 8>, strides = array<i64: 48, 8, 96, 1>}
+// CHECK: %[[K:.*]] = kiln.strided_view %arg0 {offset = 16 : i64, shape = array<i64: 2, 2, 5, 8>, strides = array<i64: 48, 8, 96, 1>}
+// CHECK: %[[V:.*]] = kiln.strided_view %arg0 {offset = 32 : i64, shape = array<i64: 2, 2, 5, 8>, strides = array<i64: 48, 8, 96, 1>}
+// CHECK: kiln.attention %[[Q]], %[[K]], %[[V]]
+// OFF-LABEL: func.func @vit_packed
+// OFF-NOT: kiln.strided_view
+func.func @vit_packed(%qkv: tensor<5x2x48xf16>) -> tensor<2x2x5x8xf16> {
+  %s1 = kiln.constant dense<[5, 2, 3, 16]> : tensor<4xi64>
+  %s2 = kiln.constant dense<[5, 4, 8]> : tensor<3xi64>
+  %s3 = kiln.constant dense<[2, 2, 5, 8]> : tensor<4xi64>
+  %i0 = kiln.constant dense<0> : tensor<i64>
+  %i1 = kiln.constant dense<1> : tensor<i64>
+  %i2 = kiln.constant dense<2> : tensor<i64>
+  %c = kiln.constant dense<0.353515625> : tensor<f16>
+  %r = kiln.reshape %qkv, %s1 : (tensor<5x2x48xf16>, tensor<4xi64>) -> tensor<5x2x3x16xf16>
+  %u = kiln.unsqueeze %r {axes = array<i64: 0>} : (tensor<5x2x3x16xf16>) -> tensor<1x5x2x3x16xf16>
+  %t = kiln.transpose %u {perm = array<i64: 3, 1, 2, 0, 4>} : (tensor<1x5x2x3x16xf16>) -> tensor<3x5x2x1x16xf16>
+  %sq = kiln.squeeze %t {axes = array<i64: 3>} : (tensor<3x5x2x1x16xf16>) -> tensor<3x5x2x16xf16>
+  %q0 = kiln.gather %sq, %i0 {axis = 0 : i64} : (tensor<3x5x2x16xf16>, tensor<i64>) -> tensor<5x2x16xf16>
+  %k0 = kiln.gather %sq, %i1 {axis = 0 : i64} : (tensor<3x5x2x16xf16>, tensor<i64>) -> tensor<5x2x16xf16>
+  %v0 = kiln.gather %sq, %i2 {axis = 0 : i64} : (tensor<3x5x2x16xf16>, tensor<i64>) -> tensor<5x2x16xf16>
+  %q1 = kiln.reshape %q0, %s2 : (tensor<5x2x16xf16>, tensor<3xi64>) -> tensor<5x4x8xf16>
+  %k1 = kiln.reshape %k0, %s2 : (tensor<5x2x16xf16>, tensor<3xi64>) -> tensor<5x4x8xf16>
+  %v1 = kiln.reshape %v0, %s2 : (tensor<5x2x16xf16>, tensor<3xi64>) -> tensor<5x4x8xf16>
+  %q2 = kiln.transpose %q1 {perm = array<i64: 1, 0, 2>} : (tensor<5x4x8xf16>) -> tensor<4x5x8xf16>
+  %k2 = kiln.transpose %k1 {perm = array<i64: 1, 0, 2>} : (tensor<5x4x8xf16>) -> tensor<4x5x8xf16>
+  %v2 = kiln.transpose %v1 {perm = array<i64: 1, 0, 2>} : (tensor<5x4x8xf16>) -> tensor<4x5x8xf16>
+  %q = kiln.reshape %q2, %s3 : (tensor<4x5x8xf16>, tensor<4xi64>) -> tensor<2x2x5x8xf16>
+  %k = kiln.reshape %k2, %s3 : (tensor<4x5x8xf16>, tensor<4xi64>) -> tensor<2x2x5x8xf16>
+  %v = kiln.reshape %v2, %s3 : (tensor<4x5x8xf16>, tensor<4xi64>) -> tensor<2x2x5x8xf16>
+  %sc = kiln.transposed_matmul %q, %k {perm_b = array<i64: 0, 1, 3, 2>} : (tensor<2x2x5x8xf16>, tensor<2x2x5x8xf16>) -> tensor<2x2x5x5xf16>
+  %d = kiln.mul %sc, %c : (tensor<2x2x5x5xf16>, tensor<f16>) -> tensor<2x2x5x5xf16>
+  %p = kiln.softmax %d {axis = -1 : i64} : (tensor<2x2x5x5xf16>) -> tensor<2x2x5x5xf16>
+  %o = kiln.matmul %p, %v : (tensor<2x2x5x5xf16>, tensor<2x2x5x8xf16>) -> tensor<2x2x5x8xf16>
+  return %o : tensor<2x2x5x8xf16>
+}
+
+// -----
+
+// GPT-2's Split of the packed projection: each part a view at its column offset. torch 1.13's
+// nn.MultiheadAttention slices [S, B, 3·E] and folds B and H into one dim of [S, B·H, D], which
+// no single stride walks: those slices stay copies.
+// CHECK-LABEL: func.func @split_packed
+// CHECK-NOT: kiln.split
+// CHECK: kiln.strided_view %arg0 {offset = 0 : i64, shape = array<i64: 1, 7, 2, 8>, strides = array<i64: 0, 48, 8, 1>}
+// CHECK: kiln.strided_view %arg0 {offset = 16 : i64, shape = array<i64: 1, 7, 2, 8>, strides = array<i64: 0, 48, 8, 1>}
+// CHECK: kiln.strided_view %arg0 {offset = 32 : i64, shape = array<i64: 1, 7, 2, 8>, strides = array<i64: 0, 48, 8, 1>}
+// CHECK-LABEL: func.func @heads_in_batch
+// CHECK-COUNT-3: kiln.slice
+// CHECK-NOT: kiln.strided_view
+// CHECK: kiln.attention
+func.func @split_packed(%qkv: tensor<1x7x48xf16>) -> tensor<1x7x2x8xf16> {
+  %s = kiln.constant dense<[1, 7, 2, 8]> : tensor<4xi64>
+  %q0, %k0, %v0 = kiln.split %qkv {axis = 2 : i64, split = array<i64: 16, 16, 16>} : (tensor<1x7x48xf16>) -> (tensor<1x7x16xf16>, tensor<1x7x16xf16>, tensor<1x7x16xf16>)
+  %q = kiln.reshape %q0, %s : (tensor<1x7x16xf16>, tensor<4xi64>) -> tensor<1x7x2x8xf16>
+  %k = kiln.reshape %k0, %s : (tensor<1x7x16xf16>, tensor<4xi64>) -> tensor<1x7x2x8xf16>
+  %v = kiln.reshape %v0, %s : (tensor<1x7x16xf16>, tensor<4xi64>) -> tensor<1x7x2x8xf16>
+  %sc = kiln.transposed_matmul %q, %k {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>} : (tensor<1x7x2x8xf16>, tensor<1x7x2x8xf16>) -> tensor<1x2x7x7xf16>
+  %p = kiln.softmax %sc {axis = -1 : i64} : (tensor<1x2x7x7xf16>) -> tensor<1x2x7x7xf16>
+  %o = kiln.transposed_matmul %p, %v {perm_b = array<i64: 0, 2, 1, 3>} : (tensor<1x2x7x7xf16>, tensor<1x7x2x8xf16>) -> tensor<1x2x7x8xf16>
+  %y = kiln.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x7x8xf16>) -> tensor<1x7x2x8xf16>
+  return %y : tensor<1x7x2x8xf16>
+}
+func.func @heads_in_batch(%qkv: tensor<7x2x48xf16>) -> tensor<4x7x8xf16> {
+  %s = kiln.constant dense<[7, 4, 8]> : tensor<3xi64>
+  %a = kiln.constant dense<-1> : tensor<1xi64>
+  %b0 = kiln.constant dense<0> : tensor<1xi64>
+  %b1 = kiln.constant dense<16> : tensor<1xi64>
+  %b2 = kiln.constant dense<32> : tensor<1xi64>
+  %b3 = kiln.constant dense<48> : tensor<1xi64>
+  %none = kiln.none
+  %q0 = kiln.slice %qkv, %b0, %b1, %a, %none : (tensor<7x2x48xf16>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<7x2x16xf16>
+  %k0 = kiln.slice %qkv, %b1, %b2, %a, %none : (tensor<7x2x48xf16>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<7x2x16xf16>
+  %v0 = kiln.slice %qkv, %b2, %b3, %a, %none : (tensor<7x2x48xf16>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<7x2x16xf16>
+  %q = kiln.reshape %q0, %s : (tensor<7x2x16xf16>, tensor<3xi64>) -> tensor<7x4x8xf16>
+  %k = kiln.reshape %k0, %s : (tensor<7x2x16xf16>, tensor<3xi64>) -> tensor<7x4x8xf16>
+  %v = kiln.reshape %v0, %s : (tensor<7x2x16xf16>, tensor<3xi64>) -> tensor<7x4x8xf16>
+  %sc = kiln.transposed_matmul %q, %k {perm_a = array<i64: 1, 0, 2>, perm_b = array<i64: 1, 2, 0>} : (tensor<7x4x8xf16>, tensor<7x4x8xf16>) -> tensor<4x7x7xf16>
+  %p = kiln.softmax %sc {axis = -1 : i64} : (tensor<4x7x7xf16>) -> tensor<4x7x7xf16>
+  %o = kiln.transposed_matmul %p, %v {perm_b = array<i64: 1, 0, 2>} : (tensor<4x7x7xf16>, tensor<7x4x8xf16>) -> tensor<4x7x8xf16>
+  return %o : tensor<4x7x8xf16>
+}

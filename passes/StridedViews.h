@@ -1,0 +1,27 @@
+// Where a value's elements sit in the memory of a value further up, when the ops between only
+// rearrange them: Reshape, Flatten, Squeeze, Unsqueeze and Identity (same bytes), Transpose,
+// Slice (constant, positive steps), Gather of one constant index and Split (a copy each when run).
+// kiln-fuse-attention uses it to read attention operands in place (kiln.strided_view).
+#pragma once
+
+#include "mlir/IR/Value.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+struct StridedView {
+  mlir::Value root;  // the value whose row-major memory is read
+  int64_t offset = 0;
+  std::vector<int64_t> shape, strides;  // per dim of the viewed value (elements)
+  bool copies = false;                  // a Transpose, Slice, Gather or Split on the way
+};
+
+// The view of `v` through the ops above as far up as they go (`v` itself, contiguous, if its
+// producer is none of them); none when a dim of `v` would walk that memory with two strides
+// (in-between values may: ViT's heads, B·H, split from a packed [S, B, 3·H·D] projection).
+std::optional<StridedView> stridedViewOf(mlir::Value v);
+
+}  // namespace kiln
