@@ -42,8 +42,8 @@ std::vector<int64_t> identityPerm(size_t n) {
 }
 
 std::vector<int64_t> permAttr(Operation *op, StringRef name, size_t rank) {
-  if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(name)) return std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end());
-  return identityPerm(rank);
+  std::vector<int64_t> p = intsAttr(op, name);
+  return p.empty() ? identityPerm(rank) : p;
 }
 
 size_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }

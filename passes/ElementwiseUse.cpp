@@ -38,11 +38,6 @@ namespace {
 
 std::optional<ElemType> elemOf(Value v) { return kernelElemType(cast<RankedTensorType>(v.getType()).getElementType()); }
 
-std::vector<int64_t> shapeOf(Value v) {
-  auto s = cast<RankedTensorType>(v.getType()).getShape();
-  return {s.begin(), s.end()};
-}
-
 }  // namespace
 
 std::optional<ElementwiseUse> elementwiseUse(Operation *op) {

@@ -26,16 +26,6 @@ namespace {
 
 using namespace mlir;
 
-std::vector<int64_t> shapeOf(Value v) {
-  auto s = cast<RankedTensorType>(v.getType()).getShape();
-  return std::vector<int64_t>(s.begin(), s.end());
-}
-
-std::vector<int64_t> permOf(Operation *op, StringRef name) {
-  auto a = op->getAttrOfType<DenseI64ArrayAttr>(name);
-  return a ? std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end()) : std::vector<int64_t>{};
-}
-
 // MatMul or TransposedMatMul of rank >= 2 operands.
 bool isProduct(Operation *op) {
   return op && isa<MatMulOp, TransposedMatMulOp>(op) && shapeOf(op->getOperand(0)).size() >= 2 &&
@@ -116,7 +106,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   Value p = softmax->getResult(0);
   if (!p.hasOneUse()) return false;
   Operation *pv = *p.getUsers().begin();
-  if (!isProduct(pv) || pv->getOperand(0) != p || !permOf(pv, "perm_a").empty()) return false;
+  if (!isProduct(pv) || pv->getOperand(0) != p || !intsAttr(pv, "perm_a").empty()) return false;
   auto found = findScores(scores);
   if (!found) return false;
   Operation *qk = found->product;
@@ -131,13 +121,13 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   Value out = pv->getResult(0);
   if (out.hasOneUse()) {
     Operation *t = *out.getUsers().begin();
-    auto perm = isa<TransposeOp>(t) ? permOf(t, "perm") : std::vector<int64_t>{};
+    auto perm = isa<TransposeOp>(t) ? intsAttr(t, "perm") : std::vector<int64_t>{};
     if (!perm.empty() && perm.back() == int64_t(perm.size()) - 1) transpose = t, permY = perm;
   }
   // Ask codegen whether its kernel takes these sizes and strides.
   try {
-    codegen::AttentionSpec spec = codegen::attentionSpec({shapeOf(q), {}, permOf(qk, "perm_a")}, {shapeOf(k), {}, permOf(qk, "perm_b")},
-                                                         {shapeOf(v), {}, permOf(pv, "perm_b")}, permY);
+    codegen::AttentionSpec spec = codegen::attentionSpec({shapeOf(q), {}, intsAttr(qk, "perm_a")}, {shapeOf(k), {}, intsAttr(qk, "perm_b")},
+                                                         {shapeOf(v), {}, intsAttr(pv, "perm_b")}, permY);
     spec.type = elem.isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
     if (!codegen::attentionUnsupported(spec).empty()) return false;
   } catch (const std::invalid_argument &) {
@@ -198,7 +188,7 @@ void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
   const char *perms[] = {"perm_q", "perm_k", "perm_v"};
   codegen::AttentionOperand ops[3];
   for (unsigned j = 0; j < 3; ++j) {
-    ops[j].perm = permOf(attn, perms[j]);
+    ops[j].perm = intsAttr(attn, perms[j]);
     Value x = attn->getOperand(j);
     if (j == k) {
       ops[j].shape = view.shape, ops[j].strides = view.strides, ops[j].offset = view.offset;
@@ -210,7 +200,7 @@ void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
     }
   }
   try {
-    codegen::AttentionSpec spec = codegen::attentionSpec(ops[0], ops[1], ops[2], permOf(attn, "perm_y"));
+    codegen::AttentionSpec spec = codegen::attentionSpec(ops[0], ops[1], ops[2], intsAttr(attn, "perm_y"));
     spec.type = cast<RankedTensorType>(old.getType()).getElementType().isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
     if (!codegen::attentionUnsupported(spec).empty()) return;
   } catch (const std::invalid_argument &) {

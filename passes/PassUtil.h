@@ -5,6 +5,7 @@
 #include "compiler/knobs/Knob.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 
 #include <optional>
@@ -19,6 +20,18 @@ inline bool readRoute(const std::string &text, mlir::Operation *op, knobs::Route
   if (knobs::Route::parse(text, &route, &error)) return true;
   op->emitError("invalid route option: " + error);
   return false;
+}
+
+// A ranked tensor value's static shape.
+inline std::vector<int64_t> shapeOf(mlir::Value v) {
+  auto s = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+// An op's integer-array attribute `name` (a permutation, axes); empty if it has none.
+inline std::vector<int64_t> intsAttr(mlir::Operation *op, llvm::StringRef name) {
+  auto a = op->getAttrOfType<mlir::DenseI64ArrayAttr>(name);
+  return a ? std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end()) : std::vector<int64_t>{};
 }
 
 // The ONNX op type of a kiln op ("" for structural ops such as kiln.constant or kiln.fused).

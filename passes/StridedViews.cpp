@@ -2,6 +2,7 @@
 
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
+#include "passes/PassUtil.h"
 
 #include <algorithm>
 #include <deque>
@@ -14,11 +15,6 @@ using namespace mlir;
 namespace {
 
 using Shape = std::vector<int64_t>;
-
-Shape shapeOf(Value v) {
-  auto s = cast<RankedTensorType>(v.getType()).getShape();
-  return Shape(s.begin(), s.end());
-}
 
 // A dim of a view may walk memory with more than one stride: it is then a row-major run of
 // atoms (ViT's [S, B·H, D] heads of a [S, B, 3·H·D] projection: B·H is (B, 3·H·D)·(H, D)).

@@ -15,7 +15,7 @@ namespace {
 // Per warp: 16 query rows; a thread holds rows g and g + 8 of each m16n8 tile (g = lane / 4) at
 // columns 2·(lane % 4) and + 1. Softmax runs in the log2 domain (exp2f), scale and mask folded in.
 const char *kAttentionBody = R"CUDA(
-constexpr int BM = 64, BN = 64, THREADS = 128;
+constexpr int BM = KILN_BM, BN = 64, THREADS = BM * 2;  // a warp per 16 query rows
 constexpr int QC = DP + 8, KC = DP + 8, VC = DVP + 8;  // smem rows padded by 16 bytes (ldmatrix banks)
 constexpr int NT = (int)((SK + BN - 1) / BN);
 constexpr float LOG2E = 1.4426950408889634f;
@@ -270,6 +270,7 @@ std::string attentionUnsupported(const AttentionSpec &s) {
   for (int64_t b : s.y.batchStrides)
     if (b % 2) return "bad result strides";
   if (s.hasMask && !isFloatType(s.maskType)) return "the mask must be a float tensor";
+  if (s.rowsPerBlock != 64 && s.rowsPerBlock != 128) return "64 or 128 query rows per block";
   return "";
 }
 
@@ -322,14 +323,16 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   src += "__device__ constexpr LI BSY[] = " + arrayLit(by) + ";\n";
   src += "__device__ constexpr LI BSM[] = " + arrayLit(bm) + ";\n";
   src += std::string("#define HAS_MASK ") + (s.hasMask ? "1" : "0") + "\n";
+  src += "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n";
   std::string body = replaceAll(kAttentionBody, "PACK_TYPE", s.type == ElemType::BF16 ? "bf16x2" : "f16x2");
   body = replaceAll(body, "KILN_MASK_PARAM",
                     s.hasMask ? std::string("const ") + storageTypeName(s.maskType) + "* __restrict__ MASK," : "");
   src += body;
   KernelLaunch out = finalizeKernel(std::string("attn_") + typeTag(s.type), src);
-  out.block = {128, 1, 1};
-  out.grid = {static_cast<uint32_t>(ceilDiv(s.Sq, 64)), static_cast<uint32_t>(std::min<int64_t>(nbatch, 65535)), 1};
-  out.sharedBytes = static_cast<uint32_t>((64 * (dp + 8) + 2 * 64 * (dp + 8) + 2 * 64 * (dvp + 8)) * 2);
+  const int64_t rows = s.rowsPerBlock;
+  out.block = {static_cast<uint32_t>(rows * 2), 1, 1};
+  out.grid = {static_cast<uint32_t>(ceilDiv(s.Sq, rows)), static_cast<uint32_t>(std::min<int64_t>(nbatch, 65535)), 1};
+  out.sharedBytes = static_cast<uint32_t>((rows * (dp + 8) + 2 * 64 * (dp + 8) + 2 * 64 * (dvp + 8)) * 2);
   out.numParams = s.hasMask ? 5 : 4;
   return out;
 }

@@ -3,10 +3,10 @@
 //   Y[b, i, :] = Σ_j softmax_j(scale · Q[b, i, :] · K[b, j, :] + mask[b, i, j]) · V[b, j, :]
 //
 // for half-precision (fp16 / bf16) Q [.., Sq, D], K [.., Sk, D], V [.., Sk, Dv]. One block of four
-// warps takes 64 query rows of one batch and walks the keys 64 at a time (K and V tiles double
-// buffered with cp.async): S = Q·Kᵀ with mma.sync m16n8k16 and fp32 sums, the row maxima and sums
-// kept online in registers, P rounded to the half type and multiplied into the fp32 output
-// accumulators without leaving registers. The scores never reach memory, so attention costs one
+// (or eight) warps takes 64 (128) query rows of one batch and walks the keys 64 at a time (K and V
+// tiles double buffered with cp.async): S = Q·Kᵀ with mma.sync m16n8k16 and fp32 sums, the row
+// maxima and sums kept online in registers, P rounded to the half type and multiplied into the
+// fp32 output accumulators without leaving registers. The scores never reach memory, so attention costs one
 // read of Q, K, V and one write of Y instead of four passes over [.., Sq, Sk].
 //
 // Operands are views with a unit stride along D (Dv): row (b, i) of Q starts at
@@ -39,6 +39,7 @@ struct AttentionSpec {
   bool hasMask = false;
   std::vector<int64_t> maskShape;
   ElemType maskType = ElemType::F32;
+  int rowsPerBlock = 64;  // query rows per block, 16 per warp: 64 or 128
 };
 
 // An operand as the Attention op has it: a tensor of `shape` in memory at `offset` with

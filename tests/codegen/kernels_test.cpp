@@ -567,6 +567,13 @@ TEST(AttentionKernel, ViewsFromPermutations) {
   expectKernel(k, 5);
   EXPECT_EQ(k.grid[0], 2u);   // 77 query rows in blocks of 64
   EXPECT_EQ(k.grid[1], 24u);  // one block row per batch and head
+  s.rowsPerBlock = 128;       // eight warps
+  KernelLaunch wide = emitAttention(s);
+  EXPECT_EQ(wide.block[0], 256u);
+  EXPECT_EQ(wide.grid[0], 1u);
+  s.rowsPerBlock = 96;
+  EXPECT_NE(attentionUnsupported(s), "");
+  s.rowsPerBlock = 64;
   // K broadcast over a leading batch dim (stride 0), contiguous Y.
   AttentionSpec b = attentionSpec({{2, 3, 17, 40}}, {{3, 24, 40}, {}, {0, 2, 1}}, {{3, 24, 40}}, {});
   EXPECT_EQ(b.k.batchStrides, (std::vector<int64_t>{0, 24 * 40}));

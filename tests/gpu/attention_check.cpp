@@ -15,6 +15,7 @@
 #include "codegen/kernels/KernelUtil.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "runtime/src/EngineFormat.h"
+#include "tests/gpu/OneLaunchEngine.h"
 #include "tuner/EngineRunner.h"
 
 #include <cmath>
@@ -57,27 +58,11 @@ Shape logicalStrides(const Shape &stored, const Shape &perm) {
 std::vector<uint8_t> engineFor(const codegen::KernelLaunch &k, const codegen::CompileOutput &bin, const Case &c,
                                const Shape &yShape) {
   const int t = c.bf16 ? 16 : 10;
-  rt::EngineDesc d;
-  d.kilnVersion = "attention-check";
-  d.io = {{"q", t, c.root.empty() ? c.q : c.root, true}, {"k", t, c.root.empty() ? c.k : c.root, true},
-          {"v", t, c.root.empty() ? c.v : c.root, true}};
-  if (!c.mask.empty()) d.io.push_back({"bias", c.maskKind == 0 ? 1 : 10, c.mask, true});
-  d.io.push_back({"y", t, yShape, false});
-  rt::ModuleDesc m;
-  m.cubin.assign(bin.cubin.begin(), bin.cubin.end());
-  m.ptx = bin.ptx;
-  d.modules.push_back(m);
-  d.kernels.push_back({0, k.entry, "attention"});
-  rt::Launch l;
-  l.kernel = 0;
-  for (int i = 0; i < 3; ++i) l.grid[i] = k.grid[i], l.block[i] = k.block[i];
-  l.sharedBytes = k.sharedBytes;
-  l.node = "attention";
-  for (int i = 0; i < int(d.io.size()); ++i) l.args.push_back(rt::LaunchArg::buf({rt::BufferRef::Space::Io, 0, i}));
-  d.launches.push_back(l);
-  std::string problem = rt::checkEngineDesc(d);
-  if (!problem.empty()) std::fprintf(stderr, "invalid engine: %s\n", problem.c_str());
-  return rt::writeEngine(d);
+  std::vector<rt::IoTensor> io = {{"q", t, c.root.empty() ? c.q : c.root, true}, {"k", t, c.root.empty() ? c.k : c.root, true},
+                                  {"v", t, c.root.empty() ? c.v : c.root, true}};
+  if (!c.mask.empty()) io.push_back({"bias", c.maskKind == 0 ? 1 : 10, c.mask, true});
+  io.push_back({"y", t, yShape, false});
+  return testing::oneLaunchEngine(k, bin, io, "attention");
 }
 
 void storeHalf(uint8_t *p, double v) {  // fp16, round to nearest even, normal or zero range only
@@ -118,7 +103,8 @@ int main(int argc, char **argv) {
       {"gpt2_1x512", {1, 512, 12, 64}, bhsd, {1, 512, 12, 64}, bhds, {1, 512, 12, 64}, bhsd, bhsd, false, {1, 1, 512, 512}, 2},
   };
   bool allOk = true, gpu = true;
-  for (const Case &c : cases) {
+  for (const Case &c : cases)
+  for (int rows : {64, 128}) {
     codegen::AttentionSpec s = codegen::attentionSpec({c.q, c.viewStrides, c.permQ, 0}, {c.k, c.viewStrides, c.permK, c.viewOffset},
                                                       {c.v, c.viewStrides, c.permV, 2 * c.viewOffset}, c.permY);
     s.scale = c.scale;
@@ -126,6 +112,7 @@ int main(int argc, char **argv) {
     s.hasMask = !c.mask.empty();
     s.maskShape = c.mask;
     s.maskType = c.maskKind == 0 ? codegen::ElemType::F32 : codegen::ElemType::F16;
+    s.rowsPerBlock = rows;
     codegen::KernelLaunch k = codegen::emitAttention(s);
     codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, "sm_90");
     if (!bin.ok()) {
@@ -225,8 +212,8 @@ int main(int argc, char **argv) {
     double flops = 2.0 * double(nbatch) * double(s.Sq) * double(s.Sk) * double(s.D + s.Dv);
     double bytes = 2.0 * double(nbatch) * double(s.Sq * s.D + s.Sk * (s.D + s.Dv) + s.Sq * s.Dv);
     double sec = timing.median() * 1e-3;
-    std::printf("%-20s [%lld] %lldx%lld D %lld Dv %lld %s%s  %s  %lld bad, worst %.2e, rel L2 %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.1f TFLOP/s  %.0f GB/s\n",
-                c.name.c_str(), (long long)nbatch, (long long)s.Sq, (long long)s.Sk, (long long)s.D, (long long)s.Dv,
+    std::printf("%-20s %3d rows [%lld] %lldx%lld D %lld Dv %lld %s%s  %s  %lld bad, worst %.2e, rel L2 %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.1f TFLOP/s  %.0f GB/s\n",
+                c.name.c_str(), rows, (long long)nbatch, (long long)s.Sq, (long long)s.Sk, (long long)s.D, (long long)s.Dv,
                 c.bf16 ? "bf16" : "fp16", c.mask.empty() ? "" : " masked", bad ? "MISMATCH" : "ok", (long long)bad, worst,
                 std::sqrt(num / std::max(den, 1e-300)), timing.median(), timing.min(), timing.p90(), iterations,
                 flops / sec / 1e12, bytes / sec / 1e9);

@@ -12,6 +12,7 @@
 #include "codegen/nvrtc/Nvrtc.h"
 #include "compiler/ops/Tensor.h"
 #include "runtime/src/EngineFormat.h"
+#include "tests/gpu/OneLaunchEngine.h"
 #include "tuner/EngineRunner.h"
 
 #include <cmath>
@@ -27,26 +28,10 @@ namespace {
 // One engine holding one launch of the kernel: inputs a, b, scale (, offset); output c.
 std::vector<uint8_t> engineFor(const codegen::KernelLaunch &k, const codegen::CompileOutput &bin, int64_t M, int64_t N,
                                int64_t K, int aType, int bType, bool u8) {
-  rt::EngineDesc d;
-  d.kilnVersion = "gemm8-check";
-  d.io = {{"a", aType, {M, K}, true}, {"b", bType, {N, K}, true}, {"scale", 1, {N}, true}};
-  if (u8) d.io.push_back({"offset", 6, {N}, true});
-  d.io.push_back({"c", 1, {M, N}, false});
-  rt::ModuleDesc m;
-  m.cubin.assign(bin.cubin.begin(), bin.cubin.end());
-  m.ptx = bin.ptx;
-  d.modules.push_back(m);
-  d.kernels.push_back({0, k.entry, "gemm8"});
-  rt::Launch l;
-  l.kernel = 0;
-  for (int i = 0; i < 3; ++i) l.grid[i] = k.grid[i], l.block[i] = k.block[i];
-  l.sharedBytes = k.sharedBytes;
-  l.node = "gemm8";
-  for (int i = 0; i < int(d.io.size()); ++i) l.args.push_back(rt::LaunchArg::buf({rt::BufferRef::Space::Io, 0, i}));
-  d.launches.push_back(l);
-  std::string problem = rt::checkEngineDesc(d);
-  if (!problem.empty()) std::fprintf(stderr, "invalid engine: %s\n", problem.c_str());
-  return rt::writeEngine(d);
+  std::vector<rt::IoTensor> io = {{"a", aType, {M, K}, true}, {"b", bType, {N, K}, true}, {"scale", 1, {N}, true}};
+  if (u8) io.push_back({"offset", 6, {N}, true});
+  io.push_back({"c", 1, {M, N}, false});
+  return testing::oneLaunchEngine(k, bin, io, "gemm8");
 }
 
 }  // namespace
