@@ -4,14 +4,14 @@
 // becomes kiln.attention, which codegen runs as one flash-attention kernel. Operands that layout
 // ops (head transposes, Q/K/V slices or gathers of a packed projection) made are then read in
 // place through kiln.strided_view, so those copies go.
-#include "codegen/kernels/Attention.h"
+#include "passes/FuseAttention.h"
+
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
+#include "passes/ElementwiseUse.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 #include "passes/StridedViews.h"
-
-#include <cmath>
 
 namespace kiln {
 #define GEN_PASS_DEF_FUSEATTENTION
@@ -37,6 +37,15 @@ std::optional<double> scalarValue(Value v) {
   auto t = constantValue(v, 1);
   if (!t || t->size() != 1 || !t->isFloating()) return std::nullopt;
   return t->get(0);
+}
+
+// Whether the attention kernel takes `attn` as it now is.
+bool kernelTakes(AttentionOp attn) {
+  try {
+    return codegen::attentionUnsupported(attentionSpecOf(attn)).empty();
+  } catch (const std::invalid_argument &) {
+    return false;
+  }
 }
 
 // What feeds the softmax: the scores product, the scale and the mask found on the way.
@@ -124,25 +133,18 @@ bool fuse(Operation *softmax, OpBuilder &b) {
     auto perm = isa<TransposeOp>(t) ? intsAttr(t, "perm") : std::vector<int64_t>{};
     if (!perm.empty() && perm.back() == int64_t(perm.size()) - 1) transpose = t, permY = perm;
   }
-  // Ask codegen whether its kernel takes these sizes and strides.
-  try {
-    codegen::AttentionSpec spec = codegen::attentionSpec({shapeOf(q), {}, intsAttr(qk, "perm_a")}, {shapeOf(k), {}, intsAttr(qk, "perm_b")},
-                                                         {shapeOf(v), {}, intsAttr(pv, "perm_b")}, permY);
-    spec.type = elem.isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
-    if (!codegen::attentionUnsupported(spec).empty()) return false;
-  } catch (const std::invalid_argument &) {
-    return false;
-  }
 
   b.setInsertionPoint(pv);
   Location loc = pv->getLoc();
   Value mask = found->mask;
+  Operation *made = nullptr;  // the mask operand made here: a Where's additive mask, or none
   if (found->whereMask) {
     ops::Tensor m(dtypeOf(elem), found->whereMask->shape);
     for (int64_t i = 0; i < m.size(); ++i) m.set(i, found->whereMask->get(i));
     mask = createConstant(b, loc, m);
+    made = mask.getDefiningOp();
   }
-  if (!mask) mask = b.create<NoneOp>(loc).getResult();
+  if (!mask) made = b.create<NoneOp>(loc), mask = made->getResult(0);
   SmallVector<NamedAttribute> attrs = {b.getNamedAttr("scale", b.getF32FloatAttr(float(found->scale)))};
   auto perm = [&](const char *name, Operation *op, StringRef attr) {
     if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(attr)) attrs.push_back(b.getNamedAttr(name, a));
@@ -154,8 +156,9 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   std::string err;
   Operation *attn = createInferred(b, loc, "kiln.attention", {q, k, v, mask}, attrs, &err);
   Value replaced = transpose ? transpose->getResult(0) : out;
-  if (!attn || attn->getResult(0).getType() != replaced.getType()) {
+  if (!attn || attn->getResult(0).getType() != replaced.getType() || !kernelTakes(cast<AttentionOp>(attn))) {
     if (attn) attn->erase();
+    if (made) made->erase();
     return false;
   }
   replaced.replaceAllUsesWith(attn->getResult(0));
@@ -170,9 +173,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
 // Erases `v`'s producer and the layout ops above it that nothing else uses any more.
 void eraseDeadViews(Value v) {
   Operation *d = v.getDefiningOp();
-  if (!d || !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp, TransposeOp, GatherOp, SliceOp, SplitOp>(d) ||
-      !d->use_empty())
-    return;
+  if (!d || !isLayoutOp(d) || !d->use_empty()) return;
   Value up = d->getOperand(0);
   d->erase();
   eraseDeadViews(up);
@@ -185,27 +186,6 @@ void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
   std::optional<StridedView> found = stridedViewOf(old);
   if (!found || !found->copies) return;
   const StridedView &view = *found;
-  const char *perms[] = {"perm_q", "perm_k", "perm_v"};
-  codegen::AttentionOperand ops[3];
-  for (unsigned j = 0; j < 3; ++j) {
-    ops[j].perm = intsAttr(attn, perms[j]);
-    Value x = attn->getOperand(j);
-    if (j == k) {
-      ops[j].shape = view.shape, ops[j].strides = view.strides, ops[j].offset = view.offset;
-    } else if (auto sv = x.getDefiningOp<StridedViewOp>()) {
-      ops[j].shape = shapeOf(x), ops[j].offset = sv.getOffset().value_or(0);
-      ops[j].strides.assign(sv.getStridesAttr().asArrayRef().begin(), sv.getStridesAttr().asArrayRef().end());
-    } else {
-      ops[j].shape = shapeOf(x);
-    }
-  }
-  try {
-    codegen::AttentionSpec spec = codegen::attentionSpec(ops[0], ops[1], ops[2], intsAttr(attn, "perm_y"));
-    spec.type = cast<RankedTensorType>(old.getType()).getElementType().isF16() ? codegen::ElemType::F16 : codegen::ElemType::BF16;
-    if (!codegen::attentionUnsupported(spec).empty()) return;
-  } catch (const std::invalid_argument &) {
-    return;
-  }
   b.setInsertionPoint(attn);
   std::string err;
   Operation *sv = createInferred(b, attn->getLoc(), "kiln.strided_view", {view.root},
@@ -218,6 +198,11 @@ void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
     return;
   }
   attn->setOperand(k, sv->getResult(0));
+  if (!kernelTakes(attn)) {  // (an offset or stride the kernel cannot read)
+    attn->setOperand(k, old);
+    sv->erase();
+    return;
+  }
   eraseDeadViews(old);
 }
 
@@ -240,4 +225,26 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
 };
 
 }  // namespace
+
+codegen::AttentionSpec attentionSpecOf(AttentionOp op) {
+  codegen::AttentionOperand qkv[3];
+  const char *perms[] = {"perm_q", "perm_k", "perm_v"};
+  for (unsigned k = 0; k < 3; ++k) {
+    Value x = op->getOperand(k);
+    qkv[k].shape = shapeOf(x), qkv[k].perm = intsAttr(op, perms[k]);
+    if (auto sv = x.getDefiningOp<StridedViewOp>()) qkv[k].strides = intsAttr(sv, "strides"), qkv[k].offset = sv.getOffset().value_or(0);
+  }
+  codegen::AttentionSpec s = codegen::attentionSpec(qkv[0], qkv[1], qkv[2], intsAttr(op, "perm_y"));
+  auto typeOf = [](Value v) {
+    auto t = kernelElemType(cast<RankedTensorType>(v.getType()).getElementType());
+    if (!t) throw std::invalid_argument("attention: an operand type without kernels");
+    return *t;
+  };
+  s.type = typeOf(op->getOperand(0));
+  s.scale = op.getScale().has_value() ? op.getScale()->convertToFloat() : 1.f;
+  Value mask = op->getOperand(3);
+  if (!isa<NoneType>(mask.getType())) s.hasMask = true, s.maskShape = shapeOf(mask), s.maskType = typeOf(mask);
+  return s;
+}
+
 }  // namespace kiln

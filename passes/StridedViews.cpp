@@ -141,6 +141,14 @@ std::optional<Layout> through(Operation *d, Value v, Layout l) {
   return std::nullopt;
 }
 
+}  // namespace
+
+bool isLayoutOp(Operation *op) {
+  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp, TransposeOp, GatherOp, SliceOp, SplitOp>(op);
+}
+
+namespace {
+
 Layout layoutOf(Value v) {
   Layout self{v, 0, {}, false};
   Shape shape = shapeOf(v);
@@ -148,8 +156,7 @@ Layout layoutOf(Value v) {
   self.dims.resize(shape.size());
   for (size_t k = shape.size(); k-- > 0;) self.dims[k] = {{shape[k], stride}}, stride *= shape[k];
   Operation *d = v.getDefiningOp();
-  if (!d || !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp, TransposeOp, GatherOp, SliceOp, SplitOp>(d))
-    return self;
+  if (!d || !isLayoutOp(d)) return self;
   std::optional<Layout> l = through(d, v, layoutOf(d->getOperand(0)));
   if (!l) return self;
   // (the result type is the truth: a form read differently is left alone)

@@ -19,6 +19,9 @@ struct StridedView {
   bool copies = false;                  // a Transpose, Slice, Gather or Split on the way
 };
 
+// Whether `op` only rearranges its operand 0's elements (one of the ops above).
+bool isLayoutOp(mlir::Operation *op);
+
 // The view of `v` through the ops above as far up as they go (`v` itself, contiguous, if its
 // producer is none of them); none when a dim of `v` would walk that memory with two strides
 // (in-between values may: ViT's heads, B·H, split from a packed [S, B, 3·H·D] projection).

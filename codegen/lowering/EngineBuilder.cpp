@@ -21,6 +21,7 @@
 #include "compiler/ops/Resize.h"
 #include "compiler/knobs/Knob.h"
 #include "passes/ElementwiseUse.h"
+#include "passes/FuseAttention.h"
 #include "passes/Passes.h"
 #include "runtime/src/EngineFormat.h"
 
@@ -696,36 +697,20 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, tensorCoreCheckedMatMul(spec), params);
     return;
   }
-  if (type == "Attention") {
-    // Q, K, V as tensors, or as the memory their strided views read.
-    std::vector<Value> params;
-    AttentionOperand qkv[3];
-    const char *perms[] = {"perm_q", "perm_k", "perm_v"};
-    for (int k = 0; k < 3; ++k) {
-      qkv[k].perm = attrs.getInts(perms[k], {});
-      if (auto view = operands[k].getDefiningOp<StridedViewOp>()) {
-        ops::Attrs va = attrsFromOp(view);
-        qkv[k].shape = va.getInts("shape"), qkv[k].strides = va.getInts("strides"), qkv[k].offset = va.getInt("offset", 0);
-        params.push_back(view.getX());
-      } else {
-        qkv[k].shape = shapeOf(operands[k]);
-        params.push_back(operands[k]);
-      }
-    }
-    AttentionSpec s = attentionSpec(qkv[0], qkv[1], qkv[2], attrs.getInts("perm_y", {}));
-    s.scale = static_cast<float>(attrs.getFloat("scale", 1.0));
-    s.type = elemTypeOf(operands[0]);
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    AttentionSpec s = attentionSpecOf(attn);
     // auto: eight warps share each K/V tile where 128-row blocks still number 512 or more
     // (measured on the H200: ViT-B/16 b32, 768 blocks, 3.239 -> 3.175 ms; with fewer blocks the
     // SMs idle: BERT-base 32x128, 384, 1.858 -> 1.882; GPT-2 1x512, 48, 0.888 -> 0.971).
     std::string rows = opts_.route.get(kAttentionRows);
     s.rowsPerBlock = rows != "auto" ? std::stoi(rows) : kernels::numElementsOf(s.batchShape) * kernels::ceilDiv(s.Sq, 128) >= 512 ? 128 : 64;
-    if (!isa<NoneType>(operands[3].getType())) {
-      s.hasMask = true;
-      s.maskShape = shapeOf(operands[3]);
-      s.maskType = elemTypeOf(operands[3]);
-      params.push_back(operands[3]);
+    // Q, K, V: the tensors, or the memory their strided views read; then the mask and Y.
+    std::vector<Value> params;
+    for (int k = 0; k < 3; ++k) {
+      auto view = operands[k].getDefiningOp<StridedViewOp>();
+      params.push_back(view ? view.getX() : operands[k]);
     }
+    if (s.hasMask) params.push_back(operands[3]);
     params.push_back(out);
     if (desc_.sm < 80) throw std::invalid_argument("fused attention needs sm_80 or newer; the target is " + opts_.arch);
     addLaunch(op, emitAttention(s), params);
