@@ -58,7 +58,7 @@ Shape permOf(const Attrs &attrs, const char *name, size_t rank) {
   Shape p = attrs.getInts(name, id);
   Shape sorted = p;
   std::sort(sorted.begin(), sorted.end());
-  check(sorted == id, std::string("TransposedMatMul: ") + name + " " + listString(p) +
+  check(sorted == id, std::string(name) + " " + listString(p) +
                           " is not a permutation of the operand's " + std::to_string(rank) + " dims");
   return p;
 }

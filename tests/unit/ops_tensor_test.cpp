@@ -148,6 +148,9 @@ TEST(OpsTensor, AttentionByHand) {
   expectValues(eval("Attention", {&q, &k, &v, &mask}, a)[0], {1, 1, 2}, {2, 2});
   Tensor wide = f32({3}, {0, 0, 0});
   EXPECT_TRUE(contains(evalError("Attention", {&q, &k, &v, &wide}, a), "does not broadcast to the scores"));
+  a.set("perm_q", std::vector<int64_t>{0, 0, 1});
+  EXPECT_TRUE(contains(evalError("Attention", {&q, &k, &v, nullptr}, a), "perm_q [0, 0, 1] is not a permutation"));
+  a.set("perm_q", std::vector<int64_t>{0, 1, 2});
   Tensor k3 = f32({1, 2, 3}, std::vector<double>(6, 1.0));  // head size 3, Q's is 2
   EXPECT_TRUE(contains(evalError("Attention", {&q, &k3, &v, nullptr}, a), "inner dimensions"));
 }
