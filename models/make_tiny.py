@@ -357,6 +357,36 @@ def make_pool_same():
                                 "lower": avg((1, 0, 1, 1)).astype(np.float32)}
 
 
+def make_attention():
+    """BERT's attention heads: Q, K, V [B, S, H, D] read as [B, H, S, D] (K transposed to
+    [B, H, D, S]), scores / sqrt(D) + an additive padding mask, softmax, · V, the heads transposed
+    back. In fp16/bf16 kiln runs it as one fused attention kernel."""
+    r = rng_for("attention")
+    b, s, h, d = 2, 9, 2, 16
+    q, k, v = inputs(r, (b, s, h, d)), inputs(r, (b, s, h, d)), inputs(r, (b, s, h, d))
+    mask = np.zeros((b, 1, 1, s), np.float32)
+    mask[1, :, :, 6:] = -10000.0  # the second sequence's last 3 keys are padding
+    bhsd = [0, 2, 1, 3]
+    g = helper.make_graph(
+        [helper.make_node("Transpose", ["q"], ["qt"], name="q_heads", perm=bhsd),
+         helper.make_node("Transpose", ["k"], ["kt"], name="k_heads_t", perm=[0, 2, 3, 1]),
+         helper.make_node("Transpose", ["v"], ["vt"], name="v_heads", perm=bhsd),
+         helper.make_node("MatMul", ["qt", "kt"], ["scores"], name="qk"),
+         helper.make_node("Div", ["scores", "sqrt_d"], ["scaled"], name="scale"),
+         helper.make_node("Add", ["scaled", "mask"], ["masked"], name="mask_add"),
+         helper.make_node("Softmax", ["masked"], ["probs"], name="softmax", axis=-1),
+         helper.make_node("MatMul", ["probs", "vt"], ["ctx"], name="pv"),
+         helper.make_node("Transpose", ["ctx"], ["y"], name="merge_heads", perm=bhsd)],
+        "attention", [vi("q", F32, [b, s, h, d]), vi("k", F32, [b, s, h, d]), vi("v", F32, [b, s, h, d]),
+                      vi("mask", F32, [b, 1, 1, s])],
+        [vi("y", F32, [b, s, h, d])], [f32_tensor("sqrt_d", np.array(4.0, np.float32))],
+        doc_string="q, k, v [2,9,2,16] -> heads -> softmax(q·kT / 4 + mask) · v -> [2,9,2,16]")
+    qt, kt, vt = (np.transpose(f64(a), bhsd) for a in (q, k, v))
+    probs = softmax(qt @ np.swapaxes(kt, -1, -2) / 4.0 + f64(mask), axis=-1)
+    y = np.transpose(probs @ vt, bhsd)
+    return model(g), {"q": q, "k": k, "v": v, "mask": mask}, {"y": y.astype(np.float32)}
+
+
 def conv2d_ref(x, w, b, pad):
     n, c, hh, ww = x.shape
     k, _, kh, kw = w.shape
@@ -596,7 +626,7 @@ def main(argv=None):
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
-             "pool_same": make_pool_same()}
+             "pool_same": make_pool_same(), "attention": make_attention()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

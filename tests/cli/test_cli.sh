@@ -187,6 +187,12 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "invalid regular expression" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib" --keep-float '(('
   # AveragePool counting the auto pads (SAME_UPPER and SAME_LOWER, odd total padding).
   expect_eval_matches "$tiny/pool_same.onnxtxt"
+  # BERT's attention heads: exact on the CPU; in fp16 one attention launch (head transposes,
+  # scale and mask folded in) between the input casts and the output's.
+  expect_eval_matches "$tiny/attention.onnxtxt"
+  expect 0 "wrote .*6 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn.kiln" --precision fp16
+  expect 0 "pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/attn.kiln"
+  expect 0 "wrote .*8 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
   expect_eval_matches "$tiny/qdq_matmul.onnxtxt"
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"

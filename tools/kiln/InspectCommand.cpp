@@ -27,7 +27,7 @@ static std::string productPrecision(const rt::EngineDesc &d, const rt::Launch &l
     return l.gemm.abType == 10 ? "fp16" : l.gemm.abType == 16 ? "bf16" : l.gemm.abType == 17 ? "fp8" : "fp32";
   if (l.kind != rt::Launch::Kind::Kernel) return "";
   const std::string &e = d.kernels[size_t(l.kernel)].entry;
-  for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_"}) {
+  for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_", "kiln_attn_"}) {
     if (e.rfind(kind, 0) != 0) continue;
     std::string tag = e.substr(std::string(kind).size(), e.find('_', std::string(kind).size()) - std::string(kind).size());
     return tag == "s8" || tag == "u8" ? "int8" : tag == "e4m3" ? "fp8" : tag == "f16" ? "fp16" : tag == "bf16" ? "bf16" : tag == "f32" ? "fp32" : tag;
