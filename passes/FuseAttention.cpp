@@ -53,7 +53,7 @@ struct Scores {
   Operation *product = nullptr;
   double scale = 1.0;
   Value mask;                            // additive, or null
-  std::optional<ops::Tensor> whereMask;  // a Where's constant condition made additive
+  std::optional<ops::Tensor> whereMask;  // a Where's constant condition made additive (scores' type)
   SmallVector<Operation *> ops;          // the ops between the product and the softmax
 };
 
@@ -91,7 +91,7 @@ std::optional<Scores> findScores(Value x) {
       auto cond = constantValue(op->getOperand(0), int64_t(1) << 24);
       auto c = scalarValue(op->getOperand(2));
       if (!cond || !c || *c > -1e4) return std::nullopt;
-      ops::Tensor m(ops::DType::F32, cond->shape);
+      ops::Tensor m(dtypeOf(cast<RankedTensorType>(type).getElementType()), cond->shape);
       for (int64_t i = 0; i < m.size(); ++i) m.set(i, cond->get(i) != 0 ? 0.0 : *c);
       s.whereMask = m;
       masked = true;
@@ -139,9 +139,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   Value mask = found->mask;
   Operation *made = nullptr;  // the mask operand made here: a Where's additive mask, or none
   if (found->whereMask) {
-    ops::Tensor m(dtypeOf(elem), found->whereMask->shape);
-    for (int64_t i = 0; i < m.size(); ++i) m.set(i, found->whereMask->get(i));
-    mask = createConstant(b, loc, m);
+    mask = createConstant(b, loc, *found->whereMask);
     made = mask.getDefiningOp();
   }
   if (!mask) made = b.create<NoneOp>(loc), mask = made->getResult(0);

@@ -45,6 +45,14 @@ Tensor transposed(const Tensor &t, const Shape &perm) {
   return findOp("Transpose")->eval(ctx).at(0);
 }
 
+// ONNX Cast of `t` to `to` (DType values are ONNX's type codes).
+Tensor castTo(const Tensor &t, DType to) {
+  Attrs a;
+  a.set("to", int64_t(to));
+  EvalContext ctx{{&t}, a, 1};
+  return findOp("Cast")->eval(ctx).at(0);
+}
+
 const OpDef &base(const char *name) {
   const OpDef *d = findOp(name);
   check(d != nullptr, std::string("internal: op ") + name + " is not registered");
@@ -274,17 +282,10 @@ std::vector<TensorType> attentionShape(const ShapeContext &ctx) {
   return {permuted(y, permOf(ctx.attrs, "perm_y", y.shape.size()))};
 }
 
-// `t` as float32 values (the evaluator keeps float values as doubles, rounded to their type).
-Tensor asF32(const Tensor &t) {
-  Tensor r(DType::F32, t.shape);
-  for (int64_t i = 0; i < t.size(); ++i) r.set(i, t.get(i));
-  return r;
-}
-
 std::vector<Tensor> attentionEval(const EvalContext &ctx) {
   attentionShape(shapeContextOf(ctx));  // the checks, with their messages
   auto operand = [&](int k, const char *perm) {
-    return asF32(transposed(ctx.in(k), permOf(ctx.attrs, perm, ctx.in(k).shape.size())));
+    return castTo(transposed(ctx.in(k), permOf(ctx.attrs, perm, ctx.in(k).shape.size())), DType::F32);
   };
   Tensor q = operand(0, "perm_q"), k = operand(1, "perm_k"), v = operand(2, "perm_v");
   Attrs none;
@@ -294,17 +295,14 @@ std::vector<Tensor> attentionEval(const EvalContext &ctx) {
   scale.set(0, ctx.attrs.getFloat("scale", 1.0));
   s = run("Mul", {&s, &scale}, none);
   if (ctx.present(3)) {
-    Tensor mask = asF32(ctx.in(3));
+    Tensor mask = castTo(ctx.in(3), DType::F32);
     s = run("Add", {&s, &mask}, none);
   }
   Attrs lastAxis;
   lastAxis.set("axis", int64_t(-1));
   Tensor p = run("Softmax", {&s}, lastAxis);
   Tensor y = run("MatMul", {&p, &v}, none);
-  y = transposed(y, permOf(ctx.attrs, "perm_y", y.shape.size()));
-  Tensor r(ctx.in(0).dtype, y.shape);
-  for (int64_t i = 0; i < y.size(); ++i) r.set(i, y.get(i));
-  return {r};
+  return {castTo(transposed(y, permOf(ctx.attrs, "perm_y", y.shape.size())), ctx.in(0).dtype)};
 }
 
 int64_t attentionFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
