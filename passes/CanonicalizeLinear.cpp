@@ -7,6 +7,7 @@
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
+#include "passes/Transposes.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CANONICALIZELINEAR
@@ -121,6 +122,74 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b) {
     mm->setOperand(k, t.getX());
   }
   t->erase();
+  return true;
+}
+
+// Transpose(Reshape?(chain(A·W))) with a 2-D W, where the transpose keeps the last axis, the
+// reshape only regroups rows, and each op of the chain is an Add/Sub/Mul/Div whose other operand
+// varies along the last axis only (a bias, a scale): every row of the result depends on the same
+// row of A alone, so the row permutation moves onto A, where it folds into perm_a. torch's
+// sequence-first attention output projection then writes its result batch-first, and the
+// residual Add after the transpose can join the product's epilogue.
+bool hoistResultTranspose(Operation *mm, OpBuilder &b) {
+  Value a = mm->getOperand(0), w = mm->getOperand(1);
+  if (rankOf(w) != 2 || rankOf(a) < 2 || !intsAttr(mm, "perm_a").empty()) return false;
+  SmallVector<Operation *> chain;
+  Operation *reshape = nullptr;
+  TransposeOp t;
+  for (Value v = mm->getResult(0); !t && v.hasOneUse();) {
+    Operation *u = *v.user_begin();
+    if (isa<AddOp, SubOp, MulOp, DivOp>(u) && !reshape) {
+      Value other = u->getOperand(0) == v ? u->getOperand(1) : u->getOperand(0);
+      std::vector<int64_t> os = shapeOf(other);
+      bool lastAxisOnly = other != v && u->getResult(0).getType() == v.getType() &&
+                          std::all_of(os.begin(), os.empty() ? os.end() : os.end() - 1, [](int64_t d) { return d == 1; });
+      if (!lastAxisOnly || os.size() > 1) return false;  // ([1, N] would keep a rank the reshape drops)
+      chain.push_back(u);
+    } else if (isa<ReshapeOp>(u) && !reshape && shapeOf(u->getResult(0)).back() == shapeOf(v).back()) {
+      reshape = u;
+    } else if (!(t = dyn_cast<TransposeOp>(u))) {
+      return false;
+    }
+    v = u->getResult(0);
+  }
+  if (!t) return false;
+  Perm p = permOf(t);
+  if (isIdentity(p) || p.back() != int64_t(p.size()) - 1) return false;
+  // A regrouped like the transpose's input (its K in place of N), then permuted the same way.
+  std::vector<int64_t> rows = shapeOf(t.getX());
+  rows.back() = shapeOf(a).back();
+  Location loc = t.getLoc();
+  b.setInsertionPoint(t);
+  std::string err;
+  ops::Tensor shape(ops::DType::I64, {int64_t(rows.size())});
+  for (size_t k = 0; k < rows.size(); ++k) shape.setInt(int64_t(k), rows[k]);
+  SmallVector<Operation *> made;  // erased again if the rewrite fails
+  auto keep = [&](Operation *op) {
+    if (op) made.push_back(op);
+    return op ? op->getResult(0) : Value();
+  };
+  Value ra = keep(createInferred(b, loc, "kiln.reshape", {a, keep(createConstant(b, loc, shape).getDefiningOp())}, {}, &err));
+  Value ta = ra ? createTranspose(b, loc, ra, p) : Value();
+  ta = keep(ta ? ta.getDefiningOp() : nullptr);
+  Value y = ta ? keep(createInferred(b, mm->getLoc(), mm->getName().getStringRef(), {ta, w}, mm->getAttrs(), &err)) : Value();
+  Value old = mm->getResult(0);
+  for (Operation *op : chain) {
+    if (!y) break;
+    SmallVector<Value> operands(op->getOperands());
+    std::replace(operands.begin(), operands.end(), old, y);
+    y = keep(createInferred(b, op->getLoc(), op->getName().getStringRef(), operands, op->getAttrs(), &err));
+    old = op->getResult(0);
+  }
+  if (!y || y.getType() != t.getResult().getType()) {
+    for (auto it = made.rbegin(); it != made.rend(); ++it) (*it)->erase();
+    return false;
+  }
+  t.getResult().replaceAllUsesWith(y);
+  t->erase();
+  if (reshape) reshape->erase();
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) (*it)->erase();
+  mm->erase();
   return true;
 }
 
@@ -287,12 +356,17 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
     // chains of transposes compose, and a scale moved off an operand uncovers its transpose.
     for (bool changed = scales || transposes; changed;) {
       changed = false;
-      for (Operation *mm : products())
+      for (Operation *mm : products()) {
+        if (transposes && hoistResultTranspose(mm, b)) {
+          changed = true;
+          continue;  // mm was replaced
+        }
         for (unsigned k = 0; k < 2; ++k)
           if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b))) {
             changed = true;
             break;  // mm may have been replaced
           }
+      }
     }
     if (r.get(kGemmSplit) == "on")
       for (Operation *mm : products()) splitColumnSlices(mm, b);

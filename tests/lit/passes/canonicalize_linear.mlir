@@ -155,3 +155,51 @@ func.func @split_qkv(%x: tensor<2x5x4xf32>) -> (tensor<2x5x3xf32>, tensor<2x5x3x
   %o = kiln.slice %p2, %s0, %s1, %axis, %none : (tensor<2x5x9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x5x3xf32>
   return %q, %k, %v, %p2, %o : tensor<2x5x3xf32>, tensor<2x5x3xf32>, tensor<2x5x3xf32>, tensor<2x5x9xf32>, tensor<2x5x3xf32>
 }
+
+// -----
+
+// torch's sequence-first output projection: Gemm, regroup rows [S·B, E] → [S, B, E], then
+// transpose to batch-first. The row permutation moves onto the product's A (each output row
+// depends on its own input row; the bias varies along the last axis only) and folds into perm_a:
+// the product writes [B, S, E] itself.
+// CHECK-LABEL: func.func @sequence_first_output
+// CHECK: %[[A:.*]] = kiln.reshape %arg0, %{{.*}} : (tensor<6x4xf32>, tensor<3xi64>) -> tensor<3x2x4xf32>
+// CHECK: %[[P:.*]] = kiln.transposed_matmul %[[A]], %arg1 {perm_a = array<i64: 1, 0, 2>, perm_b = array<i64: 1, 0>} : (tensor<3x2x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+// CHECK: %[[S:.*]] = kiln.mul %[[P]], %{{.*}} : (tensor<2x3x5xf32>, tensor<f32>) -> tensor<2x3x5xf32>
+// CHECK: %[[Y:.*]] = kiln.add %[[S]], %arg2 : (tensor<2x3x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[Y]]
+// OFF-LABEL: func.func @sequence_first_output
+// OFF: kiln.reshape
+// OFF: kiln.transpose
+func.func @sequence_first_output(%x: tensor<6x4xf32>, %w: tensor<5x4xf32>, %bias: tensor<5xf32>) -> tensor<2x3x5xf32> {
+  %y = kiln.gemm %x, %w, %bias {alpha = 0.5 : f32, transB = 1 : i64} : (tensor<6x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<6x5xf32>
+  %shape = kiln.constant dense<[3, 2, 5]> : tensor<3xi64>
+  %r = kiln.reshape %y, %shape : (tensor<6x5xf32>, tensor<3xi64>) -> tensor<3x2x5xf32>
+  %t = kiln.transpose %r {perm = array<i64: 1, 0, 2>} : (tensor<3x2x5xf32>) -> tensor<2x3x5xf32>
+  return %t : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Not hoisted: the transpose moves the last axis, a reshape splits the last axis (a head split),
+// or an added operand varies along rows.
+// CHECK-LABEL: func.func @rows_not_independent
+// CHECK-COUNT-3: kiln.transpose
+// CHECK: return
+func.func @rows_not_independent(%x: tensor<6x4xf32>, %w: tensor<4x6xf32>, %c: tensor<6x6xf32>) -> (tensor<6x6xf32>, tensor<3x6x2xf32>, tensor<6x6xf32>) {
+  %p0 = kiln.matmul %x, %w : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x6xf32>
+  %t0 = kiln.transpose %p0 {perm = array<i64: 1, 0>} : (tensor<6x6xf32>) -> tensor<6x6xf32>
+  %p1 = kiln.matmul %x, %w : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x6xf32>
+  %shape = kiln.constant dense<[6, 3, 2]> : tensor<3xi64>
+  %r1 = kiln.reshape %p1, %shape : (tensor<6x6xf32>, tensor<3xi64>) -> tensor<6x3x2xf32>
+  %t1 = kiln.transpose %r1 {perm = array<i64: 1, 0, 2>} : (tensor<6x3x2xf32>) -> tensor<3x6x2xf32>
+  %p2 = kiln.matmul %x, %w : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x6xf32>
+  %a2 = kiln.add %p2, %c : (tensor<6x6xf32>, tensor<6x6xf32>) -> tensor<6x6xf32>
+  %shape2 = kiln.constant dense<[2, 3, 6]> : tensor<3xi64>
+  %r2 = kiln.reshape %a2, %shape2 : (tensor<6x6xf32>, tensor<3xi64>) -> tensor<2x3x6xf32>
+  %t2 = kiln.transpose %r2 {perm = array<i64: 1, 0, 2>} : (tensor<2x3x6xf32>) -> tensor<3x2x6xf32>
+  %shape3 = kiln.constant dense<[6, 6]> : tensor<2xi64>
+  %r3 = kiln.reshape %t2, %shape3 : (tensor<3x2x6xf32>, tensor<2xi64>) -> tensor<6x6xf32>
+  return %t0, %t1, %r3 : tensor<6x6xf32>, tensor<3x6x2xf32>, tensor<6x6xf32>
+}
