@@ -22,6 +22,11 @@ KILN_KNOB(kFuseAttention, {"fusion.attention", {"on", "off"}, "on",
                            "128) as one flash-attention kernel: the scores never reach memory",
                            knobs::Tier::Fast, "passes/FuseAttention.cpp"});
 
+KILN_KNOB(kMergeQkv, {"fusion.qkv", {"on", "off"}, "on",
+                     "Compute a fused attention's Q, K and V projections (one input, constant weights) as "
+                     "one product with the weights side by side, whose columns the kernel reads in place",
+                     knobs::Tier::Mixed, "passes/FuseAttention.cpp"});
+
 namespace {
 
 using namespace mlir;
@@ -204,6 +209,106 @@ void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
   eraseDeadViews(old);
 }
 
+// A projection of attention operand Q, K or V: x·W with a constant 2-D W, optionally plus a
+// constant bias of W's columns, then reshapes (heads split); each value used once.
+struct Projection {
+  Operation *product = nullptr, *biasAdd = nullptr;
+  ops::Tensor w, bias;  // bias: none when dtype is Undefined
+  Value out;            // what the reshapes read
+};
+
+std::optional<Projection> projectionOf(Value x) {
+  while (auto r = x.getDefiningOp<ReshapeOp>()) {
+    if (!x.hasOneUse()) return std::nullopt;
+    x = r->getOperand(0);
+  }
+  Projection p;
+  p.out = x;
+  Operation *d = x.getDefiningOp();
+  if (!x.hasOneUse() || !d) return std::nullopt;
+  if (isa<AddOp>(d)) {
+    unsigned pi = isProduct(d->getOperand(0).getDefiningOp()) ? 0 : 1;
+    auto bias = constantValue(d->getOperand(1 - pi), int64_t(1) << 20);
+    if (!bias || bias->rank() != 1 || !d->getOperand(pi).hasOneUse()) return std::nullopt;
+    p.biasAdd = d, p.bias = *bias, d = d->getOperand(pi).getDefiningOp();
+  }
+  if (!isProduct(d)) return std::nullopt;
+  auto w = constantValue(d->getOperand(1), int64_t(1) << 26);
+  if (!w || w->rank() != 2 || (p.biasAdd && p.bias.size() != shapeOf(d->getResult(0)).back())) return std::nullopt;
+  p.product = d, p.w = *w;
+  return p;
+}
+
+// Q, K and V projected from one input by three products (same operand permutations, weights
+// stored the same way) → one product of the weights side by side (and the biases), and a Slice of
+// its columns for each; readInPlace then reads those slices in place. One wide GEMM instead of
+// three narrow ones (BERT's separate query/key/value Linear layers).
+void mergeProjections(AttentionOp attn, OpBuilder &b) {
+  std::optional<Projection> qkv[3];
+  for (unsigned k = 0; k < 3; ++k)
+    if (!(qkv[k] = projectionOf(attn->getOperand(k)))) return;
+  Operation *first = qkv[0]->product;
+  bool stored = intsAttr(first, "perm_b") == std::vector<int64_t>{1, 0}, biased = qkv[0]->biasAdd;
+  for (unsigned k = 1; k < 3; ++k) {
+    Operation *op = qkv[k]->product;
+    if (op == qkv[k - 1]->product || op == first || op->getOperand(0) != first->getOperand(0) ||
+        op->getName() != first->getName() || op->getAttrDictionary() != first->getAttrDictionary() ||
+        bool(qkv[k]->biasAdd) != biased || qkv[k]->w.dtype != qkv[0]->w.dtype || qkv[k]->bias.dtype != qkv[0]->bias.dtype)
+      return;
+  }
+  // W stored [N, K] (perm_b = [1, 0]) stacks rows; [K, N] stacks columns row by row.
+  int64_t K = qkv[0]->w.shape[stored ? 1 : 0], N = 0;
+  for (auto &p : qkv) {
+    int64_t n = p->w.shape[stored ? 0 : 1];
+    if (p->w.shape[stored ? 1 : 0] != K || n % 8) return;  // (8: the kernel's column offsets)
+    N += n;
+  }
+  ops::Tensor w(qkv[0]->w.dtype, stored ? ops::Shape{N, K} : ops::Shape{K, N}), bias(biased ? qkv[0]->bias.dtype : w.dtype, {N});
+  int64_t col = 0;
+  for (auto &p : qkv) {
+    int64_t n = p->w.shape[stored ? 0 : 1];
+    for (int64_t r = 0; r < K; ++r)
+      for (int64_t j = 0; j < n; ++j) w.f[stored ? (col + j) * K + r : r * N + col + j] = p->w.f[stored ? j * K + r : r * n + j];
+    for (int64_t j = 0; j < n && biased; ++j) bias.f[col + j] = p->bias.f[j];
+    col += n;
+  }
+  Location loc = first->getLoc();
+  b.setInsertionPoint(attn);  // (after all three products and their shared input)
+  SmallVector<Operation *> made;  // erased again if a step fails
+  auto keep = [&](Operation *op) {
+    if (op) made.push_back(op);
+    return op ? op->getResult(0) : Value();
+  };
+  auto constant = [&](const ops::Tensor &t) { return keep(createConstant(b, loc, t).getDefiningOp()); };
+  std::string err;
+  Value y = keep(createInferred(b, loc, first->getName().getStringRef(), {first->getOperand(0), constant(w)}, first->getAttrs(), &err));
+  if (y && biased) y = keep(createInferred(b, loc, "kiln.add", {y, constant(bias)}, {}, &err));
+  Value none = keep(b.create<NoneOp>(loc)), axis = constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {-1}));
+  Value slices[3];
+  col = 0;
+  for (unsigned k = 0; k < 3 && y; ++k) {
+    int64_t n = qkv[k]->w.shape[stored ? 0 : 1];
+    auto at = [&](int64_t v) { return constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {v})); };
+    slices[k] = keep(createInferred(b, qkv[k]->out.getLoc(), "kiln.slice", {y, at(col), at(col + n), axis, none}, {}, &err));
+    if (slices[k] && slices[k].getType() != qkv[k]->out.getType()) slices[k] = Value();
+    if (!slices[k]) y = Value();
+    col += n;
+  }
+  if (!y) {
+    for (auto it = made.rbegin(); it != made.rend(); ++it) (*it)->erase();
+    return;
+  }
+  for (unsigned k = 0; k < 3; ++k) {
+    Projection &p = *qkv[k];
+    // The reshapes between the projection and attention move below the new slice.
+    for (Operation *r = *p.out.getUsers().begin(); r != attn.getOperation(); r = *r->getResult(0).getUsers().begin())
+      r->moveBefore(attn);
+    p.out.replaceAllUsesWith(slices[k]);
+    if (p.biasAdd) p.biasAdd->erase();
+    p.product->erase();
+  }
+}
+
 struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
   using FuseAttentionBase::FuseAttentionBase;
 
@@ -217,8 +322,10 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     for (Operation *s : softmaxes) fuse(s, b);
     SmallVector<AttentionOp> attns;
     getOperation().walk([&](AttentionOp a) { attns.push_back(a); });
-    for (AttentionOp a : attns)
+    for (AttentionOp a : attns) {
+      if (r.get(kMergeQkv) == "on") mergeProjections(a, b);
       for (unsigned k = 0; k < 3; ++k) readInPlace(a, k, b);
+    }
   }
 };
 
