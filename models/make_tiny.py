@@ -167,6 +167,42 @@ def make_seq_first_linear():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_views():
+    """torch's sequence-first attention output projection and reads of its result in place:
+    Gemm on [S·B, K] rows, regrouped to [S, B, N] and transposed batch-first, plus a residual
+    (kiln moves the transpose onto the Gemm's input: the product writes [B, S, N] and takes the
+    residual add); then a Relu of a column slice and a scale of a transpose that keeps the last
+    axis, both read by their elementwise kernels in place."""
+    r = rng_for("views")
+    s, b, k, n = 20, 4, 16, 24
+    x = inputs(r, (s * b, k))
+    res = inputs(r, (b, s, n))
+    w, bias = weights(r, (n, k)), weights(r, (n,))
+    scale = weights(r, (n,))
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "bias"], ["h"], name="out_proj", transB=1),
+         helper.make_node("Reshape", ["h", "sbn"], ["h3"], name="split_rows"),
+         helper.make_node("Transpose", ["h3"], ["hb"], name="batch_first", perm=[1, 0, 2]),
+         helper.make_node("Add", ["hb", "res"], ["sum"], name="residual"),
+         helper.make_node("Slice", ["sum", "start", "end", "axis"], ["cols"], name="columns"),
+         helper.make_node("Relu", ["cols"], ["y"], name="relu"),
+         helper.make_node("Transpose", ["sum"], ["st"], name="seq_first", perm=[1, 0, 2]),
+         helper.make_node("Mul", ["st", "scale"], ["z"], name="scaled")],
+        "views", [vi("x", F32, [s * b, k]), vi("res", F32, [b, s, n])],
+        [vi("y", F32, [b, s, 20]), vi("z", F32, [s, b, n])],
+        [f32_tensor("w", w), f32_tensor("bias", bias), f32_tensor("scale", scale),
+         helper.make_tensor("sbn", TensorProto.INT64, [3], [s, b, n]),
+         helper.make_tensor("start", TensorProto.INT64, [1], [0]),
+         helper.make_tensor("end", TensorProto.INT64, [1], [20]),
+         helper.make_tensor("axis", TensorProto.INT64, [1], [-1])],
+        doc_string="x[80,16] -> Gemm(24, transB) -> [20,4,24] -> Transpose(1,0,2) + res -> "
+                   "y = Relu(columns 0:20), z = Transpose(1,0,2) * scale")
+    total = np.transpose((f64(x) @ f64(w).T + f64(bias)).reshape(s, b, n), (1, 0, 2)) + f64(res)
+    y = np.maximum(total[:, :, :20], 0.0)
+    z = np.transpose(total, (1, 0, 2)) * f64(scale)
+    return model(g), {"x": x, "res": res}, {"y": y.astype(np.float32), "z": z.astype(np.float32)}
+
+
 def qdq_matmul_graph(name, x_shape, y_shape, initializers, doc, w_axis=None):
     """x -> QuantizeLinear/DequantizeLinear (x_scale, x_zero) -> MatMul with DequantizeLinear(w_q,
     w_scale) weights (per column when w_axis=1): the graph of the QDQ product models."""
@@ -626,7 +662,7 @@ def main(argv=None):
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
-             "pool_same": make_pool_same(), "attention": make_attention()}
+             "pool_same": make_pool_same(), "attention": make_attention(), "views": make_views()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

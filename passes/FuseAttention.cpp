@@ -173,37 +173,19 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   return true;
 }
 
-// Erases `v`'s producer and the layout ops above it that nothing else uses any more.
-void eraseDeadViews(Value v) {
-  Operation *d = v.getDefiningOp();
-  if (!d || !isLayoutOp(d) || !d->use_empty()) return;
-  Value up = d->getOperand(0);
-  d->erase();
-  eraseDeadViews(up);
-}
-
 // Reads attention operand k (Q, K or V) through a strided view of the memory it was copied
 // from, when layout ops made it and the kernel takes the view's strides and offset.
 void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
   Value old = attn->getOperand(k);
   std::optional<StridedView> found = stridedViewOf(old);
   if (!found || !found->copies) return;
-  const StridedView &view = *found;
   b.setInsertionPoint(attn);
-  std::string err;
-  Operation *sv = createInferred(b, attn->getLoc(), "kiln.strided_view", {view.root},
-                                 {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(view.shape)),
-                                  b.getNamedAttr("strides", b.getDenseI64ArrayAttr(view.strides)),
-                                  b.getNamedAttr("offset", b.getI64IntegerAttr(view.offset))},
-                                 &err);
-  if (!sv || sv->getResult(0).getType() != old.getType()) {
-    if (sv) sv->erase();
-    return;
-  }
-  attn->setOperand(k, sv->getResult(0));
+  Value sv = createStridedView(b, attn->getLoc(), *found, old.getType());
+  if (!sv) return;
+  attn->setOperand(k, sv);
   if (!kernelTakes(attn)) {  // (an offset or stride the kernel cannot read)
     attn->setOperand(k, old);
-    sv->erase();
+    sv.getDefiningOp()->erase();
     return;
   }
   eraseDeadViews(old);

@@ -133,6 +133,24 @@ def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
   }];
 }
 
+def ElementwiseViews : RoutePass<"kiln-elementwise-views", "mlir::func::FuncOp"> {
+  let summary = "Elementwise kernels read sliced or transposed operands in place (knob fusion.views)";
+  let description = [{
+    After kernel regions are formed: each input of an elementwise region (or of a lone
+    elementwise op) that layout ops copied out of another tensor (Slice, Transpose, Gather of
+    one constant index, Split, with reshapes between) becomes `kiln.strided_view` of that
+    tensor, when every dim walks it with one stride and the innermost dim stays contiguous
+    (stride 1: coalesced reads); the copies are erased. Product epilogues keep contiguous inputs.
+
+    Before (GPT-2's vocabulary head padded to 50264 columns):
+      %s = kiln.slice %p, %c0, %c50257, %axis, %none : (tensor<1x512x50264xf16>, ...) -> tensor<1x512x50257xf16>
+      %y = kiln.cast %s {to = 1 : i64}
+    After:
+      %v = kiln.strided_view %p {offset = 0, shape = array<i64: 1, 512, 50257>, strides = array<i64: 25735168, 50264, 1>}
+      %y = kiln.cast %v {to = 1 : i64}
+  }];
+}
+
 def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fuse elementwise ops into the store of a matrix product or convolution (knob fusion.epilogue)";
   let description = [{

@@ -55,6 +55,7 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
   // product's result twice, which a chain of single uses would not reach).
   f.addPass(createFuseElementwise({route}));
   f.addPass(createFuseEpilogue({route}));
+  f.addPass(createElementwiseViews({route}));  // after epilogues, which take contiguous inputs only
 }
 
 }  // namespace kiln

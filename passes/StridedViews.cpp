@@ -1,5 +1,6 @@
 #include "passes/StridedViews.h"
 
+#include "compiler/ir/Builders.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -181,6 +182,26 @@ std::optional<StridedView> stridedViewOf(Value v) {
     r.strides.push_back(c[0].stride);
   }
   return r;
+}
+
+Value createStridedView(OpBuilder &b, Location loc, const StridedView &view, Type type) {
+  std::string err;
+  Operation *sv = createInferred(b, loc, "kiln.strided_view", {view.root},
+                                 {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(view.shape)),
+                                  b.getNamedAttr("strides", b.getDenseI64ArrayAttr(view.strides)),
+                                  b.getNamedAttr("offset", b.getI64IntegerAttr(view.offset))},
+                                 &err);
+  if (sv && sv->getResult(0).getType() == type) return sv->getResult(0);
+  if (sv) sv->erase();
+  return {};
+}
+
+void eraseDeadViews(Value v) {
+  Operation *d = v.getDefiningOp();
+  if (!d || !isLayoutOp(d) || !d->use_empty()) return;
+  Value up = d->getOperand(0);
+  d->erase();
+  eraseDeadViews(up);
 }
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 // kiln-fuse-attention uses it to read attention operands in place (kiln.strided_view).
 #pragma once
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 
 #include <cstdint>
@@ -26,5 +27,12 @@ bool isLayoutOp(mlir::Operation *op);
 // producer is none of them); none when a dim of `v` would walk that memory with two strides
 // (in-between values may: ViT's heads, B·H, split from a packed [S, B, 3·H·D] projection).
 std::optional<StridedView> stridedViewOf(mlir::Value v);
+
+// `view` as a kiln.strided_view of its root (at `b`'s insertion point); null if it does not
+// infer to `type`.
+mlir::Value createStridedView(mlir::OpBuilder &b, mlir::Location loc, const StridedView &view, mlir::Type type);
+
+// Erases `v`'s producer and the layout ops above it that nothing else uses any more.
+void eraseDeadViews(mlir::Value v);
 
 }  // namespace kiln

@@ -47,7 +47,7 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
       throw std::invalid_argument("elementwise: inputs do not broadcast to the output shape");
     if (!spec.outShape.empty()) out = spec.outShape;
   }
-  checkProgram(p, out);
+  checkProgram(p, out, /*allowStrides=*/true);
   const int64_t total = numElementsOf(out);
   int64_t maxBlocks = 8192;
   std::string idx = indexType(total + maxBlocks * kBlock * 8);
@@ -56,7 +56,7 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   // W elements per thread = 16 bytes of the widest type.
   size_t widest = elemSize(spec.outType);
   auto vectorType = [](ElemType t) { return isFloatType(t) || t == ElemType::I8 || t == ElemType::U8; };
-  bool vec = spec.allowVectorized && total > 0 && vectorType(spec.outType);
+  bool vec = spec.allowVectorized && total > 0 && vectorType(spec.outType) && !hasStridedInputs(p);
   std::vector<bool> scalarIn(n);
   for (size_t k = 0; k < n; ++k) {
     int64_t size = numElementsOf(p.inputShapes[k]);

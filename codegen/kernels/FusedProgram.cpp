@@ -11,9 +11,13 @@ namespace kiln::codegen {
 
 using namespace kernels;
 
-std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType storage) {
+std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType storage, const std::vector<int64_t> &strides) {
   p_.inputShapes.push_back(shape);
   p_.inputTypes.push_back(storage);
+  if (!strides.empty() || !p_.inputStrides.empty()) {
+    p_.inputStrides.resize(p_.inputShapes.size() - 1);
+    p_.inputStrides.push_back(strides);
+  }
   return "x" + std::to_string(p_.inputShapes.size() - 1);
 }
 
@@ -51,9 +55,23 @@ std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std
   return t;
 }
 
-void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape) {
+bool hasStridedInputs(const FusedProgram &p) {
+  for (auto &s : p.inputStrides)
+    if (!s.empty()) return true;
+  return false;
+}
+
+// Input k's memory strides ({}: row-major).
+static const std::vector<int64_t> &stridesOf(const FusedProgram &p, size_t k) {
+  static const std::vector<int64_t> none;
+  return k < p.inputStrides.size() ? p.inputStrides[k] : none;
+}
+
+void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, bool allowStrides) {
   if (p.inputTypes.size() != p.inputShapes.size()) throw std::invalid_argument("fused program: one type per input");
-  for (auto &s : p.inputShapes) (void)broadcastStrides(s, outShape);
+  if (p.inputStrides.size() > p.inputShapes.size()) throw std::invalid_argument("fused program: strides of no input");
+  if (!allowStrides && hasStridedInputs(p)) throw std::invalid_argument("fused program: strided inputs in an epilogue");
+  for (size_t k = 0; k < p.numInputs(); ++k) (void)broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k));
   if (p.result.empty()) throw std::invalid_argument("fused program: no result");
 }
 
@@ -71,7 +89,7 @@ std::string programElementCode(const FusedProgram &p, const std::vector<int64_t>
   if (p.numInputs()) {
     StridedSpace space;
     space.dims = outShape;
-    for (auto &s : p.inputShapes) space.strides.push_back(broadcastStrides(s, outShape));
+    for (size_t k = 0; k < p.numInputs(); ++k) space.strides.push_back(broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k)));
     space = coalesce(space);
     std::vector<std::string> names;
     for (size_t k = 0; k < p.numInputs(); ++k) names.push_back("o" + std::to_string(k));

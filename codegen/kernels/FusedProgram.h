@@ -20,6 +20,10 @@ struct ElementwiseOp;  // Elementwise.h
 struct FusedProgram {
   std::vector<std::vector<int64_t>> inputShapes;
   std::vector<ElemType> inputTypes;  // storage types
+  // Per input, when it is read in place from a larger buffer (a slice or a transpose of it): the
+  // element strides of its dims. Empty (or an empty entry): row-major. Elementwise kernels only;
+  // product and convolution epilogues refuse them.
+  std::vector<std::vector<int64_t>> inputStrides;
   std::vector<std::string> body;
   std::string result;
   size_t numInputs() const { return inputShapes.size(); }
@@ -29,8 +33,8 @@ struct FusedProgram {
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(FusedProgram &p) : p_(p) {}
-  // A new input parameter; returns its variable ("x3").
-  std::string input(const std::vector<int64_t> &shape, ElemType storage);
+  // A new input parameter (read with `strides`, if given); returns its variable ("x3").
+  std::string input(const std::vector<int64_t> &shape, ElemType storage, const std::vector<int64_t> &strides = {});
   // A compile-time constant of compute type `t`, as a literal.
   static std::string literal(double v, ElemType t);
   // `op` applied to variables `args` (in op-input order); returns the new temporary ("t5").
@@ -52,7 +56,11 @@ std::string programElementCode(const FusedProgram &p, const std::vector<int64_t>
 // each followed by ", ").
 std::string programParams(const FusedProgram &p, const std::string &param);
 
-// Throws std::invalid_argument if an input does not broadcast to `outShape`.
-void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape);
+// Throws std::invalid_argument if an input does not broadcast to `outShape`, or if it has
+// strides and `allowStrides` is false (epilogues).
+void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, bool allowStrides = false);
+
+// Whether any input is read through strides.
+bool hasStridedInputs(const FusedProgram &p);
 
 }  // namespace kiln::codegen

@@ -293,9 +293,11 @@ std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &na
 }
 
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &outShape) {
+                                      const std::vector<int64_t> &outShape,
+                                      const std::vector<int64_t> &memStrides) {
   if (shape.size() > outShape.size()) throw std::invalid_argument("broadcast: input rank exceeds output rank");
-  std::vector<int64_t> inStrides = contiguousStrides(shape);
+  if (!memStrides.empty() && memStrides.size() != shape.size()) throw std::invalid_argument("broadcast: one stride per dim");
+  std::vector<int64_t> inStrides = memStrides.empty() ? contiguousStrides(shape) : memStrides;
   std::vector<int64_t> st(outShape.size(), 0);
   size_t off = outShape.size() - shape.size();
   for (size_t d = 0; d < shape.size(); ++d) {

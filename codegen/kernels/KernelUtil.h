@@ -73,10 +73,12 @@ StridedSpace coalesce(StridedSpace s);
 std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names,
                        const std::string &idxType, const std::string &linear);
 
-// Broadcast strides of an input `shape` right-aligned to `outShape` (numpy rules); throws
-// std::invalid_argument when it does not broadcast.
+// Broadcast strides of an input `shape` right-aligned to `outShape` (numpy rules): the input's
+// own element strides `memStrides` (default: row-major) for its dims, 0 where it broadcasts;
+// throws std::invalid_argument when it does not broadcast.
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &outShape);
+                                      const std::vector<int64_t> &outShape,
+                                      const std::vector<int64_t> &memStrides = {});
 
 // numpy broadcast of several shapes; throws std::invalid_argument when incompatible.
 std::vector<int64_t> broadcastShapes(const std::vector<std::vector<int64_t>> &shapes);

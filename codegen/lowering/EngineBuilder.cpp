@@ -106,16 +106,20 @@ std::vector<uint8_t> permuteBytes(const std::vector<uint8_t> &in, const Shape &s
   return r;
 }
 
-// A strided view that only attention ops read: they read its operand through the view.
-bool isAttentionView(Operation *op) {
-  return isa<StridedViewOp>(op) && llvm::all_of(op->getUsers(), [](Operation *u) { return isa<AttentionOp>(u); });
+// A strided view that only attention ops and elementwise kernels read: they read its operand
+// through the view.
+bool isReadInPlaceView(Operation *op) {
+  return isa<StridedViewOp>(op) && llvm::all_of(op->getUsers(), [](Operation *u) {
+           auto f = dyn_cast<FusedOp>(u);
+           return isa<AttentionOp>(u) || (f && f.getKind() == "elementwise") || isFusableElementwise(u);
+         });
 }
 
 // Ops whose result is their first operand's bytes under another shape (or, for an attention
 // view, read through strides by its users): no launch.
 bool isAlias(Operation *op) {
   return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, IdentityOp>(op) ||
-         (isa<DropoutOp>(op) && op->getNumResults() == 1) || isAttentionView(op);
+         (isa<DropoutOp>(op) && op->getNumResults() == 1) || isReadInPlaceView(op);
 }
 
 // One launch: a kernel and the values bound to its pointer parameters, in order.
@@ -179,8 +183,10 @@ class Lowering {
   void lowerElementwise(ArrayRef<Operation *> ops, Value result);
   // Appends `ops` to a program: values already named are reused, single-element constants become
   // literals, anything else becomes an input (its outer value pushed on `params`).
+  // `offsets`: null in epilogues; in elementwise kernels, where inputs read through strided views
+  // (kiln-elementwise-views) get their views' byte offsets (params then name the views).
   void appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> &names, ArrayRef<Operation *> ops,
-                 std::vector<Value> &params);
+                 std::vector<Value> &params, std::vector<int64_t> *offsets = nullptr);
   // The value outside a kernel region that a region's block argument stands for.
   Value outer(Value v) {
     if (auto a = dyn_cast<BlockArgument>(v))
@@ -357,7 +363,7 @@ Value Lowering::repacked(Value weights, const Shape &perm, const Shape &newShape
 }
 
 void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> &names, ArrayRef<Operation *> ops,
-                         std::vector<Value> &params) {
+                         std::vector<Value> &params, std::vector<int64_t> *offsets) {
   for (Operation *op : ops) {
     auto use = elementwiseUse(op);
     if (!use) throw std::invalid_argument("no elementwise kernel for this op");
@@ -375,8 +381,16 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
           args.push_back(ProgramBuilder::literal(c->get(0), computeTypeOf(elemTypeOf(v))));
           continue;
         }
-      std::string name = pb.input(use->views[k], elemTypeOf(v));
+      std::vector<int64_t> strides;
+      int64_t offset = 0;
+      if (auto view = outer(v).getDefiningOp<StridedViewOp>()) {
+        if (!offsets || use->views[k] != shapeOf(v)) throw std::invalid_argument("a strided view read by a product epilogue or a per-axis operand");
+        strides.assign(view.getStrides()->begin(), view.getStrides()->end());
+        offset = view.getOffset().value_or(0) * int64_t(kernels::elemSize(elemTypeOf(v)));
+      }
+      std::string name = pb.input(use->views[k], elemTypeOf(v), strides);
       params.push_back(outer(v));
+      if (offsets) offsets->resize(params.size() - 1), offsets->push_back(offset);
       names[v] = name;
       args.push_back(name);
     }
@@ -389,13 +403,14 @@ void Lowering::lowerElementwise(ArrayRef<Operation *> ops, Value result) {
   ProgramBuilder pb(spec.program);
   llvm::DenseMap<Value, std::string> names;
   std::vector<Value> params;
-  appendOps(pb, names, ops, params);
+  std::vector<int64_t> offsets;
+  appendOps(pb, names, ops, params, &offsets);
   spec.program.result = names.lookup(ops.back()->getResult(0));
   spec.outShape = shapeOf(result);
   spec.outType = elemTypeOf(result);
   if (spec.program.numInputs() == 0) spec.allowVectorized = false;
   params.push_back(result);
-  addLaunch(ops.back(), emitElementwise(spec), params);
+  addLaunch(ops.back(), emitElementwise(spec), params, offsets);
 }
 
 void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result) {
@@ -716,8 +731,8 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, emitAttention(s), params);
     return;
   }
-  if (type == "StridedView")  // (kiln-fuse-attention makes them for attention operands only)
-    throw std::invalid_argument("a strided view read by another op than attention has no kernel");
+  if (type == "StridedView")  // (made for attention operands and elementwise inputs only)
+    throw std::invalid_argument("a strided view read by another op than attention or an elementwise kernel has no kernel");
   if (isFusableElementwise(op)) {
     lowerElementwise({op}, out);
     return;

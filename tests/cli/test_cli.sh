@@ -28,9 +28,10 @@ expect() {
 
 # expect_eval_matches MODEL: `kiln eval` of a tiny model on the inputs of its .npz gives the
 # outputs numpy computed there (every output, within 1e-6; the first is y).
-expect_eval_matches() {
+expect_eval_matches() {  # MODEL [eval options]
   local m=$1 out="$tmp/$(basename "$1" .onnxtxt)_eval.npz"
-  expect 0 "output y +float32" -- eval "$m" --inputs "${m%.onnxtxt}.npz" --outputs "$out"
+  shift
+  expect 0 "output y +float32" -- eval "$m" --inputs "${m%.onnxtxt}.npz" --outputs "$out" "$@"
   if /usr/bin/python3 -c "
 import numpy as np, sys
 got, want = np.load('$out'), np.load('${m%.onnxtxt}.npz')
@@ -192,7 +193,14 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect_eval_matches "$tiny/attention.onnxtxt"
   expect 0 "wrote .*6 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn.kiln" --precision fp16
   expect 0 "pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/attn.kiln"
-  expect 0 "wrote .*8 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
+  # Unfused: the two products and the softmax; the output cast reads the head transpose in place.
+  expect 0 "wrote .*7 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
+  # torch's sequence-first output projection, then a column slice and a transpose read in place:
+  # the compile pipeline's graph is exact on the CPU; the fp32 engine is the product (writing
+  # batch-first, the residual in its epilogue) and two elementwise kernels, no copies.
+  expect_eval_matches "$tiny/views.onnxtxt" --route ''
+  expect 0 "wrote .*3 launches" -- compile "$tiny/views.onnxtxt" -o "$tmp/views.kiln"
+  expect 0 "wrote .*5 launches" -- compile "$tiny/views.onnxtxt" -o "$tmp/views_off.kiln" --route fusion.views=off
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
   expect_eval_matches "$tiny/qdq_matmul.onnxtxt"
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"

@@ -171,6 +171,33 @@ TEST(ElementwiseKernels, VectorizedAndScalarPaths) {
   expectKernel(big, 3);
 }
 
+TEST(ElementwiseKernels, StridedInputs) {
+  // y[i, j] = float(x[i, j]) with x rows 8 elements apart (a column slice of [4, 8] half) plus
+  // a broadcast bias: the strides reach the offset code, and no 16-byte path (rows misaligned).
+  ElementwiseSpec s;
+  ProgramBuilder pb(s.program);
+  std::string x = pb.input({4, 5}, ElemType::F16, {8, 1});
+  std::string b = pb.input({5}, ElemType::F32);
+  s.program.result = "(" + x + " + " + b + ")";
+  s.outType = ElemType::F32;
+  KernelLaunch k = emitElementwise(s);
+  EXPECT_EQ(k.source.find("kiln_vec<"), std::string::npos);
+  EXPECT_NE(k.source.find("8"), std::string::npos);
+  expectKernel(k, 3);
+  // The same with contiguous rows is another kernel.
+  ElementwiseSpec c;
+  ProgramBuilder pc(c.program);
+  std::string xc = pc.input({4, 5}, ElemType::F16), bc = pc.input({5}, ElemType::F32);
+  c.program.result = "(" + xc + " + " + bc + ")";
+  c.outType = ElemType::F32;
+  EXPECT_NE(emitElementwise(c).entry, k.entry);
+  // Strides must match the input's rank; epilogues take none.
+  ElementwiseSpec bad = s;
+  bad.program.inputStrides[0] = {1};
+  EXPECT_THROW(emitElementwise(bad), std::invalid_argument);
+  EXPECT_THROW(checkProgram(s.program, {4, 5}), std::invalid_argument);
+}
+
 TEST(ElementwiseKernels, IdenticalSpecsDedupe) {
   KernelLaunch a = emitElementwiseOp("Add", {{5, 7}, {7}});
   KernelLaunch b = emitElementwiseOp("Add", {{5, 7}, {7}});

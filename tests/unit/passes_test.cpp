@@ -148,6 +148,11 @@ TEST(FuseAttention, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/fuse_attention.mlir", nested([] { return kiln::createFuseAttention(); }), 1.5e-2);
 }
 
+// A strided view reads the same elements the copies made: bit-exact.
+TEST(ElementwiseViews, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/elementwise_views.mlir", nested([] { return kiln::createElementwiseViews(); }));
+}
+
 // Kernel regions evaluate their bodies op by op: bit-exact.
 TEST(Fusion, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) {
