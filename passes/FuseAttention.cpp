@@ -59,8 +59,23 @@ struct Scores {
   double scale = 1.0;
   Value mask;                            // additive, or null
   std::optional<ops::Tensor> whereMask;  // a Where's constant condition made additive (scores' type)
+  std::optional<int64_t> causal;         // or, when that condition is causal, its diagonal
   SmallVector<Operation *> ops;          // the ops between the product and the softmax
 };
+
+// The diagonal d >= 0 of a causal condition: `cond` (broadcasting to `scores`) is true exactly
+// where key j <= query i + d, the same for every leading index (GPT-2's tril).
+std::optional<int64_t> causalDiagonal(const ops::Tensor &cond, ArrayRef<int64_t> scores) {
+  if (cond.rank() < 2 || scores.size() < 2) return std::nullopt;
+  int64_t sq = cond.shape[size_t(cond.rank() - 2)], sk = cond.shape.back();
+  if (sq != scores[scores.size() - 2] || sk != scores.back() || sq * sk == 0) return std::nullopt;
+  int64_t d = -1;
+  while (d + 1 < sk && cond.get(d + 1) != 0) ++d;  // row 0: keys 0 .. d
+  if (d < 0) return std::nullopt;
+  for (int64_t e = 0; e < cond.size(); ++e)
+    if ((cond.get(e) != 0) != (e % sk <= (e / sk) % sq + d)) return std::nullopt;
+  return d;
+}
 
 // Walks from the softmax input up to the product: x·c, c·x, x/c (constant scalars), then at most
 // one x + mask / mask + x or Where(constant condition, x, c ≤ -10⁴) (exp of the masked scores is
@@ -96,9 +111,13 @@ std::optional<Scores> findScores(Value x) {
       auto cond = constantValue(op->getOperand(0), int64_t(1) << 24);
       auto c = scalarValue(op->getOperand(2));
       if (!cond || !c || *c > -1e4) return std::nullopt;
-      ops::Tensor m(dtypeOf(cast<RankedTensorType>(type).getElementType()), cond->shape);
-      for (int64_t i = 0; i < m.size(); ++i) m.set(i, cond->get(i) != 0 ? 0.0 : *c);
-      s.whereMask = m;
+      // Causal: computed in the kernel, whose blocks then skip the key tiles past the diagonal.
+      s.causal = causalDiagonal(*cond, cast<RankedTensorType>(type).getShape());
+      if (!s.causal) {
+        ops::Tensor m(dtypeOf(cast<RankedTensorType>(type).getElementType()), cond->shape);
+        for (int64_t i = 0; i < m.size(); ++i) m.set(i, cond->get(i) != 0 ? 0.0 : *c);
+        s.whereMask = m;
+      }
       masked = true;
       x = op->getOperand(1);
     } else {
@@ -156,6 +175,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   perm("perm_k", qk, "perm_b");
   perm("perm_v", pv, "perm_b");
   if (transpose) attrs.push_back(b.getNamedAttr("perm_y", b.getDenseI64ArrayAttr(permY)));
+  if (found->causal) attrs.push_back(b.getNamedAttr("causal_diagonal", b.getI64IntegerAttr(*found->causal)));
   std::string err;
   Operation *attn = createInferred(b, loc, "kiln.attention", {q, k, v, mask}, attrs, &err);
   Value replaced = transpose ? transpose->getResult(0) : out;
@@ -331,6 +351,7 @@ codegen::AttentionSpec attentionSpecOf(AttentionOp op) {
   s.scale = op.getScale().has_value() ? op.getScale()->convertToFloat() : 1.f;
   Value mask = op->getOperand(3);
   if (!isa<NoneType>(mask.getType())) s.hasMask = true, s.maskShape = shapeOf(mask), s.maskType = typeOf(mask);
+  if (auto d = op.getCausalDiagonal()) s.causal = true, s.diagonal = int64_t(*d);
   return s;
 }
 

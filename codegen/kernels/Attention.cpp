@@ -78,10 +78,16 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
 #pragma unroll
     for (int j = 0; j < DVP / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     float mrow[2] = {-kiln_inf(), -kiln_inf()}, lrow[2] = {0.f, 0.f};
-    for (int kt = 0; kt < NT; ++kt) {
+#if CAUSAL
+    // The key tiles any row of this block sees: up to key (last row) + DIAG.
+    const int NTB = (int)min((LI)NT, (min(m0 + BM, SQ) - 1 + DIAG) / BN + 1);
+#else
+    const int NTB = NT;
+#endif
+    for (int kt = 0; kt < NTB; ++kt) {
       const T* ks = Ks + (kt & 1) * BN * KC;
       const T* vs = Vs + (kt & 1) * BN * VC;
-      if (kt + 1 < NT) {
+      if (kt + 1 < NTB) {
         load_kv(Ks + ((kt + 1) & 1) * BN * KC, Vs + ((kt + 1) & 1) * BN * VC, Kb, Vb, (LI)(kt + 1) * BN, tid);
         cp_async_commit();
         cp_async_wait<1>();
@@ -117,11 +123,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
         for (int q = 0; q < 4; ++q) {
           const LI col = j0 + n * 8 + 2 * t4 + (q & 1);
           float x = s[n][q] * (SCALE * LOG2E);
-#if HAS_MASK
           const LI row = m0 + warp * 16 + g + (q >> 1) * 8;
+#if HAS_MASK
           if (col < SK && row < SQ) x += kiln_ld(MASK[offM + row * MRS + col * MCS]) * LOG2E;
 #endif
-          if (col >= SK) x = -kiln_inf();
+          if (col >= SK || (CAUSAL && col > row + DIAG)) x = -kiln_inf();
           s[n][q] = x;
           mnew[q >> 1] = fmaxf(mnew[q >> 1], x);
         }
@@ -271,6 +277,7 @@ std::string attentionUnsupported(const AttentionSpec &s) {
     if (b % 2) return "bad result strides";
   if (s.hasMask && !isFloatType(s.maskType)) return "the mask must be a float tensor";
   if (s.rowsPerBlock != 64 && s.rowsPerBlock != 128) return "64 or 128 query rows per block";
+  if (s.causal && s.diagonal < 0) return "a causal diagonal below 0 (rows that see no key)";
   return "";
 }
 
@@ -301,7 +308,7 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   std::string src = "// kiln attention: [" + std::to_string(nbatch) + "] Sq " + std::to_string(s.Sq) + ", Sk " +
                     std::to_string(s.Sk) + ", D " + std::to_string(s.D) + ", Dv " + std::to_string(s.Dv) +
-                    (s.hasMask ? ", masked" : "") + "\n";
+                    (s.hasMask ? ", masked" : "") + (s.causal ? ", causal (diagonal " + std::to_string(s.diagonal) + ")" : "") + "\n";
   src += kDevicePrelude;
   src += "#define KILN_INT8 0\n#define KILN_FP8 0\n";
   src += mmaHelpers(s.type);
@@ -323,6 +330,7 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   src += "__device__ constexpr LI BSY[] = " + arrayLit(by) + ";\n";
   src += "__device__ constexpr LI BSM[] = " + arrayLit(bm) + ";\n";
   src += std::string("#define HAS_MASK ") + (s.hasMask ? "1" : "0") + "\n";
+  src += std::string("#define CAUSAL ") + (s.causal ? "1" : "0") + "\nconstexpr LI DIAG = " + L(s.diagonal) + ";\n";
   src += "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n";
   std::string body = replaceAll(kAttentionBody, "PACK_TYPE", s.type == ElemType::BF16 ? "bf16x2" : "f16x2");
   body = replaceAll(body, "KILN_MASK_PARAM",

@@ -2,6 +2,8 @@
 //
 //   Y[b, i, :] = Σ_j softmax_j(scale · Q[b, i, :] · K[b, j, :] + mask[b, i, j]) · V[b, j, :]
 //
+// (causal: only keys j <= i + diagonal; a block stops at the last key tile any of its rows sees).
+//
 // for half-precision (fp16 / bf16) Q [.., Sq, D], K [.., Sk, D], V [.., Sk, Dv]. One block of four
 // (or eight) warps takes 64 (128) query rows of one batch and walks the keys 64 at a time (K and V
 // tiles double buffered with cp.async): S = Q·Kᵀ with mma.sync m16n8k16 and fp32 sums, the row
@@ -40,6 +42,8 @@ struct AttentionSpec {
   std::vector<int64_t> maskShape;
   ElemType maskType = ElemType::F32;
   int rowsPerBlock = 64;  // query rows per block, 16 per warp: 64 or 128
+  bool causal = false;    // keys j > i + diagonal masked (no memory read for it)
+  int64_t diagonal = 0;   // >= 0
 };
 
 // An operand as the Attention op has it: a tensor of `shape` in memory at `offset` with

@@ -317,10 +317,11 @@ def Kiln_StridedViewOp : Kiln_UnaryOp<"strided_view", "StridedView",
 // Softmax(scale · Transpose(Q, perm_q) · Transpose(K, perm_k) + mask, last axis) ·
 // Transpose(V, perm_v), stored as Transpose(·, perm_y), in float32, the result rounded to Q's
 // type: the attention that kiln-fuse-attention finds (one flash-attention kernel). perm_k gives
-// Kᵀ, [.., D, Sk]; the mask (optional) broadcasts to the scores.
+// Kᵀ, [.., D, Sk]; the mask (optional) broadcasts to the scores. causal_diagonal d (optional,
+// >= 0): query i sees keys j <= i + d only (the others' scores are -inf).
 def Kiln_AttentionOp : Kiln_Op<"attention", "Attention"> {
   let arguments = (ins Kiln_Tensor:$Q, Kiln_Tensor:$K, Kiln_Tensor:$V, Kiln_TensorOrNone:$mask, F32Opt:$scale,
-                   IntsOpt:$perm_q, IntsOpt:$perm_k, IntsOpt:$perm_v, IntsOpt:$perm_y);
+                   IntsOpt:$perm_q, IntsOpt:$perm_k, IntsOpt:$perm_v, IntsOpt:$perm_y, I64Opt:$causal_diagonal);
   let results = (outs Kiln_Tensor:$Y);
 }
 // The patches of an NHWC image as rows: Y[n, oh, ow, (kh·KW + kw)·C + c] =

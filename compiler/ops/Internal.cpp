@@ -10,9 +10,10 @@
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
-//   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y) = Transpose(MatMul(Softmax(
-//     scale · MatMul(Q', K') + mask, axis -1), V'), perm_y) with Q' = Transpose(Q, perm_q) etc.,
-//     computed in float32 and rounded to Q's type (Q, K, V of one float type; K' is Kᵀ)
+//   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y, causal_diagonal) =
+//     Transpose(MatMul(Softmax(scale · MatMul(Q', K') + mask, axis -1), V'), perm_y) with
+//     Q' = Transpose(Q, perm_q) etc., computed in float32 and rounded to Q's type (Q, K, V of one
+//     float type; K' is Kᵀ); with causal_diagonal d >= 0, scores [.., i, j] with j > i + d are -inf
 //   StridedView(X, shape, strides, offset): Y[i] = flat(X)[offset + Σ_k i_k · strides[k]], Y of
 //     `shape` (strides >= 0; every element read must lie inside X)
 //   Im2Col(X, kernel_shape, strides, dilations, pads): the patches of an NHWC image as rows,
@@ -23,6 +24,7 @@
 #include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace kiln::ops {
 namespace {
@@ -297,6 +299,12 @@ std::vector<Tensor> attentionEval(const EvalContext &ctx) {
   if (ctx.present(3)) {
     Tensor mask = castTo(ctx.in(3), DType::F32);
     s = run("Add", {&s, &mask}, none);
+  }
+  if (ctx.attrs.has("causal_diagonal")) {
+    const int64_t d = ctx.attrs.getInt("causal_diagonal"), sk = s.shape.back(), sq = s.shape[s.shape.size() - 2];
+    check(d >= 0, "Attention: causal_diagonal must be >= 0");
+    for (int64_t e = 0; e < s.size(); ++e)
+      if (e % sk > (e / sk) % sq + d) s.f[size_t(e)] = -std::numeric_limits<double>::infinity();
   }
   Attrs lastAxis;
   lastAxis.set("axis", int64_t(-1));

@@ -3,7 +3,7 @@
 // them as [.., Sq, D], Kᵀ [.., D, Sk] and [.., Sk, Dv]), an optional mask and the result's
 // permutation: BERT's [B, S, H, D] heads with a padding mask, ViT's sequence-first
 // [S, B·H, D] heads, broadcast batches, head sizes 40 and 128, Dv ≠ D, one key, GPT-2's causal
-// mask, bf16, and Q/K/V as strided views of one packed projection. Inputs are random in
+// mask (as a tensor, and the kernel's own with and without a diagonal offset), bf16, and Q/K/V as strided views of one packed projection. Inputs are random in
 // ±[0.25, 1] (never zero), the output is poisoned (NaN) first.
 // Per element |kiln − ref| ≤ tol · (Σ_j p_j·|v_j| + |ref|), tol = 2e-3 (fp16) or 1.6e-2 (bf16):
 // P and Y are rounded to the half type once each. Cases of more than 16 batches check a sample of
@@ -41,7 +41,13 @@ struct Case {
   // of shape `root` (a packed projection), where root is set.
   Shape root, viewStrides;
   int64_t viewOffset = 0;
+  int64_t causal = -1;  // >= 0: the kernel's own causal mask, keys j <= i + causal
 };
+
+Case causal(Case c, int64_t diagonal) {
+  c.causal = diagonal;
+  return c;
+}
 
 Shape permuted(const Shape &s, const Shape &p) {
   if (p.empty()) return s;
@@ -97,10 +103,15 @@ int main(int argc, char **argv) {
       {"packed_views", {4, 2, 197, 64}, {}, {4, 2, 197, 64}, {0, 1, 3, 2}, {4, 2, 197, 64}, {}, {}, false, {}, 0, 0.125f,
        {197, 4, 384}, {384, 64, 4 * 384, 1}, 128},
       {"causal_200", {1, 200, 2, 64}, bhsd, {1, 200, 2, 64}, bhds, {1, 200, 2, 64}, bhsd, bhsd, false, {1, 1, 200, 200}, 2},
+      // The kernel's causal mask: square; and 70 queries over 150 keys (diagonal 80: cached keys)
+      // with a padding mask too, bf16.
+      causal({"causal_kernel_200", {1, 200, 2, 64}, bhsd, {1, 200, 2, 64}, bhds, {1, 200, 2, 64}, bhsd, bhsd}, 0),
+      causal({"causal_offset_padding", {2, 70, 3, 64}, bhsd, {2, 150, 3, 64}, bhds, {2, 150, 3, 64}, bhsd, bhsd, true, {2, 1, 1, 150}, 1}, 80),
       // Timing at the zoo's sizes: ViT-B/16 b32, BERT-base 32x128, GPT-2 small 1x512.
       {"vit_b16_b32", {197, 384, 64}, seqFirst, {197, 384, 64}, seqFirstT, {197, 384, 64}, seqFirst, seqFirst},
       {"bert_base_b32", {32, 128, 12, 64}, bhsd, {32, 128, 12, 64}, bhds, {32, 128, 12, 64}, bhsd, bhsd, false, {32, 1, 1, 128}, 1},
       {"gpt2_1x512", {1, 512, 12, 64}, bhsd, {1, 512, 12, 64}, bhds, {1, 512, 12, 64}, bhsd, bhsd, false, {1, 1, 512, 512}, 2},
+      causal({"gpt2_1x512_causal", {1, 512, 12, 64}, bhsd, {1, 512, 12, 64}, bhds, {1, 512, 12, 64}, bhsd, bhsd}, 0),
   };
   bool allOk = true, gpu = true;
   for (const Case &c : cases)
@@ -113,6 +124,7 @@ int main(int argc, char **argv) {
     s.maskShape = c.mask;
     s.maskType = c.maskKind == 0 ? codegen::ElemType::F32 : codegen::ElemType::F16;
     s.rowsPerBlock = rows;
+    s.causal = c.causal >= 0, s.diagonal = std::max<int64_t>(c.causal, 0);
     codegen::KernelLaunch k = codegen::emitAttention(s);
     codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, "sm_90");
     if (!bin.ok()) {
@@ -186,6 +198,7 @@ int main(int argc, char **argv) {
                    tuner::elementAsDouble(ins[1], ko + d * ks[ks.size() - 2] + j * ks.back());
           acc *= double(c.scale);
           if (!c.mask.empty()) acc += tuner::elementAsDouble(ins[3], mo + i * mstr[nb] + j * mstr[nb + 1]);
+          if (c.causal >= 0 && j > i + c.causal) acc = -INFINITY;
           p[size_t(j)] = acc, mx = std::max(mx, acc);
         }
         for (double &x : p) sum += (x = std::exp(x - mx));
@@ -212,9 +225,9 @@ int main(int argc, char **argv) {
     double flops = 2.0 * double(nbatch) * double(s.Sq) * double(s.Sk) * double(s.D + s.Dv);
     double bytes = 2.0 * double(nbatch) * double(s.Sq * s.D + s.Sk * (s.D + s.Dv) + s.Sq * s.Dv);
     double sec = timing.median() * 1e-3;
-    std::printf("%-20s %3d rows [%lld] %lldx%lld D %lld Dv %lld %s%s  %s  %lld bad, worst %.2e, rel L2 %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.1f TFLOP/s  %.0f GB/s\n",
+    std::printf("%-20s %3d rows [%lld] %lldx%lld D %lld Dv %lld %s%s%s  %s  %lld bad, worst %.2e, rel L2 %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.1f TFLOP/s  %.0f GB/s\n",
                 c.name.c_str(), rows, (long long)nbatch, (long long)s.Sq, (long long)s.Sk, (long long)s.D, (long long)s.Dv,
-                c.bf16 ? "bf16" : "fp16", c.mask.empty() ? "" : " masked", bad ? "MISMATCH" : "ok", (long long)bad, worst,
+                c.bf16 ? "bf16" : "fp16", c.mask.empty() ? "" : " masked", c.causal >= 0 ? " causal" : "", bad ? "MISMATCH" : "ok", (long long)bad, worst,
                 std::sqrt(num / std::max(den, 1e-300)), timing.median(), timing.min(), timing.p90(), iterations,
                 flops / sec / 1e12, bytes / sec / 1e9);
     allOk = allOk && bad == 0;

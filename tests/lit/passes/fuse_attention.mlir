@@ -41,11 +41,12 @@ func.func @seq_first(%q: tensor<7x6x16xbf16>, %k: tensor<7x6x16xbf16>, %v: tenso
 
 // -----
 
-// GPT-2's causal Where(tril, scores, finfo.min) becomes an additive constant mask (0 or the
-// fill value); P · V a plain MatMul; a result transpose that moves the last dim stays a transpose.
+// GPT-2's causal Where(tril, scores, finfo.min) becomes causal_diagonal 0 (computed in the
+// kernel, no mask tensor); P · V a plain MatMul; a result transpose that moves the last dim stays
+// a transpose.
 // CHECK-LABEL: func.func @causal
-// CHECK: %[[M:.*]] = kiln.constant dense<{{.*}}> : tensor<1x1x5x5xf16>
-// CHECK: %[[A:.*]] = kiln.attention %arg0, %arg1, %arg2, %[[M]] {perm_k = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32} : (tensor<1x2x5x8xf16>, tensor<1x2x5x8xf16>, tensor<1x2x5x8xf16>, tensor<1x1x5x5xf16>) -> tensor<1x2x5x8xf16>
+// CHECK: %[[N:.*]] = kiln.none
+// CHECK: %[[A:.*]] = kiln.attention %arg0, %arg1, %arg2, %[[N]] {causal_diagonal = 0 : i64, perm_k = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32} : (tensor<1x2x5x8xf16>, tensor<1x2x5x8xf16>, tensor<1x2x5x8xf16>, none) -> tensor<1x2x5x8xf16>
 // CHECK: %[[Y:.*]] = kiln.transpose %[[A]] {perm = array<i64: 0, 1, 3, 2>}
 // CHECK: return %[[Y]]
 func.func @causal(%q: tensor<1x2x5x8xf16>, %k: tensor<1x2x5x8xf16>, %v: tensor<1x2x5x8xf16>) -> tensor<1x2x8x5xf16> {
@@ -57,6 +58,35 @@ func.func @causal(%q: tensor<1x2x5x8xf16>, %k: tensor<1x2x5x8xf16>, %v: tensor<1
   %o = kiln.matmul %p, %v : (tensor<1x2x5x5xf16>, tensor<1x2x5x8xf16>) -> tensor<1x2x5x8xf16>
   %y = kiln.transpose %o {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf16>) -> tensor<1x2x8x5xf16>
   return %y : tensor<1x2x8x5xf16>
+}
+
+// -----
+
+// A Where condition that is not causal (a key hidden from every query; a diagonal of 1 that is
+// causal too, but on a 5x4 condition that broadcasts over the heads) : an additive constant mask
+// in the first function, causal_diagonal 1 in the second.
+// CHECK-LABEL: func.func @where_not_causal
+// CHECK: %[[M:.*]] = kiln.constant dense<{{.*}}> : tensor<1x1x5x5xf16>
+// CHECK: kiln.attention %arg0, %arg1, %arg2, %[[M]] {perm_k = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+// CHECK-LABEL: func.func @causal_diagonal_one
+// CHECK: kiln.attention %arg0, %arg1, %arg2, %{{.*}} {causal_diagonal = 1 : i64, perm_k = array<i64: 0, 1, 3, 2>, scale = 1.000000e+00 : f32}
+func.func @where_not_causal(%q: tensor<1x2x5x8xf16>, %k: tensor<1x2x5x8xf16>, %v: tensor<1x2x5x8xf16>) -> tensor<1x2x5x8xf16> {
+  %cond = kiln.constant dense<[[[[true, false, true, true, true], [true, false, true, true, true], [true, false, true, true, true], [true, false, true, true, true], [true, false, true, true, true]]]]> : tensor<1x1x5x5xi1>
+  %min = kiln.constant dense<-65504.0> : tensor<f16>
+  %s = kiln.transposed_matmul %q, %k {perm_b = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf16>, tensor<1x2x5x8xf16>) -> tensor<1x2x5x5xf16>
+  %w = kiln.where %cond, %s, %min : (tensor<1x1x5x5xi1>, tensor<1x2x5x5xf16>, tensor<f16>) -> tensor<1x2x5x5xf16>
+  %p = kiln.softmax %w {axis = -1 : i64} : (tensor<1x2x5x5xf16>) -> tensor<1x2x5x5xf16>
+  %o = kiln.matmul %p, %v : (tensor<1x2x5x5xf16>, tensor<1x2x5x8xf16>) -> tensor<1x2x5x8xf16>
+  return %o : tensor<1x2x5x8xf16>
+}
+func.func @causal_diagonal_one(%q: tensor<1x2x5x8xf16>, %k: tensor<1x2x4x8xf16>, %v: tensor<1x2x4x8xf16>) -> tensor<1x2x5x8xf16> {
+  %cond = kiln.constant dense<[[true, true, false, false], [true, true, true, false], [true, true, true, true], [true, true, true, true], [true, true, true, true]]> : tensor<5x4xi1>
+  %min = kiln.constant dense<-10000.0> : tensor<f16>
+  %s = kiln.transposed_matmul %q, %k {perm_b = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x5x4xf16>
+  %w = kiln.where %cond, %s, %min : (tensor<5x4xi1>, tensor<1x2x5x4xf16>, tensor<f16>) -> tensor<1x2x5x4xf16>
+  %p = kiln.softmax %w {axis = -1 : i64} : (tensor<1x2x5x4xf16>) -> tensor<1x2x5x4xf16>
+  %o = kiln.matmul %p, %v : (tensor<1x2x5x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x5x8xf16>
+  return %o : tensor<1x2x5x8xf16>
 }
 
 // -----
