@@ -15,7 +15,8 @@ namespace {
 // Per warp: 16 query rows; a thread holds rows g and g + 8 of each m16n8 tile (g = lane / 4) at
 // columns 2·(lane % 4) and + 1. Softmax runs in the log2 domain (exp2f), scale and mask folded in.
 const char *kAttentionBody = R"CUDA(
-constexpr int BM = KILN_BM, BN = 64, THREADS = BM * 2;  // a warp per 16 query rows
+constexpr int BM = KILN_BM, BN = 64, SPLIT = KILN_SPLIT;
+constexpr int GT = BM * 2, THREADS = GT * SPLIT;  // a warp per 16 query rows, per group of keys
 constexpr int QC = DP + 8, KC = DP + 8, VC = DVP + 8;  // smem rows padded by 16 bytes (ldmatrix banks)
 constexpr int NT = (int)((SK + BN - 1) / BN);
 constexpr float LOG2E = 1.4426950408889634f;
@@ -26,30 +27,44 @@ KILN_DEV unsigned pack2(float lo, float hi) {
   return r;
 }
 
-// K and V rows j0 .. j0 + BN into one stage; rows past SK and columns past D / DV read zeros.
-KILN_DEV void load_kv(T* ks, T* vs, const T* __restrict__ Kb, const T* __restrict__ Vb, LI j0, int tid) {
+// A barrier for the GT threads of key group gp (named barrier 1 + gp).
+KILN_DEV void group_sync(int gp) { asm volatile("bar.sync %0, %1;" ::"r"(1 + gp), "n"(GT) : "memory"); }
+
+// K and V rows j0 .. j0 + BN into one stage, by the group's GT threads; rows past SK and
+// columns past D / DV read zeros.
+KILN_DEV void load_kv(T* ks, T* vs, const T* __restrict__ Kb, const T* __restrict__ Vb, LI j0, int gtid) {
 #pragma unroll
-  for (int c = tid; c < BN * (DP / 8); c += THREADS) {
+  for (int c = gtid; c < BN * (DP / 8); c += GT) {
     const int r = c / (DP / 8), dc = (c % (DP / 8)) * 8;
     const bool valid = j0 + r < SK && dc < D;
     cp_async16(ks + r * KC + dc, valid ? Kb + (j0 + r) * RSK + dc : Kb, valid);
   }
 #pragma unroll
-  for (int c = tid; c < BN * (DVP / 8); c += THREADS) {
+  for (int c = gtid; c < BN * (DVP / 8); c += GT) {
     const int r = c / (DVP / 8), dc = (c % (DVP / 8)) * 8;
     const bool valid = j0 + r < SK && dc < DV;
     cp_async16(vs + r * VC + dc, valid ? Vb + (j0 + r) * RSV + dc : Vb, valid);
   }
 }
 
+// With SPLIT = 2 the block's two groups of warps take alternate key tiles of the same query rows
+// (twice the warps per row: rows with few blocks finish sooner); group 1 then hands its row maxima,
+// sums and partial outputs to group 0 through shared memory, which merges and stores them.
 extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __restrict__ Q, const T* __restrict__ K,
     const T* __restrict__ V, KILN_MASK_PARAM T* __restrict__ Y) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* Qs = reinterpret_cast<T*>(smem_raw);
-  T* Ks = Qs + BM * QC;
-  T* Vs = Ks + 2 * BN * KC;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+  const int gp = warp / (BM / 16), wr = warp % (BM / 16), gtid = tid % GT;
+  T* Ks = Qs + BM * QC + gp * 2 * BN * KC;                   // this group's two K stages
+  T* Vs = Qs + BM * QC + SPLIT * 2 * BN * KC + gp * 2 * BN * VC;  // and V stages
   const LI m0 = (LI)blockIdx.x * BM;
+#if CAUSAL
+  // The key tiles any row of this block sees: up to key (last row) + DIAG.
+  const int NTB = (int)min((LI)NT, (min(m0 + BM, SQ) - 1 + DIAG) / BN + 1);
+#else
+  const int NTB = NT;
+#endif
   for (LI bz = blockIdx.y; bz < NBATCH; bz += gridDim.y) {
     LI offQ = OFFQ, offK = OFFK, offV = OFFV, offY = OFFY, offM = 0;
     {
@@ -64,41 +79,33 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
     const T* Qb = Q + offQ;
     const T* Kb = K + offK;
     const T* Vb = V + offV;
+    // Q and each group's first tile, then Q into registers.
 #pragma unroll
     for (int c = tid; c < BM * (DP / 8); c += THREADS) {
       const int r = c / (DP / 8), dc = (c % (DP / 8)) * 8;
       const bool valid = m0 + r < SQ && dc < D;
       cp_async16(Qs + r * QC + dc, valid ? Qb + (m0 + r) * RSQ + dc : Qb, valid);
     }
-    load_kv(Ks, Vs, Kb, Vb, 0, tid);
+    if (gp < NTB) load_kv(Ks, Vs, Kb, Vb, (LI)gp * BN, gtid);
     cp_async_commit();
-
+    cp_async_wait<0>();
+    __syncthreads();
     unsigned qf[DP / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk)
+      ldsm_x4(qf[kk], Qs + (wr * 16 + (lane & 15)) * QC + kk * 16 + (lane >> 4) * 8);
+
     float o[DVP / 8][4];
 #pragma unroll
     for (int j = 0; j < DVP / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     float mrow[2] = {-kiln_inf(), -kiln_inf()}, lrow[2] = {0.f, 0.f};
-#if CAUSAL
-    // The key tiles any row of this block sees: up to key (last row) + DIAG.
-    const int NTB = (int)min((LI)NT, (min(m0 + BM, SQ) - 1 + DIAG) / BN + 1);
-#else
-    const int NTB = NT;
-#endif
-    for (int kt = 0; kt < NTB; ++kt) {
-      const T* ks = Ks + (kt & 1) * BN * KC;
-      const T* vs = Vs + (kt & 1) * BN * VC;
-      if (kt + 1 < NTB) {
-        load_kv(Ks + ((kt + 1) & 1) * BN * KC, Vs + ((kt + 1) & 1) * BN * VC, Kb, Vb, (LI)(kt + 1) * BN, tid);
+    for (int kt = gp, it = 0; kt < NTB; kt += SPLIT, ++it) {
+      const T* ks = Ks + (it & 1) * BN * KC;
+      const T* vs = Vs + (it & 1) * BN * VC;
+      const bool more = kt + SPLIT < NTB;
+      if (more) {  // the next tile into the other stage, which every warp of the group is done with
+        load_kv(Ks + ((it + 1) & 1) * BN * KC, Vs + ((it + 1) & 1) * BN * VC, Kb, Vb, (LI)(kt + SPLIT) * BN, gtid);
         cp_async_commit();
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
-      __syncthreads();
-      if (kt == 0) {
-#pragma unroll
-        for (int kk = 0; kk < DP / 16; ++kk)
-          ldsm_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * QC + kk * 16 + (lane >> 4) * 8);
       }
       // S = Q·Kᵀ for this warp's 16 rows and the tile's 64 keys.
       float s[BN / 8][4];
@@ -123,7 +130,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
         for (int q = 0; q < 4; ++q) {
           const LI col = j0 + n * 8 + 2 * t4 + (q & 1);
           float x = s[n][q] * (SCALE * LOG2E);
-          const LI row = m0 + warp * 16 + g + (q >> 1) * 8;
+          const LI row = m0 + wr * 16 + g + (q >> 1) * 8;
 #if HAS_MASK
           if (col < SK && row < SQ) x += kiln_ld(MASK[offM + row * MRS + col * MCS]) * LOG2E;
 #endif
@@ -166,27 +173,59 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
           mma_step(o[2 * p + 1], a, b[2], b[3]);
         }
       }
-      __syncthreads();  // every warp is done with this stage before it is refilled
+      if (more) cp_async_wait<0>();
+      group_sync(gp);  // the next stage landed for all; this one free to refill
     }
-    float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float l = lrow[h];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[h] = 1.f / l;  // a fully masked row (-inf everywhere): NaN, as Softmax gives
+      lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 1);
+      lrow[h] += __shfl_xor_sync(0xffffffffu, lrow[h], 2);
     }
+#if KILN_SPLIT > 1
+    // Group 1's partial rows through shared memory (over the K/V stages, once all are done).
+    float* part = reinterpret_cast<float*>(Qs + BM * QC);
+    constexpr int PW = DVP / 2 + 4;  // floats per thread: o, then mrow and lrow
+    __syncthreads();
+    if (gp == 1) {
+      float* mine = part + gtid * PW;
 #pragma unroll
-    for (int j = 0; j < DVP / 8; ++j) {
-      const int col = j * 8 + 2 * t4;
-      if (col >= DV) continue;
+      for (int j = 0; j < DVP / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) mine[j * 4 + q] = o[j][q];
+      mine[DVP / 2] = mrow[0], mine[DVP / 2 + 1] = mrow[1], mine[DVP / 2 + 2] = lrow[0], mine[DVP / 2 + 3] = lrow[1];
+    }
+    __syncthreads();
+    if (gp == 0) {
+      const float* other = part + gtid * PW;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const LI row = m0 + warp * 16 + g + h * 8;
-        if (row < SQ)
-          *reinterpret_cast<unsigned*>(Y + offY + row * RSY + col) = pack2(o[j][2 * h] * inv[h], o[j][2 * h + 1] * inv[h]);
+        const float m1 = other[DVP / 2 + h], m = fmaxf(mrow[h], m1), base = m == -kiln_inf() ? 0.f : m;
+        const float a0 = exp2f(mrow[h] - base), a1 = exp2f(m1 - base);
+        lrow[h] = lrow[h] * a0 + other[DVP / 2 + 2 + h] * a1;
+#pragma unroll
+        for (int j = 0; j < DVP / 8; ++j)
+          o[j][2 * h] = o[j][2 * h] * a0 + other[j * 4 + 2 * h] * a1,
+          o[j][2 * h + 1] = o[j][2 * h + 1] * a0 + other[j * 4 + 2 * h + 1] * a1;
       }
     }
+#endif
+    if (gp == 0) {
+      float inv[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) inv[h] = 1.f / lrow[h];  // a fully masked row (-inf everywhere): NaN, as Softmax gives
+#pragma unroll
+      for (int j = 0; j < DVP / 8; ++j) {
+        const int col = j * 8 + 2 * t4;
+        if (col >= DV) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const LI row = m0 + wr * 16 + g + h * 8;
+          if (row < SQ)
+            *reinterpret_cast<unsigned*>(Y + offY + row * RSY + col) = pack2(o[j][2 * h] * inv[h], o[j][2 * h + 1] * inv[h]);
+        }
+      }
+    }
+    __syncthreads();  // Q and the stages are reused by the next batch
   }
 }
 )CUDA";
@@ -278,6 +317,7 @@ std::string attentionUnsupported(const AttentionSpec &s) {
   if (s.hasMask && !isFloatType(s.maskType)) return "the mask must be a float tensor";
   if (s.rowsPerBlock != 64 && s.rowsPerBlock != 128) return "64 or 128 query rows per block";
   if (s.causal && s.diagonal < 0) return "a causal diagonal below 0 (rows that see no key)";
+  if (s.keySplit != 1 && s.keySplit != 2) return "a key split of 1 or 2";
   return "";
 }
 
@@ -331,16 +371,16 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   src += "__device__ constexpr LI BSM[] = " + arrayLit(bm) + ";\n";
   src += std::string("#define HAS_MASK ") + (s.hasMask ? "1" : "0") + "\n";
   src += std::string("#define CAUSAL ") + (s.causal ? "1" : "0") + "\nconstexpr LI DIAG = " + L(s.diagonal) + ";\n";
-  src += "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n";
+  src += "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n#define KILN_SPLIT " + std::to_string(s.keySplit) + "\n";
   std::string body = replaceAll(kAttentionBody, "PACK_TYPE", s.type == ElemType::BF16 ? "bf16x2" : "f16x2");
   body = replaceAll(body, "KILN_MASK_PARAM",
                     s.hasMask ? std::string("const ") + storageTypeName(s.maskType) + "* __restrict__ MASK," : "");
   src += body;
   KernelLaunch out = finalizeKernel(std::string("attn_") + typeTag(s.type), src);
   const int64_t rows = s.rowsPerBlock;
-  out.block = {static_cast<uint32_t>(rows * 2), 1, 1};
+  out.block = {static_cast<uint32_t>(rows * 2 * s.keySplit), 1, 1};
   out.grid = {static_cast<uint32_t>(ceilDiv(s.Sq, rows)), static_cast<uint32_t>(std::min<int64_t>(nbatch, 65535)), 1};
-  out.sharedBytes = static_cast<uint32_t>((rows * (dp + 8) + 2 * 64 * (dp + 8) + 2 * 64 * (dvp + 8)) * 2);
+  out.sharedBytes = static_cast<uint32_t>((rows * (dp + 8) + s.keySplit * 2 * 64 * (dp + 8 + dvp + 8)) * 2);
   out.numParams = s.hasMask ? 5 : 4;
   return out;
 }

@@ -6,7 +6,8 @@
 //
 // for half-precision (fp16 / bf16) Q [.., Sq, D], K [.., Sk, D], V [.., Sk, Dv]. One block of four
 // (or eight) warps takes 64 (128) query rows of one batch and walks the keys 64 at a time (K and V
-// tiles double buffered with cp.async): S = Q·Kᵀ with mma.sync m16n8k16 and fp32 sums, the row
+// tiles double buffered with cp.async; with keySplit 2, twice the warps, each half taking every
+// other key tile, merged at the end): S = Q·Kᵀ with mma.sync m16n8k16 and fp32 sums, the row
 // maxima and sums kept online in registers, P rounded to the half type and multiplied into the
 // fp32 output accumulators without leaving registers. The scores never reach memory, so attention costs one
 // read of Q, K, V and one write of Y instead of four passes over [.., Sq, Sk].
@@ -42,6 +43,7 @@ struct AttentionSpec {
   std::vector<int64_t> maskShape;
   ElemType maskType = ElemType::F32;
   int rowsPerBlock = 64;  // query rows per block, 16 per warp: 64 or 128
+  int keySplit = 1;       // 2: two groups of warps per block take alternate key tiles, then merge
   bool causal = false;    // keys j > i + diagonal masked (no memory read for it)
   int64_t diagonal = 0;   // >= 0
 };

@@ -48,6 +48,10 @@ KILN_KNOB(kAttentionRows, {"attention.rows", {"auto", "64", "128"}, "auto",
                            "Query rows per block of the fused attention kernel (four or eight warps; auto: 128 where "
                            "that still makes 512 blocks, else 64)",
                            knobs::Tier::Mixed, "codegen/lowering/EngineBuilder.cpp"});
+KILN_KNOB(kAttentionSplit, {"attention.split", {"auto", "1", "2"}, "auto",
+                            "Groups of warps per fused attention block that take alternate key tiles of the same "
+                            "rows (auto: 2 where the blocks are fewer than an H100/H200 has SMs, 132)",
+                            knobs::Tier::Mixed, "codegen/lowering/EngineBuilder.cpp"});
 KILN_KNOB(kGemmStages, {"gemm.stages", {"auto", "2", "3", "4"}, "auto",
                         "Depth of the cp.async pipeline of tensor-core matrix products", knobs::Tier::Full,
                         "codegen/lowering/EngineBuilder.cpp"});
@@ -719,6 +723,10 @@ void Lowering::lowerOp(Operation *op) {
     // SMs idle: BERT-base 32x128, 384, 1.858 -> 1.882; GPT-2 1x512, 48, 0.888 -> 0.971).
     std::string rows = opts_.route.get(kAttentionRows);
     s.rowsPerBlock = rows != "auto" ? std::stoi(rows) : kernels::numElementsOf(s.batchShape) * kernels::ceilDiv(s.Sq, 128) >= 512 ? 128 : 64;
+    // auto: with fewer blocks than SMs each block's rows walk all their keys alone (GPT-2 1x512:
+    // 96 blocks); two groups of warps halve that walk.
+    std::string split = opts_.route.get(kAttentionSplit);
+    s.keySplit = split != "auto" ? std::stoi(split) : kernels::numElementsOf(s.batchShape) * kernels::ceilDiv(s.Sq, s.rowsPerBlock) < 132 ? 2 : 1;
     // Q, K, V: the tensors, or the memory their strided views read; then the mask and Y.
     std::vector<Value> params;
     for (int k = 0; k < 3; ++k) {

@@ -115,7 +115,8 @@ int main(int argc, char **argv) {
   };
   bool allOk = true, gpu = true;
   for (const Case &c : cases)
-  for (int rows : {64, 128}) {
+  for (int rows : {64, 128})
+  for (int split : {1, 2}) {
     codegen::AttentionSpec s = codegen::attentionSpec({c.q, c.viewStrides, c.permQ, 0}, {c.k, c.viewStrides, c.permK, c.viewOffset},
                                                       {c.v, c.viewStrides, c.permV, 2 * c.viewOffset}, c.permY);
     s.scale = c.scale;
@@ -123,7 +124,7 @@ int main(int argc, char **argv) {
     s.hasMask = !c.mask.empty();
     s.maskShape = c.mask;
     s.maskType = c.maskKind == 0 ? codegen::ElemType::F32 : codegen::ElemType::F16;
-    s.rowsPerBlock = rows;
+    s.rowsPerBlock = rows, s.keySplit = split;
     s.causal = c.causal >= 0, s.diagonal = std::max<int64_t>(c.causal, 0);
     codegen::KernelLaunch k = codegen::emitAttention(s);
     codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, "sm_90");
@@ -225,8 +226,8 @@ int main(int argc, char **argv) {
     double flops = 2.0 * double(nbatch) * double(s.Sq) * double(s.Sk) * double(s.D + s.Dv);
     double bytes = 2.0 * double(nbatch) * double(s.Sq * s.D + s.Sk * (s.D + s.Dv) + s.Sq * s.Dv);
     double sec = timing.median() * 1e-3;
-    std::printf("%-20s %3d rows [%lld] %lldx%lld D %lld Dv %lld %s%s%s  %s  %lld bad, worst %.2e, rel L2 %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.1f TFLOP/s  %.0f GB/s\n",
-                c.name.c_str(), rows, (long long)nbatch, (long long)s.Sq, (long long)s.Sk, (long long)s.D, (long long)s.Dv,
+    std::printf("%-20s %3d rows x%d [%lld] %lldx%lld D %lld Dv %lld %s%s%s  %s  %lld bad, worst %.2e, rel L2 %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.1f TFLOP/s  %.0f GB/s\n",
+                c.name.c_str(), rows, split, (long long)nbatch, (long long)s.Sq, (long long)s.Sk, (long long)s.D, (long long)s.Dv,
                 c.bf16 ? "bf16" : "fp16", c.mask.empty() ? "" : " masked", c.causal >= 0 ? " causal" : "", bad ? "MISMATCH" : "ok", (long long)bad, worst,
                 std::sqrt(num / std::max(den, 1e-300)), timing.median(), timing.min(), timing.p90(), iterations,
                 flops / sec / 1e12, bytes / sec / 1e9);
