@@ -79,7 +79,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
     const T* Qb = Q + offQ;
     const T* Kb = K + offK;
     const T* Vb = V + offV;
-    // Q and each group's first tile, then Q into registers.
+    // Q and each group's first tile, then its second tile; Q into registers once the first landed.
 #pragma unroll
     for (int c = tid; c < BM * (DP / 8); c += THREADS) {
       const int r = c / (DP / 8), dc = (c % (DP / 8)) * 8;
@@ -88,7 +88,9 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
     }
     if (gp < NTB) load_kv(Ks, Vs, Kb, Vb, (LI)gp * BN, gtid);
     cp_async_commit();
-    cp_async_wait<0>();
+    if (gp + SPLIT < NTB) load_kv(Ks + BN * KC, Vs + BN * VC, Kb, Vb, (LI)(gp + SPLIT) * BN, gtid);
+    cp_async_commit();
+    cp_async_wait<1>();
     __syncthreads();
     unsigned qf[DP / 16][4];
 #pragma unroll
@@ -102,11 +104,6 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
     for (int kt = gp, it = 0; kt < NTB; kt += SPLIT, ++it) {
       const T* ks = Ks + (it & 1) * BN * KC;
       const T* vs = Vs + (it & 1) * BN * VC;
-      const bool more = kt + SPLIT < NTB;
-      if (more) {  // the next tile into the other stage, which every warp of the group is done with
-        load_kv(Ks + ((it + 1) & 1) * BN * KC, Vs + ((it + 1) & 1) * BN * VC, Kb, Vb, (LI)(kt + SPLIT) * BN, gtid);
-        cp_async_commit();
-      }
       // S = Q·Kᵀ for this warp's 16 rows and the tile's 64 keys.
       float s[BN / 8][4];
 #pragma unroll
@@ -173,8 +170,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
           mma_step(o[2 * p + 1], a, b[2], b[3]);
         }
       }
-      if (more) cp_async_wait<0>();
-      group_sync(gp);  // the next stage landed for all; this one free to refill
+      cp_async_wait<0>();  // the next tile (issued an iteration ago; or nothing)
+      group_sync(gp);      // visible to the whole group, and this stage is free again
+      if (kt + 2 * SPLIT < NTB)
+        load_kv(Ks + (it & 1) * BN * KC, Vs + (it & 1) * BN * VC, Kb, Vb, (LI)(kt + 2 * SPLIT) * BN, gtid);
+      cp_async_commit();
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
