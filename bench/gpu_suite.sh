@@ -5,7 +5,8 @@
 #                                   # routes, the zoo in fp32 and fp16 against onnxruntime, C API
 #   bash bench/gpu_suite.sh quick   # correctness without the zoo, in one short call: the ONNX node
 #                                   # tests, kernel cases, tiny/case/QDQ models over the main routes
-#   bash bench/gpu_suite.sh bench   # side-by-side latency: kiln vs PyTorch (bench/torch_baselines.py)
+#   bash bench/gpu_suite.sh bench   # side-by-side latency: kiln vs PyTorch (bench/torch_baselines.py;
+#                                   # $KILN_TORCH_MODES: its modes, default all)
 #   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
 #                                   # a tight accuracy constraint, cache hits, interrupt + --resume
 #   bash bench/gpu_suite.sh tune-quick  # the tuner on a small case model in a minute: cache answers,
@@ -83,8 +84,9 @@ zoo_models=${KILN_ZOO_MODELS:-resnet50 resnet50_b32 mobilenetv2_b32 vit_b16_b32 
 make_zoo() {  # in the background while other checks run
   python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing ${KILN_ZOO_MODELS:+--only "${KILN_ZOO_MODELS// /,}"} \
     > "$OUT/logs/zoo.log" 2>&1
-  for m in $zoo_models; do
-    [ -f "$zoo/ref_$m/output_0.bin" ] || python3 bench/ort_reference.py "$zoo/$m.onnx" "$zoo/ref_$m" >> "$OUT/logs/zoo.log" 2>&1
+  for m in $zoo_models; do  # (bench needs none: $KILN_ZOO_NO_REF)
+    [ -n "${KILN_ZOO_NO_REF:-}" ] || [ -f "$zoo/ref_$m/output_0.bin" ] ||
+      python3 bench/ort_reference.py "$zoo/$m.onnx" "$zoo/ref_$m" >> "$OUT/logs/zoo.log" 2>&1
   done
   touch "$zoo/.ready"
 }
@@ -147,7 +149,7 @@ fi
 if [ "$mode" = bench ]; then
   [ -f "$zoo/.ready" ] || make_zoo
   python3 bench/torch_baselines.py --out "$OUT/torch_baselines.json" --time-budget "${TORCH_BUDGET:-420}" \
-    > "$OUT/logs/torch.log" 2>&1
+    ${KILN_TORCH_MODES:+--modes "$KILN_TORCH_MODES"} > "$OUT/logs/torch.log" 2>&1
   for m in $zoo_models; do
     run "bench_${m}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --no-reference --route "${KILN_BENCH_ROUTE:-precision=fp16}" --iterations 200
   done
