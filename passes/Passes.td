@@ -60,7 +60,12 @@ def CanonicalizeLinear : RoutePass<"kiln-canonicalize-linear", "mlir::func::Func
     then `· alpha` and `+ beta·C` as elementwise ops that epilogue fusion puts back into the
     product's store. With `fusion.transpose=on` (the default), a `Transpose` whose only user is
     a matrix product is folded into the product's operand permutation (attention's head
-    transposes and K^T read in place), composing with permutations already there.
+    transposes and K^T read in place), composing with permutations already there; and a
+    Transpose that keeps the last axis, after a row-wise product `A·W` (2-D W) and at most an
+    Add/Sub/Mul/Div chain along the last axis and a row-regrouping Reshape, moves onto A, where it
+    folds into perm_a (torch's sequence-first attention output projection writes batch-first,
+    and the residual Add after it joins the product's epilogue). With `fusion.scale=on`, a
+    constant scalar Mul/Div of an operand moves to the result.
 
     Before:
       %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>}
@@ -109,7 +114,9 @@ def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     (codegen: one flash-attention kernel; the scores never reach memory). Between the scores
     product and the Softmax it takes constant scalar Mul/Div (the scale) and then at most one
     additive mask or `Where(constant condition, scores, c)` with c ≤ -10⁴ (GPT-2's causal mask,
-    made an additive constant); each intermediate must have one use. The products' operand
+    made an additive constant; a constant lower-triangular condition instead becomes the
+    `causal_diagonal` attribute, computed in the kernel, whose blocks then skip the key tiles past
+    the diagonal); each intermediate must have one use. The products' operand
     permutations become perm_q, perm_k, perm_v, and a Transpose of the result that keeps its
     last dim last becomes perm_y (the kernel stores heads where the Transpose would put them).
     Only sizes the kernel takes are fused: head sizes multiples of 8 up to 128, operands read
@@ -117,7 +124,9 @@ def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     Slice, Gather of one constant index, Split, with reshapes between: torch's packed QKV
     projection split into heads) becomes `kiln.strided_view` of that tensor when every dim of
     the operand walks it with one stride and the kernel takes the offset and strides; the copies
-    are erased.
+    are erased. With `fusion.qkv=on`, separate Q, K and V products of one input with constant 2-D
+    weights (BERT's query/key/value Linear layers) first become one product of the weights side by
+    side and a Slice of its columns each, which the views then read in place.
 
     Before:
       %s = kiln.transposed_matmul %q, %k {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>}
