@@ -1,7 +1,7 @@
 // Where a value's elements sit in the memory of a value further up, when the ops between only
 // rearrange them: Reshape, Flatten, Squeeze, Unsqueeze and Identity (same bytes), Transpose,
 // Slice (constant, positive steps), Gather of one constant index and Split (a copy each when run).
-// kiln-fuse-attention uses it to read attention operands in place (kiln.strided_view).
+// kiln-fuse-attention and kiln-elementwise-views use it to read operands in place (kiln.strided_view).
 #pragma once
 
 #include "mlir/IR/Builders.h"
