@@ -14,6 +14,7 @@ using namespace kernels;
 namespace {
 
 constexpr int kBlock = 256;
+constexpr int kScalarUnroll = 4;  // elements per thread per pass of the scalar loop
 
 // The simple form (expr over a, b, c) as a program: a, b, c alias the loaded inputs.
 FusedProgram programOf(const ElementwiseSpec &s) {
@@ -102,7 +103,17 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
     src += "      reinterpret_cast<kiln_vec<" + std::string(storageTypeName(spec.outType)) + ", " + w + ">*>(out)[i] = r;\n";
     src += "    }\n    return;\n  }\n";
   }
-  src += "  for (" + idx + " i = first; i < n; i += step) {\n";
+  // Scalar path: four elements per thread per pass while all four exist, their loads issued
+  // together (one 2-byte load per thread at a time is too few bytes in flight for the memory's
+  // rate), then one at a time.
+  const std::string U = std::to_string(kScalarUnroll);
+  src += "  " + idx + " i = first;\n";
+  src += "  for (; i + (" + U + " - 1) * step < n; i += " + U + " * step) {\n";
+  src += std::string("    ") + storageTypeName(spec.outType) + " r_[" + U + "];\n";
+  src += "#pragma unroll\n    for (int u = 0; u < " + U + "; ++u) {\n      const " + idx + " j = i + u * step;\n";
+  src += programElementCode(p, out, spec.outType, idx, "j", "in", "r_[u]");
+  src += "    }\n#pragma unroll\n    for (int u = 0; u < " + U + "; ++u) out[i + u * step] = r_[u];\n  }\n";
+  src += "  for (; i < n; i += step) {\n";
   src += programElementCode(p, out, spec.outType, idx, "i", "in", "out[i]");
   src += "  }\n}\n";
 
