@@ -155,23 +155,28 @@ if [ "$mode" = bench ]; then
     run "bench_${m}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --no-reference --route "${KILN_BENCH_ROUTE:-precision=fp16}" --iterations 200
   done
 fi
+# The tuners' SQLite caches: new for each call (a warm machine keeps /tmp), and outside $OUT, whose
+# files come back from the device (kiln cache list writes what they hold there).
+dbs=/tmp/kiln-gpu-suite-dbs
+rm -rf "$dbs"; mkdir -p "$dbs"
+
 if [ "$mode" = tune-quick ]; then
   m="$cases/convnet.onnx"
   route='precision=.*;layout\.conv=.*;gemm\.tactic=.*;fusion\.(elementwise|epilogue)=.*'
-  tune tq_default "$m" --cache "$OUT/tq.db"
-  tune tq_again "$m" --cache "$OUT/tq.db"                          # everything from the cache
+  tune tq_default "$m" --cache "$dbs/tq.db"
+  tune tq_again "$m" --cache "$dbs/tq.db"                          # everything from the cache
   python3 bench/ort_reference.py "$m" /tmp/ref_convnet > "$OUT/logs/ort_reference.log" 2>&1
-  tune tq_reference "$m" --cache "$OUT/tq.db" --reference /tmp/ref_convnet/reference.npz  # a new key: measured again
+  tune tq_reference "$m" --cache "$dbs/tq.db" --reference /tmp/ref_convnet/reference.npz  # a new key: measured again
   # Two measuring workers, where the machine has two GPUs.
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-    tune tq_one_worker "$m" --cache "$OUT/tq1.db" --devices 0
-    tune tq_two_workers "$m" --cache "$OUT/tq2.db" --devices 0,1
+    tune tq_one_worker "$m" --cache "$dbs/tq1.db" --devices 0
+    tune tq_two_workers "$m" --cache "$dbs/tq2.db" --devices 0,1
   fi
 fi
 
 if [ "$mode" = tune ]; then
   python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_b32,bert_base_b32_s128 > "$OUT/logs/zoo.log" 2>&1
-  cache="$OUT/tune-cache.db"
+  cache="$dbs/tune-cache.db"
   # The fast-tier knobs; the base route is the default (fp32) route.
   route='precision=.*;layout\.conv=.*;gemm\.tactic=.*;fusion\.(elementwise|epilogue)=.*;runtime\.cuda_graph=.*'
   tune tune_resnet50_fast "$zoo/resnet50_b32.onnx" --cache "$cache" --search fast -o /tmp/resnet50_b32_best.kiln
@@ -181,12 +186,12 @@ if [ "$mode" = tune ]; then
   tune tune_bert_fast_again "$zoo/bert_base_b32_s128.onnx" --cache "$cache" --search fast     # everything from the cache
   tune tune_resnet50_tight "$zoo/resnet50_b32.onnx" --cache "$cache" --search fast --accuracy 'max_abs<=1e-6'  # half routes fail
   # Interrupted (SIGINT after 25 s) and resumed: the resumed run measures only what is missing.
-  cache="$OUT/resume-cache.db"
+  cache="$dbs/resume-cache.db"
   route='precision=fp16;gemm\.tile=.*;gemm\.tactic=kiln'
   "$bin/kiln" tune "$zoo/bert_base_b32_s128.onnx" --route "$route" --cache "$cache" > "$OUT/tune_interrupted.txt" 2> "$OUT/logs/tune_interrupted.log" &
   pid=$!; sleep 25; kill -INT $pid; wait $pid; echo "tune_interrupted rc=$? measured $(grep -c ' ms  ' "$OUT/logs/tune_interrupted.log")" >> "$summary"
   tune tune_resumed "$zoo/bert_base_b32_s128.onnx" --cache "$cache" --search fast --resume
-  "$bin/kiln" cache list --cache "$OUT/tune-cache.db" > "$OUT/cache_list.txt" 2>&1
+  "$bin/kiln" cache list --cache "$dbs/tune-cache.db" > "$OUT/cache_list.txt" 2>&1
 fi
 
 if [ "$mode" = quick ]; then
