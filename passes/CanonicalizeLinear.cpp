@@ -146,7 +146,8 @@ bool hoistResultTranspose(Operation *mm, OpBuilder &b) {
                           std::all_of(os.begin(), os.empty() ? os.end() : os.end() - 1, [](int64_t d) { return d == 1; });
       if (!lastAxisOnly || os.size() > 1) return false;  // ([1, N] would keep a rank the reshape drops)
       chain.push_back(u);
-    } else if (isa<ReshapeOp>(u) && !reshape && shapeOf(u->getResult(0)).back() == shapeOf(v).back()) {
+    } else if (isa<ReshapeOp>(u) && !reshape && rankOf(u->getResult(0)) > 0 &&
+               shapeOf(u->getResult(0)).back() == shapeOf(v).back()) {
       reshape = u;
     } else if (!(t = dyn_cast<TransposeOp>(u))) {
       return false;

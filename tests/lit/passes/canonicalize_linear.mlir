@@ -203,3 +203,18 @@ func.func @rows_not_independent(%x: tensor<6x4xf32>, %w: tensor<4x6xf32>, %c: te
   %r3 = kiln.reshape %t2, %shape3 : (tensor<3x2x6xf32>, tensor<2xi64>) -> tensor<6x6xf32>
   return %t0, %t1, %r3 : tensor<6x6xf32>, tensor<3x6x2xf32>, tensor<6x6xf32>
 }
+
+// -----
+
+// A product reshaped to a scalar (Einsum's inner product) is left alone (this once crashed:
+// the scalar has no last axis to compare).
+// CHECK-LABEL: func.func @product_to_scalar
+// CHECK: kiln.matmul
+// CHECK: kiln.reshape
+// OFF-LABEL: func.func @product_to_scalar
+func.func @product_to_scalar(%x: tensor<1x5xf32>, %w: tensor<5x1xf32>) -> tensor<f32> {
+  %p = kiln.matmul %x, %w : (tensor<1x5xf32>, tensor<5x1xf32>) -> tensor<1x1xf32>
+  %shape = kiln.constant dense<> : tensor<0xi64>
+  %r = kiln.reshape %p, %shape : (tensor<1x1xf32>, tensor<0xi64>) -> tensor<f32>
+  return %r : tensor<f32>
+}
