@@ -27,15 +27,15 @@ const char *kBatchOffsets = R"CUDA(
     }
 )CUDA";
 
-// Element (gm, gk) of A in float, 0 outside [M, K] (and outside the image for im2col).
+// Element (gm, gk) of A in ACC (float; double for f64 products), 0 outside [M, K] (and outside the image for im2col).
 const char *kLoadAElement = R"CUDA(
-KILN_DEV float load_a(const T* __restrict__ A, LI gm, LI gk) {
-  if (gm >= M || gk >= K) return 0.f;
+KILN_DEV ACC load_a(const T* __restrict__ A, LI gm, LI gk) {
+  if (gm >= M || gk >= K) return ACC(0);
 #if KILN_CONV
   const LI ow = gm % OW, t = gm / OW, oh = t % OH, img = t / OH;
   const LI c = gk % CC, tap = gk / CC, kw = tap % KW, kh = tap / KW;
   const LI ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
-  if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) return 0.f;
+  if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) return ACC(0);
   return kiln_ld(A[((img * IH + ih) * IW + iw) * CC + c]);
 #else
   return kiln_ld(A[gm * RSA + gk * CSA]);
@@ -43,7 +43,7 @@ KILN_DEV float load_a(const T* __restrict__ A, LI gm, LI gk) {
 }
 )CUDA";
 
-// ---- fp32 SIMT ---------------------------------------------------------------------------------
+// ---- fp32 / fp64 SIMT (ACC: the operands' type) ---------------------------------------------------------------------------------
 
 const char *kSimtBody = R"CUDA(
 constexpr int BK = 16, TM = BM / 16, TN = BN / 16, THREADS = 256;
@@ -51,8 +51,8 @@ constexpr bool EVEN_M = M % BM == 0, EVEN_N = N % BN == 0;
 
 extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __restrict__ A,
     const T* __restrict__ B, KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
-  __shared__ float As[BK][BM + 4];
-  __shared__ float Bs[BK][BN + 4];
+  __shared__ ACC As[BK][BM + 4];
+  __shared__ ACC Bs[BK][BN + 4];
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;
   const LI m0 = (LI)blockIdx.y * BM, n0 = (LI)blockIdx.x * BN;
@@ -60,11 +60,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
 KILN_BATCH_OFFSETS
     const T* Ab = A + offA;
     const T* Bb = B + offB;
-    float accum[TM][TN];
+    ACC accum[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-      for (int j = 0; j < TN; ++j) accum[i][j] = 0.f;
+      for (int j = 0; j < TN; ++j) accum[i][j] = ACC(0);
 
     for (LI k0 = 0; k0 < K; k0 += BK) {
       // A tile (BM x BK), consecutive threads along A's contiguous dim.
@@ -80,12 +80,12 @@ KILN_BATCH_OFFSETS
         const int c = B_KCONTIG ? l / BK : l % BN;
         const int kk = B_KCONTIG ? l % BK : l / BN;
         const LI gn = n0 + c, gk = k0 + kk;
-        Bs[kk][c] = (gn < N && gk < K) ? kiln_ld(Bb[gk * RSB + gn * CSB]) : 0.f;
+        Bs[kk][c] = (gn < N && gk < K) ? kiln_ld(Bb[gk * RSB + gn * CSB]) : ACC(0);
       }
       __syncthreads();
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {
-        float a[TM], b[TN];
+        ACC a[TM], b[TN];
 #pragma unroll
         for (int i = 0; i < TM; ++i) a[i] = As[kk][ty + i * 16];
 #pragma unroll
@@ -93,7 +93,7 @@ KILN_BATCH_OFFSETS
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
-          for (int j = 0; j < TN; ++j) accum[i][j] = fmaf(a[i], b[j], accum[i][j]);
+          for (int j = 0; j < TN; ++j) accum[i][j] = fma(a[i], b[j], accum[i][j]);
       }
       __syncthreads();
     }
@@ -105,7 +105,7 @@ KILN_BATCH_OFFSETS
       for (int j = 0; j < TN; ++j) {
         const LI gn = n0 + tx + j * 16;
         if (!EVEN_N && gn >= N) continue;
-        const float acc = accum[i][j];
+        const ACC acc = accum[i][j];
         const LI L = bz * (M * N) + gm * N + gn;
         {
 KILN_EPILOGUE
@@ -529,8 +529,10 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   if (s.int8) s.type = ElemType::F16;  // 8-bit pairs travel as 16-bit elements (packInt8Pairs)
   if (s.fp8 && (!s.int8 || s.aUnsigned || s.aOffset)) throw std::invalid_argument("matmul: fp8 takes two e4m3 operands (int8 = true, no zero point)");
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
-  if (!mma && s.type != ElemType::F32) throw std::invalid_argument("matmul: operands must be f32, f16 or bf16");
-  if (!isFloatType(s.outType) && s.outType != ElemType::I8 && s.outType != ElemType::U8)
+  const bool f64 = s.type == ElemType::F64;
+  if (!mma && s.type != ElemType::F32 && !f64) throw std::invalid_argument("matmul: operands must be f32, f64, f16 or bf16");
+  if (f64 != (s.outType == ElemType::F64)) throw std::invalid_argument("matmul: f64 operands take an f64 result (and only they)");
+  if (!isFloatType(s.outType) && !f64 && s.outType != ElemType::I8 && s.outType != ElemType::U8)
     throw std::invalid_argument("matmul: the result must be a float type or 8-bit (a quantizing epilogue)");
   size_t br = s.batchShape.size();
   for (const MatrixView *v : {&s.a, &s.b})
@@ -569,6 +571,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
                     " inputs\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
+  src += std::string("typedef ") + (f64 ? "double" : "float") + " ACC;\n";  // (fma: float and double overloads)
   // 32-bit index arithmetic when every offset fits (fewer registers, cheaper division).
   auto extent = [&](const MatrixView &v, const std::vector<int64_t> &bs, int64_t rows, int64_t cols) {
     int64_t e = 1 + std::abs((rows - 1) * v.rowStride) + std::abs((cols - 1) * v.colStride);
