@@ -102,6 +102,24 @@ def Layout : RoutePass<"kiln-layout", "mlir::func::FuncOp"> {
   }];
 }
 
+def LowerEinsum : Pass<"kiln-lower-einsum", "mlir::func::FuncOp"> {
+  let summary = "Einsum as transposes, reshapes, ReduceSum and batched MatMul";
+  let description = [{
+    Each operand first gives up its repeated labels (a diagonal: both dims moved last, flattened,
+    every (n+1)-th element sliced) and the labels no other operand and not the output has
+    (ReduceSum); then the operands are contracted left to right, each pair as one batched product
+    [batch, left, inner] × [batch, inner, right] (transposes and reshapes around it), where batch
+    labels are shared and still needed, inner labels shared and not; a final transpose puts the
+    output's order. An Einsum whose ellipsis dims broadcast (1 against n) between operands stays
+    (the engine builder then reports it).
+
+    Before:
+      %y = kiln.einsum %a, %b {equation = "bij,bjk->bik"}
+    After:
+      %y = kiln.matmul %a, %b
+  }];
+}
+
 def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> {
   let summary = "Compose transposes, drop identities, turn unit-dim transposes into reshapes";
   let dependentDialects = ["::kiln::KilnDialect"];

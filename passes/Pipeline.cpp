@@ -11,6 +11,7 @@ namespace kiln {
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route) {
   buildImportCleanupPipeline(pm);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
+  f.addPass(createLowerEinsum());  // its products then canonicalize like any other
   f.addPass(createFoldBatchNorm({route}));
   f.addPass(createCanonicalizeLinear({route}));
   FoldConstantsOptions keepQuantizedWeights;  // beta · C of lowered Gemms, BN constants

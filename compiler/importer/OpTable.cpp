@@ -191,6 +191,7 @@ const std::vector<OpEntry> &opTable() {
     add("Conv", "conv", kMinOpset, kMaxOpset, optional3);
     add("ConvTranspose", "conv_transpose", kMinOpset, kMaxOpset, optional3);
     add("LayerNormalization", "layer_normalization", 17, kMaxOpset, optional3);
+    add("Einsum", "einsum", 12, kMaxOpset);
     add("QuantizeLinear", "quantize_linear", 10, kMaxOpset, optional3);
     add("DequantizeLinear", "dequantize_linear", 10, kMaxOpset, optional3);
     add("Clip", "clip", kMinOpset, 10, clipLegacy);

@@ -124,6 +124,7 @@ def Kiln_GatherElementsOp : Kiln_BinaryOp<"gather_elements", "GatherElements", (
 foreach op = [["sum", "Sum"], ["mean", "Mean"], ["min", "Min"], ["max", "Max"]] in
   def Kiln_ # op[1] # Op : Kiln_VariadicOp<op[0], op[1]>;
 def Kiln_ConcatOp : Kiln_VariadicOp<"concat", "Concat", (ins I64Attr:$axis)>;
+def Kiln_EinsumOp : Kiln_VariadicOp<"einsum", "Einsum", (ins StrAttr:$equation)>;
 
 def Kiln_WhereOp : Kiln_Op<"where", "Where"> {
   let arguments = (ins Kiln_Tensor:$condition, Kiln_Tensor:$X, Kiln_Tensor:$Y);

@@ -196,6 +196,51 @@ TEST(OpsTensor, MatMulRejectsInnerMismatch) {
   EXPECT_TRUE(contains(msg, "inner dimensions")) << msg;
 }
 
+Attrs equation(const std::string &e) {
+  Attrs a;
+  a.set("equation", e);
+  return a;
+}
+
+TEST(OpsTensor, EinsumByHand) {
+  Tensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor n = f32({3, 2}, {1, 0, 0, 1, 1, 1});
+  expectValues(eval("Einsum", {&m, &n}, equation("ij,jk->ik"))[0], {2, 2}, {4, 5, 10, 11});
+  expectValues(eval("Einsum", {&m}, equation("ij->ji"))[0], {3, 2}, {1, 4, 2, 5, 3, 6});
+  expectValues(eval("Einsum", {&m}, equation(" i j -> i "))[0], {2}, {6, 15});
+  // Implicit output: the labels seen once in character order (A-Z before a-z), so 'ba' transposes
+  // and 'aB' becomes 'Ba'.
+  expectValues(eval("Einsum", {&m}, equation("ba"))[0], {3, 2}, {1, 4, 2, 5, 3, 6});
+  expectValues(eval("Einsum", {&m}, equation("aB"))[0], {3, 2}, {1, 4, 2, 5, 3, 6});
+  // Trace (a repeated label, scalar output) and a batched diagonal through an ellipsis.
+  Tensor sq = f32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  expectValues(eval("Einsum", {&sq}, equation("...ii->...i"))[0], {2, 2}, {1, 4, 5, 8});
+  Tensor t = f32({2, 2}, {1, 2, 3, 4});
+  expectValues(eval("Einsum", {&t}, equation("ii"))[0], {}, {5});
+  // Three operands, and an ellipsis that broadcasts (1 against 2).
+  Tensor v = f32({2}, {1, -1});
+  expectValues(eval("Einsum", {&m, &n, &v}, equation("ij,jk,k->i"))[0], {2}, {-1, -1});
+  Tensor b1 = f32({1, 2}, {1, 2}), b2 = f32({2, 2}, {1, 0, 0, 1});
+  expectValues(eval("Einsum", {&b1, &b2}, equation("...j,...j->..."))[0], {2}, {1, 2});
+  // Integers wrap like a C++ kernel.
+  Tensor ia = i64({2}, {3, 4}), ib = i64({2}, {5, 6});
+  Tensor dot = eval("Einsum", {&ia, &ib}, equation("i,i"))[0];
+  EXPECT_EQ(dot.i, std::vector<int64_t>{39});
+}
+
+TEST(OpsTensor, EinsumErrorsNameTheProblem) {
+  Tensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor w = f32({4}, {1, 2, 3, 4});
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, equation("i1->i")), "'1' is not a label"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, equation("ij,jk->ik")), "2 input terms for 1 inputs"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, equation("ijk->i")), "3 labels for an input of rank 2"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m, &w}, equation("ij,j->i")), "3 long in one input and 4"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, equation("ij->ik")), "names a label no input has"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, equation("ij->ii")), "appears twice in the output"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, equation("......")), "two ellipses"));
+  EXPECT_TRUE(contains(evalError("Einsum", {&m}, Attrs()), "'equation' is required"));
+}
+
 TEST(OpsTensor, SliceNegativeStepsAndClamping) {
   Tensor data = f32({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   Tensor starts = i64({1}, {-1});

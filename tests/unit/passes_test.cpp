@@ -138,6 +138,10 @@ TEST(Layout, Im2colPreservesSemantics) {
   expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=im2col"}); }), 1e-6);
 }
 
+TEST(LowerEinsum, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/lower_einsum.mlir", nested([] { return kiln::createLowerEinsum(); }), 1e-6);
+}
+
 TEST(SimplifyTransposes, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/simplify_transposes.mlir", nested([] { return kiln::createSimplifyTransposes(); }));
 }
