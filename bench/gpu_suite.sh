@@ -102,7 +102,7 @@ if [ "$mode" = check ]; then
           "precision=fp16;gemm.tactic=kiln;gemm.tile=64x64;gemm.stages=4"
           "fusion.epilogue=off;fusion.elementwise=off;fusion.transpose=off" "precision=fp16;fusion.attention=off")
   for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
-           models/tiny/shape_chain.onnxtxt models/tiny/pool_same.onnxtxt models/tiny/attention.onnxtxt models/tiny/views.onnxtxt "$cases"/*.onnx; do
+           models/tiny/shape_chain.onnxtxt models/tiny/pool_same.onnxtxt models/tiny/attention.onnxtxt models/tiny/views.onnxtxt models/tiny/einsum.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
     for r in "${routes[@]}"; do
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
@@ -204,7 +204,7 @@ if [ "$mode" = quick ]; then
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
   for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
            models/tiny/qdq_matmul.onnxtxt models/tiny/qdq_matmul_u8.onnxtxt models/tiny/qdq_pool.onnxtxt \
-           models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt models/tiny/pool_same.onnxtxt models/tiny/attention.onnxtxt models/tiny/views.onnxtxt "$cases"/*.onnx; do
+           models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt models/tiny/pool_same.onnxtxt models/tiny/attention.onnxtxt models/tiny/views.onnxtxt models/tiny/einsum.onnxtxt "$cases"/*.onnx; do
     stem=$(basename "$m"); stem=${stem%%.*}
     for r in "" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
              "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col" \

@@ -203,6 +203,31 @@ def make_views():
     return model(g), {"x": x, "res": res}, {"y": y.astype(np.float32), "z": z.astype(np.float32)}
 
 
+def make_einsum():
+    """Attention written with Einsum (as torch.einsum exports it): scores 'bhqd,bhkd->bhqk',
+    Softmax, then 'bhqk,bhkd->bhqd'; and the diagonal of each head's query self-scores
+    ('...ii->...i'). kiln lowers each Einsum to batched MatMul, reshapes and a strided slice."""
+    r = rng_for("einsum")
+    b, h, sq, sk, d = 2, 3, 7, 5, 8
+    q, k, v = inputs(r, (b, h, sq, d)), inputs(r, (b, h, sk, d)), inputs(r, (b, h, sk, d))
+    g = helper.make_graph(
+        [helper.make_node("Einsum", ["q", "k"], ["s"], name="scores", equation="bhqd,bhkd->bhqk"),
+         helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+         helper.make_node("Einsum", ["p", "v"], ["y"], name="pv", equation="bhqk,bhkd->bhqd"),
+         helper.make_node("Einsum", ["q", "q"], ["qq"], name="self_scores", equation="bhid,bhjd->bhij"),
+         helper.make_node("Einsum", ["qq"], ["z"], name="diagonal", equation="...ii->...i")],
+        "einsum", [vi("q", F32, [b, h, sq, d]), vi("k", F32, [b, h, sk, d]), vi("v", F32, [b, h, sk, d])],
+        [vi("y", F32, [b, h, sq, d]), vi("z", F32, [b, h, sq])], [],
+        doc_string="y = softmax(einsum(bhqd,bhkd->bhqk)) einsum(bhqk,bhkd->bhqd); "
+                   "z = diagonal of einsum(bhid,bhjd->bhij)(q, q)")
+    s = np.einsum("bhqd,bhkd->bhqk", f64(q), f64(k))
+    pr = np.exp(s - s.max(axis=-1, keepdims=True))
+    pr /= pr.sum(axis=-1, keepdims=True)
+    y = np.einsum("bhqk,bhkd->bhqd", pr, f64(v))
+    z = np.einsum("bhid,bhid->bhi", f64(q), f64(q))
+    return model(g), {"q": q, "k": k, "v": v}, {"y": y.astype(np.float32), "z": z.astype(np.float32)}
+
+
 def qdq_matmul_graph(name, x_shape, y_shape, initializers, doc, w_axis=None):
     """x -> QuantizeLinear/DequantizeLinear (x_scale, x_zero) -> MatMul with DequantizeLinear(w_q,
     w_scale) weights (per column when w_axis=1): the graph of the QDQ product models."""
@@ -662,7 +687,8 @@ def main(argv=None):
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
-             "pool_same": make_pool_same(), "attention": make_attention(), "views": make_views()}
+             "pool_same": make_pool_same(), "attention": make_attention(), "views": make_views(),
+             "einsum": make_einsum()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

@@ -120,9 +120,13 @@ class Lowering {
     if (!ta.v || !tb.v) return {Value(), {}};
     std::vector<int64_t> bs = sizes(ta, batch), ls = sizes(ta, left), is = sizes(ta, inner), rs = sizes(tb, right);
     if (bs != sizes(tb, batch) || is != sizes(tb, inner)) return {Value(), {}};  // (ellipsis broadcasting)
-    // [batch, rows, inner] × [batch, inner, cols]; 2-D without batch labels.
+    // [batch..., rows, inner] × [batch..., inner, cols]: the batch dims stay as they are, so a
+    // transpose that only swaps the last two dims (K's head dim in attention scores) folds into
+    // the product, and the attention pattern stays visible to kiln-fuse-attention.
     auto dims = [&](int64_t rows, int64_t cols) {
-      return bs.empty() ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{product(bs), rows, cols};
+      std::vector<int64_t> d = bs;
+      d.push_back(rows), d.push_back(cols);
+      return d;
     };
     Value ma = reshape(ta.v, dims(product(ls), product(is)));
     Value mb = reshape(tb.v, dims(product(is), product(rs)));

@@ -108,9 +108,10 @@ def LowerEinsum : Pass<"kiln-lower-einsum", "mlir::func::FuncOp"> {
     Each operand first gives up its repeated labels (a diagonal: both dims moved last, flattened,
     every (n+1)-th element sliced) and the labels no other operand and not the output has
     (ReduceSum); then the operands are contracted left to right, each pair as one batched product
-    [batch, left, inner] × [batch, inner, right] (transposes and reshapes around it), where batch
-    labels are shared and still needed, inner labels shared and not; a final transpose puts the
-    output's order. An Einsum whose ellipsis dims broadcast (1 against n) between operands stays
+    [batch..., left, inner] × [batch..., inner, right] (transposes and reshapes around it; the
+    batch dims kept as they are, so attention written as Einsum still fuses), where batch labels
+    are shared and still needed, inner labels shared and not; a final transpose puts the output's
+    order. An Einsum whose ellipsis dims broadcast (1 against n) between operands stays
     (the engine builder then reports it).
 
     Before:

@@ -201,6 +201,15 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect_eval_matches "$tiny/views.onnxtxt" --route ''
   expect 0 "wrote .*3 launches" -- compile "$tiny/views.onnxtxt" -o "$tmp/views.kiln"
   expect 0 "wrote .*5 launches" -- compile "$tiny/views.onnxtxt" -o "$tmp/views_off.kiln" --route fusion.views=off
+  # Attention written with Einsum: exact on the CPU through the compile pipeline (the Einsums
+  # lowered to products, reshapes and a strided slice); in fp16 the two attention Einsums and the
+  # Softmax become one fused attention launch.
+  expect_eval_matches "$tiny/einsum.onnxtxt" --route ''
+  expect 0 "wrote .*5 launches" -- compile "$tiny/einsum.onnxtxt" -o "$tmp/einsum.kiln"
+  expect 0 "wrote .*8 launches" -- compile "$tiny/einsum.onnxtxt" -o "$tmp/einsum16.kiln" --precision fp16
+  expect 0 "pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/einsum16.kiln"
+  sed 's/"\.\.\.ii->\.\.\.i"/"...i1->...i"/' "$tiny/einsum.onnxtxt" > "$tmp/bad_einsum.onnxtxt"
+  expect 2 "node 'diagonal' \(Einsum\): Einsum: '1' is not a label" -- compile "$tmp/bad_einsum.onnxtxt" -o "$tmp/bad_einsum.kiln"
   # An explicitly quantized (QDQ) model: evaluated exactly on the CPU, compiled to an int8 kernel.
   expect_eval_matches "$tiny/qdq_matmul.onnxtxt"
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul.onnxtxt" -o "$tmp/q.kiln"
