@@ -16,7 +16,7 @@ namespace {
 
 using namespace mlir;
 
-// A value with a label per dim, and the ops building it (erased again if the lowering fails).
+// A value with a label per dim (a null value: a step failed).
 struct Labelled {
   Value v;
   std::vector<int> labels;
@@ -59,26 +59,24 @@ class Lowering {
                                   &err_));
     return {s, rest};
   }
-  // The diagonal of each label x has twice: both dims moved last, flattened, every (n+1)-th
-  // element sliced out.
+  // The diagonal of each label x has twice: both dims moved last (by position: transpose()
+  // finds a label's first dim only), flattened, every (n+1)-th element sliced out.
   Labelled diagonals(Labelled x) {
     for (size_t d = 0; x.v && d < x.labels.size(); ++d) {
-      auto again = std::find(x.labels.begin() + d + 1, x.labels.end(), x.labels[d]);
-      if (again == x.labels.end()) continue;
-      int l = x.labels[d];
-      std::vector<int> order;
-      for (size_t e = 0; e < x.labels.size(); ++e)
-        if (e != d && x.labels.begin() + e != again) order.push_back(x.labels[e]);
-      order.push_back(l), order.push_back(l);
-      // (transpose() finds a label's first dim: move the two by position instead)
+      size_t again = std::find(x.labels.begin() + d + 1, x.labels.end(), x.labels[d]) - x.labels.begin();
+      if (again == x.labels.size()) continue;
       Perm p;
+      std::vector<int> labels;
       for (size_t e = 0; e < x.labels.size(); ++e)
-        if (e != d && x.labels.begin() + e != again) p.push_back(int64_t(e));
-      p.push_back(int64_t(d)), p.push_back(again - x.labels.begin());
-      Value t = isIdentity(p) ? x.v : createTranspose(b_, loc_, x.v, p);
-      if (t != x.v) keep(t ? t.getDefiningOp() : nullptr);
-      std::vector<int64_t> shape = t ? shapeOf(t) : std::vector<int64_t>{};
-      if (!t) return {Value(), {}};
+        if (e != d && e != again) p.push_back(int64_t(e)), labels.push_back(x.labels[e]);
+      p.push_back(int64_t(d)), p.push_back(int64_t(again)), labels.push_back(x.labels[d]);
+      Value t = x.v;
+      if (!isIdentity(p)) {
+        t = createTranspose(b_, loc_, x.v, p);
+        if (!t) return {Value(), {}};
+        keep(t.getDefiningOp());
+      }
+      std::vector<int64_t> shape = shapeOf(t);
       int64_t n = shape.back();
       shape.pop_back();
       shape.back() = n * n;
@@ -87,9 +85,8 @@ class Lowering {
                                             {flat, constInts({0}), constInts({n * n}), constInts({-1}), constInts({n + 1})},
                                             {}, &err_))
                       : Value();
-      order.pop_back();
-      x = {sl, order};
-      d = size_t(-1);  // start over: labels moved
+      x = {sl, labels};
+      d = size_t(-1);  // start over: the dims moved
     }
     return x;
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <utility>
 
 namespace kiln::ops {
 
@@ -182,6 +183,11 @@ std::vector<Tensor> einsumEval(const EvalContext &ctx) {
       s *= x.shape[static_cast<size_t>(d)];
     }
   }
+  // Only the labels an input moves along (a few of the 52+).
+  std::vector<std::vector<std::pair<int, int64_t>>> walks(ctx.inputs.size());
+  for (size_t k = 0; k < ctx.inputs.size(); ++k)
+    for (int l = 0; l < eq.numLabels; ++l)
+      if (stride[k][static_cast<size_t>(l)] != 0) walks[k].push_back({l, stride[k][static_cast<size_t>(l)]});
   Tensor y(ctx.in(0).dtype, outShape);
   const bool floating = y.isFloating();
   std::vector<int64_t> at(static_cast<size_t>(eq.numLabels), 0);
@@ -201,7 +207,7 @@ std::vector<Tensor> einsumEval(const EvalContext &ctx) {
       uint64_t ip = 1;
       for (size_t k = 0; k < ctx.inputs.size(); ++k) {
         int64_t idx = 0;
-        for (int l = 0; l < eq.numLabels; ++l) idx += at[static_cast<size_t>(l)] * stride[k][static_cast<size_t>(l)];
+        for (auto [l, st] : walks[k]) idx += at[static_cast<size_t>(l)] * st;
         if (floating) fp *= ctx.in(k).f[static_cast<size_t>(idx)];
         else ip *= static_cast<uint64_t>(ctx.in(k).i[static_cast<size_t>(idx)]);
       }
