@@ -16,6 +16,8 @@ namespace {
 
 using namespace mlir;
 
+bool has(const std::vector<int> &labels, int l) { return std::find(labels.begin(), labels.end(), l) != labels.end(); }
+
 // A value with a label per dim (a null value: a step failed).
 struct Labelled {
   Value v;
@@ -92,12 +94,11 @@ class Lowering {
   }
   // a·b over their shared labels: those `needed` later stay (batch dims), the rest are summed.
   Labelled contract(const Labelled &a, const Labelled &b, const std::vector<int> &needed) {
-    auto in = [](const std::vector<int> &ls, int l) { return std::find(ls.begin(), ls.end(), l) != ls.end(); };
     std::vector<int> batch, left, right, inner;
     for (int l : a.labels)
-      (in(b.labels, l) ? (in(needed, l) ? batch : inner) : left).push_back(l);
+      (has(b.labels, l) ? (has(needed, l) ? batch : inner) : left).push_back(l);
     for (int l : b.labels)
-      if (!in(a.labels, l)) right.push_back(l);
+      if (!has(a.labels, l)) right.push_back(l);
     auto concat = [](std::vector<int> x, const std::vector<int> &y, const std::vector<int> &z) {
       x.insert(x.end(), y.begin(), y.end());
       x.insert(x.end(), z.begin(), z.end());
@@ -148,13 +149,11 @@ class Lowering {
 bool lower(EinsumOp op, OpBuilder &b) {
   std::vector<int64_t> ranks;
   for (Value v : op->getOperands()) ranks.push_back(int64_t(shapeOf(v).size()));
-  std::string error;
-  std::optional<ops::EinsumEquation> parsed = ops::tryParseEinsum(op.getEquation().str(), ranks, &error);
+  std::optional<ops::EinsumEquation> parsed = ops::tryParseEinsum(op.getEquation().str(), ranks, nullptr);
   if (!parsed) return false;  // (the verifier reports it)
   const ops::EinsumEquation &eq = *parsed;
   b.setInsertionPoint(op);
   Lowering lw(b, op.getLoc());
-  auto in = [](const std::vector<int> &ls, int l) { return std::find(ls.begin(), ls.end(), l) != ls.end(); };
   // Labels needed after operand k: the output's and those of operands after k.
   auto neededAfter = [&](size_t k) {
     std::vector<int> n = eq.output;
@@ -167,17 +166,17 @@ bool lower(EinsumOp op, OpBuilder &b) {
     // Labels only this operand has and nothing after needs: summed first.
     std::vector<int> needed = neededAfter(k);
     if (k > 0) needed.insert(needed.end(), cur.labels.begin(), cur.labels.end());
-    x = lw.sumOut(x, [&](int l) { return in(needed, l); });
+    x = lw.sumOut(x, [&](int l) { return has(needed, l); });
     if (k == 0) {
       cur = x;
       continue;
     }
     std::vector<int> later = neededAfter(k);
-    cur = lw.sumOut(cur, [&](int l) { return in(later, l) || in(x.labels, l); });
+    cur = lw.sumOut(cur, [&](int l) { return has(later, l) || has(x.labels, l); });
     cur = lw.contract(cur, x, later);
     if (!cur.v) break;
   }
-  if (cur.v) cur = lw.sumOut(cur, [&](int l) { return in(eq.output, l); });
+  if (cur.v) cur = lw.sumOut(cur, [&](int l) { return has(eq.output, l); });
   if (cur.v && cur.labels.size() == eq.output.size()) cur = lw.transpose(cur, eq.output);
   Value y = cur.v && cur.labels.size() == eq.output.size() ? cur.v : Value();
   if (!y || y.getType() != op.getResult().getType()) {

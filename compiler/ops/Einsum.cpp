@@ -62,14 +62,9 @@ EinsumEquation parseEinsum(const std::string &equation, const std::vector<int64_
   std::vector<int64_t> covered(terms.size(), 0);
   for (size_t k = 0; k < terms.size(); ++k) {
     int64_t letters = static_cast<int64_t>(terms[k].letters.size());
-    if (terms[k].ellipsisAt < 0)
-      check(letters == inputRanks[k], "Einsum: term " + std::to_string(k) + " of '" + equation + "' has " +
-                                          std::to_string(letters) + " labels for an input of rank " +
-                                          std::to_string(inputRanks[k]));
-    else
-      check(letters <= inputRanks[k], "Einsum: term " + std::to_string(k) + " of '" + equation + "' has " +
-                                          std::to_string(letters) + " labels for an input of rank " +
-                                          std::to_string(inputRanks[k]));
+    check(terms[k].ellipsisAt < 0 ? letters == inputRanks[k] : letters <= inputRanks[k],
+          "Einsum: term " + std::to_string(k) + " of '" + equation + "' has " + std::to_string(letters) +
+              " labels for an input of rank " + std::to_string(inputRanks[k]));
     covered[k] = terms[k].ellipsisAt < 0 ? 0 : inputRanks[k] - letters;
     ellipsisRank = std::max(ellipsisRank, covered[k]);
   }
@@ -138,34 +133,41 @@ std::vector<int64_t> labelSizes(const EinsumEquation &eq, const std::vector<Tens
   return size;
 }
 
-std::vector<TensorType> einsumShape(const ShapeContext &ctx) {
-  check(!ctx.inputs.empty(), "Einsum: at least one input is required");
+// The equation against the inputs: its labels, each label's size (-1: in no input) and the
+// output shape; fails on anything invalid.
+struct Resolved {
+  EinsumEquation eq;
+  std::vector<int64_t> size;
+  Shape out;
+};
+Resolved resolve(const std::vector<TensorType> &inputs, const Attrs &attrs) {
+  check(!inputs.empty(), "Einsum: at least one input is required");
   std::vector<int64_t> ranks;
-  for (size_t k = 0; k < ctx.inputs.size(); ++k) {
-    check(ctx.present(k), "Einsum: input " + std::to_string(k) + " is missing");
-    const TensorType &t = ctx.inputs[k];
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const TensorType &t = inputs[k];
+    check(t.dtype != DType::Undefined, "Einsum: input " + std::to_string(k) + " is missing");
     check(isFloat(t.dtype) || isInteger(t.dtype), std::string("Einsum: inputs must be numeric, got ") + dtypeName(t.dtype));
-    check(t.dtype == ctx.inputs[0].dtype, "Einsum: every input must have the same dtype");
+    check(t.dtype == inputs[0].dtype, "Einsum: every input must have the same dtype");
     ranks.push_back(static_cast<int64_t>(t.shape.size()));
   }
-  check(ctx.attrs.has("equation"), "Einsum: attribute 'equation' is required");
-  EinsumEquation eq = parseEinsum(ctx.attrs.getString("equation", ""), ranks);
-  std::vector<int64_t> size = labelSizes(eq, ctx.inputs);
-  Shape out;
-  for (int l : eq.output) out.push_back(size[static_cast<size_t>(l)]);
-  return {{ctx.inputs[0].dtype, out}};
+  check(attrs.has("equation"), "Einsum: attribute 'equation' is required");
+  Resolved r{parseEinsum(attrs.getString("equation", ""), ranks), {}, {}};
+  r.size = labelSizes(r.eq, inputs);
+  for (int l : r.eq.output) r.out.push_back(r.size[static_cast<size_t>(l)]);
+  return r;
+}
+
+std::vector<TensorType> einsumShape(const ShapeContext &ctx) {
+  return {{ctx.inputs.empty() ? DType::Undefined : ctx.inputs[0].dtype, resolve(ctx.inputs, ctx.attrs).out}};
 }
 
 std::vector<Tensor> einsumEval(const EvalContext &ctx) {
   std::vector<TensorType> types;
-  std::vector<int64_t> ranks;
-  for (size_t k = 0; k < ctx.inputs.size(); ++k) {
-    types.push_back({ctx.in(k).dtype, ctx.in(k).shape});
-    ranks.push_back(ctx.in(k).rank());
-  }
-  Shape outShape = einsumShape(shapeContextOf(ctx))[0].shape;
-  EinsumEquation eq = parseEinsum(ctx.attrs.getString("equation", ""), ranks);
-  std::vector<int64_t> size = labelSizes(eq, types);
+  for (size_t k = 0; k < ctx.inputs.size(); ++k) types.push_back({ctx.in(k).dtype, ctx.in(k).shape});
+  const Resolved r = resolve(types, ctx.attrs);
+  const EinsumEquation &eq = r.eq;
+  const std::vector<int64_t> &size = r.size;
+  const Shape &outShape = r.out;
   // The summed labels: in some input, not in the output.
   std::vector<int> summed;
   for (int l = 0; l < eq.numLabels; ++l)
@@ -173,21 +175,17 @@ std::vector<Tensor> einsumEval(const EvalContext &ctx) {
       summed.push_back(l);
   int64_t inner = 1;
   for (int l : summed) inner *= size[static_cast<size_t>(l)];
-  // Per input and label: the element stride (0 where the label is absent or broadcast).
-  std::vector<std::vector<int64_t>> stride(ctx.inputs.size(), std::vector<int64_t>(static_cast<size_t>(eq.numLabels), 0));
+  // Per input: (label, element stride) of each dim it moves along (broadcast dims of 1 do not;
+  // a repeated label appears once per dim, so its strides add up: a diagonal).
+  std::vector<std::vector<std::pair<int, int64_t>>> walks(ctx.inputs.size());
   for (size_t k = 0; k < ctx.inputs.size(); ++k) {
     const Tensor &x = ctx.in(k);
     int64_t s = 1;
     for (int64_t d = x.rank() - 1; d >= 0; --d) {
-      if (x.shape[static_cast<size_t>(d)] != 1) stride[k][static_cast<size_t>(eq.inputs[k][static_cast<size_t>(d)])] += s;
+      if (x.shape[static_cast<size_t>(d)] != 1) walks[k].push_back({eq.inputs[k][static_cast<size_t>(d)], s});
       s *= x.shape[static_cast<size_t>(d)];
     }
   }
-  // Only the labels an input moves along (a few of the 52+).
-  std::vector<std::vector<std::pair<int, int64_t>>> walks(ctx.inputs.size());
-  for (size_t k = 0; k < ctx.inputs.size(); ++k)
-    for (int l = 0; l < eq.numLabels; ++l)
-      if (stride[k][static_cast<size_t>(l)] != 0) walks[k].push_back({l, stride[k][static_cast<size_t>(l)]});
   Tensor y(ctx.in(0).dtype, outShape);
   const bool floating = y.isFloating();
   std::vector<int64_t> at(static_cast<size_t>(eq.numLabels), 0);
@@ -220,11 +218,8 @@ std::vector<Tensor> einsumEval(const EvalContext &ctx) {
 
 // A multiply-add per input beyond the first, per point of the whole label space.
 int64_t einsumFlops(const ShapeContext &ctx, const std::vector<TensorType> &) {
-  std::vector<int64_t> ranks;
-  for (auto &t : ctx.inputs) ranks.push_back(static_cast<int64_t>(t.shape.size()));
-  EinsumEquation eq = parseEinsum(ctx.attrs.getString("equation", ""), ranks);
   int64_t points = 1;
-  for (int64_t s : labelSizes(eq, ctx.inputs))
+  for (int64_t s : resolve(ctx.inputs, ctx.attrs).size)
     if (s >= 0) points *= s;
   return 2 * points * std::max<int64_t>(1, static_cast<int64_t>(ctx.inputs.size()) - 1);
 }
