@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch fp16 baselines for kiln's side-by-side benchmark (DESIGN.md, "Performance").
+"""PyTorch baselines for kiln's side-by-side benchmark (DESIGN.md, "Performance").
 
 For each zoo config the module that models/make_zoo.py exports is built again (same builder, same
 seed, so the same random weights as the ONNX file), cast to fp16 (``.half()`` semantics: integer
-buffers stay integer), moved to CUDA in eval mode under ``torch.inference_mode()``, fed
+buffers stay integer; ``--dtype fp32``/``tf32`` keep fp32 with TF32 off/on for matmul and cuDNN
+alike), moved to CUDA in eval mode under ``torch.inference_mode()``, fed
 make_zoo.example_inputs at the config's batch (float inputs cast to fp16), and timed in five modes:
 eager, eager_cuda_graph (captured once after a side-stream warm-up, replayed),
 compile_default, compile_reduce_overhead and compile_max_autotune (``torch.compile`` modes).
@@ -141,12 +142,15 @@ def run_single(a, cfg, mode):
             raise RuntimeError("CUDA is not available")
         device = torch.device("cuda" if cuda else "cpu")
         entry = mz.ZOO_BY_NAME[cfg]
-        dtype = torch.float16 if cuda else torch.bfloat16   # no CPU fp16 kernels in torch 1.13
+        dtype = (torch.float16 if a.dtype == "fp16" else torch.float32) if cuda else torch.bfloat16  # no CPU fp16 in torch 1.13
         if a.cpu_smoke:
             entry = smoke_entry(entry)
             torch.set_num_threads(1)                # be gentle with a shared build machine
         if cuda:
             torch.backends.cudnn.benchmark = not a.no_cudnn_benchmark
+            # fp32: exact fp32 products and convolutions (PyTorch's default has cuDNN on TF32);
+            # tf32: both on TF32 tensor cores (kiln's gemm.tf32=on).
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = a.dtype == "tf32"
         sync = torch.cuda.synchronize if cuda else (lambda: None)
         rec.update(device=torch.cuda.get_device_name() if cuda else "cpu",
                    dtype=str(dtype).replace("torch.", ""), batch=entry.batch,
@@ -206,7 +210,7 @@ def run_child(a, cfg, mode, timeout, log_path):
     if os.path.exists(rec_path):
         os.remove(rec_path)
     cmd = [sys.executable, os.path.abspath(__file__), "--single", cfg, mode, "--record", rec_path,
-           "--iterations", str(a.iterations), "--warmup", str(a.warmup)]
+           "--iterations", str(a.iterations), "--warmup", str(a.warmup), "--dtype", a.dtype]
     cmd += [flag for flag, on in (("--cpu-smoke", a.cpu_smoke), ("--check-outputs", a.check_outputs),
                                   ("--no-cudnn-benchmark", a.no_cudnn_benchmark)) if on]
     t0 = time.perf_counter()
@@ -320,6 +324,8 @@ def main(argv=None):
     ap.add_argument("--check-outputs", action="store_true",
                     help="store the output's first 8 values and L2 norm per record")
     ap.add_argument("--no-cudnn-benchmark", action="store_true")
+    ap.add_argument("--dtype", choices=("fp16", "fp32", "tf32"), default="fp16",
+                    help="fp16 (default); fp32 with TF32 off for matmul and cuDNN; tf32: fp32 with both on")
     ap.add_argument("--cpu-smoke", action="store_true", help="tiny CPU eager-only check")
     ap.add_argument("--single", nargs=2, metavar=("CONFIG", "MODE"), help=argparse.SUPPRESS)
     ap.add_argument("--record", help=argparse.SUPPRESS)
@@ -349,7 +355,8 @@ def main(argv=None):
         with open(a.out) as f:
             records = {(r["config"], r["mode"]): r for r in json.load(f)["records"]}
     doc = {"schema": "kiln-torch-baselines/1", "host": host_info(a),
-           "settings": {"dtype": "bfloat16 (cpu smoke)" if a.cpu_smoke else "float16",
+           "settings": {"dtype": "bfloat16 (cpu smoke)" if a.cpu_smoke else
+                        {"fp16": "float16", "fp32": "float32 (TF32 off)", "tf32": "float32 (TF32 on)"}[a.dtype],
                         "cpu_smoke": a.cpu_smoke, "iterations": a.iterations, "warmup": a.warmup,
                         "mode_timeout_s": a.mode_timeout, "time_budget_s": a.time_budget,
                         "cudnn_benchmark": not a.no_cudnn_benchmark and not a.cpu_smoke,

@@ -258,6 +258,7 @@ class Checker {
                   " (float, float16 and bfloat16 are supported, and float8e4m3fn A and B)");
     if (g.fp8() && (!g.transA || g.transB || g.batch != 1))
       return fail(what + ": fp8 products take op(A) = Aᵀ, op(B) = B and no batch");
+    if (g.tf32 && g.abType != 1) return fail(what + ": tf32 is for float A and B");
     if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) return fail(what + ": empty product");
     if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.batch, g.strideA, what + " A") ||
         !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.batch, g.strideB, what + " B") ||

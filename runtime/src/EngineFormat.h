@@ -97,6 +97,7 @@ struct GemmCall {
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
   float alpha = 1.f, beta = 0.f;
   int32_t epilogue = None;
+  bool tf32 = false;  // fp32 A and B rounded to TF32 on tensor cores (fp32 accumulation)
   BufferRef a, b, c, d, bias;
   BufferRef scaleA, scaleB;  // fp8 only
   bool fp8() const { return abType == 17; }

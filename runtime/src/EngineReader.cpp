@@ -216,6 +216,7 @@ class Decoder {
           !f32(g.contains("beta") ? g["beta"] : json(), p + ".beta", c.beta))
         return false;
       c.abType = int32_t(ab), c.cdType = int32_t(cd), c.epilogue = int32_t(ep);
+      if (g.contains("tf32") && !boolean(g, "tf32", p, c.tf32)) return false;
       for (auto [name, ref] : {std::pair<const char*, BufferRef*>{"a", &c.a}, {"b", &c.b}, {"d", &c.d}}) {
         const json* b = field(g, name, p);
         if (!b || !buffer(*b, p + "." + name, *ref)) return false;

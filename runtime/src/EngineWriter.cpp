@@ -58,6 +58,7 @@ json launchJson(const Launch& l) {
                {"a", bufferJson(g.a)}, {"b", bufferJson(g.b)}, {"d", bufferJson(g.d)}};
     if (g.beta != 0.f) jg["c"] = bufferJson(g.c);
     if (g.epilogue & GemmCall::Bias) jg["bias"] = bufferJson(g.bias);
+    if (g.tf32) jg["tf32"] = true;  // (absent: exact fp32, as engines before the field)
     if (g.fp8()) jg["scale_a"] = bufferJson(g.scaleA), jg["scale_b"] = bufferJson(g.scaleB);
     j["gemm"] = jg;
     j["node"] = l.node;

@@ -239,7 +239,8 @@ Status Executor::prepareGemms() {
     auto check = [&](cublasStatus s, const char* call) {
       return s == 0 ? Status::success() : makeStatus(KILN_ERROR_CUDA, what + call + " failed: " + lt_->describe(s));
     };
-    Status s = check(lt_->cublasLtMatmulDescCreate(&p.matmul, lt::CUBLAS_COMPUTE_32F, lt::CUDA_R_32F), "cublasLtMatmulDescCreate");
+    Status s = check(lt_->cublasLtMatmulDescCreate(&p.matmul, g.tf32 ? lt::CUBLAS_COMPUTE_32F_FAST_TF32 : lt::CUBLAS_COMPUTE_32F,
+                                                           lt::CUDA_R_32F), "cublasLtMatmulDescCreate");
     if (!s.ok()) return s;
     int32_t ta = g.transA ? lt::OP_T : lt::OP_N, tb = g.transB ? lt::OP_T : lt::OP_N;
     uint32_t epi = g.epilogue == GemmCall::Relu ? lt::EPILOGUE_RELU : g.epilogue == GemmCall::Bias ? lt::EPILOGUE_BIAS

@@ -24,7 +24,7 @@ static std::string shapeText(const std::vector<int64_t> &s) {
 // kiln's product kernels are named kiln_<kind>_<type tag>_<hash> (codegen/kernels/KernelUtil.h).
 static std::string productPrecision(const rt::EngineDesc &d, const rt::Launch &l) {
   if (l.kind == rt::Launch::Kind::Gemm)
-    return l.gemm.abType == 10 ? "fp16" : l.gemm.abType == 16 ? "bf16" : l.gemm.abType == 17 ? "fp8" : "fp32";
+    return l.gemm.abType == 10 ? "fp16" : l.gemm.abType == 16 ? "bf16" : l.gemm.abType == 17 ? "fp8" : l.gemm.tf32 ? "tf32" : "fp32";
   if (l.kind != rt::Launch::Kind::Kernel) return "";
   const std::string &e = d.kernels[size_t(l.kernel)].entry;
   for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_", "kiln_attn_"}) {
