@@ -18,7 +18,8 @@ KILN_KNOB(kFuseScale, {"fusion.scale", {"on", "off"}, "on",
                        "instead (it then joins the product's epilogue; attention's 1/sqrt(d) on Q)",
                        knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 KILN_KNOB(kFuseTranspose, {"fusion.transpose", {"on", "off"}, "on",
-                           "Read transposed matrix-product operands in place instead of copying them",
+                           "Read transposed matrix-product operands in place instead of copying them (an fp32 "
+                           "batched operand only where cuBLASLt can still take its batch strides)",
                            knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 
 // Off by default until measured on a GPU (written when no device time was left).
@@ -48,6 +49,24 @@ std::vector<int64_t> permAttr(Operation *op, StringRef name, size_t rank) {
 }
 
 size_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+
+// Whether cuBLASLt can read a contiguous tensor of `shape` through the permutation `r` as a
+// batched matrix operand (as EngineBuilder's tryLibraryGemm requires): one of the matrix dims
+// unit-stride, the batch dims one uniform stride.
+bool libraryReadable(ArrayRef<int64_t> shape, const std::vector<int64_t> &r) {
+  size_t n = r.size();
+  std::vector<int64_t> stride(n);
+  for (int64_t d = int64_t(n) - 1, s = 1; d >= 0; --d) stride[size_t(d)] = s, s *= shape[size_t(d)];
+  if (r[n - 1] != int64_t(n) - 1 && r[n - 2] != int64_t(n) - 1) return false;
+  int64_t next = -1;  // the stride the next outer batch dim must have
+  for (size_t i = n - 2; i-- > 0;) {
+    int64_t size = shape[size_t(r[i])];
+    if (size == 1) continue;
+    if (next >= 0 && stride[size_t(r[i])] != next) return false;
+    next = stride[size_t(r[i])] * size;
+  }
+  return true;
+}
 
 // Gemm → TransposedMatMul (· alpha) (+ beta · C).
 LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
@@ -92,7 +111,11 @@ LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
 }
 
 // A product whose operand k is a single-use Transpose reads the transpose's input instead.
-bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b) {
+// Except for a batched product that stays fp32 (`fp32`: the route's precision for it) when the
+// fold would leave it batch strides cuBLASLt cannot take: it would fall back to kiln's SIMT
+// kernel, several times slower than the copy plus cuBLASLt (BERT's attention products;
+// gemm.tactic=kiln keeps the copy too).
+bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32) {
   auto t = mm->getOperand(k).getDefiningOp<TransposeOp>();
   if (!t || !t->hasOneUse()) return false;
   size_t rank = rankOf(t.getX());
@@ -102,6 +125,8 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b) {
   std::vector<int64_t> q = isa<TransposedMatMulOp>(mm) ? permAttr(mm, k == 0 ? "perm_a" : "perm_b", rank) : identityPerm(rank);
   std::vector<int64_t> r(rank);
   for (size_t i = 0; i < rank; ++i) r[i] = p[q[i]];
+  auto xType = cast<RankedTensorType>(t.getX().getType());
+  if (fp32 && rank > 2 && xType.getElementType().isF32() && !libraryReadable(xType.getShape(), r)) return false;
   if (isa<MatMulOp>(mm)) {
     // MatMul with rank >= 2 operands → TransposedMatMul with the permutation.
     if (rankOf(mm->getOperand(0)) < 2 || rankOf(mm->getOperand(1)) < 2) return false;
@@ -346,6 +371,8 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
     for (GemmOp g : gemms)
       if (failed(lowerGemm(g, b))) return signalPassFailure();
     bool scales = r.get(kFuseScale) == "on", transposes = r.get(kFuseTranspose) == "on";
+    const knobs::KnobDef &precision = *knobs::findKnob("precision");  // (the Precision pass's, after this one)
+    auto fp32 = [&](Operation *mm) { return r.get(precision, nodeName(mm)) == "fp32"; };
     auto products = [&] {
       SmallVector<Operation *> list;
       getOperation().walk([&](Operation *op) {
@@ -363,7 +390,7 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
           continue;  // mm was replaced
         }
         for (unsigned k = 0; k < 2; ++k)
-          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b))) {
+          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b, fp32(mm)))) {
             changed = true;
             break;  // mm may have been replaced
           }

@@ -15,14 +15,14 @@ namespace kiln {
 #include "passes/Passes.h.inc"
 
 KILN_KNOB(kLayout, {"layout.conv", {"auto", "nchw", "nhwc"}, "auto",
-                    "Activation layout of convolutions (auto: nhwc for fp16/bf16, nchw for fp32)",
+                    "Activation layout of convolutions (auto: nhwc for fp32/fp16/bf16, nchw for other types)",
                     knobs::Tier::Fast, "passes/Layout.cpp", "layout", {"Conv"}});
 
 KILN_KNOB(kConvAlgo, {"conv.algo", {"auto", "implicit", "im2col"}, "auto",
                       "How an NHWC convolution with a spatial kernel or stride (group 1) multiplies: implicit "
                       "(kiln's implicit-GEMM kernel reads the image through an im2col view) or im2col (the patches "
                       "written out once, then one matrix product: cuBLASLt's where gemm.tactic allows); auto: "
-                      "im2col for fp16/bf16 when the patch matrix is at most 64 MiB",
+                      "im2col when the patch matrix is at most 64 MiB (fp16/bf16) or 512 MiB (fp32)",
                       knobs::Tier::Fast, "passes/Layout.cpp", "algo", {"Conv"}});
 
 namespace {
@@ -30,8 +30,10 @@ namespace {
 using namespace mlir;
 
 // Above this, writing and reading the patch matrix costs more than the library product saves
-// (ResNet-50's 56x56 stage, H200).
-constexpr int64_t kIm2colMaxBytes = int64_t(64) << 20;
+// (ResNet-50's 56x56 stage, H200). fp32: cuBLASLt's fp32 product is ~3x faster than kiln's SIMT
+// implicit GEMM on every ResNet-50 convolution (the 236 MB stem at batch 32 included), so
+// the bound only caps the arena.
+constexpr int64_t kIm2colMaxBytes = int64_t(64) << 20, kIm2colMaxBytesF32 = int64_t(512) << 20;
 
 const Perm kToNhwc = {0, 2, 3, 1};
 const Perm kToNchw = {0, 3, 1, 2};
@@ -46,6 +48,8 @@ bool isHalf(Type t) {
   auto e = cast<RankedTensorType>(t).getElementType();
   return e.isF16() || e.isBF16();
 }
+
+bool isF32(Type t) { return cast<RankedTensorType>(t).getElementType().isF32(); }
 
 // Half-precision tensor-core convolutions read 8 channels (16 bytes) at a time: an input with
 // fewer or an odd number of channels (an RGB image) is zero-padded to a multiple of 8, and the
@@ -86,7 +90,8 @@ Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuil
   if (KH == 1 && KW == 1 && strides == ops::Shape{1, 1} && !padded) return {};
   auto yShape = cast<RankedTensorType>(conv.getResult().getType()).getShape();  // NCHW
   int64_t patchBytes = yShape[0] * yShape[2] * yShape[3] * KH * KW * C * int64_t(xType.getElementTypeBitWidth() / 8);
-  if (algo == "auto" && (!isHalf(xType) || patchBytes > kIm2colMaxBytes)) return {};
+  if (algo == "auto" && !(isHalf(xType) ? patchBytes <= kIm2colMaxBytes : isF32(xType) && patchBytes <= kIm2colMaxBytesF32))
+    return {};
   Location loc = conv.getLoc();
   std::string err;
   Operation *cols = createInferred(b, loc, "kiln.im2col", {xt},
@@ -255,7 +260,7 @@ struct LayoutPass : impl::LayoutBase<LayoutPass> {
     bool wrapped = false;
     for (ConvOp c : convs) {
       std::string v = r.get(kLayout, nodeName(c));
-      if (v == "nchw" || (v == "auto" && !isHalf(c.getX().getType()))) continue;
+      if (v == "nchw" || (v == "auto" && !isHalf(c.getX().getType()) && !isF32(c.getX().getType()))) continue;
       wrapped |= wrapConv(c, r.get(kConvAlgo, nodeName(c)), b);
     }
     SmallVector<QuantizedConvOp> quantized;

@@ -57,9 +57,14 @@ KILN_KNOB(kGemmStages, {"gemm.stages", {"auto", "2", "3", "4"}, "auto",
                         "codegen/lowering/EngineBuilder.cpp"});
 KILN_KNOB(kGemmTactic, {"gemm.tactic", {"auto", "kiln", "cublaslt"}, "auto",
                         "Who computes matrix products and 1x1 NHWC convolutions: kiln's kernels or cuBLASLt "
-                        "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for fp16/bf16/fp8 products it "
-                        "can take, else kiln",
+                        "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for every fp32/fp16/bf16/fp8 "
+                        "product it can take, else kiln",
                         knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tactic", {"MatMul", "Gemm", "Conv"}});
+KILN_KNOB(kGemmTf32, {"gemm.tf32", {"off", "on"}, "off",
+                      "fp32 products that cuBLASLt computes (gemm.tactic) round A and B to TF32 (10-bit mantissa) "
+                      "on tensor cores, accumulating in fp32: several times faster, about fp16's accuracy "
+                      "(TensorRT's TF32 flag, PyTorch's allow_tf32)",
+                      knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tf32", {"MatMul", "Gemm", "Conv"}});
 KILN_KNOB(kCudaGraph, {"runtime.cuda_graph", {"on", "off"}, "on",
                        "Replay an engine's launches as one CUDA graph (recorded in the engine, read by the runtime)",
                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp"});
@@ -572,8 +577,7 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   const bool fp8 = spec.fp8;  // (kiln's fp8 kernel is mma.sync: no faster than fp16 on sm_90)
   ElemType in = fp8 ? ElemType::F8E4M3 : spec.type, out = elemTypeOf(result);
   bool half = in == ElemType::F16 || in == ElemType::BF16;
-  if (tactic == "kiln" || (tactic == "auto" && !half && !fp8)) return false;
-  if (!half && !fp8 && in != ElemType::F32) return false;
+  if (tactic == "kiln" || (!half && !fp8 && in != ElemType::F32)) return false;
   // Operand views: one unit stride each (cuBLASLt's op N / op T).
   const MatrixView &a = spec.a, &b = spec.b;
   bool aK = a.colStride == 1 && a.rowStride >= spec.K, aM = !aK && a.rowStride == 1 && a.colStride >= spec.M;
@@ -664,6 +668,7 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   g.batch = nbatch, g.strideA = strideB, g.strideB = strideA, g.strideC = strideD;
   g.alpha = alpha, g.beta = residual ? 1.f : 0.f;
   g.epilogue = (bias ? rt::GemmCall::Bias : 0) | (relu ? rt::GemmCall::Relu : 0);
+  g.tf32 = in == ElemType::F32 && opts_.route.get(kGemmTf32, nodeName(anchor)) == "on";
   p.params = {bMem, aMem};
   if (residual) p.params.push_back(outer(residual));
   if (bias) p.params.push_back(outer(bias));

@@ -130,7 +130,7 @@ TEST(Precision, Fp16AndBf16StayCloseToFp32) {
 
 // Layout changes only where values live: bit-exact.
 TEST(Layout, PreservesSemantics) {
-  expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc"}); }));
+  expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=implicit"}); }));
 }
 
 // Convolutions as patch matrices times weights: the same sums in another order.

@@ -28,14 +28,31 @@ func.func @gemm_plain(%a: tensor<3x4xf32>, %b: tensor<3x5xf32>) -> tensor<4x5xf3
 
 // -----
 
-// Attention scores: K^T read in place; the head transposes of Q and K fold too (composed).
+// Attention scores (fp16): K^T read in place; the head transposes of Q and K fold too (composed).
 // CHECK-LABEL: func.func @attention_scores
 // CHECK-NOT: kiln.transpose
-// CHECK: kiln.transposed_matmul %arg0, %arg1 {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>} : (tensor<2x7x3x4xf32>, tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32>
+// CHECK: kiln.transposed_matmul %arg0, %arg1 {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>} : (tensor<2x7x3x4xf16>, tensor<2x7x3x4xf16>) -> tensor<2x3x7x7xf16>
 // OFF-LABEL: func.func @attention_scores
 // OFF-COUNT-3: kiln.transpose
 // OFF: kiln.matmul
-func.func @attention_scores(%q: tensor<2x7x3x4xf32>, %k: tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32> {
+func.func @attention_scores(%q: tensor<2x7x3x4xf16>, %k: tensor<2x7x3x4xf16>) -> tensor<2x3x7x7xf16> {
+  %qt = kiln.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf16>) -> tensor<2x3x7x4xf16>
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf16>) -> tensor<2x3x7x4xf16>
+  %ktt = kiln.transpose %kt {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x7x4xf16>) -> tensor<2x3x4x7xf16>
+  %s = kiln.matmul %qt, %ktt : (tensor<2x3x7x4xf16>, tensor<2x3x4x7xf16>) -> tensor<2x3x7x7xf16>
+  return %s : tensor<2x3x7x7xf16>
+}
+
+// -----
+
+// The same in fp32: the head transposes stay copies, as read in place their (batch, head)
+// strides are not one uniform batch stride, which cuBLASLt needs; K's last-two-axes swap folds.
+// CHECK-LABEL: func.func @attention_scores_f32
+// CHECK: %[[Q:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[K:.*]] = kiln.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.transposed_matmul %[[Q]], %[[K]] {perm_b = array<i64: 0, 1, 3, 2>}
+func.func @attention_scores_f32(%q: tensor<2x7x3x4xf32>, %k: tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32> {
   %qt = kiln.transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf32>) -> tensor<2x3x7x4xf32>
   %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf32>) -> tensor<2x3x7x4xf32>
   %ktt = kiln.transpose %kt {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x7x4xf32>) -> tensor<2x3x4x7xf32>

@@ -16,8 +16,10 @@
 // CHECK-NOT: kiln.transpose
 // CHECK: %[[S:.*]] = kiln.reshape %[[G]]
 // CHECK: return %[[S]] : tensor<2x8x1x1xf32>
+// auto: NHWC for fp32 too, the 3x3 convolution as patches times weights (cuBLASLt's fp32 product).
 // AUTO-LABEL: func.func @chain
-// AUTO-NOT: nhwc
+// AUTO: kiln.im2col {{.*}} -> tensor<2x6x5x27xf32>
+// AUTO: kiln.conv_nhwc
 // The 3x3 convolution as patches times weights; the 1x1 one is a plain product already.
 // IM2COL-LABEL: func.func @chain
 // IM2COL: %[[X:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
@@ -136,4 +138,17 @@ func.func @strided_bias(%x: tensor<1x4x8x8xf32>) -> tensor<1x6x4x4xf32> {
   %b = kiln.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]> : tensor<6xf32>
   %c = kiln.conv %x, %w, %b {auto_pad = "SAME_UPPER", strides = array<i64: 2, 2>} : (tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32>, tensor<6xf32>) -> tensor<1x6x4x4xf32>
   return %c : tensor<1x6x4x4xf32>
+}
+
+// -----
+
+// Other types (no NHWC product kernels for them) stay NCHW under auto.
+// AUTO-LABEL: func.func @f64_stays_nchw
+// AUTO-NOT: nhwc
+// AUTO: kiln.conv %arg0
+func.func @f64_stays_nchw(%x: tensor<1x2x4x4xf64>) -> tensor<1x2x4x4xf64> {
+  %w = kiln.constant dense<0.5> : tensor<2x2x3x3xf64>
+  %none = kiln.none
+  %y = kiln.conv %x, %w, %none {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x4xf64>, tensor<2x2x3x3xf64>, none) -> tensor<1x2x4x4xf64>
+  return %y : tensor<1x2x4x4xf64>
 }
