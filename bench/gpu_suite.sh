@@ -80,6 +80,18 @@ host_engines() {
   done
 }
 
+# The tiny models (models/tiny) that check and quick run over their routes, and the case models.
+tiny_models=(mlp conv_bn_relu opset11_mix shape_chain qdq_matmul qdq_matmul_u8 qdq_pool qdq_matmul_fp8 seq_first_linear
+             pool_same attention views einsum)
+case_models() {
+  for m in "${tiny_models[@]}"; do echo "models/tiny/$m.onnxtxt"; done
+  ls "$cases"/*.onnx
+}
+# bf16 storage before a QuantizeLinear moves values across int8 steps: a QDQ model's bf16 graph is
+# ~1e-2 from fp32 on the CPU evaluator itself (qdq_pool 9.6e-3), past the check's half-precision
+# tolerance.
+skip_route() { [[ $1 == qdq_* && $2 == *bf16* ]]; }  # STEM ROUTE
+
 zoo_models=${KILN_ZOO_MODELS:-resnet50 resnet50_b32 mobilenetv2_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512}
 make_zoo() {  # in the background while other checks run
   python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing ${KILN_ZOO_MODELS:+--only "${KILN_ZOO_MODELS// /,}"} \
@@ -101,10 +113,10 @@ if [ "$mode" = check ]; then
           "layout.conv=nhwc;gemm.tactic=cublaslt" "precision=fp16;gemm.tactic=kiln;gemm.tile=128x256;gemm.stages=2"
           "precision=fp16;gemm.tactic=kiln;gemm.tile=64x64;gemm.stages=4"
           "fusion.epilogue=off;fusion.elementwise=off;fusion.transpose=off" "precision=fp16;fusion.attention=off")
-  for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
-           models/tiny/shape_chain.onnxtxt models/tiny/pool_same.onnxtxt models/tiny/attention.onnxtxt models/tiny/views.onnxtxt models/tiny/einsum.onnxtxt "$cases"/*.onnx; do
+  for m in $(case_models); do
     stem=$(basename "$m"); stem=${stem%%.*}
     for r in "${routes[@]}"; do
+      skip_route "$stem" "$r" && continue
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done
@@ -158,7 +170,7 @@ fi
 # The tuners' SQLite caches: new for each call (a warm machine keeps /tmp), and outside $OUT, whose
 # files come back from the device (kiln cache list writes what they hold there).
 dbs=/tmp/kiln-gpu-suite-dbs
-rm -rf "$dbs"; mkdir -p "$dbs"
+[[ $mode == tune* ]] && { rm -rf "$dbs"; mkdir -p "$dbs"; }
 
 if [ "$mode" = tune-quick ]; then
   m="$cases/convnet.onnx"
@@ -202,17 +214,12 @@ if [ "$mode" = quick ]; then
   KILN_TIMEOUT=400 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" \
     ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt" &
   "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
-  for m in models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt models/tiny/opset11_mix.onnxtxt \
-           models/tiny/qdq_matmul.onnxtxt models/tiny/qdq_matmul_u8.onnxtxt models/tiny/qdq_pool.onnxtxt \
-           models/tiny/qdq_matmul_fp8.onnxtxt models/tiny/seq_first_linear.onnxtxt models/tiny/pool_same.onnxtxt models/tiny/attention.onnxtxt models/tiny/views.onnxtxt models/tiny/einsum.onnxtxt "$cases"/*.onnx; do
+  for m in $(case_models); do
     stem=$(basename "$m"); stem=${stem%%.*}
     for r in "" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
              "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col" \
-             "precision=fp16;fusion.attention=off"; do
-      # bf16 storage before a QuantizeLinear moves values across int8 steps: a QDQ model's bf16
-      # graph is ~1e-2 from fp32 on the CPU evaluator itself (qdq_pool 9.6e-3), past the check's
-      # half-precision tolerance.
-      [[ $stem == qdq_* && $r == *bf16* ]] && continue
+             "precision=fp16;fusion.attention=off" "gemm.tf32=on" "layout.conv=nchw;gemm.tactic=kiln"; do
+      skip_route "$stem" "$r" && continue
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
   done

@@ -116,20 +116,27 @@ class Lowering {
     };
     Labelled ta = transpose(a, concat(batch, left, inner)), tb = transpose(b, concat(batch, inner, right));
     if (!ta.v || !tb.v) return {Value(), {}};
-    std::vector<int64_t> bs = sizes(ta, batch), ls = sizes(ta, left), is = sizes(ta, inner), rs = sizes(tb, right);
-    if (bs != sizes(tb, batch) || is != sizes(tb, inner)) return {Value(), {}};  // (ellipsis broadcasting)
+    std::vector<int64_t> as = sizes(ta, batch), bs = sizes(tb, batch), ls = sizes(ta, left), is = sizes(ta, inner),
+                         rs = sizes(tb, right);
+    // Ellipsis dims may broadcast (1 against n): MatMul broadcasts batch dims the same way. (They
+    // are always kept, never summed, so summed dims match: the verifier checked the labels.)
+    if (is != sizes(tb, inner)) return {Value(), {}};
+    std::vector<int64_t> outBatch = as;
+    for (size_t d = 0; d < as.size(); ++d) {
+      if (as[d] != bs[d] && as[d] != 1 && bs[d] != 1) return {Value(), {}};
+      outBatch[d] = std::max(as[d], bs[d]);
+    }
     // [batch..., rows, inner] × [batch..., inner, cols]: the batch dims stay as they are, so a
     // transpose that only swaps the last two dims (K's head dim in attention scores) folds into
     // the product, and the attention pattern stays visible to kiln-fuse-attention.
-    auto dims = [&](int64_t rows, int64_t cols) {
-      std::vector<int64_t> d = bs;
+    auto dims = [](std::vector<int64_t> d, int64_t rows, int64_t cols) {
       d.push_back(rows), d.push_back(cols);
       return d;
     };
-    Value ma = reshape(ta.v, dims(product(ls), product(is)));
-    Value mb = reshape(tb.v, dims(product(is), product(rs)));
+    Value ma = reshape(ta.v, dims(as, product(ls), product(is)));
+    Value mb = reshape(tb.v, dims(bs, product(is), product(rs)));
     Value mm = ma && mb ? keep(createInferred(b_, loc_, "kiln.matmul", {ma, mb}, {}, &err_)) : Value();
-    std::vector<int64_t> shape = bs;
+    std::vector<int64_t> shape = outBatch;
     shape.insert(shape.end(), ls.begin(), ls.end());
     shape.insert(shape.end(), rs.begin(), rs.end());
     return {reshape(mm, shape), concat(batch, left, right)};

@@ -71,10 +71,12 @@ func.func @sum_outer(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<4x2xf32> 
 
 // -----
 
-// Ellipsis dims that broadcast (1 against 2): not lowered.
+// Ellipsis dims that broadcast (1 against 2): MatMul broadcasts them the same way.
 // CHECK-LABEL: func.func @broadcast
-// CHECK-NEXT: kiln.einsum %arg0, %arg1 {equation = "...ij,...jk->...ik"}
+// CHECK-NEXT: %[[Y:.*]] = kiln.matmul %arg0, %arg1 : (tensor<2x3x4xf32>, tensor<1x4x5xf32>) -> tensor<2x3x5xf32>
+// CHECK-NEXT: return %[[Y]]
 func.func @broadcast(%a: tensor<2x3x4xf32>, %b: tensor<1x4x5xf32>) -> tensor<2x3x5xf32> {
   %y = kiln.einsum %a, %b {equation = "...ij,...jk->...ik"} : (tensor<2x3x4xf32>, tensor<1x4x5xf32>) -> tensor<2x3x5xf32>
   return %y : tensor<2x3x5xf32>
 }
+
