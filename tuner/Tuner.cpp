@@ -311,9 +311,7 @@ void Session::judge(const std::string &route, Measurement &m) const {
   std::vector<Constraint> c;
   std::string perr;
   if (!o_.accuracy.empty()) parseConstraints(o_.accuracy, c, perr);
-  knobs::Route parsed;
-  knobs::Route::parse(route, &parsed, &perr);
-  if (c.empty()) c = defaultConstraints(parsed.get(*knobs::findKnob("precision")));
+  if (c.empty()) c = defaultConstraints(route);
   std::vector<std::string> bad = violations(c, metrics);
   m.status = bad.empty() ? "ok" : "inaccurate";
   m.reason.clear();

@@ -97,7 +97,15 @@ TEST(Accuracy, ConstraintsAndMetrics) {
   EXPECT_NEAR(m.l0, 3.0 / 6, 1e-12);
   std::vector<std::string> v = violations(c, {{"logits", m}});
   EXPECT_EQ(v.size(), 3u);  // cos, max_abs and top1 all fail
-  EXPECT_TRUE(violations(defaultConstraints("fp32"), {{"logits", compare(ref, ref)}}).empty());
+  EXPECT_TRUE(violations(defaultConstraints(""), {{"logits", compare(ref, ref)}}).empty());
+  // The default by route: exact fp32 is held to rel_l2 <= 1e-4; half precisions and TF32 products
+  // (fp16-like error: ResNet-50 5.9e-4 on the H200) to rel_l2 <= 1e-2 and cos >= 0.999.
+  Metrics tf32Like;
+  tf32Like.relL2 = 6e-4, tf32Like.cos = 0.99999;
+  for (const char *route : {"", "fusion.elementwise=off", "gemm.tf32=off"})
+    EXPECT_EQ(violations(defaultConstraints(route), {{"y", tf32Like}}).size(), 1u) << route;
+  for (const char *route : {"gemm.tf32=on", "precision=fp16", "gemm.tf32=on;precision=bf16"})
+    EXPECT_TRUE(violations(defaultConstraints(route), {{"y", tf32Like}}).empty()) << route;
 }
 
 // The cache stores metrics as JSON and the tuner judges cached results again from them: the round

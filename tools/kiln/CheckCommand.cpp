@@ -64,7 +64,7 @@ Runner addCheckCommand(CLI::App &app) {
   cmd->add_option("--inputs", *in, "Inputs (.npz by input name; default: the reference file's, else random)");
   cmd->add_option("--accuracy", *accuracy,
                   "Constraints, e.g. 'cos>=0.9995,max_abs<=0.05' or 'logits:top1>=1' (default by the engine's precision: "
-                  "fp32 rel_l2<=1e-4; fp16/bf16 rel_l2<=1e-2,cos>=0.999)");
+                  "fp32 rel_l2<=1e-4; fp16/bf16/TF32 rel_l2<=1e-2,cos>=0.999)");
   cmd->add_option("--atol", *atol, "Absolute tolerance of the l0 metric")->capture_default_str();
   cmd->add_option("--rtol", *rtol, "Relative tolerance of the l0 metric")->capture_default_str();
   cmd->add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
@@ -113,9 +113,8 @@ Runner addCheckCommand(CLI::App &app) {
     } else {
       want = refTensors;
     }
-    std::string route = r->route(), precision = "fp32";
-    if (size_t p = route.find("precision="); p != std::string::npos) precision = route.substr(p + 10, 4);
-    if (constraints.empty()) constraints = tuner::defaultConstraints(precision);
+    std::string route = r->route();
+    if (constraints.empty()) constraints = tuner::defaultConstraints(route);
     std::vector<std::pair<std::string, tuner::Metrics>> metrics;
     for (const auto &o : outputs) {
       auto it = std::find_if(want.begin(), want.end(), [&](auto &x) { return x.name == o.name; });
