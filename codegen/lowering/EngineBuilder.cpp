@@ -65,6 +65,11 @@ KILN_KNOB(kGemmTf32, {"gemm.tf32", {"off", "on"}, "off",
                       "on tensor cores, accumulating in fp32: several times faster, about fp16's accuracy "
                       "(TensorRT's TF32 flag, PyTorch's allow_tf32)",
                       knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp", "tf32", {"MatMul", "Gemm", "Conv"}});
+KILN_KNOB(kGemmSearch, {"runtime.gemm_search", {"off", "on"}, "off",
+                        "When a context is created, time cuBLASLt's eight best-ranked algorithms for each distinct "
+                        "library product (scratch operands, a warm-up and 5 runs each) and keep the fastest, instead "
+                        "of the heuristic's first (recorded in the engine, done by the runtime)",
+                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp"});
 KILN_KNOB(kCudaGraph, {"runtime.cuda_graph", {"on", "off"}, "on",
                        "Replay an engine's launches as one CUDA graph (recorded in the engine, read by the runtime)",
                        knobs::Tier::Fast, "codegen/lowering/EngineBuilder.cpp"});
@@ -1095,6 +1100,7 @@ BuildResult Lowering::run() {
   desc_.sm = archNumber(opts_.arch);
   desc_.route = opts_.route.canonical();
   desc_.cudaGraph = opts_.route.get(kCudaGraph) == "on";
+  desc_.gemmSearch = opts_.route.get(kGemmSearch) == "on";
 
   // I/O table: arguments, then results.
   for (unsigned k = 0; k < body.getNumArguments(); ++k) {

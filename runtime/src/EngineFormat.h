@@ -138,6 +138,9 @@ struct EngineDesc {
   // The runtime.cuda_graph knob: replay the launch list as a CUDA graph (captured on the first
   // enqueue and again whenever the bound addresses change) instead of launching one by one.
   bool cudaGraph = false;
+  // The runtime.gemm_search knob: time cuBLASLt's best-ranked algorithms for each distinct gemm
+  // launch when a context is created and keep the fastest, instead of the heuristic's first.
+  bool gemmSearch = false;
 };
 
 // Byte size of an I/O tensor (elements * element size); 0 for an unsupported dtype.

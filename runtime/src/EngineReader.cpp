@@ -337,6 +337,7 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
 
   // Optional (absent means false), so that writers that predate the knob stay readable.
   if (m.contains("cuda_graph") && !dec.boolean(m, "cuda_graph", "", d.cudaGraph)) return false;
+  if (m.contains("gemm_search") && !dec.boolean(m, "gemm_search", "", d.gemmSearch)) return false;
 
   const json* launches = dec.array(m, "launches", "");
   if (!launches) return false;

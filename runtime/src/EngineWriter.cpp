@@ -111,6 +111,7 @@ std::vector<uint8_t> writeEngine(const EngineDesc& desc) {
     meta["kernels"].push_back({{"module", k.module}, {"entry", k.entry}, {"node", k.node}});
   meta["memory"] = {{"arena_bytes", desc.arenaBytes}, {"weights_bytes", desc.weights.size()}};
   meta["cuda_graph"] = desc.cudaGraph;
+  if (desc.gemmSearch) meta["gemm_search"] = true;
   meta["launches"] = json::array();
   for (const Launch& l : desc.launches) meta["launches"].push_back(launchJson(l));
 

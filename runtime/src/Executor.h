@@ -56,6 +56,10 @@ class Executor {
   void prepareLaunches();
   Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
   Status launchGemm(PreparedLaunch& p, CUstream stream);
+  // runtime.gemm_search: the fastest of the heuristic's candidates for p's product, timed on
+  // scratch memory (`scratch_`, grown as needed); false when none could be timed.
+  bool fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtMatmulHeuristicResult* candidates, int count,
+                   cublasLtMatmulAlgo& best);
   // An fp8 product's per-row and per-column scale vectors, set on its cuBLASLt descriptor.
   void setScalePointers(PreparedLaunch& p, const GemmCall& g);
   Status launchAll(CUstream stream);
@@ -82,7 +86,10 @@ class Executor {
   const CublasLt* lt_ = nullptr;
   cublasLtHandle ltHandle_ = nullptr;
   CUdeviceptr ltWorkspace_ = 0;
+  CUdeviceptr scratch_ = 0;  // gemm_search's operands, freed when the search is done
+  size_t scratchBytes_ = 0;
   static constexpr size_t kLtWorkspaceBytes = 32u << 20;
+  static constexpr int kGemmCandidates = 8, kGemmSearchRuns = 5;  // runtime.gemm_search
   std::vector<CUdeviceptr> graphAddresses_;  // the bindings graph_ was captured with
 };
 

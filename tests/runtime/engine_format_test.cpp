@@ -95,6 +95,7 @@ TEST(EngineFormat, RoundTrip) {
   d.environment["cuda"] = "13.0";
   d.modules[0].cubin = {0x7f, 'E', 'L', 'F', 1, 2, 3};
   d.cudaGraph = true;
+  d.gemmSearch = true;
   std::vector<uint8_t> bytes = writeEngine(d);
 
   EngineDesc back;
@@ -121,6 +122,7 @@ TEST(EngineFormat, RoundTrip) {
   EXPECT_EQ(back.launches[1].kind, Launch::Kind::Copy);
   EXPECT_EQ(back.launches[1].dst.io, 1);
   EXPECT_TRUE(back.cudaGraph);
+  EXPECT_TRUE(back.gemmSearch);
   // Everything survived: writing the decoded desc gives the same bytes.
   EXPECT_EQ(writeEngine(back), bytes);
 
@@ -301,6 +303,25 @@ TEST(EngineFormat, GemmLaunch) {
   bad = f8;
   bad.launches.back().gemm.scaleA.offset = 64;
   EXPECT_NE(checkEngineDesc(bad).find("scale_a"), std::string::npos) << checkEngineDesc(bad);
+  // TF32 (gemm.tf32): float A and B only; written only when set, so an exact product's launch
+  // reads back exact.
+  EngineDesc t = d;
+  t.weights.resize(64 * 4);
+  GemmCall &tg = t.launches.back().gemm;
+  tg.abType = tg.cdType = 1, tg.tf32 = true;
+  ASSERT_EQ(checkEngineDesc(t), "");
+  bytes = writeEngine(t);
+  EXPECT_NE(std::string(bytes.begin(), bytes.end()).find("\"tf32\":true"), std::string::npos);
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
+  EXPECT_TRUE(back.launches.back().gemm.tf32);
+  tg.tf32 = false;
+  bytes = writeEngine(t);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()).find("\"tf32\""), std::string::npos);
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
+  EXPECT_FALSE(back.launches.back().gemm.tf32);
+  bad = d;
+  bad.launches.back().gemm.tf32 = true;
+  EXPECT_NE(checkEngineDesc(bad).find("tf32 is for float A and B"), std::string::npos) << checkEngineDesc(bad);
 }
 
 TEST(EngineFormat, SizeMismatch) {
