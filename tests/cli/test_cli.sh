@@ -77,6 +77,9 @@ expect 2 "route sets knob 'precision' twice" -- compile "$tiny/conv_bn_relu.onnx
 expect 2 "is not KNOB=VALUE" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'precision'
 expect 2 "contradicts the route" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/x.kiln" --route 'precision=bf16' --precision fp16
 if cmp -s "$tmp/cbr.kiln" "$tmp/cbr2.kiln"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: rebuilt engine is not byte-identical"; fi
+# runtime.gemm_search=auto: cuBLASLt algorithms timed for fp32 library products, not for fp16.
+expect 0 "runtime: +CUDA graph on, cuBLASLt algorithms timed at context creation" -- inspect "$tmp/cbr.kiln"
+expect 0 "runtime: +CUDA graph on, cuBLASLt algorithms the heuristic's first" -- inspect "$tmp/cbr16.kiln"
 expect 0 "target: +sm_90" -- inspect "$tmp/cbr.kiln"
 expect 0 '"arena_bytes"' -- inspect "$tmp/cbr.kiln" --json
 head -c 1000 "$tmp/cbr.kiln" > "$tmp/truncated.kiln"

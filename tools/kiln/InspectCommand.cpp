@@ -72,7 +72,8 @@ Runner addInspectCommand(CLI::App &app) {
                           {"arch", d.arch}, {"route", d.route}, {"environment", d.environment}, {"io", io},
                           {"kernels", kernels}, {"launches", d.launches.size()}, {"copies", copies}, {"product_precisions", products},
                           {"arena_bytes", d.arenaBytes}, {"weights_bytes", d.weights.size()},
-                          {"cubin_bytes", cubin}, {"ptx_bytes", ptx}};
+                          {"cubin_bytes", cubin}, {"ptx_bytes", ptx}, {"cuda_graph", d.cudaGraph},
+                          {"gemm_search", d.gemmSearch}};
       std::cout << j.dump(2) << "\n";
       return 0;
     }
@@ -86,6 +87,8 @@ Runner addInspectCommand(CLI::App &app) {
     std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
                 humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);
     std::printf("memory:   arena %s, weights %s\n", humanBytes(d.arenaBytes).c_str(), humanBytes(d.weights.size()).c_str());
+    std::printf("runtime:  CUDA graph %s, cuBLASLt algorithms %s\n", d.cudaGraph ? "on" : "off",
+                d.gemmSearch ? "timed at context creation" : "the heuristic's first");
     std::printf("\n%-5s %-32s %-9s %s\n", "#", "node", "precision", "kernel");
     int i = 0;
     for (auto &l : d.launches) {
