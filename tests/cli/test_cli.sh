@@ -90,6 +90,11 @@ expect 2 "not a kiln engine" -- inspect "$tiny/mlp.onnx"
 expect 2 "unsupported ops" -- compile "$tiny/unsupported.onnxtxt" -o "$tmp/u.kiln"
 expect 2 "sm_42" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --arch sm_42
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --compile-cache-dir "$tmp/cache"
+# fp32 products go to cuBLASLt by default, exact; gemm.tf32=on marks them TF32 (one per node too).
+expect 0 "fc1 +fp32 +cuBLASLt matmul" -- inspect "$tmp/m.kiln"
+expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mt.kiln" --compile-cache-dir "$tmp/cache" --route 'node.fc2.tf32=on'
+expect 0 "fc2 +tf32 +cuBLASLt matmul" -- inspect "$tmp/mt.kiln"
+expect 0 "fc1 +fp32 +cuBLASLt matmul" -- inspect "$tmp/mt.kiln"
 # --constant-inputs binds inputs at build time: they leave the I/O table (here everything folds).
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
   /usr/bin/python3 -c "
