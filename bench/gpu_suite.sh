@@ -6,7 +6,9 @@
 #   bash bench/gpu_suite.sh quick   # correctness without the zoo, in one short call: the ONNX node
 #                                   # tests, kernel cases, tiny/case/QDQ models over the main routes
 #   bash bench/gpu_suite.sh bench   # side-by-side latency: kiln vs PyTorch (bench/torch_baselines.py;
-#                                   # $KILN_TORCH_MODES: its modes, default all)
+#                                   # $KILN_TORCH_MODES: its modes, default all; fp16, or fp32 with
+#                                   # KILN_TORCH_DTYPE=fp32 KILN_BENCH_ROUTE= , TF32 with
+#                                   # KILN_TORCH_DTYPE=tf32 KILN_BENCH_ROUTE=gemm.tf32=on)
 #   bash bench/gpu_suite.sh tune    # the tuner: fast/mixed searches on ResNet-50 b32 and BERT-base,
 #                                   # a tight accuracy constraint, cache hits, interrupt + --resume
 #   bash bench/gpu_suite.sh tune-quick  # the tuner on a small case model in a minute: cache answers,
@@ -162,9 +164,10 @@ if [ "$mode" = bench ]; then
   make_zoo  # (the models this call has not exported yet)
   python3 bench/torch_baselines.py --out "$OUT/torch_baselines.json" --time-budget "${TORCH_BUDGET:-420}" \
     ${KILN_TORCH_MODES:+--modes "$KILN_TORCH_MODES"} ${KILN_ZOO_MODELS:+--configs "${KILN_ZOO_MODELS// /,}"} \
+    --dtype "${KILN_TORCH_DTYPE:-fp16}" \
     > "$OUT/logs/torch.log" 2>&1
   for m in $zoo_models; do
-    run "bench_${m}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --no-reference --route "${KILN_BENCH_ROUTE:-precision=fp16}" --iterations 200
+    run "bench_${m}" "$bin/kiln-gpu-check" "$zoo/$m.onnx" --no-reference --route "${KILN_BENCH_ROUTE-precision=fp16}" --iterations 200
   done
 fi
 # The tuners' SQLite caches: new for each call (a warm machine keeps /tmp), and outside $OUT, whose
