@@ -109,19 +109,22 @@ bool parseConstraints(const std::string &text, std::vector<Constraint> &out, std
   return true;
 }
 
-std::vector<Constraint> defaultConstraints(const std::string &route) {
+bool reducedPrecision(const std::string &route) {
   // The route's own terms (a canonical route: `k=v;k=v`, defaults omitted), not the knob
   // registry, whose knobs live in libraries a caller may not link.
-  bool exact = true;
   for (size_t begin = 0; begin <= route.size();) {
     size_t end = std::min(route.find(';', begin), route.size());
     std::string term = route.substr(begin, end - begin);
-    if ((term.rfind("precision=", 0) == 0 && term != "precision=fp32") || term == "gemm.tf32=on") exact = false;
+    if ((term.rfind("precision=", 0) == 0 && term != "precision=fp32") || term == "gemm.tf32=on") return true;
     begin = end + 1;
   }
+  return false;
+}
+
+std::vector<Constraint> defaultConstraints(const std::string &route) {
   std::string error;
   std::vector<Constraint> c;
-  parseConstraints(exact ? "rel_l2<=1e-4" : "rel_l2<=1e-2,cos>=0.999", c, error);
+  parseConstraints(reducedPrecision(route) ? "rel_l2<=1e-2,cos>=0.999" : "rel_l2<=1e-4", c, error);
   return c;
 }
 

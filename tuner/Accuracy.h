@@ -44,9 +44,12 @@ bool metricsFromJson(const std::string &text, std::vector<std::pair<std::string,
 // terms are an error naming the term.
 bool parseConstraints(const std::string &text, std::vector<Constraint> &out, std::string &error);
 
-// The default constraint for a route (its text, as engines hold it): fp32 rel_l2<=1e-4; half
-// precisions (fp16/bf16, int8/fp8 with fp16 elsewhere) and TF32 products (gemm.tf32=on)
-// rel_l2<=1e-2 and cos>=0.999.
+// Whether a route (its canonical text, as engines hold it) computes below fp32: half precisions
+// (fp16/bf16, int8/fp8 with fp16 elsewhere) or TF32 products (gemm.tf32=on).
+bool reducedPrecision(const std::string &route);
+
+// The default constraint for a route: fp32 rel_l2<=1e-4; reducedPrecision routes rel_l2<=1e-2
+// and cos>=0.999.
 std::vector<Constraint> defaultConstraints(const std::string &route);
 
 // Which constraints fail for which output (empty = all hold). A NaN mismatch always fails.

@@ -23,6 +23,7 @@
 #include "compiler/importer/Importer.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/Passes.h"
+#include "tuner/Accuracy.h"
 
 #include "kiln/kiln.h"
 
@@ -103,8 +104,7 @@ int main(int argc, char **argv) {
   std::string routeError;
   if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
   // Half-precision storage (int8: fp16 elsewhere) or TF32 products: the looser tolerances.
-  const bool half = bo.route.get(*kiln::knobs::findKnob("precision")) != "fp32" ||
-                    bo.route.get(*kiln::knobs::findKnob("gemm.tf32")) == "on";
+  const bool half = kiln::tuner::reducedPrecision(bo.route.canonical());
   // int8: an activation on a rounding boundary may quantize one step apart on the GPU.
   if (tolerance < 0) tolerance = half ? 1e-2 : !bo.quant.calib.empty() ? 2e-3 : 1e-4;
   if (minCos < 0) minCos = half ? 0.999 : 0.0;
