@@ -1217,6 +1217,7 @@ BuildResult Lowering::run() {
     desc_.kernels.push_back({static_cast<int32_t>(desc_.modules.size()), k.entry, node});
     desc_.modules.push_back(std::move(m));
   }
+  const std::string gemmSearch = opts_.route.get(kGemmSearch);
   for (size_t i = 0; i < launches_.size(); ++i) {
     const PendingLaunch &p = launches_[i];
     rt::Launch l;
@@ -1231,8 +1232,7 @@ BuildResult Lowering::run() {
       if (p.gemm.epilogue & rt::GemmCall::Bias) l.gemm.bias = bufferOf(p.params[k++]);
       l.gemm.d = bufferOf(p.params[k++]);
       if (p.gemm.fp8()) l.gemm.scaleA = bufferOf(p.params[k++]), l.gemm.scaleB = bufferOf(p.params[k++]);
-      std::string search = opts_.route.get(kGemmSearch);
-      desc_.gemmSearch = desc_.gemmSearch || search == "on" || (search == "auto" && l.gemm.abType == 1);
+      desc_.gemmSearch = desc_.gemmSearch || gemmSearch == "on" || (gemmSearch == "auto" && l.gemm.abType == 1);
       desc_.launches.push_back(std::move(l));
       continue;
     }
