@@ -222,7 +222,7 @@ if [ "$mode" = quick ]; then
     for r in "" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
              "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col" \
              "precision=fp16;fusion.attention=off" "gemm.tf32=on" "layout.conv=nchw;gemm.tactic=kiln" \
-             "precision=fp16;runtime.gemm_search=on"; do
+             "precision=fp16;runtime.gemm_search=on" "precision=fp16;fusion.attention=off;gemm.split=on"; do
       skip_route "$stem" "$r" && continue
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done

@@ -7,7 +7,10 @@
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
+#include "passes/StridedViews.h"
 #include "passes/Transposes.h"
+
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_CANONICALIZELINEAR
@@ -22,10 +25,11 @@ KILN_KNOB(kFuseTranspose, {"fusion.transpose", {"on", "off"}, "on",
                            "batched operand only where cuBLASLt can still take its batch strides)",
                            knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 
-// Off by default until measured on a GPU (written when no device time was left).
-KILN_KNOB(kGemmSplit, {"gemm.split", {"off", "on"}, "off",
+KILN_KNOB(kGemmSplit, {"gemm.split", {"auto", "on", "off"}, "auto",
                        "Compute column slices of a product with a constant B (a packed QKV projection) as one "
-                       "product per slice instead of slicing copies out of one result (not yet measured on a GPU)",
+                       "product per slice instead of slicing copies out of one result; auto: for a product that "
+                       "stays fp32 (half attention reads the packed result in place) where the products "
+                       "below the slices can then read them in place but not the packed result",
                        knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
 KILN_KNOB(kGemmPad, {"gemm.pad", {"on", "off"}, "on",
                      "Pad the columns of a large matrix product with a constant B (at least 2^20 result "
@@ -265,17 +269,69 @@ ops::Tensor columnsOf(const ops::Tensor &bt, bool stored, int64_t s, int64_t e) 
   return r;
 }
 
+// Whether `view` (of a value shaped `rootShape`, row-major) reads a contiguous column range [s, e)
+// of every row, its other dims those of the root in order (size-1 dims aside): the same elements,
+// in the same order, as a product computed with only those columns.
+bool columnRange(const StridedView &view, const std::vector<int64_t> &rootShape, int64_t &s, int64_t &e) {
+  int64_t N = rootShape.back();
+  s = view.offset, e = -1;
+  std::vector<std::pair<int64_t, int64_t>> got, want;  // (size, stride) of the non-unit dims
+  for (size_t k = 0; k < view.shape.size(); ++k)
+    if (view.shape[k] != 1) got.push_back({view.shape[k], view.strides[k]});
+  int64_t stride = N;
+  for (size_t k = rootShape.size() - 1; k-- > 0;) stride *= rootShape[k];
+  for (size_t k = 0; k + 1 < rootShape.size(); ++k) {
+    stride /= rootShape[k];
+    if (rootShape[k] != 1) want.push_back({rootShape[k], stride});
+  }
+  if (got.size() != want.size() + 1 || !std::equal(want.begin(), want.end(), got.begin())) return false;
+  e = s + got.back().first;
+  return got.back().second == 1 && s >= 0 && e <= N && e - s < N;
+}
+
+// Whether a matrix product below column slice [s, e) of `packed` (through layout ops: the heads
+// of Q, K or V) could read its operand in place from the slice computed alone but not from the
+// packed result. ViT's sequence-first [S, B, 3·H·D] projection: head-major, (B, H) walk the packed
+// rows with strides 3·H·D and D, but H·D and D once Q is its own [S, B, H·D]. (GPT-2's [1, S,
+// 3·H·D] heads are readable either way: splitting would only add launches.)
+bool splitHelps(Value slice, Value packed, int64_t s, int64_t e) {
+  std::vector<Value> work = {slice};
+  while (!work.empty()) {
+    Value v = work.back();
+    work.pop_back();
+    for (OpOperand &use : v.getUses()) {
+      Operation *u = use.getOwner();
+      if (isLayoutOp(u) && use.getOperandNumber() == 0) {
+        for (Value r : u->getResults()) work.push_back(r);
+        continue;
+      }
+      if (!isa<MatMulOp, TransposedMatMulOp>(u) || use.getOperandNumber() > 1) continue;
+      std::vector<int64_t> perm = intsAttr(u, use.getOperandNumber() == 0 ? "perm_a" : "perm_b");
+      int64_t bytes = cast<RankedTensorType>(v.getType()).getElementTypeBitWidth() / 8;
+      std::optional<StridedView> before = stridedViewOf(v), after = stridedViewOf(v, e - s);
+      if (!after || after->root != packed) continue;
+      after->offset -= s;  // (the slice's first column is its memory's first element)
+      if (!(before && productReadable(*before, perm, bytes)) && productReadable(*after, perm, bytes)) return true;
+    }
+  }
+  return false;
+}
+
 // Column slices of one product with a constant B (a packed QKV projection, optionally plus a
 // constant bias [N]) → one product per slice with B's columns (and the bias's elements) sliced
-// at build time: each result is then contiguous, so no copy makes it and the attention products
-// can read it as a view. Every user of the product (or of its bias Add) must be such a slice.
-bool splitColumnSlices(Operation *mm, OpBuilder &b) {
+// at build time: each result is then contiguous, so no copy makes it, and the attention products
+// can read its heads in place. A slice is any chain of layout ops (Slice, Split, Gather of one
+// index, with reshapes and transposes between: torch 2.11's packed nn.MultiheadAttention
+// projection, Reshape → Transpose → Gather) whose result reads whole columns of each row in
+// order; every user of the product (or of its bias Add) must lead only to such slices.
+bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
   bool stored = false;
   auto bt = constantB(mm, stored, int64_t(1) << 26);
   if (!bt || mm->getResult(0).use_empty()) return false;
   Value top = mm->getResult(0);
   std::optional<ops::Tensor> bias;
-  int64_t N = cast<RankedTensorType>(top.getType()).getShape().back();
+  std::vector<int64_t> rootShape = shapeOf(top);
+  int64_t N = rootShape.back();
   if (top.hasOneUse() && isa<AddOp>(*top.user_begin())) {
     Operation *add = *top.user_begin();
     Value other = add->getOperand(0) == top ? add->getOperand(1) : add->getOperand(0);
@@ -283,45 +339,72 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b) {
     if (!bias || bias->shape != ops::Shape{N} || add->getResult(0).getType() != top.getType()) return false;
     top = add->getResult(0);
   }
-  size_t rank = cast<RankedTensorType>(top.getType()).getRank();
   struct Part {
-    Operation *slice;
+    Value slice;
     int64_t s, e;
   };
   std::vector<Part> parts;
-  for (Operation *u : top.getUsers()) {
-    auto sl = dyn_cast<SliceOp>(u);
-    if (!sl || sl.getData() != top || !isa<NoneType>(sl.getSteps().getType())) return false;
-    auto starts = constantValue(sl.getStarts()), ends = constantValue(sl.getEnds());
-    auto axes = isa<NoneType>(sl.getAxes().getType()) ? std::nullopt : constantValue(sl.getAxes());
-    if (!starts || !ends || starts->size() != 1 || ends->size() != 1 || (axes && axes->size() != 1)) return false;
-    int64_t axis = axes ? axes->getInt(0) : 0;
-    if (axis != -1 && axis != int64_t(rank) - 1) return false;
-    int64_t s = std::clamp<int64_t>(starts->getInt(0) < 0 ? starts->getInt(0) + N : starts->getInt(0), 0, N);
-    int64_t e = std::clamp<int64_t>(ends->getInt(0) < 0 ? ends->getInt(0) + N : ends->getInt(0), 0, N);
-    if (e <= s) return false;
-    parts.push_back({u, s, e});
+  std::vector<Value> work = {top};
+  while (!work.empty()) {
+    Value v = work.back();
+    work.pop_back();
+    for (Operation *u : v.getUsers()) {
+      if (!isLayoutOp(u) || u->getOperand(0) != v) return false;
+      for (Value r : u->getResults()) {
+        std::optional<StridedView> view = stridedViewOf(r);
+        int64_t s = 0, e = 0;
+        if (view && view->root == top && columnRange(*view, rootShape, s, e)) parts.push_back({r, s, e});
+        else work.push_back(r);
+      }
+    }
   }
-  if (parts.empty()) return false;
+  if (parts.empty() ||
+      (onlyWhereItHelps && std::none_of(parts.begin(), parts.end(), [&](const Part &p) { return splitHelps(p.slice, top, p.s, p.e); })))
+    return false;
   std::string err;
+  SmallVector<Operation *> made;  // erased again if a part fails (all parts have the same form)
+  SmallVector<std::pair<Value, Value>> replace;
+  auto fail = [&] {
+    for (auto it = made.rbegin(); it != made.rend(); ++it) (*it)->erase();
+    return false;
+  };
   for (const Part &p : parts) {
-    b.setInsertionPoint(p.slice);
-    Location loc = p.slice->getLoc();
+    b.setInsertionPointAfterValue(p.slice);
+    Location loc = p.slice.getLoc();
     Operation *n = createInferred(b, mm->getLoc(), mm->getName().getStringRef(),
                                   {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, p.s, p.e))}, mm->getAttrs(), &err);
-    if (!n) return false;  // (checked on the first part: the rest have the same form)
+    if (!n) return fail();
+    made.push_back(n);
     Value y = n->getResult(0);
     if (bias) {
       ops::Tensor c(bias->dtype, {p.e - p.s});
       for (int64_t j = p.s; j < p.e; ++j) c.f[j - p.s] = bias->f[j];
       Operation *add = createInferred(b, loc, "kiln.add", {y, createConstant(b, loc, c)}, {}, &err);
-      if (!add) return false;
+      if (!add) return fail();
+      made.push_back(add);
       y = add->getResult(0);
     }
-    if (y.getType() != p.slice->getResult(0).getType()) return false;
-    p.slice->getResult(0).replaceAllUsesWith(y);
-    p.slice->erase();
+    if (y.getType() != p.slice.getType()) {  // the same elements in the same order: a reshape
+      std::vector<int64_t> to = shapeOf(p.slice);
+      ops::Tensor shape(ops::DType::I64, {int64_t(to.size())});
+      for (size_t k = 0; k < to.size(); ++k) shape.setInt(int64_t(k), to[k]);
+      Operation *r = createInferred(b, loc, "kiln.reshape", {y, createConstant(b, loc, shape)}, {}, &err);
+      if (!r) return fail();
+      made.push_back(r);
+      y = r->getResult(0);
+    }
+    if (y.getType() != p.slice.getType()) return fail();
+    replace.push_back({p.slice, y});
   }
+  llvm::SetVector<Operation *> slices;  // (a Split's results are several parts of one op)
+  for (auto &[old, y] : replace) old.replaceAllUsesWith(y), slices.insert(old.getDefiningOp());
+  for (Operation *op : slices) {
+    Value up = op->getOperand(0);
+    op->erase();
+    eraseDeadViews(up);
+  }
+  if (top.use_empty() && top != mm->getResult(0)) top.getDefiningOp()->erase();
+  if (mm->use_empty()) mm->erase();
   return true;
 }
 
@@ -396,8 +479,10 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
           }
       }
     }
-    if (r.get(kGemmSplit) == "on")
-      for (Operation *mm : products()) splitColumnSlices(mm, b);
+    for (Operation *mm : products()) {
+      const std::string &split = r.get(kGemmSplit);
+      if (split == "on" || (split == "auto" && fp32(mm))) splitColumnSlices(mm, b, split == "auto");
+    }
     if (r.get(kGemmPad) == "on")
       for (Operation *mm : products()) padColumns(mm, b);
   }

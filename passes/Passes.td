@@ -179,6 +179,28 @@ def ElementwiseViews : RoutePass<"kiln-elementwise-views", "mlir::func::FuncOp">
   }];
 }
 
+def ProductViews : RoutePass<"kiln-product-views", "mlir::func::FuncOp"> {
+  let summary = "Matrix products read sliced or transposed operands in place (knob fusion.transpose)";
+  let description = [{
+    After kernel regions are formed: an A or B operand of a matrix product (alone or heading an
+    epilogue region) that layout ops copied out of another tensor (Slice, Transpose, Gather of
+    one constant index, Split, with reshapes between) becomes `kiln.strided_view` of that tensor
+    when cuBLASLt can read it so: every dim one stride, one of the matrix dims unit-stride, the
+    batch dims one uniform stride, the first element 16-byte aligned. The copies are erased.
+    Transposes directly under a product fold into its perm_a/perm_b earlier
+    (kiln-canonicalize-linear); this reaches the heads of a packed projection, split per column
+    range by gemm.split, behind reshapes (ViT's fp32 attention products).
+
+    Before (a head-major view of a sequence-first Q [S, B, H·D]):
+      %r = kiln.reshape %q, %c : (tensor<197x32x768xf32>, tensor<3xi64>) -> tensor<197x384x64xf32>
+      %t = kiln.transpose %r {perm = array<i64: 1, 0, 2>} : (tensor<197x384x64xf32>) -> tensor<384x197x64xf32>
+      %p = kiln.transposed_matmul %t, %k {perm_b = array<i64: 0, 2, 1>}
+    After:
+      %v = kiln.strided_view %q {offset = 0, shape = array<i64: 384, 197, 64>, strides = array<i64: 64, 24576, 1>}
+      %p = kiln.transposed_matmul %v, %k {perm_b = array<i64: 0, 2, 1>}
+  }];
+}
+
 def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fuse elementwise ops into the store of a matrix product or convolution (knob fusion.epilogue)";
   let description = [{

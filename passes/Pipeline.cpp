@@ -57,6 +57,7 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
   f.addPass(createFuseElementwise({route}));
   f.addPass(createFuseEpilogue({route}));
   f.addPass(createElementwiseViews({route}));  // after epilogues, which take contiguous inputs only
+  f.addPass(createProductViews({route}));
 }
 
 }  // namespace kiln

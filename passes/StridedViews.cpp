@@ -150,15 +150,16 @@ bool isLayoutOp(Operation *op) {
 
 namespace {
 
-Layout layoutOf(Value v) {
+Layout layoutOf(Value v, int64_t rowLength) {
   Layout self{v, 0, {}, false};
   Shape shape = shapeOf(v);
   int64_t stride = 1;
   self.dims.resize(shape.size());
-  for (size_t k = shape.size(); k-- > 0;) self.dims[k] = {{shape[k], stride}}, stride *= shape[k];
+  for (size_t k = shape.size(); k-- > 0;)
+    self.dims[k] = {{shape[k], stride}}, stride *= k + 1 == shape.size() && rowLength ? rowLength : shape[k];
   Operation *d = v.getDefiningOp();
   if (!d || !isLayoutOp(d)) return self;
-  std::optional<Layout> l = through(d, v, layoutOf(d->getOperand(0)));
+  std::optional<Layout> l = through(d, v, layoutOf(d->getOperand(0), rowLength));
   if (!l) return self;
   // (the result type is the truth: a form read differently is left alone)
   if (l->dims.size() != shape.size()) return self;
@@ -172,8 +173,8 @@ Layout layoutOf(Value v) {
 
 }  // namespace
 
-std::optional<StridedView> stridedViewOf(Value v) {
-  Layout l = layoutOf(v);
+std::optional<StridedView> stridedViewOf(Value v, int64_t rootRowLength) {
+  Layout l = layoutOf(v, rootRowLength);
   StridedView r{l.root, l.offset, {}, {}, l.copies};
   for (const Dim &d : l.dims) {
     Dim c = collapsed(d);
@@ -194,6 +195,26 @@ Value createStridedView(OpBuilder &b, Location loc, const StridedView &view, Typ
   if (sv && sv->getResult(0).getType() == type) return sv->getResult(0);
   if (sv) sv->erase();
   return {};
+}
+
+bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes) {
+  size_t n = view.shape.size();
+  if (n < 2 || (view.offset * elemBytes) % 16) return false;
+  if (perm.empty())
+    for (size_t k = 0; k < n; ++k) perm.push_back(int64_t(k));
+  std::vector<int64_t> shape(n), stride(n);
+  for (size_t k = 0; k < n; ++k) shape[k] = view.shape[size_t(perm[k])], stride[k] = view.strides[size_t(perm[k])];
+  bool rowMajor = stride[n - 1] == 1 && stride[n - 2] >= shape[n - 1];
+  bool colMajor = stride[n - 2] == 1 && stride[n - 1] >= shape[n - 2];
+  if (!rowMajor && !colMajor) return false;
+  int64_t unit = -1, span = 1;
+  for (size_t d = n - 2; d-- > 0;) {
+    if (shape[d] == 1) continue;
+    if (unit < 0) unit = stride[d];
+    if (stride[d] != unit * span) return false;
+    span *= shape[d];
+  }
+  return true;
 }
 
 void eraseDeadViews(Value v) {

@@ -26,11 +26,20 @@ bool isLayoutOp(mlir::Operation *op);
 // The view of `v` through the ops above as far up as they go (`v` itself, contiguous, if its
 // producer is none of them); none when a dim of `v` would walk that memory with two strides
 // (in-between values may: ViT's heads, B·H, split from a packed [S, B, 3·H·D] projection).
-std::optional<StridedView> stridedViewOf(mlir::Value v);
+// `rootRowLength` (0: the root's own) lays the root's rows out that many elements apart: where
+// the elements would sit if only a slice of each row were stored (kiln-canonicalize-linear's
+// gemm.split asks what a product below a column slice could read then).
+std::optional<StridedView> stridedViewOf(mlir::Value v, int64_t rootRowLength = 0);
 
 // `view` as a kiln.strided_view of its root (at `b`'s insertion point); null if it does not
 // infer to `type`.
 mlir::Value createStridedView(mlir::OpBuilder &b, mlir::Location loc, const StridedView &view, mlir::Type type);
+
+// Whether cuBLASLt can read `view` as a matrix-product operand through the product's operand
+// permutation `perm` (empty: none): one of the two matrix dims unit-stride with a leading
+// dimension that spans the other, the batch dims one uniform stride (as EngineBuilder's
+// tryLibraryGemm requires), the first element 16-byte aligned.
+bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes);
 
 // Erases `v`'s producer and the layout ops above it that nothing else uses any more.
 void eraseDeadViews(mlir::Value v);

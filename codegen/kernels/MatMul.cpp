@@ -681,8 +681,11 @@ std::string kernels::mmaHelpers(ElemType type) {
 
 MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,
                                 const std::vector<int64_t> &bShape, const std::vector<int64_t> &permB,
-                                std::vector<int64_t> *outShape) {
+                                std::vector<int64_t> *outShape, const std::vector<int64_t> *aStrides,
+                                const std::vector<int64_t> *bStrides) {
   if (aShape.size() < 2 || bShape.size() < 2) throw std::invalid_argument("matmul: operands must have rank >= 2");
+  if ((aStrides && aStrides->size() != aShape.size()) || (bStrides && bStrides->size() != bShape.size()))
+    throw std::invalid_argument("matmul: strides of another rank than the operand");
   auto identity = [](size_t n) {
     std::vector<int64_t> p(n);
     for (size_t k = 0; k < n; ++k) p[k] = static_cast<int64_t>(k);
@@ -692,8 +695,8 @@ MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::v
   std::vector<int64_t> pb = permB.empty() ? identity(bShape.size()) : permB;
   if (pa.size() != aShape.size() || pb.size() != bShape.size()) throw std::invalid_argument("matmul: bad permutation");
   // Logical operands and, per logical dim, the element stride in memory.
-  std::vector<int64_t> a = permuted(aShape, pa), as = permuted(contiguousStrides(aShape), pa);
-  std::vector<int64_t> b = permuted(bShape, pb), bs = permuted(contiguousStrides(bShape), pb);
+  std::vector<int64_t> a = permuted(aShape, pa), as = permuted(aStrides ? *aStrides : contiguousStrides(aShape), pa);
+  std::vector<int64_t> b = permuted(bShape, pb), bs = permuted(bStrides ? *bStrides : contiguousStrides(bShape), pb);
   MatMulSpec s;
   s.M = a[a.size() - 2];
   s.K = a.back();

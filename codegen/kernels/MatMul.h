@@ -73,10 +73,12 @@ MatMulSpec matMulSpecFromShapes(const std::vector<int64_t> &aShape, const std::v
                                 std::vector<int64_t> *outShape = nullptr);
 
 // MatMul(Transpose(A, permA), Transpose(B, permB)) for operands of rank >= 2 (empty perm:
-// identity): the transposes become strides.
+// identity): the transposes become strides. An operand is row-major unless its element strides
+// are given (`aStrides`, `bStrides`: a strided view read in place).
 MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,
                                 const std::vector<int64_t> &bShape, const std::vector<int64_t> &permB,
-                                std::vector<int64_t> *outShape = nullptr);
+                                std::vector<int64_t> *outShape = nullptr, const std::vector<int64_t> *aStrides = nullptr,
+                                const std::vector<int64_t> *bStrides = nullptr);
 
 // ONNX Gemm: A, B 2-D; C (hasC) broadcasts to [M, N]; alpha · A'B' + beta · C as the epilogue.
 MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape,

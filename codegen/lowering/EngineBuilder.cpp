@@ -27,6 +27,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -122,12 +123,30 @@ std::vector<uint8_t> permuteBytes(const std::vector<uint8_t> &in, const Shape &s
   return r;
 }
 
-// A strided view that only attention ops and elementwise kernels read: they read its operand
-// through the view.
+// Whether `u` reads `v` as an operand of its matrix product (A or B; the product may head an
+// epilogue region).
+bool isProductOperand(Operation *u, Value v) {
+  Operation *mm = u;
+  if (auto f = dyn_cast<FusedOp>(u); f && f.getKind() == "epilogue") {
+    Block &body = f.getBody().front();
+    mm = body.empty() ? nullptr : &body.front();
+    for (unsigned k = 0; mm && k < u->getNumOperands(); ++k)
+      if (u->getOperand(k) == v)
+        for (OpOperand &use : body.getArgument(k).getUses())
+          if (use.getOwner() != mm || use.getOperandNumber() > 1) return false;
+  } else if (llvm::any_of(u->getOpOperands(), [&](OpOperand &o) { return o.get() == v && o.getOperandNumber() > 1; })) {
+    return false;
+  }
+  return isa_and_nonnull<MatMulOp, TransposedMatMulOp>(mm);
+}
+
+// A strided view that only attention ops, elementwise kernels and matrix products read: they
+// read its operand through the view.
 bool isReadInPlaceView(Operation *op) {
-  return isa<StridedViewOp>(op) && llvm::all_of(op->getUsers(), [](Operation *u) {
+  return isa<StridedViewOp>(op) && llvm::all_of(op->getUsers(), [&](Operation *u) {
            auto f = dyn_cast<FusedOp>(u);
-           return isa<AttentionOp>(u) || (f && f.getKind() == "elementwise") || isFusableElementwise(u);
+           return isa<AttentionOp>(u) || (f && f.getKind() == "elementwise") || isFusableElementwise(u) ||
+                  isProductOperand(u, op->getResult(0));
          });
 }
 
@@ -218,8 +237,9 @@ class Lowering {
   // `aMem`/`bMem` are the values `spec`'s views read (B may be a repacked copy of the weights).
   // `fp8Scale`: for an fp8 product, its scale operand (sa · sw[n]). `bias`: a convolution's own
   // bias (per output channel), added before the chain.
+  // (offsets: of A's and B's first element in their buffers, bytes: operands read through views)
   bool tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &spec, Value aMem,
-                      Value bMem, Value fp8Scale = {}, Value bias = {});
+                      Value bMem, Value fp8Scale = {}, Value bias = {}, std::array<int64_t, 2> offsets = {0, 0});
   void addLaunch(Operation *op, KernelLaunch k, std::vector<Value> params, std::vector<int64_t> offsets = {});
   // emitMatMul, refusing tensor-core kernels (8-bit and half operands: cp.async, mma m16n8k16 /
   // m16n8k32) for targets below sm_80 with a message instead of ptxas errors.
@@ -458,14 +478,25 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   ElemType inType = elemTypeOf(operands[0]), outType = elemTypeOf(result);
   Shape outShape = shapeOf(anchor->getResult(0));
   std::string stages = opts_.route.get(kGemmStages);
+  // Operands read in place through strided views (kiln-product-views): their element strides,
+  // and their first element's offset in bytes.
+  std::vector<int64_t> viewStrides[2];
+  std::array<int64_t, 2> viewOffsets = {0, 0};
+  for (int k = 0; k < 2; ++k)
+    if (auto view = outer(operands[k]).getDefiningOp<StridedViewOp>()) {
+      viewStrides[k].assign(view.getStrides()->begin(), view.getStrides()->end());
+      viewOffsets[k] = view.getOffset().value_or(0) * int64_t(kernels::elemSize(elemTypeOf(operands[k])));
+    }
+  const bool viewed = !viewStrides[0].empty() || !viewStrides[1].empty();
 
   if (type == "MatMul" || type == "TransposedMatMul" || type == "QuantizedMatMul") {
     MatMulSpec spec;
-    if (type == "MatMul") {
+    if (type == "MatMul" && !viewed) {
       spec = matMulSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]));
     } else {
       spec = transposedMatMulSpec(shapeOf(operands[0]), attrs.getInts("perm_a", {}), shapeOf(operands[1]),
-                                  attrs.getInts("perm_b", {}));
+                                  attrs.getInts("perm_b", {}), nullptr, viewStrides[0].empty() ? nullptr : &viewStrides[0],
+                                  viewStrides[1].empty() ? nullptr : &viewStrides[1]);
     }
     spec.type = inType;
     spec.int8 = type == "QuantizedMatMul";
@@ -490,14 +521,14 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
         params.insert(params.begin() + 3, zeroPointOffsets(operands[1], attrs.getInts("perm_b", {}), za, anchor));
         spec.aOffset = true;
       }
-    } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1])) {
+    } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
       return;
     }
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
-    addLaunch(anchor, tensorCoreCheckedMatMul(spec), params);
+    addLaunch(anchor, tensorCoreCheckedMatMul(spec), params, {viewOffsets[0], viewOffsets[1]});
     return;
   }
   if (!conv) throw std::logic_error("not a product: " + type);
@@ -561,7 +592,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
 }
 
 bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &product,
-                              Value aMem, Value bMem, Value fp8Scale, Value bias) {
+                              Value aMem, Value bMem, Value fp8Scale, Value bias, std::array<int64_t, 2> offsets) {
   std::string tactic = opts_.route.get(kGemmTactic, nodeName(anchor));
   // One batch dim that B is shared across, with more batches than rows (an [S, B, K] activation
   // read as a transposed [B, S, K], times W): computed the other way round, as B products of S
@@ -685,6 +716,7 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
     p.params.push_back(addWeights(std::vector<float>(size_t(spec.M), 1.f), anchor));
   }
   p.paramOffsets.assign(p.params.size(), 0);
+  p.paramOffsets[0] = offsets[1], p.paramOffsets[1] = offsets[0];  // (cuBLASLt's A is our B)
   p.node = nodeName(anchor);
   launches_.push_back(std::move(p));
   if (taken < chain.size()) lowerElementwise(chain.drop_front(taken), result);
@@ -751,8 +783,8 @@ void Lowering::lowerOp(Operation *op) {
     addLaunch(op, emitAttention(s), params);
     return;
   }
-  if (type == "StridedView")  // (made for attention operands and elementwise inputs only)
-    throw std::invalid_argument("a strided view read by another op than attention or an elementwise kernel has no kernel");
+  if (type == "StridedView")  // (made for attention, product operands and elementwise inputs only)
+    throw std::invalid_argument("a strided view read by another op than attention, a matrix product or an elementwise kernel has no kernel");
   if (isFusableElementwise(op)) {
     lowerElementwise({op}, out);
     return;
@@ -1226,12 +1258,16 @@ BuildResult Lowering::run() {
       l.kind = rt::Launch::Kind::Gemm;
       l.gemm = p.gemm;
       size_t k = 0;
-      l.gemm.a = bufferOf(p.params[k++]);
-      l.gemm.b = bufferOf(p.params[k++]);
-      if (p.gemm.beta != 0.f) l.gemm.c = bufferOf(p.params[k++]);
-      if (p.gemm.epilogue & rt::GemmCall::Bias) l.gemm.bias = bufferOf(p.params[k++]);
-      l.gemm.d = bufferOf(p.params[k++]);
-      if (p.gemm.fp8()) l.gemm.scaleA = bufferOf(p.params[k++]), l.gemm.scaleB = bufferOf(p.params[k++]);
+      auto next = [&] {  // (an operand read through a view starts inside its buffer)
+        size_t i = k++;
+        return bufferOf(p.params[i], p.paramOffsets[i]);
+      };
+      l.gemm.a = next();
+      l.gemm.b = next();
+      if (p.gemm.beta != 0.f) l.gemm.c = next();
+      if (p.gemm.epilogue & rt::GemmCall::Bias) l.gemm.bias = next();
+      l.gemm.d = next();
+      if (p.gemm.fp8()) l.gemm.scaleA = next(), l.gemm.scaleB = next();
       desc_.gemmSearch = desc_.gemmSearch || gemmSearch == "on" || (gemmSearch == "auto" && l.gemm.abType == 1);
       desc_.launches.push_back(std::move(l));
       continue;

@@ -278,6 +278,14 @@ Status Executor::prepareGemms() {
     if (!(s = check(lt_->cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")).ok()) return s;
     uint64_t ws = kLtWorkspaceBytes;
     lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    // An operand read in place (a head of a packed projection) may start inside its buffer: the
+    // heuristic learns how aligned each pointer is (the arena and the weights start 256-byte
+    // aligned; I/O buffers are taken to be, as cuMemAlloc's are, though the C API asks for less).
+    auto aligned = [](int64_t offset) { return uint32_t(offset % 256 == 0 ? 256 : offset & -offset); };
+    const uint32_t alignment[4] = {aligned(g.a.offset), aligned(g.b.offset), aligned(g.beta != 0.f ? g.c.offset : g.d.offset),
+                                   aligned(g.d.offset)};
+    for (int k = 0; k < 4; ++k)
+      lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MIN_ALIGNMENT_A_BYTES + k, &alignment[k], sizeof alignment[k]);
     cublasLtMatmulHeuristicResult results[kGemmCandidates]{};
     int found = 0;
     cublasStatus hs = lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, p.matmul, p.layouts[0], p.layouts[1], p.layouts[2],

@@ -157,6 +157,11 @@ TEST(ElementwiseViews, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/elementwise_views.mlir", nested([] { return kiln::createElementwiseViews(); }));
 }
 
+// Products reading their operands through views: the same elements, the same sums (bit-exact).
+TEST(ProductViews, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/product_views.mlir", nested([] { return kiln::createProductViews(); }));
+}
+
 // Kernel regions evaluate their bodies op by op: bit-exact.
 TEST(Fusion, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) {

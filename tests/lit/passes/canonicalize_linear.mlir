@@ -1,5 +1,7 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=gemm.split=on | FileCheck %s
 // RUN: %kiln-opt %s -split-input-file '-kiln-canonicalize-linear=route=fusion.transpose=off;gemm.pad=off;gemm.split=off' | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s --check-prefix=AUTO
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=precision=fp16 | FileCheck %s --check-prefix=HALF
 
 // Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
 // CHECK-LABEL: func.func @gemm
@@ -234,4 +236,50 @@ func.func @product_to_scalar(%x: tensor<1x5xf32>, %w: tensor<5x1xf32>) -> tensor
   %shape = kiln.constant dense<> : tensor<0xi64>
   %r = kiln.reshape %p, %shape : (tensor<1x1xf32>, tensor<0xi64>) -> tensor<f32>
   return %r : tensor<f32>
+}
+
+// -----
+
+// torch 2.11's packed sequence-first projection (nn.MultiheadAttention): product and bias, then
+// Reshape → Unsqueeze → Transpose → Squeeze → Gather of each third. Every Gather reads whole
+// column ranges of each row in order: one product per range, no copies left (gemm.split). The
+// heads of Q and K [S, B·H, D] then walk their memory with one stride each (B·H: D), as the
+// attention product below needs, which in the packed result they do not (B: 3·H·D, H: D).
+// CHECK-LABEL: func.func @split_packed_gathers
+// CHECK: %[[Q:.*]] = kiln.matmul %arg0, %{{.*}} : (tensor<3x2x4xf32>, tensor<4x4xf32>) -> tensor<3x2x4xf32>
+// CHECK: kiln.add %[[Q]], %{{.*}} : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
+// CHECK-COUNT-2: kiln.matmul %arg0, %{{.*}} : (tensor<3x2x4xf32>, tensor<4x4xf32>) -> tensor<3x2x4xf32>
+// CHECK-NOT: kiln.gather
+// CHECK: return
+// OFF-LABEL: func.func @split_packed_gathers
+// OFF-COUNT-3: kiln.gather
+// gemm.split=auto splits products that stay fp32 only (half attention reads the packed result).
+// AUTO-LABEL: func.func @split_packed_gathers
+// AUTO-NOT: kiln.gather
+// AUTO: return
+// HALF-LABEL: func.func @split_packed_gathers
+// HALF-COUNT-3: kiln.gather
+func.func @split_packed_gathers(%x: tensor<3x2x4xf32>) -> (tensor<4x3x3xf32>, tensor<3x2x4xf32>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], [2.0, 4.0, 6.0, 8.0, 1.0, 3.0, 5.0, 7.0, 9.0, 2.0, 4.0, 6.0]]> : tensor<4x12xf32>
+  %p = kiln.matmul %x, %w : (tensor<3x2x4xf32>, tensor<4x12xf32>) -> tensor<3x2x12xf32>
+  %bias = kiln.constant dense<[0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5]> : tensor<12xf32>
+  %y = kiln.add %bias, %p : (tensor<12xf32>, tensor<3x2x12xf32>) -> tensor<3x2x12xf32>
+  %shape = kiln.constant dense<[3, 2, 3, 4]> : tensor<4xi64>
+  %r = kiln.reshape %y, %shape : (tensor<3x2x12xf32>, tensor<4xi64>) -> tensor<3x2x3x4xf32>
+  %u = kiln.unsqueeze %r {axes = array<i64: 0>} : (tensor<3x2x3x4xf32>) -> tensor<1x3x2x3x4xf32>
+  %t = kiln.transpose %u {perm = array<i64: 3, 1, 2, 0, 4>} : (tensor<1x3x2x3x4xf32>) -> tensor<3x3x2x1x4xf32>
+  %s = kiln.squeeze %t {axes = array<i64: 3>} : (tensor<3x3x2x1x4xf32>) -> tensor<3x3x2x4xf32>
+  %i0 = kiln.constant dense<0> : tensor<i64>
+  %i1 = kiln.constant dense<1> : tensor<i64>
+  %i2 = kiln.constant dense<2> : tensor<i64>
+  %q = kiln.gather %s, %i0 {axis = 0 : i64} : (tensor<3x3x2x4xf32>, tensor<i64>) -> tensor<3x2x4xf32>
+  %k = kiln.gather %s, %i1 {axis = 0 : i64} : (tensor<3x3x2x4xf32>, tensor<i64>) -> tensor<3x2x4xf32>
+  %v = kiln.gather %s, %i2 {axis = 0 : i64} : (tensor<3x3x2x4xf32>, tensor<i64>) -> tensor<3x2x4xf32>
+  %heads = kiln.constant dense<[3, 4, 2]> : tensor<3xi64>
+  %qr = kiln.reshape %q, %heads : (tensor<3x2x4xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %qt = kiln.transpose %qr {perm = array<i64: 1, 0, 2>} : (tensor<3x4x2xf32>) -> tensor<4x3x2xf32>
+  %kr = kiln.reshape %k, %heads : (tensor<3x2x4xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %kt = kiln.transpose %kr {perm = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  %scores = kiln.matmul %qt, %kt : (tensor<4x3x2xf32>, tensor<4x2x3xf32>) -> tensor<4x3x3xf32>
+  return %scores, %v : tensor<4x3x3xf32>, tensor<3x2x4xf32>
 }

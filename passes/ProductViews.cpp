@@ -1,0 +1,79 @@
+// Matrix products read sliced and transposed operands in place (see Passes.td).
+#include "passes/PassUtil.h"
+#include "passes/Passes.h"
+#include "passes/StridedViews.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_PRODUCTVIEWS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+// The product that `op` runs (itself, or the head of its epilogue region) and which of op's
+// operands are its A and B (-1: none).
+Operation *productOf(Operation *op, int operandOf[2]) {
+  operandOf[0] = operandOf[1] = -1;
+  Operation *mm = op;
+  if (auto f = dyn_cast<FusedOp>(op)) {
+    Block &body = f.getBody().front();
+    if (f.getKind() != "epilogue" || body.empty()) return nullptr;
+    mm = &body.front();
+    if (!isa<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
+    for (unsigned k = 0; k < 2; ++k) {
+      auto arg = dyn_cast<BlockArgument>(mm->getOperand(k));
+      // (an argument the region reads elsewhere too keeps its contiguous input)
+      if (arg && arg.getOwner() == &body && arg.hasOneUse()) operandOf[k] = int(arg.getArgNumber());
+    }
+    return mm;
+  }
+  if (!isa<MatMulOp, TransposedMatMulOp>(op) || op->getParentOfType<FusedOp>()) return nullptr;
+  operandOf[0] = 0, operandOf[1] = 1;
+  return mm;
+}
+
+// Whether the layout ops from `v` up to `root` are used by this chain alone (a copy that stays
+// for another user is the faster, contiguous read).
+bool onlyThisChain(Value v, Value root) {
+  for (; v != root; v = v.getDefiningOp()->getOperand(0))
+    if (!v.hasOneUse()) return false;
+  return true;
+}
+
+struct ProductViewsPass : impl::ProductViewsBase<ProductViewsPass> {
+  using ProductViewsBase::ProductViewsBase;
+
+  void runOnOperation() override {
+    knobs::Route r;
+    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
+    if (r.get(*knobs::findKnob("fusion.transpose")) != "on") return;  // (CanonicalizeLinear's knob)
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) { ops.push_back(op); });
+    OpBuilder b(&getContext());
+    for (Operation *op : ops) {
+      int operandOf[2];
+      Operation *mm = productOf(op, operandOf);
+      if (!mm) continue;
+      for (unsigned k = 0; k < 2; ++k) {
+        if (operandOf[k] < 0) continue;
+        Value old = op->getOperand(unsigned(operandOf[k]));
+        auto type = cast<RankedTensorType>(old.getType());
+        Type et = type.getElementType();
+        if (!et.isF32() && !et.isF16() && !et.isBF16()) continue;
+        std::optional<StridedView> view = stridedViewOf(old);
+        if (!view || !view->copies || !onlyThisChain(old, view->root) ||
+            !productReadable(*view, intsAttr(mm, k == 0 ? "perm_a" : "perm_b"), et.getIntOrFloatBitWidth() / 8))
+          continue;
+        b.setInsertionPoint(op);
+        Value sv = createStridedView(b, op->getLoc(), *view, old.getType());
+        if (!sv) continue;
+        op->setOperand(unsigned(operandOf[k]), sv);
+        eraseDeadViews(old);
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace kiln
