@@ -10,8 +10,6 @@
 #include "passes/StridedViews.h"
 #include "passes/Transposes.h"
 
-#include "llvm/ADT/SetVector.h"
-
 namespace kiln {
 #define GEN_PASS_DEF_CANONICALIZELINEAR
 #include "passes/Passes.h.inc"
@@ -344,12 +342,14 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
     int64_t s, e;
   };
   std::vector<Part> parts;
+  std::vector<Operation *> layoutOps;  // every op between `top` and the parts, producers first
   std::vector<Value> work = {top};
   while (!work.empty()) {
     Value v = work.back();
     work.pop_back();
     for (Operation *u : v.getUsers()) {
       if (!isLayoutOp(u) || u->getOperand(0) != v) return false;
+      layoutOps.push_back(u);
       for (Value r : u->getResults()) {
         std::optional<StridedView> view = stridedViewOf(r);
         int64_t s = 0, e = 0;
@@ -396,13 +396,9 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
     if (y.getType() != p.slice.getType()) return fail();
     replace.push_back({p.slice, y});
   }
-  llvm::SetVector<Operation *> slices;  // (a Split's results are several parts of one op)
-  for (auto &[old, y] : replace) old.replaceAllUsesWith(y), slices.insert(old.getDefiningOp());
-  for (Operation *op : slices) {
-    Value up = op->getOperand(0);
-    op->erase();
-    eraseDeadViews(up);
-  }
+  for (auto &[old, y] : replace) old.replaceAllUsesWith(y);
+  for (auto it = layoutOps.rbegin(); it != layoutOps.rend(); ++it)
+    if ((*it)->use_empty()) (*it)->erase();
   if (top.use_empty() && top != mm->getResult(0)) top.getDefiningOp()->erase();
   if (mm->use_empty()) mm->erase();
   return true;
