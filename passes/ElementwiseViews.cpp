@@ -29,14 +29,6 @@ bool readAtOwnShape(Value v, ArrayRef<Operation *> readers) {
   return true;
 }
 
-// Whether the layout ops from `v` up to `root` are used by this chain alone (so they go once
-// `v` is read in place; a copy that stays for another user is the faster, contiguous read).
-bool onlyThisChain(Value v, Value root) {
-  for (; v != root; v = v.getDefiningOp()->getOperand(0))
-    if (!v.hasOneUse()) return false;
-  return true;
-}
-
 // Operand k of `op` (an elementwise region or op) as a strided view, when layout ops that copy
 // made it and the view keeps its innermost dim contiguous (coalesced reads; a transpose that
 // moves the last dim stays a copy, whose tiles read and write coalesced).

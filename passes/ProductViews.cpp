@@ -11,36 +11,6 @@ namespace {
 
 using namespace mlir;
 
-// The product that `op` runs (itself, or the head of its epilogue region) and which of op's
-// operands are its A and B (-1: none).
-Operation *productOf(Operation *op, int operandOf[2]) {
-  operandOf[0] = operandOf[1] = -1;
-  Operation *mm = op;
-  if (auto f = dyn_cast<FusedOp>(op)) {
-    Block &body = f.getBody().front();
-    if (f.getKind() != "epilogue" || body.empty()) return nullptr;
-    mm = &body.front();
-    if (!isa<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
-    for (unsigned k = 0; k < 2; ++k) {
-      auto arg = dyn_cast<BlockArgument>(mm->getOperand(k));
-      // (an argument the region reads elsewhere too keeps its contiguous input)
-      if (arg && arg.getOwner() == &body && arg.hasOneUse()) operandOf[k] = int(arg.getArgNumber());
-    }
-    return mm;
-  }
-  if (!isa<MatMulOp, TransposedMatMulOp>(op) || op->getParentOfType<FusedOp>()) return nullptr;
-  operandOf[0] = 0, operandOf[1] = 1;
-  return mm;
-}
-
-// Whether the layout ops from `v` up to `root` are used by this chain alone (a copy that stays
-// for another user is the faster, contiguous read).
-bool onlyThisChain(Value v, Value root) {
-  for (; v != root; v = v.getDefiningOp()->getOperand(0))
-    if (!v.hasOneUse()) return false;
-  return true;
-}
-
 struct ProductViewsPass : impl::ProductViewsBase<ProductViewsPass> {
   using ProductViewsBase::ProductViewsBase;
 

@@ -217,6 +217,32 @@ bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t
   return true;
 }
 
+bool onlyThisChain(Value v, Value root) {
+  for (; v != root; v = v.getDefiningOp()->getOperand(0))
+    if (!v.hasOneUse()) return false;
+  return true;
+}
+
+Operation *productOf(Operation *op, int operandOf[2]) {
+  operandOf[0] = operandOf[1] = -1;
+  Operation *mm = op;
+  if (auto f = dyn_cast<FusedOp>(op)) {
+    Block &body = f.getBody().front();
+    if (f.getKind() != "epilogue" || body.empty()) return nullptr;
+    mm = &body.front();
+    if (!isa<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
+    for (unsigned k = 0; k < 2; ++k) {
+      auto arg = dyn_cast<BlockArgument>(mm->getOperand(k));
+      // (an argument the region reads elsewhere too keeps its contiguous input)
+      if (arg && arg.getOwner() == &body && arg.hasOneUse()) operandOf[k] = int(arg.getArgNumber());
+    }
+    return mm;
+  }
+  if (!isa<MatMulOp, TransposedMatMulOp>(op) || op->getParentOfType<FusedOp>()) return nullptr;
+  operandOf[0] = 0, operandOf[1] = 1;
+  return mm;
+}
+
 void eraseDeadViews(Value v) {
   Operation *d = v.getDefiningOp();
   if (!d || !isLayoutOp(d) || !d->use_empty()) return;

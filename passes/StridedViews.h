@@ -41,6 +41,15 @@ mlir::Value createStridedView(mlir::OpBuilder &b, mlir::Location loc, const Stri
 // tryLibraryGemm requires), the first element 16-byte aligned.
 bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes);
 
+// Whether the layout ops from `v` up to `root` are used by this chain alone (a copy that stays
+// for another user is the faster, contiguous read, so reading `v` in place would gain nothing).
+bool onlyThisChain(mlir::Value v, mlir::Value root);
+
+// The matrix product that `op` runs (itself, or the head of its "epilogue" region; null if none)
+// and which of op's operands it reads as A and B, in `operandOf` (-1: none, or an operand the
+// region also reads elsewhere).
+mlir::Operation *productOf(mlir::Operation *op, int operandOf[2]);
+
 // Erases `v`'s producer and the layout ops above it that nothing else uses any more.
 void eraseDeadViews(mlir::Value v);
 

@@ -23,6 +23,7 @@
 #include "passes/ElementwiseUse.h"
 #include "passes/FuseAttention.h"
 #include "passes/Passes.h"
+#include "passes/StridedViews.h"
 #include "runtime/src/EngineFormat.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -123,21 +124,13 @@ std::vector<uint8_t> permuteBytes(const std::vector<uint8_t> &in, const Shape &s
   return r;
 }
 
-// Whether `u` reads `v` as an operand of its matrix product (A or B; the product may head an
-// epilogue region).
+// Whether `u` reads `v` only as its matrix product's A or B (as kiln-product-views made it).
 bool isProductOperand(Operation *u, Value v) {
-  Operation *mm = u;
-  if (auto f = dyn_cast<FusedOp>(u); f && f.getKind() == "epilogue") {
-    Block &body = f.getBody().front();
-    mm = body.empty() ? nullptr : &body.front();
-    for (unsigned k = 0; mm && k < u->getNumOperands(); ++k)
-      if (u->getOperand(k) == v)
-        for (OpOperand &use : body.getArgument(k).getUses())
-          if (use.getOwner() != mm || use.getOperandNumber() > 1) return false;
-  } else if (llvm::any_of(u->getOpOperands(), [&](OpOperand &o) { return o.get() == v && o.getOperandNumber() > 1; })) {
-    return false;
-  }
-  return isa_and_nonnull<MatMulOp, TransposedMatMulOp>(mm);
+  int operandOf[2];
+  if (!productOf(u, operandOf)) return false;
+  return llvm::all_of(u->getOpOperands(), [&](OpOperand &o) {
+    return o.get() != v || int(o.getOperandNumber()) == operandOf[0] || int(o.getOperandNumber()) == operandOf[1];
+  });
 }
 
 // A strided view that only attention ops, elementwise kernels and matrix products read: they
