@@ -3,6 +3,7 @@
 // scales of an operand moved to the product's result; large products with a constant B and an
 // odd column count padded to a multiple of 8 columns; column slices of a product with a constant B
 // computed as separate products.
+#include "codegen/kernels/KernelUtil.h"
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -51,24 +52,6 @@ std::vector<int64_t> permAttr(Operation *op, StringRef name, size_t rank) {
 }
 
 size_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
-
-// Whether cuBLASLt can read a contiguous tensor of `shape` through the permutation `r` as a
-// batched matrix operand (as EngineBuilder's tryLibraryGemm requires): one of the matrix dims
-// unit-stride, the batch dims one uniform stride.
-bool libraryReadable(ArrayRef<int64_t> shape, const std::vector<int64_t> &r) {
-  size_t n = r.size();
-  std::vector<int64_t> stride(n);
-  for (int64_t d = int64_t(n) - 1, s = 1; d >= 0; --d) stride[size_t(d)] = s, s *= shape[size_t(d)];
-  if (r[n - 1] != int64_t(n) - 1 && r[n - 2] != int64_t(n) - 1) return false;
-  int64_t next = -1;  // the stride the next outer batch dim must have
-  for (size_t i = n - 2; i-- > 0;) {
-    int64_t size = shape[size_t(r[i])];
-    if (size == 1) continue;
-    if (next >= 0 && stride[size_t(r[i])] != next) return false;
-    next = stride[size_t(r[i])] * size;
-  }
-  return true;
-}
 
 // Gemm → TransposedMatMul (· alpha) (+ beta · C).
 LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
@@ -128,7 +111,10 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32) {
   std::vector<int64_t> r(rank);
   for (size_t i = 0; i < rank; ++i) r[i] = p[q[i]];
   auto xType = cast<RankedTensorType>(t.getX().getType());
-  if (fp32 && rank > 2 && xType.getElementType().isF32() && !libraryReadable(xType.getShape(), r)) return false;
+  std::vector<int64_t> shape = xType.getShape().vec();
+  if (fp32 && rank > 2 && xType.getElementType().isF32() &&
+      !productReadable(StridedView{t.getX(), 0, shape, codegen::kernels::contiguousStrides(shape), false}, r, 4))
+    return false;
   if (isa<MatMulOp>(mm)) {
     // MatMul with rank >= 2 operands → TransposedMatMul with the permutation.
     if (rankOf(mm->getOperand(0)) < 2 || rankOf(mm->getOperand(1)) < 2) return false;

@@ -1,5 +1,6 @@
 #include "passes/StridedViews.h"
 
+#include "codegen/kernels/MatMul.h"
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
@@ -206,15 +207,9 @@ bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t
   for (size_t k = 0; k < n; ++k) shape[k] = view.shape[size_t(perm[k])], stride[k] = view.strides[size_t(perm[k])];
   bool rowMajor = stride[n - 1] == 1 && stride[n - 2] >= shape[n - 1];
   bool colMajor = stride[n - 2] == 1 && stride[n - 1] >= shape[n - 2];
-  if (!rowMajor && !colMajor) return false;
-  int64_t unit = -1, span = 1;
-  for (size_t d = n - 2; d-- > 0;) {
-    if (shape[d] == 1) continue;
-    if (unit < 0) unit = stride[d];
-    if (stride[d] != unit * span) return false;
-    span *= shape[d];
-  }
-  return true;
+  shape.resize(n - 2), stride.resize(n - 2);
+  int64_t unit = 0;
+  return (rowMajor || colMajor) && codegen::uniformBatchStride(shape, stride, unit);
 }
 
 bool onlyThisChain(Value v, Value root) {

@@ -34,6 +34,11 @@ struct MatrixView {
   int64_t rowStride = 0, colStride = 1;
 };
 
+// Whether batch dims of sizes `shape` with element `strides` are one strided batch, as cuBLASLt
+// takes them: size-1 dims aside, each dim's stride is `unit` (the innermost one's) times the
+// sizes of the dims inside it (unit 0: broadcast across all).
+bool uniformBatchStride(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides, int64_t &unit);
+
 // A = im2col of an NHWC image x[N, H, W, C]: row m = (n, oh, ow), column k = (kh, kw, c), so
 // M = N·OH·OW, K = KH·KW·C; taps outside the image read 0. B is then the weights as [K, N]
 // (usually stored [Cout, KH, KW, C], i.e. rowStride 1, colStride K).

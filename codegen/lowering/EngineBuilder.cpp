@@ -622,19 +622,9 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   int64_t nbatch = 1;
   for (int64_t d : spec.batchShape) nbatch *= d;
   int64_t strideA = 0, strideB = 0;
-  if (nbatch > 1) {
-    auto uniform = [&](const std::vector<int64_t> &st, int64_t &unit) {
-      size_t r = spec.batchShape.size();
-      unit = st[r - 1];
-      int64_t span = 1;
-      for (size_t d = r; d-- > 0;) {
-        if (spec.batchShape[d] != 1 && st[d] != unit * span) return false;
-        span *= spec.batchShape[d];
-      }
-      return true;
-    };
-    if (!uniform(a.batchStrides, strideA) || !uniform(b.batchStrides, strideB)) return false;
-  }
+  if (nbatch > 1 && (!uniformBatchStride(spec.batchShape, a.batchStrides, strideA) ||
+                     !uniformBatchStride(spec.batchShape, b.batchStrides, strideB)))
+    return false;
   // The chain's longest prefix cuBLASLt expresses: scale, then bias and residual adds, then ReLU,
   // then a cast to fp32 (no C then). The rest, if any, runs as an elementwise kernel after it.
   // An fp8 product's fp32 result may first be cast to half: D is then half, as its bias.

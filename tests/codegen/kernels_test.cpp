@@ -322,6 +322,24 @@ TEST(MatMulKernels, ShapesTransposesTilesEpilogues) {
 
 // Tensor-core kernels (fp16/bf16): every tile, pipeline depth and operand layout compiles, on
 // sizes that take the 16-byte cp.async path and sizes that force element loads.
+// cuBLASLt's one batch stride: size-1 dims do not count (an innermost one neither), a broadcast
+// operand is unit 0, and ViT's packed heads (B stride 3·H·D, H stride D) are two strides.
+TEST(MatMulKernels, UniformBatchStride) {
+  int64_t unit = -1;
+  EXPECT_TRUE(uniformBatchStride({32, 12}, {768, 64}, unit));
+  EXPECT_EQ(unit, 64);
+  EXPECT_TRUE(uniformBatchStride({32, 1}, {768, 0}, unit));
+  EXPECT_EQ(unit, 768);
+  EXPECT_TRUE(uniformBatchStride({1, 4, 1, 3}, {0, 30, 0, 10}, unit));
+  EXPECT_EQ(unit, 10);
+  EXPECT_TRUE(uniformBatchStride({32, 12}, {0, 0}, unit));
+  EXPECT_EQ(unit, 0);
+  EXPECT_TRUE(uniformBatchStride({}, {}, unit));
+  EXPECT_FALSE(uniformBatchStride({32, 12}, {2304, 64}, unit));
+  EXPECT_FALSE(uniformBatchStride({32, 12}, {128, 0}, unit));
+  EXPECT_FALSE(uniformBatchStride({4, 1, 3}, {31, 0, 10}, unit));
+}
+
 TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
   struct C { std::vector<int64_t> a, pa, b, pb; };
   std::vector<C> cases = {
