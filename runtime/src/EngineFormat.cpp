@@ -2,6 +2,7 @@
 // the container layout and the semantic validation of a decoded engine.
 #include "EngineFormat.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -239,16 +240,42 @@ class Checker {
       if (l.args[a].kind == LaunchArg::Kind::Buffer && !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a))) return;
   }
 
-  // A column-major matrix of rows x cols (leading dim ld), `batch` of them `stride` apart.
-  bool checkMatrix(const BufferRef& b, int32_t dtype, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride,
+  // A column-major matrix of rows x cols (leading dim ld), the last of a batch `last` elements
+  // after the first.
+  bool checkMatrix(const BufferRef& b, int32_t dtype, int64_t rows, int64_t cols, int64_t ld, uint64_t last,
                    const std::string& what) {
     if (ld < rows) {
       fail(what + ": leading dimension " + std::to_string(ld) + " is below its " + std::to_string(rows) + " rows");
       return false;
     }
     // Sizes are below 2^31 (the reader's bounds), so this cannot overflow 64 bits.
-    uint64_t elems = uint64_t(batch - 1) * uint64_t(stride) + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
+    uint64_t elems = last + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
     return checkBuffer(b, elems * dtypeByteSize(dtype), what);
+  }
+
+  // Pointer-array batches: one step per dim and operand, the dims' product the batch; the
+  // products' addresses are built when a context is created, so no operand may be an I/O tensor.
+  bool checkPointerBatch(const GemmCall& g, const std::string& what) {
+    size_t n = g.batchDims.size();
+    if (g.batchStepsA.size() != n || g.batchStepsB.size() != n || g.batchStepsC.size() != n)
+      return fail(what + ": batch_dims and batch_steps_a/b/c differ in length"), false;
+    uint64_t count = 1;
+    for (int64_t d : g.batchDims) count = std::min<uint64_t>(count * uint64_t(d), uint64_t(1) << 40);
+    if (count != uint64_t(g.batch))
+      return fail(what + ": batch_dims make " + std::to_string(count) + " products, batch says " + std::to_string(g.batch)), false;
+    for (auto [ref, name] : {std::pair<const BufferRef*, const char*>{&g.a, "A"}, {&g.b, "B"}, {&g.d, "D"}, {&g.c, "C"}})
+      if (ref->space == BufferRef::Space::Io && (ref != &g.c || g.beta != 0.f))
+        return fail(what + " " + name + ": an I/O tensor read through pointer-array batches"), false;
+    return true;
+  }
+
+  // Elements from the first product of a batch to the last along `steps` (pointer-array) or
+  // `stride` apart.
+  static uint64_t lastOffset(const GemmCall& g, const std::vector<int64_t>& steps, int64_t stride) {
+    if (!g.pointerBatch()) return uint64_t(g.batch - 1) * uint64_t(stride);
+    uint64_t last = 0;
+    for (size_t d = 0; d < g.batchDims.size(); ++d) last += uint64_t(g.batchDims[d] - 1) * uint64_t(steps[d]);
+    return last;
   }
 
   void checkGemm(const GemmCall& g, const std::string& what) {
@@ -260,11 +287,14 @@ class Checker {
       return fail(what + ": fp8 products take op(A) = Aᵀ, op(B) = B and no batch");
     if (g.tf32 && g.abType != 1) return fail(what + ": tf32 is for float A and B");
     if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) return fail(what + ": empty product");
-    if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.batch, g.strideA, what + " A") ||
-        !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.batch, g.strideB, what + " B") ||
-        !checkMatrix(g.d, g.cdType, g.m, g.n, g.ldc, g.batch, g.strideC, what + " D"))
+    if (g.pointerBatch() && !checkPointerBatch(g, what)) return;
+    const uint64_t lastA = lastOffset(g, g.batchStepsA, g.strideA), lastB = lastOffset(g, g.batchStepsB, g.strideB),
+                   lastC = lastOffset(g, g.batchStepsC, g.strideC);
+    if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, lastA, what + " A") ||
+        !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, lastB, what + " B") ||
+        !checkMatrix(g.d, g.cdType, g.m, g.n, g.ldc, lastC, what + " D"))
       return;
-    if (g.beta != 0.f && !checkMatrix(g.c, g.cdType, g.m, g.n, g.ldc, g.batch, g.strideC, what + " C")) return;
+    if (g.beta != 0.f && !checkMatrix(g.c, g.cdType, g.m, g.n, g.ldc, lastC, what + " C")) return;
     if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias")) return;
     if (g.fp8() && (!checkBuffer(g.scaleA, uint64_t(g.m) * 4, what + " scale_a") ||
                     !checkBuffer(g.scaleB, uint64_t(g.n) * 4, what + " scale_b")))

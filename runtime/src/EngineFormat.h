@@ -12,8 +12,9 @@
 namespace kiln::rt {
 
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
-// Version 2 added library GEMM launches (cuBLASLt); the reader still accepts version 1 files.
-constexpr uint32_t kEngineFormatVersion = 2;
+// Version 2 added library GEMM launches (cuBLASLt), version 3 their pointer-array batches; the
+// reader still accepts version 1 and 2 files.
+constexpr uint32_t kEngineFormatVersion = 3;
 constexpr uint32_t kOldestEngineFormatVersion = 1;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
@@ -89,6 +90,12 @@ struct LaunchArg {
 // and no batch); arithmetic is fp32. `bias` (m values of D's type) and C are used only when the
 // epilogue / beta ask for them. fp8 products scale each D[i][j] by scaleA[i] · scaleB[j] (fp32
 // vectors of m and n values: cuBLASLt's outer-vector scaling).
+//
+// Pointer-array batches (version 3), where no single stride walks an operand's products (BERT's
+// batch-first heads [B, S, H, D]: B and H steps S·H·D and D): `batchDims` (row-major, their
+// product is `batch`) with each operand's element step per dim, 0 to broadcast; C and D share
+// theirs. The runtime hands cuBLASLt arrays of the products' addresses, built once per context,
+// so A, B, C and D must then lie in the arena or the weights (`stride*` are unused).
 struct GemmCall {
   enum Epilogue : int32_t { None = 0, Relu = 1, Bias = 2, ReluBias = 3 };
   int32_t abType = 10, cdType = 10;
@@ -100,7 +107,15 @@ struct GemmCall {
   bool tf32 = false;  // fp32 A and B rounded to TF32 on tensor cores (fp32 accumulation)
   BufferRef a, b, c, d, bias;
   BufferRef scaleA, scaleB;  // fp8 only
+  std::vector<int64_t> batchDims, batchStepsA, batchStepsB, batchStepsC;  // pointer-array batches
   bool fp8() const { return abType == 17; }
+  bool pointerBatch() const { return !batchDims.empty(); }
+  // Element offset of product i (0 <= i < batch) along `steps` (one of batchSteps*).
+  int64_t batchOffset(const std::vector<int64_t>& steps, int64_t i) const {
+    int64_t offset = 0;
+    for (size_t d = batchDims.size(); d-- > 0; i /= batchDims[d]) offset += (i % batchDims[d]) * steps[d];
+    return offset;
+  }
 };
 
 // One step of the launch plan: a kernel launch, a device-to-device copy, or a library GEMM.

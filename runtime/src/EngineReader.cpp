@@ -117,6 +117,17 @@ class Decoder {
     return v;
   }
 
+  // An array of at most kMaxRank integers in [lo, hi].
+  bool integers(const json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi, std::vector<int64_t>& out) {
+    const json* v = array(obj, key, path);
+    if (!v) return false;
+    if (v->size() > kMaxRank) return fail(join(path, key), "more than " + std::to_string(kMaxRank) + " values");
+    out.resize(v->size());
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!integer((*v)[i], join(path, key) + "[" + std::to_string(i) + "]", lo, hi, out[i])) return false;
+    return true;
+  }
+
   bool dim3(const json& obj, const char* key, const std::string& path, uint32_t out[3]) {
     const json* v = array(obj, key, path);
     if (!v) return false;
@@ -217,6 +228,10 @@ class Decoder {
         return false;
       c.abType = int32_t(ab), c.cdType = int32_t(cd), c.epilogue = int32_t(ep);
       if (g.contains("tf32") && !boolean(g, "tf32", p, c.tf32)) return false;
+      if (g.contains("batch_dims") &&
+          (!integers(g, "batch_dims", p, 1, big, c.batchDims) || !integers(g, "batch_steps_a", p, 0, big, c.batchStepsA) ||
+           !integers(g, "batch_steps_b", p, 0, big, c.batchStepsB) || !integers(g, "batch_steps_c", p, 0, big, c.batchStepsC)))
+        return false;
       for (auto [name, ref] : {std::pair<const char*, BufferRef*>{"a", &c.a}, {"b", &c.b}, {"d", &c.d}}) {
         const json* b = field(g, name, p);
         if (!b || !buffer(*b, p + "." + name, *ref)) return false;

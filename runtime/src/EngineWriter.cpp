@@ -60,6 +60,9 @@ json launchJson(const Launch& l) {
     if (g.epilogue & GemmCall::Bias) jg["bias"] = bufferJson(g.bias);
     if (g.tf32) jg["tf32"] = true;  // (absent: exact fp32, as engines before the field)
     if (g.fp8()) jg["scale_a"] = bufferJson(g.scaleA), jg["scale_b"] = bufferJson(g.scaleB);
+    if (g.pointerBatch())
+      jg["batch_dims"] = g.batchDims, jg["batch_steps_a"] = g.batchStepsA, jg["batch_steps_b"] = g.batchStepsB,
+      jg["batch_steps_c"] = g.batchStepsC;
     j["gemm"] = jg;
     j["node"] = l.node;
     return j;

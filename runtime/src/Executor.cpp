@@ -268,12 +268,17 @@ Status Executor::prepareGemms() {
       if (!(s = check(lt_->cublasLtMatrixLayoutCreate(&p.layouts[k], ltType(types[k]), uint64_t(rows[k]), uint64_t(cols[k]), lds[k]),
                       "cublasLtMatrixLayoutCreate")).ok())
         return s;
-      if (g.batch > 1) {
+      if (g.batch > 1 || g.pointerBatch()) {
         int32_t count = int32_t(g.batch);
         lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_COUNT, &count, sizeof count);
-        lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k], sizeof strides[k]);
+        if (g.pointerBatch())
+          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_MODE, &lt::BATCH_MODE_POINTER_ARRAY,
+                                                sizeof lt::BATCH_MODE_POINTER_ARRAY);
+        else
+          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k], sizeof strides[k]);
       }
     }
+    if (g.pointerBatch() && !(s = uploadBatchPointers(p, g)).ok()) return s;
     cublasLtMatmulPreference pref = nullptr;
     if (!(s = check(lt_->cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")).ok()) return s;
     uint64_t ws = kLtWorkspaceBytes;
@@ -281,9 +286,17 @@ Status Executor::prepareGemms() {
     // An operand read in place (a head of a packed projection) may start inside its buffer: the
     // heuristic learns how aligned each pointer is (the arena and the weights start 256-byte
     // aligned; I/O buffers are taken to be, as cuMemAlloc's are, though the C API asks for less).
-    auto aligned = [](int64_t offset) { return uint32_t(offset % 256 == 0 ? 256 : offset & -offset); };
-    const uint32_t alignment[4] = {aligned(g.a.offset), aligned(g.b.offset), aligned(g.beta != 0.f ? g.c.offset : g.d.offset),
-                                   aligned(g.d.offset)};
+    // A pointer-array batch's products are as aligned as the least aligned of its first one and
+    // its steps (the lowest bit set in any of them).
+    auto aligned = [&](const BufferRef& ref, const std::vector<int64_t>& steps, int32_t type) {
+      int64_t bits = int64_t(ref.offset);
+      for (size_t d = 0; d < steps.size(); ++d)
+        if (g.batchDims[d] > 1) bits |= steps[d] * int64_t(dtypeByteSize(type));
+      return uint32_t(bits % 256 == 0 ? 256 : bits & -bits);
+    };
+    const uint32_t alignment[4] = {aligned(g.a, g.batchStepsA, g.abType), aligned(g.b, g.batchStepsB, g.abType),
+                                   aligned(g.beta != 0.f ? g.c : g.d, g.batchStepsC, g.cdType),
+                                   aligned(g.d, g.batchStepsC, g.cdType)};
     for (int k = 0; k < 4; ++k)
       lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MIN_ALIGNMENT_A_BYTES + k, &alignment[k], sizeof alignment[k]);
     cublasLtMatmulHeuristicResult results[kGemmCandidates]{};
@@ -300,7 +313,7 @@ Status Executor::prepareGemms() {
       std::string key;
       for (int64_t v : {int64_t(g.abType), int64_t(g.cdType), int64_t(g.transA), int64_t(g.transB), g.m, g.n, g.k, g.lda, g.ldb,
                         g.ldc, g.batch, g.strideA, g.strideB, g.strideC, int64_t(g.beta != 0.f), int64_t(g.epilogue),
-                        int64_t(g.tf32)})
+                        int64_t(g.tf32), int64_t(g.pointerBatch())})
         key += std::to_string(v) + ",";
       auto it = searched.find(key);
       if (it != searched.end()) p.algo = it->second;
@@ -312,35 +325,72 @@ Status Executor::prepareGemms() {
   return Status::success();
 }
 
+Status Executor::uploadBatchPointers(PreparedLaunch& p, const GemmCall& g) {
+  const size_t n = size_t(g.batch);
+  const uint64_t ab = dtypeByteSize(g.abType), cd = dtypeByteSize(g.cdType);
+  const CUdeviceptr a = resolve(g.a), b = resolve(g.b), d = resolve(g.d), c = g.beta != 0.f ? resolve(g.c) : d;
+  std::vector<uint64_t> host(4 * n);
+  for (size_t i = 0; i < n; ++i) {
+    host[i] = a + uint64_t(g.batchOffset(g.batchStepsA, int64_t(i))) * ab;
+    host[n + i] = b + uint64_t(g.batchOffset(g.batchStepsB, int64_t(i))) * ab;
+    host[2 * n + i] = c + uint64_t(g.batchOffset(g.batchStepsC, int64_t(i))) * cd;
+    host[3 * n + i] = d + uint64_t(g.batchOffset(g.batchStepsC, int64_t(i))) * cd;
+  }
+  const size_t bytes = host.size() * sizeof host[0];
+  CUresult r = cu_.cuMemAlloc(&p.batchPointers, bytes);
+  if (r == CUDA_SUCCESS) r = cu_.cuMemcpyHtoD(p.batchPointers, host.data(), bytes);
+  if (r == CUDA_SUCCESS) return Status::success();
+  return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + ": the " + std::to_string(n) +
+                                    " products' addresses for cuBLASLt: " + cu_.describe(r));
+}
+
+void Executor::gemmOperands(const PreparedLaunch& p, const GemmCall& g, CUdeviceptr out[4]) const {
+  if (p.batchPointers) {
+    for (int k = 0; k < 4; ++k) out[k] = p.batchPointers + uint64_t(k) * uint64_t(g.batch) * sizeof(uint64_t);
+    return;
+  }
+  out[0] = resolve(g.a), out[1] = resolve(g.b), out[3] = resolve(g.d), out[2] = g.beta != 0.f ? resolve(g.c) : out[3];
+}
+
 bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtMatmulHeuristicResult* candidates, int count,
                            cublasLtMatmulAlgo& best) {
   if (!cu_.hasEvents()) return false;
-  // Scratch operands with the launch's strided extents (contents do not change the timing: set
-  // to a small constant where the driver can); C is D, as at launch when beta is 0.
-  auto extent = [](int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride, int32_t type) {
-    uint64_t elems = uint64_t(batch - 1) * uint64_t(stride) + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
-    return (elems * dtypeByteSize(type) + 255) / 256 * 256;
-  };
-  const uint64_t aBytes = extent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.batch, g.strideA, g.abType);
-  const uint64_t bBytes = extent(g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.batch, g.strideB, g.abType);
-  const uint64_t dBytes = extent(g.m, g.n, g.ldc, g.batch, g.strideC, g.cdType);
-  const uint64_t need = aBytes + bBytes + dBytes + extent(g.m, 1, g.m, 1, 0, g.cdType);
-  if (need > scratchBytes_) {
-    if (scratch_) cu_.cuMemFree(scratch_);
-    scratch_ = 0, scratchBytes_ = 0;
-    if (cu_.cuMemAlloc(&scratch_, need) != CUDA_SUCCESS) {
-      scratch_ = 0;
-      return false;
+  CUdeviceptr ops[4], bias = 0;  // A, B, C, D
+  if (g.pointerBatch()) {
+    // Timed on its own operands, in the arena and the weights: nothing is live in the arena
+    // while a context is created.
+    gemmOperands(p, g, ops);
+    if (g.epilogue & GemmCall::Bias) {
+      if (g.bias.space == BufferRef::Space::Io) return false;  // (not bound yet)
+      bias = resolve(g.bias);
     }
-    scratchBytes_ = need;
-    if (cu_.cuMemsetD8) cu_.cuMemsetD8(scratch_, 0x3c, need);  // fp16 1.06, fp32/bf16 0.0115
+  } else {
+    // Scratch operands with the launch's strided extents (contents do not change the timing:
+    // set to a small constant where the driver can); C is D, as at launch when beta is 0.
+    auto extent = [](int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride, int32_t type) {
+      uint64_t elems = uint64_t(batch - 1) * uint64_t(stride) + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
+      return (elems * dtypeByteSize(type) + 255) / 256 * 256;
+    };
+    const uint64_t aBytes = extent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.batch, g.strideA, g.abType);
+    const uint64_t bBytes = extent(g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.batch, g.strideB, g.abType);
+    const uint64_t dBytes = extent(g.m, g.n, g.ldc, g.batch, g.strideC, g.cdType);
+    const uint64_t need = aBytes + bBytes + dBytes + extent(g.m, 1, g.m, 1, 0, g.cdType);
+    if (need > scratchBytes_) {
+      if (scratch_) cu_.cuMemFree(scratch_);
+      scratch_ = 0, scratchBytes_ = 0;
+      if (cu_.cuMemAlloc(&scratch_, need) != CUDA_SUCCESS) {
+        scratch_ = 0;
+        return false;
+      }
+      scratchBytes_ = need;
+      if (cu_.cuMemsetD8) cu_.cuMemsetD8(scratch_, 0x3c, need);  // fp16 1.06, fp32/bf16 0.0115
+    }
+    ops[0] = scratch_, ops[1] = scratch_ + aBytes, ops[2] = ops[3] = scratch_ + aBytes + bBytes;
+    bias = scratch_ + aBytes + bBytes + dBytes;
   }
-  void *a = reinterpret_cast<void*>(scratch_), *b = reinterpret_cast<void*>(scratch_ + aBytes),
-       *dd = reinterpret_cast<void*>(scratch_ + aBytes + bBytes);
-  if (g.epilogue & GemmCall::Bias) {  // (launchGemm sets the real one at every launch)
-    CUdeviceptr bias = scratch_ + aBytes + bBytes + dBytes;
+  if (g.epilogue & GemmCall::Bias)  // (launchGemm sets the real one at every launch)
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
-  }
+  auto ptr = [&](int k) { return reinterpret_cast<void*>(ops[k]); };
   CUevent start = nullptr, stop = nullptr;
   if (cu_.cuEventCreate(&start, 0) != CUDA_SUCCESS || cu_.cuEventCreate(&stop, 0) != CUDA_SUCCESS) {
     if (start) cu_.cuEventDestroy(start);
@@ -350,9 +400,9 @@ bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtM
   bool any = false;
   for (int i = 0; i < count; ++i) {
     auto run = [&] {
-      return lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, a, p.layouts[0], b, p.layouts[1], &g.beta, dd, p.layouts[2],
-                                 dd, p.layouts[3], &candidates[i].algo, reinterpret_cast<void*>(ltWorkspace_),
-                                 kLtWorkspaceBytes, nullptr) == 0;
+      return lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1], &g.beta, ptr(2),
+                                 p.layouts[2], ptr(3), p.layouts[3], &candidates[i].algo,
+                                 reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, nullptr) == 0;
     };
     if (candidates[i].state != 0 || !run()) continue;  // (the first run warms up)
     bool ok = cu_.cuEventRecord(start, nullptr) == CUDA_SUCCESS;
@@ -381,10 +431,11 @@ Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
   }
   if (g.fp8()) setScalePointers(p, g);
-  CUdeviceptr a = resolve(g.a), b = resolve(g.b), dd = resolve(g.d), c = g.beta != 0.f ? resolve(g.c) : dd;
-  cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, reinterpret_cast<void*>(a), p.layouts[0],
-                                       reinterpret_cast<void*>(b), p.layouts[1], &g.beta, reinterpret_cast<void*>(c),
-                                       p.layouts[2], reinterpret_cast<void*>(dd), p.layouts[3], &p.algo,
+  CUdeviceptr ops[4];
+  gemmOperands(p, g, ops);
+  auto ptr = [&](int k) { return reinterpret_cast<void*>(ops[k]); };
+  cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1], &g.beta,
+                                       ptr(2), p.layouts[2], ptr(3), p.layouts[3], &p.algo,
                                        reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, stream);
   if (s == 0) return Status::success();
   return makeStatus(KILN_ERROR_CUDA, "launch " + std::to_string(p.index) + " (cuBLASLt matmul, node '" + l.node +
@@ -524,6 +575,7 @@ Executor::~Executor() {
       dropGraph();
       for (PreparedLaunch& p : launches_) {
         if (p.matmul) lt_->cublasLtMatmulDescDestroy(p.matmul);
+        if (p.batchPointers) cu_.cuMemFree(p.batchPointers);
         for (cublasLtMatrixLayout layout : p.layouts)
           if (layout) lt_->cublasLtMatrixLayoutDestroy(layout);
       }

@@ -46,6 +46,8 @@ class Executor {
     cublasLtMatmulDesc matmul = nullptr;
     cublasLtMatrixLayout layouts[4] = {nullptr, nullptr, nullptr, nullptr};  // A, B, C, D
     cublasLtMatmulAlgo algo{};
+    // Pointer-array batches: the products' A, B, C and D addresses, four arrays of `batch`.
+    CUdeviceptr batchPointers = 0;
   };
 
   Executor(const CudaDriver& cu, std::shared_ptr<const LoadedEngine> engine) : cu_(cu), engine_(std::move(engine)) {}
@@ -56,8 +58,13 @@ class Executor {
   void prepareLaunches();
   Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
   Status launchGemm(PreparedLaunch& p, CUstream stream);
+  // A pointer-array batch's address arrays, uploaded once (its operands never move).
+  Status uploadBatchPointers(PreparedLaunch& p, const GemmCall& g);
+  // The A, B, C and D arguments of p's cublasLtMatmul: the operands, or their address arrays.
+  void gemmOperands(const PreparedLaunch& p, const GemmCall& g, CUdeviceptr out[4]) const;
   // runtime.gemm_search: the fastest of the heuristic's candidates for p's product, timed on
-  // scratch memory (`scratch_`, grown as needed); false when none could be timed.
+  // scratch memory (`scratch_`, grown as needed; a pointer-array batch on its own operands);
+  // false when none could be timed.
   bool fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtMatmulHeuristicResult* candidates, int count,
                    cublasLtMatmulAlgo& best);
   // An fp8 product's per-row and per-column scale vectors, set on its cuBLASLt descriptor.

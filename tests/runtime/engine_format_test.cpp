@@ -231,14 +231,14 @@ TEST(EngineFormat, WrongMagic) {
 }
 
 TEST(EngineFormat, WrongVersion) {
-  std::vector<uint8_t> v3 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 3);
-  EXPECT_REJECTED(v3, KILN_ERROR_VERSION, "engine format version 3, this runtime reads versions 1 to 2");
+  std::vector<uint8_t> v4 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 4);
+  EXPECT_REJECTED(v4, KILN_ERROR_VERSION, "engine format version 4, this runtime reads versions 1 to 3");
   // A newer file says so even when it is cut short.
-  v3.resize(20);
-  EXPECT_REJECTED(v3, KILN_ERROR_VERSION, "engine format version 3");
+  v4.resize(20);
+  EXPECT_REJECTED(v4, KILN_ERROR_VERSION, "engine format version 4");
   // Header and metadata must agree.
   std::vector<uint8_t> v1 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 1);
-  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 2 disagrees with the header's 1");
+  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 3 disagrees with the header's 1");
 }
 
 // A library GEMM launch (format version 2): written, read back field by field, and its buffers
@@ -322,6 +322,67 @@ TEST(EngineFormat, GemmLaunch) {
   bad = d;
   bad.launches.back().gemm.tf32 = true;
   EXPECT_NE(checkEngineDesc(bad).find("tf32 is for float A and B"), std::string::npos) << checkEngineDesc(bad);
+}
+
+// Pointer-array batches (format version 3): BERT-like heads [B, S, H, D] = [2, 8, 3, 4] read
+// in place, 6 products of op(A) 8x4 from A's [2, 8, 12] (steps 96 and 4) times a shared B
+// (step 0), D contiguous 8x8 each. Read back field by field; the steps, the batch and the spaces
+// are checked.
+TEST(EngineFormat, PointerBatchGemm) {
+  EngineDesc d = test::makeAxpbEngine(64);
+  d.arenaBytes = 4096 * 4;
+  Launch l;
+  l.kind = Launch::Kind::Gemm;
+  l.node = "qk";
+  GemmCall &g = l.gemm;
+  g.abType = g.cdType = 1;
+  g.m = 8, g.n = 8, g.k = 4, g.transA = true, g.lda = 12, g.ldb = 4, g.ldc = 8, g.batch = 6;
+  g.batchDims = {2, 3}, g.batchStepsA = {96, 4}, g.batchStepsB = {0, 0}, g.batchStepsC = {192, 64};
+  g.a = {BufferRef::Space::Arena, 0, -1};
+  g.b = {BufferRef::Space::Weights, 0, -1};
+  g.d = {BufferRef::Space::Arena, 1024 * 4, -1};
+  d.weights.resize(8 * 4 * 4);
+  d.launches.push_back(l);
+  ASSERT_EQ(checkEngineDesc(d), "");
+  EXPECT_EQ(g.batchOffset(g.batchStepsA, 4), 96 + 4);  // product (1, 1)
+  EXPECT_EQ(g.batchOffset(g.batchStepsC, 5), 192 + 2 * 64);
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string err;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
+  const GemmCall &h = back.launches.back().gemm;
+  EXPECT_TRUE(h.pointerBatch());
+  EXPECT_EQ(h.batchDims, g.batchDims);
+  EXPECT_EQ(h.batchStepsA, g.batchStepsA);
+  EXPECT_EQ(h.batchStepsB, g.batchStepsB);
+  EXPECT_EQ(h.batchStepsC, g.batchStepsC);
+  // A strided batch writes none of the fields.
+  EngineDesc strided = d;
+  GemmCall &sg = strided.launches.back().gemm;
+  sg.batchDims.clear(), sg.batchStepsA.clear(), sg.batchStepsB.clear(), sg.batchStepsC.clear();
+  sg.strideA = 4, sg.strideC = 64;
+  ASSERT_EQ(checkEngineDesc(strided), "");
+  std::vector<uint8_t> plain = writeEngine(strided);
+  EXPECT_EQ(std::string(plain.begin(), plain.end()).find("batch_dims"), std::string::npos);
+  auto rejects = [&](auto change, const std::string &want) {
+    EngineDesc bad = d;
+    change(bad.launches.back().gemm);
+    std::string why = checkEngineDesc(bad);
+    EXPECT_NE(why.find(want), std::string::npos) << "got: " << why;
+  };
+  rejects([](GemmCall &b) { b.batchStepsB = {0}; }, "batch_dims and batch_steps_a/b/c differ in length");
+  rejects([](GemmCall &b) { b.batch = 7; }, "batch_dims make 6 products, batch says 7");
+  rejects([](GemmCall &b) { b.batchStepsA = {96, 4000}; }, "gemm A");  // past the arena's end
+  rejects([](GemmCall &b) { b.batchStepsC = {192, 64 * 1000}; }, "gemm D");
+  rejects([](GemmCall &b) { b.a = {BufferRef::Space::Io, 0, 0}; }, "gemm A: an I/O tensor read through pointer-array batches");
+  rejects([](GemmCall &b) { b.d = {BufferRef::Space::Io, 0, 1}; }, "gemm D: an I/O tensor");
+  // A negative step in the file: the reader names it.
+  std::vector<RawSection> sections = sectionsOf(bytes);
+  json meta = json::parse(sections[0].bytes.begin(), sections[0].bytes.end());
+  meta["launches"].back()["gemm"]["batch_steps_a"][1] = -4;
+  std::string text = meta.dump();
+  sections[0].bytes.assign(text.begin(), text.end());
+  EXPECT_REJECTED(pack(sections), KILN_ERROR_FORMAT, "gemm.batch_steps_a[1]: ");
 }
 
 TEST(EngineFormat, SizeMismatch) {

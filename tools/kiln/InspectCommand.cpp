@@ -98,8 +98,11 @@ Runner addInspectCommand(CLI::App &app) {
       }
       if (l.kind == rt::Launch::Kind::Gemm) {
         const rt::GemmCall &g = l.gemm;
-        std::printf("%-5d %-32s %-9s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %lld epilogue %d\n", i++,
-                    l.node.c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k, (long long)g.batch, g.epilogue);
+        std::string batch = std::to_string(g.batch);
+        if (g.pointerBatch()) batch += " (address arrays, " + shapeText(g.batchDims) + ")";
+        std::printf("%-5d %-32s %-9s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %s epilogue %d\n", i++,
+                    l.node.c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k,
+                    batch.c_str(), g.epilogue);
         continue;
       }
       const auto &k = d.kernels[l.kernel];
