@@ -98,9 +98,10 @@ LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
 // A product whose operand k is a single-use Transpose reads the transpose's input instead.
 // Except for a batched product that stays fp32 (`fp32`: the route's precision for it) when the
 // fold would leave it batch strides cuBLASLt cannot take: it would fall back to kiln's SIMT
-// kernel, several times slower than the copy plus cuBLASLt (BERT's attention products;
-// gemm.tactic=kiln keeps the copy too).
-bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32) {
+// kernel, several times slower than the copy plus cuBLASLt (gemm.tactic=kiln keeps the copy
+// too). With `pointers` (gemm.batch_pointers) cuBLASLt takes any batch strides of operands
+// that are not the engine's I/O (BERT's attention products).
+bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32, bool pointers) {
   auto t = mm->getOperand(k).getDefiningOp<TransposeOp>();
   if (!t || !t->hasOneUse()) return false;
   size_t rank = rankOf(t.getX());
@@ -113,7 +114,8 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32) {
   auto xType = cast<RankedTensorType>(t.getX().getType());
   std::vector<int64_t> shape = xType.getShape().vec();
   if (fp32 && rank > 2 && xType.getElementType().isF32() &&
-      !productReadable(StridedView{t.getX(), 0, shape, codegen::kernels::contiguousStrides(shape), false}, r, 4))
+      !productReadable(StridedView{t.getX(), 0, shape, codegen::kernels::contiguousStrides(shape), false}, r, 4,
+                       pointers && !isEngineIo(t.getX()) && !isEngineIo(mm->getResult(0))))
     return false;
   if (isa<MatMulOp>(mm)) {
     // MatMul with rank >= 2 operands → TransposedMatMul with the permutation.
@@ -295,7 +297,8 @@ bool splitHelps(Value slice, Value packed, int64_t s, int64_t e) {
       std::optional<StridedView> before = stridedViewOf(v), after = stridedViewOf(v, e - s);
       if (!after || after->root != packed) continue;
       after->offset -= s;  // (the slice's first column is its memory's first element)
-      if (!(before && productReadable(*before, perm, bytes)) && productReadable(*after, perm, bytes)) return true;
+      // (judged as strided batches: pointer-array ones read the packed heads too, but no faster)
+      if (!(before && productReadable(*before, perm, bytes, false)) && productReadable(*after, perm, bytes, false)) return true;
     }
   }
   return false;
@@ -438,6 +441,7 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
     bool scales = r.get(kFuseScale) == "on", transposes = r.get(kFuseTranspose) == "on";
     const knobs::KnobDef &precision = *knobs::findKnob("precision");  // (the Precision pass's, after this one)
     auto fp32 = [&](Operation *mm) { return r.get(precision, nodeName(mm)) == "fp32"; };
+    const bool pointers = batchPointers(r);
     auto products = [&] {
       SmallVector<Operation *> list;
       getOperation().walk([&](Operation *op) {
@@ -455,7 +459,7 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
           continue;  // mm was replaced
         }
         for (unsigned k = 0; k < 2; ++k)
-          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b, fp32(mm)))) {
+          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b, fp32(mm), pointers))) {
             changed = true;
             break;  // mm may have been replaced
           }

@@ -18,6 +18,7 @@ struct ProductViewsPass : impl::ProductViewsBase<ProductViewsPass> {
     knobs::Route r;
     if (!readRoute(route, getOperation(), r)) return signalPassFailure();
     if (r.get(*knobs::findKnob("fusion.transpose")) != "on") return;  // (CanonicalizeLinear's knob)
+    const bool pointers = batchPointers(r);
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) { ops.push_back(op); });
     OpBuilder b(&getContext());
@@ -33,7 +34,8 @@ struct ProductViewsPass : impl::ProductViewsBase<ProductViewsPass> {
         if (!et.isF32() && !et.isF16() && !et.isBF16()) continue;
         std::optional<StridedView> view = stridedViewOf(old);
         if (!view || !view->copies || !onlyThisChain(old, view->root) ||
-            !productReadable(*view, intsAttr(mm, k == 0 ? "perm_a" : "perm_b"), et.getIntOrFloatBitWidth() / 8))
+            !productReadable(*view, intsAttr(mm, k == 0 ? "perm_a" : "perm_b"), et.getIntOrFloatBitWidth() / 8,
+                             pointers && !isEngineIo(view->root) && !isEngineIo(op->getResult(0))))
           continue;
         b.setInsertionPoint(op);
         Value sv = createStridedView(b, op->getLoc(), *view, old.getType());

@@ -6,11 +6,21 @@
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <algorithm>
 #include <deque>
 #include <optional>
 
 namespace kiln {
+
+KILN_KNOB(kBatchPointers, {"gemm.batch_pointers", {"on", "off"}, "on",
+                           "Batched cuBLASLt products whose operands no single batch stride walks (BERT's "
+                           "batch-first attention heads read in place, broadcast batch dims) take cuBLASLt's "
+                           "pointer-array batches, their addresses built once per context, instead of copying "
+                           "the heads out (kiln-product-views) or running on kiln's kernel; not for operands "
+                           "that are the engine's inputs or outputs",
+                           knobs::Tier::Mixed, "passes/StridedViews.cpp"});
 
 using namespace mlir;
 
@@ -198,7 +208,7 @@ Value createStridedView(OpBuilder &b, Location loc, const StridedView &view, Typ
   return {};
 }
 
-bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes) {
+bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes, bool anyBatchStrides) {
   size_t n = view.shape.size();
   if (n < 2 || (view.offset * elemBytes) % 16) return false;
   if (perm.empty())
@@ -209,7 +219,13 @@ bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t
   bool colMajor = stride[n - 2] == 1 && stride[n - 1] >= shape[n - 2];
   shape.resize(n - 2), stride.resize(n - 2);
   int64_t unit = 0;
-  return (rowMajor || colMajor) && codegen::uniformBatchStride(shape, stride, unit);
+  return (rowMajor || colMajor) && (anyBatchStrides || codegen::uniformBatchStride(shape, stride, unit));
+}
+
+bool batchPointers(const knobs::Route &route) { return route.get(kBatchPointers) == "on"; }
+
+bool isEngineIo(Value v) {
+  return isa<BlockArgument>(v) || llvm::any_of(v.getUsers(), [](Operation *u) { return isa<func::ReturnOp>(u); });
 }
 
 bool onlyThisChain(Value v, Value root) {

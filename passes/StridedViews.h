@@ -4,6 +4,7 @@
 // kiln-fuse-attention and kiln-elementwise-views use it to read operands in place (kiln.strided_view).
 #pragma once
 
+#include "compiler/knobs/Knob.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 
@@ -37,9 +38,19 @@ mlir::Value createStridedView(mlir::OpBuilder &b, mlir::Location loc, const Stri
 
 // Whether cuBLASLt can read `view` as a matrix-product operand through the product's operand
 // permutation `perm` (empty: none): one of the two matrix dims unit-stride with a leading
-// dimension that spans the other, the batch dims one uniform stride (as EngineBuilder's
-// tryLibraryGemm requires), the first element 16-byte aligned.
-bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes);
+// dimension that spans the other, the first element 16-byte aligned, and the batch dims one
+// uniform stride (as EngineBuilder's tryLibraryGemm requires), unless `anyBatchStrides`
+// (gemm.batch_pointers: cuBLASLt's pointer-array batches take any).
+bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t elemBytes, bool anyBatchStrides);
+
+// The gemm.batch_pointers knob: cuBLASLt's pointer-array batches for operands no single batch
+// stride walks. Read by productReadable's callers (kiln-canonicalize-linear's transpose fold,
+// kiln-product-views) and by EngineBuilder, which emits them.
+bool batchPointers(const knobs::Route &route);
+
+// Whether `v` is one of the function's arguments or results: an engine I/O tensor, whose
+// address the runtime learns only at enqueue (too late for gemm.batch_pointers' address arrays).
+bool isEngineIo(mlir::Value v);
 
 // Whether the layout ops from `v` up to `root` are used by this chain alone (a copy that stays
 // for another user is the faster, contiguous read, so reading `v` in place would gain nothing).

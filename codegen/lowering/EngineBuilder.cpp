@@ -245,6 +245,13 @@ class Lowering {
     return emitMatMul(spec);
   }
   rt::BufferRef bufferOf(Value v, int64_t extraOffset = 0);
+  // Whether `v`'s memory will be an I/O tensor's: an input's (through aliases), or a result
+  // that a launch writes straight into its output.
+  bool isIo(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(root(v)); arg && arg.getOwner() == &f_.getBody().front()) return true;
+    Operation *d = v.getDefiningOp();
+    return d && !isAlias(d) && llvm::is_contained(f_.getBody().front().getTerminator()->getOperands(), v);
+  }
   Value root(Value v) {
     while (Operation *d = v.getDefiningOp())
       if (isAlias(d)) v = d->getOperand(0);
@@ -618,13 +625,14 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   // multiples of 16, which cuBLASLt's fp8 kernels take.
   if (fp8 && (!aK || !bK || kernels::numElementsOf(spec.batchShape) != 1)) return false;
   if (fp8 && tactic == "auto" && (spec.M % 16 || spec.N % 16 || spec.K % 16)) return false;
-  // The batch dims must be one uniform stride per operand.
+  // The batch dims: one uniform stride per operand, else (gemm.batch_pointers) cuBLASLt's
+  // pointer-array batches, whose addresses the runtime builds once: not for I/O tensors.
   int64_t nbatch = 1;
   for (int64_t d : spec.batchShape) nbatch *= d;
   int64_t strideA = 0, strideB = 0;
-  if (nbatch > 1 && (!uniformBatchStride(spec.batchShape, a.batchStrides, strideA) ||
-                     !uniformBatchStride(spec.batchShape, b.batchStrides, strideB)))
-    return false;
+  const bool pointers = nbatch > 1 && (!uniformBatchStride(spec.batchShape, a.batchStrides, strideA) ||
+                                       !uniformBatchStride(spec.batchShape, b.batchStrides, strideB));
+  if (pointers && !batchPointers(opts_.route)) return false;
   // The chain's longest prefix cuBLASLt expresses: scale, then bias and residual adds, then ReLU,
   // then a cast to fp32 (no C then). The rest, if any, runs as an elementwise kernel after it.
   // An fp8 product's fp32 result may first be cast to half: D is then half, as its bias.
@@ -675,6 +683,7 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   Value d = taken == chain.size() ? result : v;
   out = elemTypeOf(d);
   if (out != (toF32 ? ElemType::F32 : dt)) return false;
+  if (pointers && (isIo(aMem) || isIo(bMem) || isIo(d) || (residual && isIo(residual)))) return false;
   PendingLaunch p;
   p.library = true;
   rt::GemmCall &g = p.gemm;
@@ -687,6 +696,17 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   g.transB = !aK, g.ldb = aK ? a.rowStride : a.colStride;
   g.ldc = ldD;
   g.batch = nbatch, g.strideA = strideB, g.strideB = strideA, g.strideC = strideD;
+  if (pointers) {  // (size-1 dims dropped; D's products stay strideD apart)
+    g.strideA = g.strideB = g.strideC = 0;
+    int64_t inner = nbatch;
+    for (size_t k = 0; k < spec.batchShape.size(); ++k) {
+      inner /= spec.batchShape[k];
+      if (spec.batchShape[k] == 1) continue;
+      g.batchDims.push_back(spec.batchShape[k]);
+      g.batchStepsA.push_back(b.batchStrides[k]), g.batchStepsB.push_back(a.batchStrides[k]);
+      g.batchStepsC.push_back(inner * strideD);
+    }
+  }
   g.alpha = alpha, g.beta = residual ? 1.f : 0.f;
   g.epilogue = (bias ? rt::GemmCall::Bias : 0) | (relu ? rt::GemmCall::Relu : 0);
   g.tf32 = in == ElemType::F32 && opts_.route.get(kGemmTf32, nodeName(anchor)) == "on";

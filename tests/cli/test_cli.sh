@@ -202,7 +202,12 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 "wrote .*6 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn.kiln" --precision fp16
   expect 0 "pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/attn.kiln"
   # Unfused: the two products and the softmax; the output cast reads the head transpose in place.
-  expect 0 "wrote .*7 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
+  # The products read the batch-first heads in place on cuBLASLt's pointer-array batches (the
+  # mask add after the scores then its own kernel); without them, on kiln's kernel.
+  expect 0 "wrote .*8 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
+  expect 0 "qk +fp16 +cuBLASLt matmul 9x9x16 .* batch 4 \(address arrays, 2x2\)" -- inspect "$tmp/attn_off.kiln"
+  expect 0 "wrote .*7 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_nop.kiln" \
+    --route 'precision=fp16;fusion.attention=off;gemm.batch_pointers=off'
   # torch's sequence-first output projection, then a column slice and a transpose read in place:
   # the compile pipeline's graph is exact on the CPU; the fp32 engine is the product (writing
   # batch-first, the residual in its epilogue) and two elementwise kernels, no copies.

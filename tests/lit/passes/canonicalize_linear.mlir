@@ -2,6 +2,7 @@
 // RUN: %kiln-opt %s -split-input-file '-kiln-canonicalize-linear=route=fusion.transpose=off;gemm.pad=off;gemm.split=off' | FileCheck %s --check-prefix=OFF
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s --check-prefix=AUTO
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=precision=fp16 | FileCheck %s --check-prefix=HALF
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=gemm.batch_pointers=off | FileCheck %s --check-prefix=NOPTR
 
 // Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
 // CHECK-LABEL: func.func @gemm
@@ -47,8 +48,10 @@ func.func @attention_scores(%q: tensor<2x7x3x4xf16>, %k: tensor<2x7x3x4xf16>) ->
 
 // -----
 
-// The same in fp32: the head transposes stay copies, as read in place their (batch, head)
-// strides are not one uniform batch stride, which cuBLASLt needs; K's last-two-axes swap folds.
+// The same in fp32 on the engine's inputs: the head transposes stay copies, as read in place
+// their (batch, head) strides are not one uniform batch stride, and cuBLASLt's pointer-array
+// batches (gemm.batch_pointers) need addresses known when a context is created; K's
+// last-two-axes swap folds.
 // CHECK-LABEL: func.func @attention_scores_f32
 // CHECK: %[[Q:.*]] = kiln.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>}
 // CHECK: %[[K:.*]] = kiln.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
@@ -60,6 +63,27 @@ func.func @attention_scores_f32(%q: tensor<2x7x3x4xf32>, %k: tensor<2x7x3x4xf32>
   %ktt = kiln.transpose %kt {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x7x4xf32>) -> tensor<2x3x4x7xf32>
   %s = kiln.matmul %qt, %ktt : (tensor<2x3x7x4xf32>, tensor<2x3x4x7xf32>) -> tensor<2x3x7x7xf32>
   return %s : tensor<2x3x7x7xf32>
+}
+
+// -----
+
+// fp32 heads computed inside the engine (BERT's): read in place through pointer-array batches,
+// the transposes fold as in fp16; with gemm.batch_pointers=off they stay copies.
+// CHECK-LABEL: func.func @attention_scores_f32_inner
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.transposed_matmul %{{.*}}, %{{.*}} {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>} : (tensor<2x7x3x4xf32>, tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32>
+// NOPTR-LABEL: func.func @attention_scores_f32_inner
+// NOPTR-COUNT-2: kiln.transpose {{.*}} {perm = array<i64: 0, 2, 1, 3>}
+// NOPTR: kiln.transposed_matmul
+func.func @attention_scores_f32_inner(%q: tensor<2x7x3x4xf32>, %k: tensor<2x7x3x4xf32>) -> tensor<2x3x7x7xf32> {
+  %qe = kiln.exp %q : (tensor<2x7x3x4xf32>) -> tensor<2x7x3x4xf32>
+  %ke = kiln.exp %k : (tensor<2x7x3x4xf32>) -> tensor<2x7x3x4xf32>
+  %qt = kiln.transpose %qe {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf32>) -> tensor<2x3x7x4xf32>
+  %kt = kiln.transpose %ke {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x7x3x4xf32>) -> tensor<2x3x7x4xf32>
+  %ktt = kiln.transpose %kt {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x3x7x4xf32>) -> tensor<2x3x4x7xf32>
+  %s = kiln.matmul %qt, %ktt : (tensor<2x3x7x4xf32>, tensor<2x3x4x7xf32>) -> tensor<2x3x7x7xf32>
+  %y = kiln.exp %s : (tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32>
+  return %y : tensor<2x3x7x7xf32>
 }
 
 // -----

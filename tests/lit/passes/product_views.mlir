@@ -1,5 +1,6 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-product-views | FileCheck %s
 // RUN: %kiln-opt %s -split-input-file -kiln-product-views=route=fusion.transpose=off | FileCheck %s --check-prefix=OFF
+// RUN: %kiln-opt %s -split-input-file -kiln-product-views=route=gemm.batch_pointers=off | FileCheck %s --check-prefix=NOPTR
 
 // Heads of sequence-first Q, K and V [S, B, H·D] (a split packed projection) read head-major,
 // [B, H, S, D]: the batch dims (B, H) walk memory with one stride (D), so both products read
@@ -48,8 +49,29 @@ func.func @sequence_first_heads(%q: tensor<3x2x8xf32>, %k: tensor<3x2x8xf32>, %v
 // -----
 
 // Batch-first heads [B, S, H·D] read as [B, H, S, D]: B and H have strides S·H·D and D, which
-// cuBLASLt's one batch stride cannot take: the transpose stays a copy. So does a column slice
-// starting 4 bytes into its rows (cuBLASLt wants 16-byte aligned operands), and an fp64 product.
+// no single batch stride walks: read in place through cuBLASLt's pointer-array batches
+// (gemm.batch_pointers), the product's result an intermediate too.
+// CHECK-LABEL: func.func @batch_first_heads
+// CHECK: %[[Q:.*]] = kiln.strided_view %{{.*}} {offset = 0 : i64, shape = array<i64: 2, 2, 3, 4>, strides = array<i64: 24, 4, 8, 1>}
+// CHECK: kiln.matmul %[[Q]], %arg1
+// NOPTR-LABEL: func.func @batch_first_heads
+// NOPTR: kiln.transpose
+// NOPTR-NOT: kiln.strided_view
+func.func @batch_first_heads(%x: tensor<2x3x8xf32>, %k: tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32> {
+  %s = kiln.constant dense<[2, 3, 2, 4]> : tensor<4xi64>
+  %q = kiln.exp %x : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %qr = kiln.reshape %q, %s : (tensor<2x3x8xf32>, tensor<4xi64>) -> tensor<2x3x2x4xf32>
+  %qt = kiln.transpose %qr {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x2x4xf32>) -> tensor<2x2x3x4xf32>
+  %y = kiln.matmul %qt, %k : (tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32>) -> tensor<2x2x3x3xf32>
+  %z = kiln.exp %y : (tensor<2x2x3x3xf32>) -> tensor<2x2x3x3xf32>
+  return %z : tensor<2x2x3x3xf32>
+}
+
+// -----
+
+// The same heads of an engine input stay a copy: pointer-array batches take addresses known
+// when a context is created, not at enqueue. So does a column slice starting 4 bytes into its
+// rows (cuBLASLt wants 16-byte aligned operands), and an fp64 product.
 // CHECK-LABEL: func.func @stays_copies
 // CHECK-NOT: kiln.strided_view
 // CHECK: return
