@@ -25,6 +25,7 @@ KILN_KNOB(kFuseElementwise, {"fusion.elementwise", {"on", "off"}, "on",
 using namespace mlir;
 
 bool isFusableElementwise(Operation *op) { return elementwiseUse(op).has_value(); }
+bool elementwiseFusion(const knobs::Route &route) { return route.get(kFuseElementwise) == "on"; }
 
 namespace {
 
@@ -156,7 +157,7 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     knobs::Route r;
     if (!readRoute(route, getOperation(), r)) return signalPassFailure();
-    if (r.get(kFuseElementwise) == "off") return;
+    if (!elementwiseFusion(r)) return;
     Block &block = getOperation().getBody().front();
     SmallVector<Operation *> order;
     for (Operation &op : block.without_terminator()) order.push_back(&op);
