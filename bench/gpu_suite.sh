@@ -213,17 +213,23 @@ if [ "$mode" = quick ]; then
   : > "$summary"
   # The attention kernel first, alone on the GPU: its timings are the ones RESULTS.md quotes
   # (52 kernels to compile and time: minutes; KILN_QUICK_NO_ATTENTION=1 skips it).
-  [ -n "${KILN_QUICK_NO_ATTENTION:-}" ] || KILN_TIMEOUT=360 run attention_kernel "$bin/kiln-attention-check"
-  KILN_TIMEOUT=400 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" \
-    ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt" &
-  "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+  # KILN_QUICK_ROUTES ('|'-separated) checks the case models over those routes only, without the
+  # node tests and kernel cases (a change to one part of codegen, in a short call).
+  [ -n "${KILN_QUICK_NO_ATTENTION:-}${KILN_QUICK_ROUTES:-}" ] || KILN_TIMEOUT=360 run attention_kernel "$bin/kiln-attention-check"
+  if [ -z "${KILN_QUICK_ROUTES:-}" ]; then
+    KILN_TIMEOUT=400 run gpu_conformance python3 tests/conformance/gpu_conformance.py "$bin/kiln" \
+      ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} --out "$OUT/conformance_gpu.txt" &
+    "$bin/kiln-kernel-cases-dump" > /tmp/cases.jsonl && run kernel_cases python3 tests/codegen/gpu_check.py /tmp/cases.jsonl
+  fi
+  quick_routes=("" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off"
+                "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col"
+                "precision=fp16;fusion.attention=off" "gemm.tf32=on" "layout.conv=nchw;gemm.tactic=kiln"
+                "precision=fp16;runtime.gemm_search=on" "precision=fp16;fusion.attention=off;gemm.split=on"
+                "gemm.batch_pointers=off")
+  [ -n "${KILN_QUICK_ROUTES:-}" ] && IFS='|' read -r -a quick_routes <<< "$KILN_QUICK_ROUTES"
   for m in $(case_models); do
     stem=$(basename "$m"); stem=${stem%%.*}
-    for r in "" "precision=fp16" "precision=bf16" "precision=fp16;gemm.tactic=kiln" "fusion.epilogue=off;fusion.elementwise=off" \
-             "gemm.tactic=cublaslt" "precision=fp16;conv.algo=implicit" "layout.conv=nhwc;conv.algo=im2col" \
-             "precision=fp16;fusion.attention=off" "gemm.tf32=on" "layout.conv=nchw;gemm.tactic=kiln" \
-             "precision=fp16;runtime.gemm_search=on" "precision=fp16;fusion.attention=off;gemm.split=on" \
-             "gemm.batch_pointers=off"; do
+    for r in "${quick_routes[@]}"; do
       skip_route "$stem" "$r" && continue
       run "case_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 3
     done
