@@ -25,7 +25,6 @@ KILN_KNOB(kFuseElementwise, {"fusion.elementwise", {"on", "off"}, "on",
 using namespace mlir;
 
 bool isFusableElementwise(Operation *op) { return elementwiseUse(op).has_value(); }
-bool elementwiseFusion(const knobs::Route &route) { return route.get(kFuseElementwise) == "on"; }
 
 namespace {
 
@@ -157,7 +156,7 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     knobs::Route r;
     if (!readRoute(route, getOperation(), r)) return signalPassFailure();
-    if (!elementwiseFusion(r)) return;
+    if (r.get(kFuseElementwise) == "off") return;
     Block &block = getOperation().getBody().front();
     SmallVector<Operation *> order;
     for (Operation &op : block.without_terminator()) order.push_back(&op);

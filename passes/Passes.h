@@ -44,8 +44,5 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
 // Whether codegen computes `op` per element (has an elementwise kernel for its attributes): the
 // ops fusion may put in a kernel region.
 bool isFusableElementwise(mlir::Operation *op);
-// The `fusion.elementwise` knob (on: chains of elementwise ops in one kernel, and an attention
-// mask's Add read by the Softmax after it).
-bool elementwiseFusion(const knobs::Route &route);
 
 }  // namespace kiln

@@ -89,14 +89,6 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (s.outer < 0 || s.cols < 0 || s.inner < 1) throw std::invalid_argument("row reduction: bad view");
   if (s.op == RowOp::LayerNorm && s.inner != 1)
     throw std::invalid_argument("row reduction: LayerNormalization needs inner == 1");
-  if (s.addend) {
-    if ((s.op != RowOp::Softmax && s.op != RowOp::LogSoftmax) || s.inner != 1)
-      throw std::invalid_argument("row reduction: an addend is for last-axis Softmax/LogSoftmax only");
-    int64_t n = 1;
-    for (int64_t d : s.rowDims) n *= d;
-    if (s.rowDims.size() != s.addendRowStrides.size() || n != s.outer)
-      throw std::invalid_argument("row reduction: the addend's row dims must match outer");
-  }
   const int64_t rows = s.outer * s.inner;
   int T, rpb, block;
   if (s.inner > 1) {
@@ -135,7 +127,6 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
     params += "OT* __restrict__ out";
     if (s.statsOutputs) params += ", ST* __restrict__ mean_out, ST* __restrict__ inv_out";
   } else {
-    if (s.addend) params += "const XT* __restrict__ add, ";
     params += "OT* __restrict__ out";
   }
   src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
@@ -145,22 +136,11 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "  for (long long row = (long long)blockIdx.x * RPB + sub; row < ROWS; row += (long long)gridDim.x * RPB) {\n";
   src += "    const long long base = (row / INNER) * COLS * INNER + (row % INNER);\n";
   src += "    const XT* x = in + base;\n";
-  // An element of the row as read: x's, plus the addend's where there is one.
-  std::string elem = "(AT)kiln_ld(x[j * INNER])";
-  if (s.addend) {  // a0: the addend's offset for this row, from the row's index over rowDims
-    src += "    long long a0 = 0, q = row;\n";
-    for (size_t d = s.rowDims.size(); d-- > 0;) {
-      std::string dim = std::to_string(s.rowDims[d]) + "LL";
-      if (s.addendRowStrides[d]) src += "    a0 += (q % " + dim + ") * " + std::to_string(s.addendRowStrides[d]) + "LL;\n";
-      if (d > 0) src += "    q /= " + dim + ";\n";
-    }
-    elem = "(" + elem + " + (AT)kiln_ld(add[a0 + j * " + std::to_string(s.addendColStride) + "LL]))";
-  }
-  std::string load = cache ? "v[p]" : elem;
+  std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])";
   if (cache) {
     src += "    AT v[PER > 0 ? PER : 1];\n";
     src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
-           " v[p] = j < COLS ? " + elem + " : (AT)0; }\n";
+           " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
   }
   std::string store = "out[base + j * INNER]";
   auto forEach = [cache](const std::string &body) { return rowLoop(body, cache); };
@@ -227,7 +207,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   k.block = {static_cast<uint32_t>(block), 1, 1};
   k.grid = {gridStrideBlocks(rows, rpb, 65535), 1, 1};
   if (s.op == RowOp::LayerNorm) k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
-  else k.numParams = s.addend ? 3 : 2;
+  else k.numParams = 2;
   return k;
 }
 

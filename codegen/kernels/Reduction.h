@@ -14,7 +14,7 @@
 // read, one write). inner > 1 gets one thread per row (coalesced across i).
 //
 // Kernel parameters:
-//   Softmax / LogSoftmax:  in, [addend], out
+//   Softmax / LogSoftmax:  in, out
 //   LayerNorm:             in, scale[cols], [bias[cols]], out, [mean[rows], invStdDev[rows]]
 //   Reduce*:               in, out[rows]
 #pragma once
@@ -41,13 +41,6 @@ struct RowReductionSpec {
   float epsilon = 1e-5f;
   bool hasBias = true;
   bool statsOutputs = false;  // also write Mean and InvStdDev per row
-  // Softmax / LogSoftmax over the last axis (inner == 1) only: of x + addend, the addend (of x's
-  // type) broadcast over x — an attention mask, added as the row is read instead of by a kernel
-  // of its own. Row r splits into `rowDims` (row-major; their product is outer); the addend's
-  // element (r, j) is at Σ_d idx_d(r) · addendRowStrides[d] + j · addendColStride.
-  bool addend = false;
-  std::vector<int64_t> rowDims, addendRowStrides;
-  int64_t addendColStride = 1;
   // Threads per row for last-axis rows; 0 = automatic (32 up to 1024 columns, else 256..1024).
   int threadsPerRow = 0;
   // Storage types (arithmetic is fp32 whatever they are): input, scale and bias; output;

@@ -209,14 +209,6 @@ class Lowering {
   void lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result);
   // Elementwise ops (a DAG whose last op yields `result`) in one launch.
   void lowerElementwise(ArrayRef<Operation *> ops, Value result);
-  // An Add whose result (`result`) only a last-axis Softmax/LogSoftmax reads, one operand of its
-  // shape and the other (the addend: an attention mask) broadcast: no launch; the Softmax reads
-  // both (softmaxAddends_). With fusion.elementwise on (the default).
-  bool deferAddToSoftmax(Operation *add, Value result);
-  struct SoftmaxAddend {
-    Value x, addend;
-  };
-  llvm::DenseMap<Value, SoftmaxAddend> softmaxAddends_;  // by the Add's result
   // Appends `ops` to a program: values already named are reused, single-element constants become
   // literals, anything else becomes an input (its outer value pushed on `params`).
   // `offsets`: null in epilogues; in elementwise kernels, where inputs read through strided views
@@ -442,36 +434,7 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
   }
 }
 
-bool Lowering::deferAddToSoftmax(Operation *add, Value result) {
-  if (cast<ShapeInferenceOpInterface>(add).getOnnxOpType() != "Add" || !result.hasOneUse() ||
-      !elementwiseFusion(opts_.route))
-    return false;
-  Operation *user = *result.getUsers().begin();
-  auto sem = dyn_cast<ShapeInferenceOpInterface>(user);
-  if (!sem || (sem.getOnnxOpType() != "Softmax" && sem.getOnnxOpType() != "LogSoftmax") ||
-      user->getParentOp() != f_.getOperation() || user->getOperand(0) != result)
-    return false;
-  Shape shape = shapeOf(result);
-  int64_t rank = int64_t(shape.size());
-  if (rank == 0 || ops::normalizeAxis(attrsFromOp(user).getInt("axis", -1), rank) != rank - 1) return false;
-  // x: an operand of the result's shape (the first, if both are); operands read through strided
-  // views (kiln-elementwise-views) stay with the elementwise kernel, which knows their strides.
-  Value a = add->getOperand(0), b = add->getOperand(1);
-  if (shapeOf(a) != shape) std::swap(a, b);
-  Value x = outer(a), addend = outer(b);
-  if (shapeOf(x) != shape || elemTypeOf(x) != elemTypeOf(result) || elemTypeOf(addend) != elemTypeOf(result) ||
-      x.getDefiningOp<StridedViewOp>() || addend.getDefiningOp<StridedViewOp>())
-    return false;
-  Shape as = shapeOf(addend);
-  if (as.size() > shape.size()) return false;
-  for (size_t k = 0; k < as.size(); ++k)
-    if (as[k] != 1 && as[k] != shape[shape.size() - as.size() + k]) return false;
-  softmaxAddends_[result] = {x, addend};
-  return true;
-}
-
 void Lowering::lowerElementwise(ArrayRef<Operation *> ops, Value result) {
-  if (ops.size() == 1 && deferAddToSoftmax(ops[0], result)) return;
   ElementwiseSpec spec;
   ProgramBuilder pb(spec.program);
   llvm::DenseMap<Value, std::string> names;
@@ -891,15 +854,6 @@ void Lowering::lowerOp(Operation *op) {
         s.outer = product(x, 0, axis), s.cols = product(x, axis, r), s.inner = 1;
       } else {
         s.outer = product(x, 0, axis), s.cols = x[axis], s.inner = product(x, axis + 1, r);
-      }
-      if (auto it = softmaxAddends_.find(operands[0]); it != softmaxAddends_.end()) {
-        std::vector<int64_t> strides = kernels::broadcastStrides(shapeOf(it->second.addend), x);
-        s.addend = true;
-        s.rowDims.assign(x.begin(), x.end() - 1);
-        s.addendRowStrides.assign(strides.begin(), strides.end() - 1);
-        s.addendColStride = strides.back();
-        addLaunch(op, emitRowReduction(s), {it->second.x, it->second.addend, out});
-        return;
       }
       addLaunch(op, emitRowReduction(s), {operands[0], out});
       return;

@@ -253,35 +253,6 @@ TEST(RowKernels, EveryOpOnAwkwardShapes) {
   }
 }
 
-// Softmax of scores + an attention mask broadcast over heads and query rows ([B, H, S, S] +
-// [B, 1, 1, S]), the add done as the row is read.
-TEST(RowKernels, SoftmaxAddend) {
-  RowReductionSpec s;
-  s.op = RowOp::Softmax;
-  s.outer = 2 * 12 * 128, s.cols = 128;
-  s.addend = true;
-  s.rowDims = {2, 12, 128};
-  s.addendRowStrides = {128, 0, 0};
-  s.addendColStride = 1;
-  KernelLaunch k = emitRowReduction(s);
-  expectKernel(k, 3);
-  EXPECT_NE(k.source.find("const XT* __restrict__ add"), std::string::npos);
-  EXPECT_NE(k.source.find("a0 += (q % 2LL) * 128LL"), std::string::npos) << k.source;
-  EXPECT_EQ(k.source.find("* 0LL"), std::string::npos) << "broadcast dims cost nothing";
-  s.op = RowOp::LogSoftmax;
-  s.cols = 3001, s.outer = 2, s.rowDims = {2}, s.addendRowStrides = {0};  // long rows, uncached
-  expectKernel(emitRowReduction(s), 3);
-  // Only last-axis (Log)Softmax, and row dims that make up the rows.
-  s.rowDims = {3};
-  EXPECT_THROW(emitRowReduction(s), std::invalid_argument);
-  s.rowDims = {2};
-  s.inner = 2;
-  EXPECT_THROW(emitRowReduction(s), std::invalid_argument);
-  s.inner = 1;
-  s.op = RowOp::LayerNorm;
-  EXPECT_THROW(emitRowReduction(s), std::invalid_argument);
-}
-
 TEST(RowKernels, LayerNormVariants) {
   RowReductionSpec s;
   s.op = RowOp::LayerNorm;
