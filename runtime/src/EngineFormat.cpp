@@ -269,13 +269,10 @@ class Checker {
     return true;
   }
 
-  // Elements from the first product of a batch to the last along `steps` (pointer-array) or
-  // `stride` apart.
+  // Elements from the first product of a batch to the last (steps are >= 0, so the last product
+  // lies farthest) along `steps` (pointer-array) or `stride` apart.
   static uint64_t lastOffset(const GemmCall& g, const std::vector<int64_t>& steps, int64_t stride) {
-    if (!g.pointerBatch()) return uint64_t(g.batch - 1) * uint64_t(stride);
-    uint64_t last = 0;
-    for (size_t d = 0; d < g.batchDims.size(); ++d) last += uint64_t(g.batchDims[d] - 1) * uint64_t(steps[d]);
-    return last;
+    return g.pointerBatch() ? uint64_t(g.batchOffset(steps, g.batch - 1)) : uint64_t(g.batch - 1) * uint64_t(stride);
   }
 
   void checkGemm(const GemmCall& g, const std::string& what) {
