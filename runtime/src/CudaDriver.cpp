@@ -54,7 +54,12 @@ const char* bind(void* lib, CudaDriver& d) {
   KILN_BIND(cuMemAlloc, "cuMemAlloc_v2")
   KILN_BIND(cuMemFree, "cuMemFree_v2")
   KILN_BIND(cuMemcpyHtoD, "cuMemcpyHtoD_v2")
+  KILN_BIND(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
   KILN_BIND(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
+  KILN_BIND(cuMemsetD8Async, "cuMemsetD8Async")
+  KILN_BIND(cuStreamCreate, "cuStreamCreate")
+  KILN_BIND(cuStreamDestroy, "cuStreamDestroy_v2")
+  KILN_BIND(cuStreamSynchronize, "cuStreamSynchronize")
   KILN_BIND(cuLaunchKernel, "cuLaunchKernel")
 #undef KILN_BIND
 #define KILN_BIND_OPTIONAL(field, symbol) d.field = reinterpret_cast<decltype(d.field)>(dlsym(lib, symbol));
@@ -67,9 +72,6 @@ const char* bind(void* lib, CudaDriver& d) {
   KILN_BIND_OPTIONAL(cuGraphDestroy, "cuGraphDestroy")
   KILN_BIND_OPTIONAL(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
   KILN_BIND_OPTIONAL(cuMemsetD8, "cuMemsetD8_v2")
-  KILN_BIND_OPTIONAL(cuStreamCreate, "cuStreamCreate")
-  KILN_BIND_OPTIONAL(cuStreamDestroy, "cuStreamDestroy_v2")
-  KILN_BIND_OPTIONAL(cuStreamSynchronize, "cuStreamSynchronize")
   KILN_BIND_OPTIONAL(cuMemGetInfo, "cuMemGetInfo_v2")
   KILN_BIND_OPTIONAL(cuEventCreate, "cuEventCreate")
   KILN_BIND_OPTIONAL(cuEventRecord, "cuEventRecord")

@@ -33,6 +33,7 @@ constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 
 struct CudaDriver {
   CUresult (*cuInit)(unsigned);
@@ -56,7 +57,12 @@ struct CudaDriver {
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*cuStreamCreate)(CUstream*, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**);
   // CUDA graphs (stream capture). Optional: null when the driver lacks them, and the executor
@@ -76,9 +82,6 @@ struct CudaDriver {
   // Host transfers and streams for tools (kiln run/check, the tuner's measurements). Optional.
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
-  CUresult (*cuStreamCreate)(CUstream*, unsigned);
-  CUresult (*cuStreamDestroy)(CUstream);
-  CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuMemGetInfo)(size_t*, size_t*);
   // Events (profiling). Optional as well.
   CUresult (*cuEventCreate)(CUevent*, unsigned);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 namespace kiln::rt {
 
@@ -23,6 +24,15 @@ class ScopedContext {
   const CudaDriver& cu_;
   bool pushed_;
 };
+
+// Held while a context is created or destroyed, while it captures its CUDA graph and during its
+// first (warm-up) enqueue: the steps that load code lazily (cuBLASLt's kernels load at their first
+// launch), allocate, free or synchronise. Serialising them keeps one thread's set-up from
+// invalidating another thread's capture; replays and later enqueues never take it.
+std::mutex& setupMutex() {
+  static std::mutex m;
+  return m;
+}
 
 kiln_status codeFor(CUresult r) { return r == CUDA_ERROR_OUT_OF_MEMORY ? KILN_ERROR_OUT_OF_MEMORY : KILN_ERROR_CUDA; }
 
@@ -46,10 +56,19 @@ std::unique_ptr<Executor> Executor::create(std::shared_ptr<const LoadedEngine> e
 }
 
 Status Executor::init() {
+  std::lock_guard<std::mutex> lock(setupMutex());
   Status s = selectContext();
   if (!s.ok()) return s;
   ScopedContext scope(cu_, context_);
   if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the CUDA context current");
+  // The context's own stream: uploads, the algorithm search and graph capture run on it, never on
+  // the legacy default stream, which would synchronise with (and so invalidate) a capture that
+  // another thread has under way on a blocking stream.
+  CUresult r = cu_.cuStreamCreate(&work_, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    work_ = nullptr;
+    return makeStatus(codeFor(r), "cuStreamCreate failed: " + cu_.describe(r));
+  }
   if ((s = loadModules()).ok() && (s = allocate()).ok()) {
     prepareLaunches();
     s = prepareGemms();
@@ -155,7 +174,8 @@ Status Executor::allocate() {
     Status s = alloc(weights_, engine_->weights.size, "weights");
     if (!s.ok()) return s;
     // Uploaded once, straight from the engine file's bytes.
-    CUresult r = cu_.cuMemcpyHtoD(weights_, engine_->weightsData(), size_t(engine_->weights.size));
+    CUresult r = cu_.cuMemcpyHtoDAsync(weights_, engine_->weightsData(), size_t(engine_->weights.size), work_);
+    if (r == CUDA_SUCCESS) r = cu_.cuStreamSynchronize(work_);
     if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "uploading the weights: " + cu_.describe(r));
   }
   if (d.arenaBytes) {
@@ -338,7 +358,8 @@ Status Executor::uploadBatchPointers(PreparedLaunch& p, const GemmCall& g) {
   }
   const size_t bytes = host.size() * sizeof host[0];
   CUresult r = cu_.cuMemAlloc(&p.batchPointers, bytes);
-  if (r == CUDA_SUCCESS) r = cu_.cuMemcpyHtoD(p.batchPointers, host.data(), bytes);
+  if (r == CUDA_SUCCESS) r = cu_.cuMemcpyHtoDAsync(p.batchPointers, host.data(), bytes, work_);
+  if (r == CUDA_SUCCESS) r = cu_.cuStreamSynchronize(work_);
   if (r == CUDA_SUCCESS) return Status::success();
   return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + ": the " + std::to_string(n) +
                                     " products' addresses for cuBLASLt: " + cu_.describe(r));
@@ -383,7 +404,7 @@ bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtM
         return false;
       }
       scratchBytes_ = need;
-      if (cu_.cuMemsetD8) cu_.cuMemsetD8(scratch_, 0x3c, need);  // fp16 1.06, fp32/bf16 0.0115
+      cu_.cuMemsetD8Async(scratch_, 0x3c, need, work_);  // fp16 1.06, fp32/bf16 0.0115
     }
     ops[0] = scratch_, ops[1] = scratch_ + aBytes, ops[2] = ops[3] = scratch_ + aBytes + bBytes;
     bias = scratch_ + aBytes + bBytes + dBytes;
@@ -402,13 +423,13 @@ bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtM
     auto run = [&] {
       return lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1], &g.beta, ptr(2),
                                  p.layouts[2], ptr(3), p.layouts[3], &candidates[i].algo,
-                                 reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, nullptr) == 0;
+                                 reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, work_) == 0;
     };
     if (candidates[i].state != 0 || !run()) continue;  // (the first run warms up)
-    bool ok = cu_.cuEventRecord(start, nullptr) == CUDA_SUCCESS;
+    bool ok = cu_.cuEventRecord(start, work_) == CUDA_SUCCESS;
     for (int r = 0; ok && r < kGemmSearchRuns; ++r) ok = run();
     float ms = 0;
-    ok = ok && cu_.cuEventRecord(stop, nullptr) == CUDA_SUCCESS && cu_.cuEventSynchronize(stop) == CUDA_SUCCESS &&
+    ok = ok && cu_.cuEventRecord(stop, work_) == CUDA_SUCCESS && cu_.cuEventSynchronize(stop) == CUDA_SUCCESS &&
          cu_.cuEventElapsedTime(&ms, start, stop) == CUDA_SUCCESS;
     if (ok && (!any || ms < bestMs)) best = candidates[i].algo, bestMs = ms, any = true;
   }
@@ -504,7 +525,15 @@ Status Executor::enqueue(CUstream stream) {
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamIsCapturing failed: " + cu_.describe(r));
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return launchAll(stream);
   if (!graph_ || graphAddresses_ != ioAddress_) {
-    Status s = captureGraph(stream);
+    std::lock_guard<std::mutex> lock(setupMutex());
+    if (!warmed_) {
+      // The first enqueue runs directly: whatever loads at a first launch (cuBLASLt's kernels)
+      // loads now, outside any capture. The graph is captured at the next enqueue.
+      Status s = launchAll(stream);
+      warmed_ = s.ok();
+      return s;
+    }
+    Status s = captureGraph();
     if (!s.ok()) return s;
   }
   r = cu_.cuGraphLaunch(graph_, stream);
@@ -538,15 +567,17 @@ Status Executor::launchAll(CUstream stream) {
   return Status::success();
 }
 
-// Records the launch list on `stream` into a graph (nothing runs while capturing) and
-// instantiates it. The graph bakes in the bound addresses, hence graphAddresses_.
-Status Executor::captureGraph(CUstream stream) {
+// Records the launch list into a graph (nothing runs while capturing) and instantiates it. The
+// graph bakes in the bound addresses, hence graphAddresses_. It is captured on the context's own
+// non-blocking stream, so nothing the application does on its streams or on the legacy default
+// stream can invalidate the capture, and launched on the caller's stream.
+Status Executor::captureGraph() {
   dropGraph();
-  CUresult r = cu_.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  CUresult r = cu_.cuStreamBeginCapture(work_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamBeginCapture failed: " + cu_.describe(r));
-  Status launched = launchAll(stream);
+  Status launched = launchAll(work_);
   CUgraph graph = nullptr;
-  r = cu_.cuStreamEndCapture(stream, &graph);  // always ends the capture, even after a failure
+  r = cu_.cuStreamEndCapture(work_, &graph);  // always ends the capture, even after a failure
   if (!launched.ok() || r != CUDA_SUCCESS) {
     if (graph) cu_.cuGraphDestroy(graph);
     return launched.ok() ? makeStatus(codeFor(r), "capturing the launches as a CUDA graph failed: " + cu_.describe(r)) : launched;
@@ -569,6 +600,7 @@ void Executor::dropGraph() {
 
 Executor::~Executor() {
   if (!context_) return;
+  std::lock_guard<std::mutex> lock(setupMutex());
   {
     ScopedContext scope(cu_, context_);
     if (scope.ok()) {
@@ -585,6 +617,7 @@ Executor::~Executor() {
       if (arena_) cu_.cuMemFree(arena_);
       if (weights_) cu_.cuMemFree(weights_);
       for (CUmodule m : modules_) cu_.cuModuleUnload(m);
+      if (work_) cu_.cuStreamDestroy(work_);
     }
   }
   if (ownsPrimaryContext_) cu_.cuDevicePrimaryCtxRelease(device_);

@@ -72,7 +72,7 @@ class Executor {
   Status launchAll(CUstream stream);
   Status launchOne(PreparedLaunch& p, CUstream stream);
   Status checkBound() const;
-  Status captureGraph(CUstream stream);
+  Status captureGraph();
   void dropGraph();
   CUdeviceptr resolve(const BufferRef& b) const;
   std::string deviceText() const;
@@ -89,6 +89,8 @@ class Executor {
   CUdeviceptr weights_ = 0, arena_ = 0;
   std::vector<CUdeviceptr> ioAddress_;
   std::vector<PreparedLaunch> launches_;  // one per launch of the plan, in order
+  CUstream work_ = nullptr;  // the context's own non-blocking stream (set-up, capture)
+  bool warmed_ = false;      // the first graph-mode enqueue ran directly
   CUgraphExec graph_ = nullptr;
   const CublasLt* lt_ = nullptr;
   cublasLtHandle ltHandle_ = nullptr;

@@ -9,7 +9,11 @@
  *                 shared by any number of threads and contexts.
  *   kiln_context  one execution of an engine on one GPU: its modules, weights and scratch memory
  *                 (the arena). A context may be used by one thread at a time; use one context per
- *                 concurrent stream, because all enqueues of a context share its arena.
+ *                 concurrent stream, because all enqueues of a context share its arena. Contexts
+ *                 (of one engine or of several) may be created, used and destroyed concurrently
+ *                 by different threads, each on its own stream: their one-time set-up steps are
+ *                 serialised inside the runtime and never touch the legacy default stream, so one
+ *                 thread's set-up cannot disturb another thread's CUDA graph capture.
  *
  * Errors. Every function that can fail returns a kiln_status. On failure the reason is kept per
  * thread and kiln_status_message() returns it until the next failing call on that thread. A
@@ -140,8 +144,10 @@ KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, cons
  * stream) and returns without waiting. Reading the outputs needs the stream synchronized.
  * Successive enqueues of one context must be ordered on the GPU (same stream, or synchronized),
  * since they share the context's arena. Engines built with the runtime.cuda_graph knob replay a
- * CUDA graph, captured on the first enqueue and again after a binding changes (on the NULL
- * stream, or a stream the application is capturing itself, they launch directly).
+ * CUDA graph on `cuda_stream`: the first enqueue launches directly (what loads lazily loads
+ * then), the graph is captured at the second on the context's own stream, and again after a
+ * binding changes (on the NULL stream, or a stream the application is capturing itself, they
+ * launch directly).
  * Errors: INVALID_ARGUMENT, UNBOUND (names the first unbound tensor), CUDA. After a CUDA error
  * some launches may already be enqueued; the outputs are then undefined. */
 KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* cuda_stream);
