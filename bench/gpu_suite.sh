@@ -22,6 +22,11 @@
 #   bash bench/gpu_suite.sh int8-zoo  # BERT-base and ResNet-50 int8 and fp8 vs fp16 vs fp32;
 #                                     # ResNet-50 NCHW vs NHWC
 #   bash bench/gpu_suite.sh engines   # only the host-compiled engines of $KILN_INT8_DIR
+#   bash bench/gpu_suite.sh reliability  # the runtime under load (issue 21): contexts in 2 and 8
+#                                   # threads (kiln-stress; $KILN_STRESS_OLD: the same test linked
+#                                   # against an older runtime, for before/after), a soak of 1e5
+#                                   # enqueues, 1,000 context create/destroy cycles, compute-sanitizer
+#                                   # memcheck and racecheck on the zoo's fp16 engines
 #   bash bench/gpu_suite.sh qdq     # onnxruntime QDQ models ($KILN_QDQ_DIR, bench/qdq_cnn.py) vs
 #                                   # onnxruntime's int8 outputs; the tiny QDQ pool model
 #
@@ -45,7 +50,7 @@ run() {
   local name=$1; shift
   timeout "${KILN_TIMEOUT:-300}" "$@" > "$OUT/logs/$name.log" 2>&1
   local rc=$?
-  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
+  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU|^stress:|^create-destroy:' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
   return $rc
 }
 
@@ -338,6 +343,46 @@ if [ "$mode" = qdq ]; then
       "$bin/kiln" inspect /tmp/${name}_qdq_$p.kiln > "$OUT/logs/inspect_${name}_qdq_$p.txt" 2>&1
       run "check_${name}_qdq_$p" "$bin/kiln" check /tmp/${name}_qdq_$p.kiln --reference "${m%.qdq.onnx}.reference.npz" --accuracy 'cos>=0.99'
       run "latency_${name}_qdq_$p" "$bin/kiln" run /tmp/${name}_qdq_$p.kiln --iterations 200
+    done
+  done
+fi
+
+if [ "$mode" = reliability ]; then
+  : > "$summary"
+  part=${KILN_RELIABILITY_PART:-all}  # stress | sanitizer | all
+  san_models=${KILN_SANITIZE_MODELS:-resnet50 mobilenetv2_b32 vit_b16_b32 bert_base_b32_s128 gpt2_small_s512}
+  only=resnet50,bert_base_b32_s128
+  [ "$part" != stress ] && only=$only,${san_models// /,}
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "$only" > "$OUT/logs/zoo.log" 2>&1
+  # ResNet-50 b1 as the issue found it failing (fp32 and TF32 on cuBLASLt, fp16; graphs on and off)
+  # and BERT-base fp16 (cuBLASLt products and the fused attention).
+  declare -A stress_routes=([r50_fp32]="" [r50_tf32]="gemm.tf32=on" [r50_fp16]="precision=fp16"
+                            [r50_fp16_nograph]="precision=fp16;runtime.cuda_graph=off" [r50_fp32_nograph]="runtime.cuda_graph=off")
+  [ "$part" != sanitizer ] && for e in "${!stress_routes[@]}"; do
+    "$bin/kiln" compile "$zoo/resnet50.onnx" -o /tmp/$e.kiln --route "${stress_routes[$e]}" > "$OUT/logs/compile_$e.log" 2>&1
+  done
+  if [ "$part" != sanitizer ]; then
+    "$bin/kiln" compile "$zoo/bert_base_b32_s128.onnx" -o /tmp/bert_fp16.kiln --precision fp16 > "$OUT/logs/compile_bert_fp16.log" 2>&1
+    for e in r50_fp32 r50_tf32 r50_fp16 r50_fp16_nograph r50_fp32_nograph bert_fp16; do
+      for t in 2 8; do  # 10 runs of 2 threads (as the issue found it), 5 of 8
+        runs=$(( t == 2 ? 10 : 5 ))
+        [ -n "${KILN_STRESS_OLD:-}" ] && run "before_${e}_t$t" "$KILN_STRESS_OLD" /tmp/$e.kiln --threads $t --runs $runs --iterations 20 --check-every 5
+        run "after_${e}_t$t" "$bin/kiln-stress" /tmp/$e.kiln --threads $t --runs $runs --iterations 20 --check-every 5
+      done
+      run "after_${e}_rebind" "$bin/kiln-stress" /tmp/$e.kiln --threads 4 --runs 2 --iterations 20 --check-every 1 --rebind
+    done
+    # Soak: 8 threads x 12,500 enqueues (1e5), outputs checked every 100; then 1,000 create/destroy.
+    KILN_TIMEOUT=400 run soak_r50_fp16 "$bin/kiln-stress" /tmp/r50_fp16.kiln --threads 8 --iterations 12500 --check-every 100
+    KILN_TIMEOUT=400 run create_destroy_r50_fp16 "$bin/kiln-stress" /tmp/r50_fp16.kiln --create-destroy 1000
+  fi
+  # compute-sanitizer on the zoo's fp16 engines: two enqueues (the direct one, then the graph).
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [ "$part" != stress ] && for m in $san_models; do
+    "$bin/kiln" compile "$zoo/$m.onnx" -o /tmp/san_$m.kiln --precision fp16 > "$OUT/logs/compile_san_$m.log" 2>&1
+    for tool in memcheck racecheck; do
+      KILN_TIMEOUT=300 run "sanitizer_${tool}_$m" "$cs" --tool $tool --error-exitcode 9 \
+        "$bin/kiln" run /tmp/san_$m.kiln --warmup 0 --iterations 2
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/logs/sanitizer_${tool}_$m.log" | tail -1 | sed "s/^/sanitizer_${tool}_$m: /" >> "$summary"
     done
   done
 fi
