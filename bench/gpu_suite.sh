@@ -376,11 +376,14 @@ if [ "$mode" = reliability ]; then
     KILN_TIMEOUT=400 run create_destroy_r50_fp16 "$bin/kiln-stress" /tmp/r50_fp16.kiln --create-destroy 1000
   fi
   # compute-sanitizer on the zoo's fp16 engines: two enqueues (the direct one, then the graph).
+  # racecheck looks at kiln's kernels only: on 2026-12-06 (H100) it reported hazards in every
+  # cuBLASLt nvjet_sm90 kernel (TMA/mbarrier-synchronised code it does not model) and none in kiln's.
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [ "$part" != stress ] && for m in $san_models; do
     "$bin/kiln" compile "$zoo/$m.onnx" -o /tmp/san_$m.kiln --precision fp16 > "$OUT/logs/compile_san_$m.log" 2>&1
     for tool in memcheck racecheck; do
-      KILN_TIMEOUT=300 run "sanitizer_${tool}_$m" "$cs" --tool $tool --error-exitcode 9 \
+      filter=(); [ $tool = racecheck ] && filter=(--kernel-name regex:kiln_)
+      KILN_TIMEOUT=300 run "sanitizer_${tool}_$m" "$cs" --tool $tool "${filter[@]}" --error-exitcode 9 \
         "$bin/kiln" run /tmp/san_$m.kiln --warmup 0 --iterations 2
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/logs/sanitizer_${tool}_$m.log" | tail -1 | sed "s/^/sanitizer_${tool}_$m: /" >> "$summary"
     done
