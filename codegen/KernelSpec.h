@@ -4,6 +4,8 @@
 // order the emitter documents (inputs first, then outputs). Identical sources are compiled once.
 #pragma once
 
+#include "compiler/target/Types.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -11,10 +13,8 @@
 
 namespace kiln::codegen {
 
-// Element types the kernels handle. F16, BF16 and F8E4M3 (float8e4m3fn) are float storage types:
-// they load as float and store rounded to nearest-even (fp8 saturating to ±448, sm_89+
-// conversions). F64 computes in double, the integer types in int (8 and 16 bits) or their own type.
-enum class ElemType { F32, F16, BF16, I32, I64, Bool, I8, U8, F8E4M3, F64, I16, U16, U32, U64 };
+// Element types: compiler/target/Types.h.
+using target::ElemType;
 
 struct KernelLaunch {
   std::string entry;   // the extern "C" __global__ function's name (unique per distinct source)

@@ -3,7 +3,7 @@
 // scales of an operand moved to the product's result; large products with a constant B and an
 // odd column count padded to a multiple of 8 columns; column slices of a product with a constant B
 // computed as separate products.
-#include "codegen/kernels/KernelUtil.h"
+#include "compiler/target/Types.h"
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
@@ -114,7 +114,7 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32, bo
   auto xType = cast<RankedTensorType>(t.getX().getType());
   std::vector<int64_t> shape = xType.getShape().vec();
   if (fp32 && rank > 2 && xType.getElementType().isF32() &&
-      !productReadable(StridedView{t.getX(), 0, shape, codegen::kernels::contiguousStrides(shape), false}, r, 4,
+      !productReadable(StridedView{t.getX(), 0, shape, target::contiguousStrides(shape), false}, r, 4,
                        pointers && !isEngineIo(t.getX()) && !isEngineIo(mm->getResult(0))))
     return false;
   if (isa<MatMulOp>(mm)) {

@@ -2,7 +2,7 @@
 
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/ops/OpSemantics.h"
-#include "codegen/kernels/KernelUtil.h"
+#include "compiler/target/Types.h"
 #include "passes/PassUtil.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -10,7 +10,7 @@
 namespace kiln {
 
 using namespace mlir;
-using codegen::ElemType;
+using target::ElemType;
 
 std::optional<ElemType> kernelElemType(Type e) {
   switch (dtypeOf(e)) {
@@ -32,7 +32,7 @@ std::optional<ElemType> kernelElemType(Type e) {
   }
 }
 
-ElemType computeTypeOf(ElemType t) { return codegen::kernels::isFloatType(t) ? ElemType::F32 : t; }
+ElemType computeTypeOf(ElemType t) { return target::isFloatType(t) ? ElemType::F32 : t; }
 
 namespace {
 
@@ -45,7 +45,7 @@ std::optional<ElementwiseUse> elementwiseUse(Operation *op) {
   if (type.empty() || op->getNumResults() != 1) return std::nullopt;
   for (Value v : op->getOperands())
     if (!isa<NoneType>(v.getType()) && !isa<RankedTensorType>(v.getType())) return std::nullopt;
-  codegen::ElementwiseAttrs ea;
+  target::ElementwiseAttrs ea;
   for (auto &[k, v] : attrsFromOp(op).values) {
     if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
     else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
@@ -105,7 +105,7 @@ std::optional<ElementwiseUse> elementwiseUse(Operation *op) {
   if (!dataType) return std::nullopt;
   for (Value v : operands)
     if (!elemOf(v)) return std::nullopt;
-  auto entry = codegen::lookupElementwiseOp(type, static_cast<int>(operands.size()), ea, computeTypeOf(*dataType));
+  auto entry = target::lookupElementwiseOp(type, static_cast<int>(operands.size()), ea, computeTypeOf(*dataType));
   if (!entry) return std::nullopt;
   use.op = *entry;
   use.inputs = operands;

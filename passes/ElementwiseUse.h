@@ -1,9 +1,9 @@
-// How an op maps onto codegen's elementwise kernel table (codegen/kernels/Elementwise.h): one
+// How an op maps onto the elementwise kernel table (compiler/target/ElementwiseTable.h): one
 // answer shared by fusion (which ops may join a kernel region) and the engine builder (what the
 // kernel computes), so the two cannot disagree.
 #pragma once
 
-#include "codegen/kernels/Elementwise.h"
+#include "compiler/target/ElementwiseTable.h"
 
 #include "mlir/IR/Operation.h"
 
@@ -13,13 +13,13 @@
 namespace kiln {
 
 // The kernel storage type of a tensor element type; nullopt for types without kernels (strings).
-std::optional<codegen::ElemType> kernelElemType(mlir::Type elementType);
+std::optional<target::ElemType> kernelElemType(mlir::Type elementType);
 // The type an elementwise expression computes a value of storage type `t` in: F32 for every
 // float storage, else `t` itself.
-codegen::ElemType computeTypeOf(codegen::ElemType t);
+target::ElemType computeTypeOf(target::ElemType t);
 
 struct ElementwiseUse {
-  codegen::ElementwiseOp op;                 // the table entry
+  target::ElementwiseOp op;                 // the table entry
   std::vector<mlir::Value> inputs;           // the operands it reads, in the entry's order
   std::vector<std::vector<int64_t>> views;   // each input's broadcast shape: its own, or [C, 1, ...]
                                              // for per-axis quantization parameters

@@ -47,7 +47,7 @@ std::optional<double> scalarValue(Value v) {
 // Whether the attention kernel takes `attn` as it now is.
 bool kernelTakes(AttentionOp attn) {
   try {
-    return codegen::attentionUnsupported(attentionSpecOf(attn)).empty();
+    return target::attentionUnsupported(attentionSpecOf(attn)).empty();
   } catch (const std::invalid_argument &) {
     return false;
   }
@@ -316,8 +316,10 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
 
   void runOnOperation() override {
     knobs::Route r;
-    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
-    if (r.get(kFuseAttention) != "on") return;
+    target::GpuTarget t;
+    if (!readRoute(route, getOperation(), r) || !readTarget(arch, getOperation(), t)) return signalPassFailure();
+    // The fused kernel is fp16/bf16 mma.sync: below sm_80 attention stays products and a softmax.
+    if (r.get(kFuseAttention) != "on" || !t.has(target::Feature::MmaHalf)) return;
     SmallVector<Operation *> softmaxes;
     getOperation().walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
     OpBuilder b(&getContext());
@@ -333,15 +335,15 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
 
 }  // namespace
 
-codegen::AttentionSpec attentionSpecOf(AttentionOp op) {
-  codegen::AttentionOperand qkv[3];
+target::AttentionSpec attentionSpecOf(AttentionOp op) {
+  target::AttentionOperand qkv[3];
   const char *perms[] = {"perm_q", "perm_k", "perm_v"};
   for (unsigned k = 0; k < 3; ++k) {
     Value x = op->getOperand(k);
     qkv[k].shape = shapeOf(x), qkv[k].perm = intsAttr(op, perms[k]);
     if (auto sv = x.getDefiningOp<StridedViewOp>()) qkv[k].strides = intsAttr(sv, "strides"), qkv[k].offset = sv.getOffset().value_or(0);
   }
-  codegen::AttentionSpec s = codegen::attentionSpec(qkv[0], qkv[1], qkv[2], intsAttr(op, "perm_y"));
+  target::AttentionSpec s = target::attentionSpec(qkv[0], qkv[1], qkv[2], intsAttr(op, "perm_y"));
   auto typeOf = [](Value v) {
     auto t = kernelElemType(cast<RankedTensorType>(v.getType()).getElementType());
     if (!t) throw std::invalid_argument("attention: an operand type without kernels");

@@ -2,7 +2,7 @@
 // kiln.attention op.
 #pragma once
 
-#include "codegen/kernels/Attention.h"
+#include "compiler/target/Attention.h"
 #include "compiler/ir/KilnDialect.h"
 
 namespace kiln {
@@ -10,6 +10,6 @@ namespace kiln {
 // Q, K and V (each the memory its kiln.strided_view reads, where it has one) through their
 // permutations, the scale, the mask, the result's permutation; 64 rows per block. Throws
 // std::invalid_argument when they do not form an attention or a type has no kernel.
-codegen::AttentionSpec attentionSpecOf(AttentionOp op);
+target::AttentionSpec attentionSpecOf(AttentionOp op);
 
 }  // namespace kiln

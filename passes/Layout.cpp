@@ -7,7 +7,7 @@
 #include "passes/Passes.h"
 #include "passes/Transposes.h"
 
-#include "codegen/kernels/Elementwise.h"
+#include "compiler/target/ElementwiseTable.h"
 #include "compiler/ops/Conv.h"
 
 namespace kiln {
@@ -155,7 +155,7 @@ bool wrapQuantizedConv(QuantizedConvOp conv, OpBuilder &b) {
 // Ops computed per element whatever the layout: those with an elementwise kernel ((de)quantization
 // only per tensor: a per-axis scale follows its `axis`).
 bool isLayoutAgnostic(Operation *op) {
-  static const std::vector<std::string> names = codegen::elementwiseOpTypes();
+  static const std::vector<std::string> names = target::elementwiseOpTypes();
   std::string t = onnxTypeOf(op);
   if ((t == "QuantizeLinear" || t == "DequantizeLinear") &&
       cast<RankedTensorType>(op->getOperand(1).getType()).getNumElements() != 1)

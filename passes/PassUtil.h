@@ -3,6 +3,7 @@
 
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/knobs/Knob.h"
+#include "compiler/target/GpuTarget.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -19,6 +20,17 @@ inline bool readRoute(const std::string &text, mlir::Operation *op, knobs::Route
   std::string error;
   if (knobs::Route::parse(text, &route, &error)) return true;
   op->emitError("invalid route option: " + error);
+  return false;
+}
+
+// The pass option `arch` as a target; false (with an error on `op`) for an unknown architecture.
+inline bool readTarget(const std::string &arch, mlir::Operation *op, target::GpuTarget &t) {
+  std::string error;
+  if (auto parsed = target::GpuTarget::parse(arch, error)) {
+    t = *parsed;
+    return true;
+  }
+  op->emitError("invalid arch option: " + error);
   return false;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compiler/ir/KilnDialect.h"
+#include "compiler/target/GpuTarget.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
@@ -25,7 +26,8 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 
 // The graph as calibration observes it and int8 quantization rewrites it: cleanup, BatchNorm
 // folding, canonical matrix products. Range keys name this graph's products.
-void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route);
+void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route,
+                              const target::GpuTarget &target = {});
 // Post-training quantization of the route's int8/fp8 products (precision=int8|fp8, or per node):
 // the calibration file (`kiln calibrate`) and the node names (regex) of products kept float.
 // QDQ models get their 8-bit products without either.
@@ -39,7 +41,10 @@ bool routeQuantizes(const knobs::Route &route);
 // matrix-product canonicalisation, int8/fp8 Q/DQ from a calibration (kiln-quantize), every QDQ
 // product lowered to QuantizedMatMul/QuantizedConv (kiln-lower-qdq), precision, layout, then kernel regions
 // (fusion). `kiln eval` runs the same graph on the CPU evaluator.
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const QuantOptions &quant = {});
+// `target`: the GPU the engine is for; rewrites it cannot run are refused (attention fusion below
+// sm_80, 8-bit products it has no instructions for).
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target = {},
+                          const QuantOptions &quant = {});
 
 // Whether codegen computes `op` per element (has an elementwise kernel for its attributes): the
 // ops fusion may put in a kernel region.

@@ -27,11 +27,14 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
 }
 
 // Passes that read knobs take the build route as an option (`route="precision=fp16"`); each
-// reads only the knobs it owns (registered in its .cpp).
+// reads only the knobs it owns (registered in its .cpp). They also take the target GPU
+// (`arch="sm_80"`), which those that make kernel-specific rewrites ask what it can run.
 class RoutePass<string arg, string root> : Pass<arg, root> {
   let options = [
     Option<"route", "route", "std::string", /*default=*/"\"\"",
            "Build route (canonical `knob=value;...` text); knobs it does not set keep their default">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"",
+           "Target GPU architecture (compiler/target/GpuTarget.h): rewrites the target cannot run are refused">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -253,6 +256,7 @@ def QuantizeProducts : Pass<"kiln-quantize", "mlir::func::FuncOp"> {
     Option<"keepFloat", "keep-float", "std::string", /*default=*/"\"\"",
            "ECMAScript regex: products whose node name it matches (whole name) stay float">,
     Option<"route", "route", "std::string", /*default=*/"\"\"", "Build route (canonical text)">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"", "Target GPU architecture">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -8,12 +8,12 @@
 
 namespace kiln {
 
-void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route) {
+void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target) {
   buildImportCleanupPipeline(pm);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createLowerEinsum());  // its products then canonicalize like any other
-  f.addPass(createFoldBatchNorm({route}));
-  f.addPass(createCanonicalizeLinear({route}));
+  f.addPass(createFoldBatchNorm({route, target.arch}));
+  f.addPass(createCanonicalizeLinear({route, target.arch}));
   FoldConstantsOptions keepQuantizedWeights;  // beta · C of lowered Gemms, BN constants
   keepQuantizedWeights.foldDequantize = false;
   f.addPass(createFoldConstants(keepQuantizedWeights));
@@ -22,8 +22,9 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route)
 // Calibrated int8/fp8 Q/DQ for the route's int8/fp8 products, DequantizeLinear moved below
 // layout-only ops (8-bit data through them), then every QDQ product to QuantizedMatMul/QuantizedConv; DequantizeLinear of constants left over (weights of products that stay
 // float) folds to float weights.
-static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const QuantOptions &quant) {
-  f.addPass(createQuantizeProducts({quant.calib, quant.keepFloat, route}));
+static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const target::GpuTarget &target,
+                                  const QuantOptions &quant) {
+  f.addPass(createQuantizeProducts({quant.calib, quant.keepFloat, route, target.arch}));
   f.addPass(createPropagateQdq());
   f.addPass(createLowerQdq());
   f.addPass(createFoldConstants());
@@ -41,23 +42,24 @@ bool routeQuantizes(const knobs::Route &route) {
   return false;
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const QuantOptions &quant) {
-  buildCalibrationPipeline(pm, route);
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target,
+                          const QuantOptions &quant) {
+  buildCalibrationPipeline(pm, route, target);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  addQuantizationPasses(f, route, quant);
-  f.addPass(createPrecision({route}));
-  f.addPass(createLayout({route}));
+  addQuantizationPasses(f, route, target, quant);
+  f.addPass(createPrecision({route, target.arch}));
+  f.addPass(createLayout({route, target.arch}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
   f.addPass(createSimplifyTransposes());
   f.addPass(mlir::createCSEPass());  // one transpose per value (the layout pass adds one per use)
   f.addPass(mlir::createCanonicalizerPass());  // dead ops and constants
-  f.addPass(createFuseAttention({route}));  // before kernel regions hide the softmax's producers
+  f.addPass(createFuseAttention({route, target.arch}));  // before kernel regions hide the softmax's producers
   // Elementwise regions first, so an epilogue can take a whole region (GELU's DAG uses the
   // product's result twice, which a chain of single uses would not reach).
-  f.addPass(createFuseElementwise({route}));
-  f.addPass(createFuseEpilogue({route}));
-  f.addPass(createElementwiseViews({route}));  // after epilogues, which take contiguous inputs only
-  f.addPass(createProductViews({route}));
+  f.addPass(createFuseElementwise({route, target.arch}));
+  f.addPass(createFuseEpilogue({route, target.arch}));
+  f.addPass(createElementwiseViews({route, target.arch}));  // after epilogues, which take contiguous inputs only
+  f.addPass(createProductViews({route, target.arch}));
 }
 
 }  // namespace kiln

@@ -55,7 +55,8 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
   void runOnOperation() override {
     func::FuncOp f = getOperation();
     knobs::Route r;
-    if (!readRoute(route, f, r)) return signalPassFailure();
+    target::GpuTarget t;
+    if (!readRoute(route, f, r) || !readTarget(arch, f, t)) return signalPassFailure();
     const knobs::KnobDef &precision = *knobs::findKnob("precision");
     std::vector<std::pair<Operation *, const Format *>> products;
     f.walk([&](Operation *op) {
@@ -65,6 +66,14 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
       if (p == kFp8.name) products.push_back({op, &kFp8});
     });
     if (products.empty()) return;
+    // 8-bit products the target has no instructions for are refused up front, naming the node.
+    bool refused = false;
+    for (auto &[op, format] : products)
+      if (std::string why = t.missing(format == &kInt8 ? target::Feature::MmaInt8 : target::Feature::Fp8); !why.empty()) {
+        op->emitError(std::string("precision ") + format->name + ": " + why);
+        refused = true;
+      }
+    if (refused) return signalPassFailure();
     if (calib.empty()) {
       f.emitError(std::string("precision ") + products[0].second->name +
                   " needs a calibration file: make one with `kiln calibrate` and pass --calib");

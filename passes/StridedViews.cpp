@@ -1,6 +1,6 @@
 #include "passes/StridedViews.h"
 
-#include "codegen/kernels/MatMul.h"
+#include "compiler/target/Products.h"
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
@@ -219,7 +219,7 @@ bool productReadable(const StridedView &view, std::vector<int64_t> perm, int64_t
   bool colMajor = stride[n - 2] == 1 && stride[n - 1] >= shape[n - 2];
   shape.resize(n - 2), stride.resize(n - 2);
   int64_t unit = 0;
-  return (rowMajor || colMajor) && (anyBatchStrides || codegen::uniformBatchStride(shape, stride, unit));
+  return (rowMajor || colMajor) && (anyBatchStrides || target::uniformBatchStride(shape, stride, unit));
 }
 
 bool batchPointers(const knobs::Route &route) { return route.get(kBatchPointers) == "on"; }

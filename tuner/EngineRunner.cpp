@@ -1,7 +1,7 @@
 #include "tuner/EngineRunner.h"
 
-#include "runtime/src/CudaDriver.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/driver/CudaDriver.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <algorithm>
 #include <map>

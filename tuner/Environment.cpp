@@ -1,8 +1,8 @@
 #include "tuner/Environment.h"
 
 #include "codegen/nvrtc/Nvrtc.h"
-#include "runtime/src/CublasLt.h"
-#include "runtime/src/CudaDriver.h"
+#include "runtime/driver/CublasLt.h"
+#include "runtime/driver/CudaDriver.h"
 
 namespace kiln::tuner {
 

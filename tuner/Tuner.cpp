@@ -3,7 +3,7 @@
 #include "codegen/lowering/ModelBuild.h"
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/ops/Tensor.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 #include "tuner/Child.h"
 #include "tuner/Space.h"
 #include "tuner/TensorFiles.h"
@@ -156,6 +156,7 @@ class Session {
   bool outOfTime() const { return o_.timeBudgetSeconds > 0 && elapsed() > o_.timeBudgetSeconds; }
 
   const TuneOptions &o_;
+  target::GpuTarget target_;  // o_.arch
   const std::atomic<bool> &stop_;
   TuneReport report_;
   Clock::time_point start_ = Clock::now();
@@ -191,7 +192,7 @@ void Session::progress() {
 
 bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds) {
   codegen::BuildOptions bo;
-  bo.arch = o_.arch;
+  bo.target = target_;
   bo.quant.calib = o_.calib;
   if (!knobs::Route::parse(route, &bo.route, &error)) return false;
   ImportOptions io;
@@ -464,12 +465,15 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
 }
 
 TuneReport Session::run() {
-  // The model and the route expression (no GPU).
+  // The target, the model and the route expression (no GPU).
+  std::string targetError;
+  if (auto t = target::GpuTarget::parse(o_.arch, targetError)) target_ = *t;
+  else return report_.error = "--arch: " + targetError, report_;
   ImportOptions io;
   if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) return report_.error = e, report_;
   mlir::MLIRContext ctx;
   auto t0 = Clock::now();
-  codegen::ModelBuild lowered = codegen::lowerModel(o_.model, io, knobs::Route(), ctx);
+  codegen::ModelBuild lowered = codegen::lowerModel(o_.model, io, knobs::Route(), ctx, target_);
   double lowerSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!lowered.ok()) return report_.error = o_.model + ": " + lowered.error, report_;
   // Per-node knobs name the model's own nodes (as imported, before passes rewrite them).

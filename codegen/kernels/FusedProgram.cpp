@@ -21,22 +21,7 @@ std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType st
   return "x" + std::to_string(p_.inputShapes.size() - 1);
 }
 
-std::string ProgramBuilder::literal(double v, ElemType t) {
-  if (isFloatType(t)) return floatLiteral(static_cast<float>(v));
-  if (t == ElemType::Bool) return v != 0 ? "true" : "false";
-  if (t == ElemType::F64) {
-    if (!std::isfinite(v)) return "((double)" + floatLiteral(static_cast<float>(v)) + ")";
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    std::string s = buf;
-    if (s.find_first_of(".eE") == std::string::npos) s += ".0";
-    return "(" + s + ")";
-  }
-  if (t == ElemType::U64) return "(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
-  if (t == ElemType::U32) return "(" + std::to_string(static_cast<uint32_t>(v)) + "u)";
-  if (t == ElemType::I64) return "(" + intLiteral(static_cast<int64_t>(v)) + ")";
-  return "(" + std::to_string(static_cast<int64_t>(v)) + ")";  // int, and 8/16-bit types computed in int
-}
+std::string ProgramBuilder::literal(double v, ElemType t) { return target::typedLiteral(v, t); }
 
 std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std::string> &args) {
   if (args.size() != op.inputTypes.size())

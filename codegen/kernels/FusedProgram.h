@@ -8,6 +8,7 @@
 #pragma once
 
 #include "codegen/KernelSpec.h"
+#include "compiler/target/ElementwiseTable.h"
 
 #include <cstdint>
 #include <string>
@@ -15,7 +16,7 @@
 
 namespace kiln::codegen {
 
-struct ElementwiseOp;  // Elementwise.h
+using target::ElementwiseOp;
 
 struct FusedProgram {
   std::vector<std::vector<int64_t>> inputShapes;

@@ -12,6 +12,17 @@
 
 namespace kiln::codegen::kernels {
 
+using target::broadcastShapes;
+using target::ceilDiv;
+using target::computeTypeName;
+using target::contiguousStrides;
+using target::elemSize;
+using target::floatLiteral;
+using target::intLiteral;
+using target::isFloatType;
+using target::numElementsOf;
+using target::storageTypeName;
+
 // 64-bit FNV-1a of `s`: stable across runs, platforms and compilers.
 uint64_t contentHash(const std::string &s);
 
@@ -19,23 +30,9 @@ uint64_t contentHash(const std::string &s);
 // and `source` of the result.
 KernelLaunch finalizeKernel(const std::string &kind, const std::string &source);
 
-// A CUDA float literal that round-trips `v` exactly ("1.00000001e-07f", "(__int_as_float(0x7f800000))"
-// for infinities/NaN, since NVRTC has no INFINITY).
-std::string floatLiteral(float v);
-
-// An integer literal of a 64-bit value ("123LL").
-std::string intLiteral(int64_t v);
-
-// Element type of a tensor as CUDA spells it, with bool kept 1 byte and half types as the
-// prelude's 16-bit `kiln_half` / `kiln_bf16` and 8-bit `kiln_fp8` (no cuda_fp16.h).
-const char *storageTypeName(ElemType t);
 // A short tag for kernel names: "f32", "f16", "bf16", "e4m3", "s8", "u8", "s32", "s64", "b8". Product and
 // convolution kernels are named kiln_<kind>_<tag>_<hash> (`kiln inspect` reads their precision).
 const char *typeTag(ElemType t);
-// The type a value is computed in: float for every float storage, else the storage type.
-const char *computeTypeName(ElemType t);
-bool isFloatType(ElemType t);  // F32, F16, BF16, F8E4M3
-size_t elemSize(ElemType t);
 // A store of compute value `v` to storage type `t`: "kiln_st<kiln_half>(v)" or "(int)(v)".
 std::string storeExpr(ElemType t, const std::string &v);
 
@@ -44,17 +41,9 @@ std::string storeExpr(ElemType t, const std::string &v);
 // (compute → storage, round to nearest even), kiln_round_f16/bf16.
 extern const char *kDevicePrelude;
 
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Blocks for a grid-stride loop over `work` items with `block` threads each, capped at
 // `maxBlocks` (the loop covers the rest). At least 1.
 uint32_t gridStrideBlocks(int64_t work, int64_t block, int64_t maxBlocks = 8192);
-
-// Product of dims (1 for an empty shape).
-int64_t numElementsOf(const std::vector<int64_t> &shape);
-
-// Row-major strides of a shape.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
 
 // Strided N-D iteration shared by Elementwise and Copy. `dims` is an iteration space (row-major);
 // each operand has one element stride per dim (0 = broadcast, negative allowed).
@@ -79,9 +68,6 @@ std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &na
 std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
                                       const std::vector<int64_t> &outShape,
                                       const std::vector<int64_t> &memStrides = {});
-
-// numpy broadcast of several shapes; throws std::invalid_argument when incompatible.
-std::vector<int64_t> broadcastShapes(const std::vector<std::vector<int64_t>> &shapes);
 
 // "int" when every offset fits in 31 bits, else "long long".
 std::string indexType(int64_t maxExtent);

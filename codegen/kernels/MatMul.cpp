@@ -417,23 +417,24 @@ Tile simtTile(const std::string &t) {
   throw std::invalid_argument("matmul: unknown tile '" + t + "'");
 }
 
-// The largest tile that still gives the GPU (~132 SMs) a full wave of blocks.
+// The largest tile that still gives the GPU (s.smCount SMs) a full wave of blocks.
 std::string autoTile(const MatMulSpec &s, int64_t nbatch, bool mma) {
+  const int64_t sms = s.smCount;
   auto blocks = [&](int bm, int bn) { return ceilDiv(s.M, bm) * ceilDiv(s.N, bn) * nbatch; };
   if (mma) {
     // 64x64 warp tiles (the 256-wide tiles) measured fastest on large products (H200, 4096^3:
     // 0.81 ms against 0.95 for 128x128); narrower tiles when they would leave SMs idle.
-    if (s.N >= 256 && s.M >= 128 && blocks(128, 256) >= 132) return "128x256";
-    if (s.M >= 256 && s.N >= 128 && blocks(256, 128) >= 132) return "256x128";
-    if (s.M >= 128 && s.N >= 128 && blocks(128, 128) >= 132) return "128x128";
-    if (s.M >= 128 && s.N <= 64 && blocks(128, 64) >= 132) return "128x64";
-    if (s.N >= 128 && blocks(64, 128) >= 132) return "64x128";
-    if (s.M >= 128 && blocks(128, 64) >= 132) return "128x64";
+    if (s.N >= 256 && s.M >= 128 && blocks(128, 256) >= sms) return "128x256";
+    if (s.M >= 256 && s.N >= 128 && blocks(256, 128) >= sms) return "256x128";
+    if (s.M >= 128 && s.N >= 128 && blocks(128, 128) >= sms) return "128x128";
+    if (s.M >= 128 && s.N <= 64 && blocks(128, 64) >= sms) return "128x64";
+    if (s.N >= 128 && blocks(64, 128) >= sms) return "64x128";
+    if (s.M >= 128 && blocks(128, 64) >= sms) return "128x64";
     return "64x64";
   }
-  if (s.M >= 128 && s.N >= 128 && blocks(128, 128) >= 132) return "128x128";
+  if (s.M >= 128 && s.N >= 128 && blocks(128, 128) >= sms) return "128x128";
   if (s.M >= 48 && s.N >= 48) return "64x64";
-  if (s.M >= 64 || s.N >= 64) return blocks(64, 64) >= 132 ? "64x64" : "32x32";
+  if (s.M >= 64 || s.N >= 64) return blocks(64, 64) >= sms ? "64x64" : "32x32";
   return "32x32";
 }
 
@@ -677,18 +678,6 @@ std::vector<int64_t> permuted(const std::vector<int64_t> &v, const std::vector<i
 
 std::string kernels::mmaHelpers(ElemType type) {
   return replaceAll(kMmaHelpers, "MMA_TYPE", type == ElemType::BF16 ? "bf16" : "f16");
-}
-
-bool uniformBatchStride(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides, int64_t &unit) {
-  unit = 0;
-  int64_t span = 0;  // (0 until the innermost non-unit dim sets the unit)
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] == 1) continue;
-    if (span == 0) unit = strides[d], span = 1;
-    if (strides[d] != unit * span) return false;
-    span *= shape[d];
-  }
-  return true;
 }
 
 MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,

@@ -20,6 +20,8 @@
 #pragma once
 
 #include "codegen/KernelSpec.h"
+#include "compiler/target/GpuTarget.h"
+#include "compiler/target/Products.h"
 #include "codegen/kernels/FusedProgram.h"
 
 #include <cstdint>
@@ -34,10 +36,7 @@ struct MatrixView {
   int64_t rowStride = 0, colStride = 1;
 };
 
-// Whether batch dims of sizes `shape` with element `strides` are one strided batch, as cuBLASLt
-// takes them: size-1 dims aside, each dim's stride is `unit` (the innermost one's) times the
-// sizes of the dims inside it (unit 0: broadcast across all).
-bool uniformBatchStride(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides, int64_t &unit);
+using target::uniformBatchStride;
 
 // A = im2col of an NHWC image x[N, H, W, C]: row m = (n, oh, ow), column k = (kh, kw, c), so
 // M = N·OH·OW, K = KH·KW·C; taps outside the image read 0. B is then the weights as [K, N]
@@ -58,6 +57,7 @@ struct MatMulSpec {
   FusedProgram epilogue;            // result empty: C = acc
   std::vector<int64_t> outShape;    // epilogue broadcast shape; empty: batchShape + [M, N]
   std::string tile;                 // "auto" or empty: chosen from the sizes; else one of matMulTiles()
+  int smCount = target::GpuTarget().smCount;  // the target's SMs: auto tiles give it a full wave of blocks
   int stages = 0;                   // tensor-core pipeline depth (2..4); 0: automatic
   // A and B hold 8-bit values: tensor cores (mma.sync m16n8k32 s8, int32 sums; or with `fp8`
   // e4m3, fp32 sums), `acc` = sum · scale[n] with scale an extra fp32 [N] kernel parameter after

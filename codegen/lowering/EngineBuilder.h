@@ -6,6 +6,7 @@
 
 #include "codegen/nvrtc/CompileCache.h"
 #include "compiler/knobs/Knob.h"
+#include "compiler/target/GpuTarget.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,11 +19,12 @@
 namespace kiln::codegen {
 
 struct BuildOptions {
-  std::string arch = "sm_90";
-  knobs::Route route;  // codegen's knobs (tiles, pipeline depth, CUDA graphs); recorded in the engine
-  QuantOptions quant;   // post-training int8/fp8 (the calibration file's hash is recorded in the engine)
+  target::GpuTarget target;  // the GPU (parsed --arch, or the device); its arch is recorded in the engine
+  knobs::Route route;        // codegen's knobs (tiles, pipeline depth, CUDA graphs); recorded in the engine
+  QuantOptions quant;        // post-training int8/fp8 (the calibration file's hash is recorded in the engine)
   CompileCacheOptions cache;
-  unsigned jobs = 0;  // NVRTC workers; 0: all cores
+  unsigned jobs = 0;            // NVRTC workers; 0: all cores
+  bool launchPlanOnly = false;  // lower and place, but compile no kernel: BuildResult::launchPlan
   std::function<void(size_t done, size_t total)> progress;
 };
 
@@ -34,7 +36,8 @@ struct BuildStats {
 
 struct BuildResult {
   std::vector<uint8_t> engine;
-  std::string error;  // non-empty on failure: every op without a kernel, or the compile errors
+  std::string error;       // non-empty on failure: every op without a kernel, or the compile errors
+  std::string launchPlan;  // BuildOptions::launchPlanOnly: one line per launch (kernel, grid, buffers)
   BuildStats stats;
 };
 

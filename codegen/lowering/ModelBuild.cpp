@@ -12,9 +12,9 @@
 namespace kiln::codegen {
 
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
-                      mlir::MLIRContext &ctx, const QuantOptions &quant) {
+                      mlir::MLIRContext &ctx, const target::GpuTarget &target, const QuantOptions &quant) {
   return lowerModelWith(path, importOptions, ctx,
-                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), quant); });
+                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), target, quant); });
 }
 
 ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,
@@ -35,8 +35,10 @@ ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOp
     std::string s;
     llvm::raw_string_ostream os(s);
     os << d;
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error) errors += os.str() + "\n";
-    else m.remarks.push_back(os.str());
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+      errors += os.str() + "\n";
+    else
+      m.remarks.push_back(os.str());
     return mlir::success();
   });
   mlir::PassManager pm(&ctx);
@@ -57,7 +59,7 @@ std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module) {
 ModelBuild buildModel(const std::string &path, const ImportOptions &importOptions, const BuildOptions &options,
                       mlir::MLIRContext &ctx) {
   auto t0 = std::chrono::steady_clock::now();
-  ModelBuild m = lowerModel(path, importOptions, options.route, ctx, options.quant);
+  ModelBuild m = lowerModel(path, importOptions, options.route, ctx, options.target, options.quant);
   if (m.ok()) {
     auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
     m.engine = buildEngine(f, options);

@@ -19,10 +19,10 @@ class OpPassManager;
 namespace kiln::codegen {
 
 struct ModelBuild {
-  ImportResult import;                // the module after the pipeline ran
-  std::vector<std::string> remarks;   // what passes report (e.g. nodes kept in fp32)
-  std::string error;                  // non-empty on failure (import, pipeline or codegen)
-  BuildResult engine;                 // engine bytes and stats, when error is empty
+  ImportResult import;               // the module after the pipeline ran
+  std::vector<std::string> remarks;  // what passes report (e.g. nodes kept in fp32)
+  std::string error;                 // non-empty on failure (import, pipeline or codegen)
+  BuildResult engine;                // engine bytes and stats, when error is empty
   double seconds = 0;
   bool ok() const { return error.empty(); }
 };
@@ -34,7 +34,7 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
 
 // Import and pipeline only (for `kiln plan`, dry runs and pass tests): no code generation.
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
-                      mlir::MLIRContext &ctx, const QuantOptions &quant = {});
+                      mlir::MLIRContext &ctx, const target::GpuTarget &target = {}, const QuantOptions &quant = {});
 
 // Import and a pipeline of the caller's (calibration, int8): no code generation.
 ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,

@@ -1,4 +1,4 @@
-#include "CublasLt.h"
+#include "runtime/driver/CublasLt.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "CudaDriver.h"
+#include "runtime/driver/CudaDriver.h"
 
 #include <dlfcn.h>
 

@@ -1,6 +1,6 @@
 // Pieces of the engine format shared by the writer and the reader: the checksum, element sizes,
 // the container layout and the semantic validation of a decoded engine.
-#include "EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // Engine bytes -> EngineDesc, verifying everything before anything is used. The order of checks
 // is chosen so that each failure gets the most useful message: magic, then version (a newer
 // file should say so, even if truncated), then size, checksum, section table and metadata.
-#include "EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <nlohmann/json.hpp>
 

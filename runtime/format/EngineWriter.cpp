@@ -1,6 +1,6 @@
 // EngineDesc -> engine bytes. The metadata is JSON built with nlohmann::json, whose objects keep
 // keys sorted, so the same desc always gives the same bytes (no timestamps, no pointers).
-#include "EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <nlohmann/json.hpp>
 

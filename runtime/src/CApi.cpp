@@ -3,7 +3,7 @@
 // exception ever reaches a C caller.
 #include "kiln/kiln.h"
 
-#include "EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 #include "Executor.h"
 #include "LoadedEngine.h"
 #include "Status.h"

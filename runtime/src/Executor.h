@@ -2,8 +2,8 @@
 // architecture check, the weights and arena allocations, tensor bindings and the launch list.
 #pragma once
 
-#include "CublasLt.h"
-#include "CudaDriver.h"
+#include "runtime/driver/CublasLt.h"
+#include "runtime/driver/CudaDriver.h"
 #include "LoadedEngine.h"
 #include "Status.h"
 

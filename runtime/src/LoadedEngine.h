@@ -3,7 +3,7 @@
 // by the engine handle and every context made from it.
 #pragma once
 
-#include "EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <cstdint>
 #include <string>

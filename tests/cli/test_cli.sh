@@ -266,8 +266,8 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 '"fp8": 1' -- inspect "$tmp/qf8.kiln" --json
   expect 0 "wrote" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --route gemm.tactic=kiln -o "$tmp/qf8k.kiln"
   expect 0 "matmul +fp8 +kiln_mma_e4m3_" -- inspect "$tmp/qf8k.kiln"
-  expect 2 "int8 tensor-core products need sm_80 or newer; the target is sm_75" -- compile "$tiny/qdq_matmul.onnxtxt" --arch sm_75 -o "$tmp/x.kiln"
-  expect 2 "fp8 \(float8e4m3fn\) needs sm_89 or newer; the target is sm_80" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --arch sm_80 -o "$tmp/x.kiln"
+  expect 2 "node .matmul. \(QuantizedMatMul\): int8 tensor-core code \(mma.sync m16n8k32\) needs sm_80 or newer; the target is sm_75" -- compile "$tiny/qdq_matmul.onnxtxt" --arch sm_75 -o "$tmp/x.kiln"
+  expect 2 "node .matmul. \(QuantizedMatMul\): fp8 e4m3 \(storage, conversions and products\) needs sm_89 or newer; the target is sm_80" -- compile "$tiny/qdq_matmul_fp8.onnxtxt" --arch sm_80 -o "$tmp/x.kiln"
   expect 0 "2 of 2 int8/fp8" -- compile "$tiny/conv16.onnxtxt" --precision fp8 --calib "$tmp/conv16.calib" -o "$tmp/conv16f8.kiln"
   expect 0 "conv2 +fp8 +kiln_mma_e4m3_" -- inspect "$tmp/conv16f8.kiln"
   expect 0 "1 of 1 int8/fp8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=fp8'

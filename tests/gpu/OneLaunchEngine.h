@@ -4,7 +4,7 @@
 
 #include "codegen/KernelSpec.h"
 #include "codegen/nvrtc/Nvrtc.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <cstdio>
 #include <string>

@@ -14,7 +14,7 @@
 #include "codegen/kernels/Attention.h"
 #include "codegen/kernels/KernelUtil.h"
 #include "codegen/nvrtc/Nvrtc.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 #include "tests/gpu/OneLaunchEngine.h"
 #include "tuner/EngineRunner.h"
 

@@ -11,7 +11,7 @@
 #include "codegen/kernels/MatMul.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "compiler/ops/Tensor.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 #include "tests/gpu/OneLaunchEngine.h"
 #include "tuner/EngineRunner.h"
 

@@ -101,6 +101,10 @@ int main(int argc, char **argv) {
     return 77;
   }
 
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  bo.target = kiln::target::GpuTarget::fromDeviceProperties(prop.major, prop.minor, prop.multiProcessorCount,
+                                                            int(prop.sharedMemPerBlockOptin), prop.name);
   std::string routeError;
   if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
   // Half-precision storage (int8: fp16 elsewhere) or TF32 products: the looser tolerances.
@@ -116,13 +120,10 @@ int main(int argc, char **argv) {
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;
   mlir::PassManager pm(&ctx);
   if (bo.quant.calib.empty()) kiln::buildImportCleanupPipeline(pm);
-  else kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.quant);
+  else kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.target, bo.quant);
   if (mlir::failed(pm.run(*imp.module))) return std::fprintf(stderr, "cleanup failed\n"), 1;
   auto f = (*imp.module).lookupSymbol<mlir::func::FuncOp>("main");
 
-  cudaDeviceProp prop;
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
-  bo.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
   mlir::MLIRContext buildCtx;
   kiln::codegen::ModelBuild mb = kiln::codegen::buildModel(model, io, bo, buildCtx);
   for (auto &r : mb.remarks) std::printf("  note: %s\n", r.c_str());

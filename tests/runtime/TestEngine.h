@@ -5,7 +5,7 @@
 // argument kinds and all three buffer spaces.
 #pragma once
 
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <cstring>
 #include <vector>

@@ -3,7 +3,7 @@
 // message that says what is wrong.
 #include "TestEngine.h"
 #include "kiln/kiln.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

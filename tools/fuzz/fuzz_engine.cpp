@@ -7,7 +7,7 @@
 // fuzzer reach the section table, the JSON decoder and the validation behind it.
 // Seed: the test engine (kiln-make-test-engine OUT.kiln), prefixed with one byte.
 #include "kiln/kiln.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include <cstdint>
 #include <cstring>

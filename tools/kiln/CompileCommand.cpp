@@ -76,7 +76,12 @@ Runner addCompileCommand(CLI::App &app) {
                   "Calibration file (kiln calibrate) for the route's int8/fp8 products (per-channel weights, "
                   "per-tensor activations)");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
-  cmd->add_option("-o,--output", *out, "Engine file to write")->required();
+  cmd->add_option("-o,--output", *out, "Engine file to write");
+  auto emit = std::make_shared<std::string>("engine");
+  cmd->add_option("--emit", *emit,
+                  "What to produce: engine (the default), or launch-plan (the lowering's launches, buffers and "
+                  "kernel names as text on stdout, without compiling a kernel)")
+      ->check(CLI::IsMember({"engine", "launch-plan"}));
   cmd->add_option("--arch", *arch, "Target GPU architecture (sm_75 ... sm_121)")->capture_default_str();
   cmd->add_flag("--no-compile-cache", *noCache, "Compile every kernel, bypassing the on-disk NVRTC cache");
   cmd->add_option("--compile-cache-dir", *cacheDir, "NVRTC cache folder (default: $XDG_CACHE_HOME/kiln/nvrtc)");
@@ -87,12 +92,17 @@ Runner addCompileCommand(CLI::App &app) {
                   "become constants and leave the engine's I/O table");
   return [=]() -> int {
     if (!*cmd) return -1;
-    if (auto err = codegen::validateArch(*arch); !err.empty()) {
-      std::cerr << "kiln: error: " << err << "\n";
+    if (out->empty() && *emit == "engine") {
+      std::cerr << "kiln: error: compile needs -o ENGINE (or --emit launch-plan)\n";
       return 2;
     }
     auto t0 = std::chrono::steady_clock::now();
     codegen::BuildOptions bo;
+    bo.launchPlanOnly = *emit == "launch-plan";
+    if (std::string e = parseTarget(*arch, bo.target); !e.empty()) {
+      std::cerr << "kiln: error: --arch: " << e << "\n";
+      return 2;
+    }
     std::string err;
     if (!parseRoute(*routeText, *precision, bo.route, err) ||
         !checkQuantOptions(bo.route, *calib, *keepFloat, opts->model, err)) {
@@ -100,7 +110,6 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     bo.quant = {*calib, *keepFloat};
-    bo.arch = *arch;
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;
     bo.jobs = *jobs;
@@ -123,6 +132,10 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     const codegen::BuildResult &r = m.engine;
+    if (bo.launchPlanOnly) {
+      std::cout << r.launchPlan;
+      return 0;
+    }
     if (!writeFileAtomically(*out, r.engine, err)) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;

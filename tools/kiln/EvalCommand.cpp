@@ -45,7 +45,7 @@ Runner addEvalCommand(CLI::App &app) {
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
     mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
-      buildCompilePipeline(pm, route.canonical(), {*calib, *keepFloat});
+      buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat});
     }, lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;

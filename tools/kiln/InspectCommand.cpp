@@ -1,6 +1,6 @@
 // `kiln inspect model.kiln`: what an engine holds — target, route, I/O, kernels, launches,
 // memory — read with the runtime's verifying reader (a corrupt file is an error, not a crash).
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 

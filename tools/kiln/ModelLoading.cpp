@@ -1,8 +1,9 @@
 #include "tools/kiln/ModelLoading.h"
 
+#include "codegen/nvrtc/Nvrtc.h"
 #include "compiler/quant/Calibration.h"
 #include "passes/Passes.h"
-#include "runtime/src/EngineFormat.h"
+#include "runtime/format/EngineFormat.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -67,6 +68,15 @@ bool parseRoute(const std::string &route, const std::string &precision, knobs::R
     return false;
   }
   return true;
+}
+
+std::string parseTarget(const std::string &arch, target::GpuTarget &out) {
+  std::string error;
+  auto t = target::GpuTarget::parse(arch, error);
+  if (!t) return error;
+  if (error = codegen::validateArch(arch); !error.empty()) return error;
+  out = *t;
+  return "";
 }
 
 std::string humanBytes(int64_t b) {

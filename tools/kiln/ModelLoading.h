@@ -2,6 +2,7 @@
 // print errors the same way everywhere.
 #pragma once
 
+#include "compiler/target/GpuTarget.h"
 #include "compiler/importer/Importer.h"
 #include "compiler/knobs/Knob.h"
 #include "tools/kiln/Commands.h"
@@ -32,6 +33,10 @@ bool checkCalibration(const std::string &calib, const std::string &model, std::s
 // for this model), --calib needs int8 in the route, --keep-float needs --calib.
 bool checkQuantOptions(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
                       const std::string &model, std::string &error);
+
+// `--arch` as a target: an architecture kiln knows and the installed NVRTC compiles for; the
+// error otherwise.
+std::string parseTarget(const std::string &arch, target::GpuTarget &out);
 
 std::string humanBytes(int64_t b);
 std::string humanCount(double v);  // 1.2 G, 340 M

@@ -1,0 +1,206 @@
+// Matrix products and convolutions with their epilogues on kiln's kernels (tensor-core mma.sync
+// GEMM, implicit-GEMM and direct convolutions), or cuBLASLt's where tryLibraryGemm takes them.
+#include "codegen/lowering/Lowering.h"
+
+#include "codegen/kernels/Conv.h"
+#include "codegen/kernels/KernelUtil.h"
+
+using namespace mlir;
+
+namespace kiln::codegen {
+
+KILN_KNOB(kGemmTile, {"gemm.tile",
+                      {"auto", "256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"},
+                      "auto",
+                      "Block tile (rows x columns of the result) of matrix products and implicit-GEMM convolutions "
+                      "(auto: the largest that fills the GPU)",
+                      knobs::Tier::Mixed,
+                      "codegen/lowering/EngineBuilder.cpp",
+                      "tile",
+                      {"MatMul", "Gemm", "Conv"}});
+KILN_KNOB(kGemmStages, {"gemm.stages",
+                        {"auto", "2", "3", "4"},
+                        "auto",
+                        "Depth of the cp.async pipeline of tensor-core matrix products",
+                        knobs::Tier::Full,
+                        "codegen/lowering/EngineBuilder.cpp"});
+
+namespace {
+std::string tileFor(const BuildOptions &o, Operation *op) { return o.route.get(kGemmTile, nodeName(op)); }
+}  // namespace
+
+KernelLaunch Lowering::targetMatMul(const MatMulSpec &spec) {
+  bool half = spec.type == ElemType::F16 || spec.type == ElemType::BF16;
+  if (spec.int8 || half)
+    if (std::string why = opts_.target.missing(spec.int8 ? target::Feature::MmaInt8 : target::Feature::MmaHalf);
+        !why.empty())
+      throw std::invalid_argument(why + (spec.int8 ? "" : " (build it fp32)"));
+  MatMulSpec s = spec;
+  s.smCount = opts_.target.smCount;
+  return emitMatMul(s);
+}
+
+void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result) {
+  ops::Attrs attrs = attrsFromOp(anchor);
+  auto operands = anchor->getOperands();
+  FusedProgram epi;
+  ProgramBuilder pb(epi);
+  llvm::DenseMap<Value, std::string> names;
+  std::vector<Value> params = {outer(operands[0]), outer(operands[1])};
+  names[anchor->getResult(0)] = "acc";
+  const bool quantizedConv = isa<QuantizedConvOp, QuantizedConvNhwcOp>(anchor);
+  const bool conv = isa<ConvOp, ConvNhwcOp>(anchor) || quantizedConv;
+  const bool nhwc = isa<ConvNhwcOp, QuantizedConvNhwcOp>(anchor);
+  const unsigned biasOperand = quantizedConv ? 3 : 2;  // (QuantizedConv: X, W, scale, B)
+  if (conv && !isa<NoneType>(operands[biasOperand].getType())) {
+    // The convolution's own bias: per output channel, before the chain.
+    Value bias = operands[biasOperand];
+    int64_t M = shapeOf(operands[1])[0];
+    std::string x = pb.input(nhwc ? Shape{M} : Shape{M, 1, 1}, elemTypeOf(bias));
+    params.push_back(outer(bias));
+    epi.body.push_back("const float tb = acc + " + x + ";");
+    names[anchor->getResult(0)] = "tb";
+    epi.result = "tb";
+  }
+  appendOps(pb, names, chain, params);
+  epi.result = chain.empty() ? (epi.result.empty() ? "acc" : epi.result) : names.lookup(chain.back()->getResult(0));
+  params.push_back(result);
+  ElemType inType = elemTypeOf(operands[0]), outType = elemTypeOf(result);
+  Shape outShape = shapeOf(anchor->getResult(0));
+  std::string stages = opts_.route.get(kGemmStages);
+  // Operands read in place through strided views (kiln-product-views): their element strides,
+  // and their first element's offset in bytes.
+  std::vector<int64_t> viewStrides[2];
+  std::array<int64_t, 2> viewOffsets = {0, 0};
+  for (int k = 0; k < 2; ++k)
+    if (auto view = outer(operands[k]).getDefiningOp<StridedViewOp>()) {
+      viewStrides[k].assign(view.getStrides()->begin(), view.getStrides()->end());
+      viewOffsets[k] = view.getOffset().value_or(0) * int64_t(kernels::elemSize(elemTypeOf(operands[k])));
+    }
+  const bool viewed = !viewStrides[0].empty() || !viewStrides[1].empty();
+
+  if (isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp>(anchor)) {
+    MatMulSpec spec;
+    if (isa<MatMulOp>(anchor) && !viewed) {
+      spec = matMulSpecFromShapes(shapeOf(operands[0]), shapeOf(operands[1]));
+    } else {
+      spec = transposedMatMulSpec(
+          shapeOf(operands[0]), attrs.getInts("perm_a", {}), shapeOf(operands[1]), attrs.getInts("perm_b", {}), nullptr,
+          viewStrides[0].empty() ? nullptr : &viewStrides[0], viewStrides[1].empty() ? nullptr : &viewStrides[1]);
+    }
+    spec.type = inType;
+    spec.int8 = isa<QuantizedMatMulOp>(anchor);
+    spec.fp8 = spec.int8 && inType == ElemType::F8E4M3;
+    spec.aUnsigned = spec.int8 && inType == ElemType::U8;
+    if (elemTypeOf(operands[1]) != (spec.aUnsigned ? ElemType::I8 : inType))
+      throw std::invalid_argument("matrix product operands of different types");
+    // Tensor cores read B best k-contiguous ([N, K], ldmatrix without .trans; int8 only so):
+    // constant [K, N] weights are repacked once at build time.
+    Shape bShape = shapeOf(operands[1]);
+    if ((inType == ElemType::F16 || inType == ElemType::BF16 || spec.int8) && bShape.size() == 2 &&
+        spec.b.colStride == 1 && spec.K % 8 == 0 && outer(operands[1]).getDefiningOp<ConstantOp>()) {
+      params[1] = repacked(operands[1], {1, 0}, {bShape[1], bShape[0]});
+      spec.b.rowStride = 1;
+      spec.b.colStride = spec.K;
+    }
+    spec.outType = outType;
+    if (spec.fp8 && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])) return;
+    if (spec.int8) {
+      params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
+      if (int64_t za = attrs.getInt("a_zero_point", 0)) {
+        params.insert(params.begin() + 3, zeroPointOffsets(operands[1], attrs.getInts("perm_b", {}), za, anchor));
+        spec.aOffset = true;
+      }
+    } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
+      return;
+    }
+    spec.epilogue = epi;
+    spec.outShape = outShape;
+    spec.tile = tileFor(opts_, anchor);
+    spec.stages = stages == "auto" ? 0 : std::stoi(stages);
+    addLaunch(anchor, targetMatMul(spec), params, {viewOffsets[0], viewOffsets[1]});
+    return;
+  }
+  if (!conv) throw std::logic_error("not a product: " + describeOp(anchor));
+  Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
+  if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
+  if (quantizedConv && (!nhwc || attrs.getInt("group", 1) != 1))
+    throw std::invalid_argument("int8/fp8 convolutions run NHWC and ungrouped only");
+  auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
+  Conv2dSpec s;
+  s.N = x[0], s.M = w[0], s.KH = w[2], s.KW = w[3];
+  if (nhwc)
+    s.H = x[1], s.W = x[2], s.C = x[3], s.OH = outShape[1], s.OW = outShape[2];
+  else
+    s.C = x[1], s.H = x[2], s.W = x[3], s.OH = outShape[2], s.OW = outShape[3];
+  s.group = attrs.getInt("group", 1);
+  s.strideH = st[0], s.strideW = st[1], s.dilationH = dl[0], s.dilationW = dl[1];
+  setPads2d(attrs, s);
+  s.type = inType;
+  s.outType = outType;
+  s.epilogue = epi;
+  if (!nhwc) {
+    addLaunch(anchor, emitConv2d(s), params);
+    return;
+  }
+  if (s.group == 1) {
+    // Implicit GEMM: A = im2col(x) [N·OH·OW, KH·KW·C], B = weights as [Cout][KH][KW][C] read as [K, Cout].
+    MatMulSpec spec;
+    ConvGeometry g;
+    g.N = s.N, g.H = s.H, g.W = s.W, g.C = s.C, g.KH = s.KH, g.KW = s.KW, g.strideH = s.strideH, g.strideW = s.strideW;
+    g.padTop = s.padTop, g.padLeft = s.padLeft, g.dilationH = s.dilationH, g.dilationW = s.dilationW, g.OH = s.OH,
+    g.OW = s.OW;
+    // A 1x1, stride-1, unpadded convolution reads the image as a plain [N·H·W, C] matrix.
+    if (!(s.KH == 1 && s.KW == 1 && s.strideH == 1 && s.strideW == 1 && s.padTop == 0 && s.padLeft == 0))
+      spec.conv = g;
+    else
+      spec.a.rowStride = s.C, spec.a.colStride = 1;
+    spec.M = s.N * s.OH * s.OW;
+    spec.N = s.M;
+    spec.K = s.KH * s.KW * s.C;
+    spec.b.rowStride = 1;
+    spec.b.colStride = spec.K;
+    spec.type = inType;
+    spec.outType = outType;
+    spec.epilogue = epi;
+    spec.outShape = outShape;
+    spec.tile = tileFor(opts_, anchor);
+    spec.stages = stages == "auto" ? 0 : std::stoi(stages);
+    params[1] = repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
+    // A 1x1 convolution is a plain GEMM: cuBLASLt's, where the tactic allows.
+    Value ownBias = isa<NoneType>(operands[biasOperand].getType()) ? Value() : outer(operands[biasOperand]);
+    if (!quantizedConv && !spec.conv && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, ownBias))
+      return;
+    if (quantizedConv) {
+      spec.int8 = true;
+      spec.fp8 = inType == ElemType::F8E4M3;
+      params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
+    }
+    addLaunch(anchor, targetMatMul(spec), params);
+    return;
+  }
+  // Grouped / depthwise: weights as [KH][KW][C/group][M].
+  params[1] = repacked(operands[1], {2, 3, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M});
+  addLaunch(anchor, emitConv2dNhwc(s), params);
+}
+
+void Lowering::lowerGemm(GemmOp op) {
+  ops::Attrs attrs = attrsFromOp(op);
+  Value out = op->getResult(0);
+  auto operands = op->getOperands();
+  bool hasC = !isa<NoneType>(operands[2].getType());
+  MatMulSpec spec = gemmSpecFromShapes(
+      shapeOf(operands[0]), shapeOf(operands[1]), hasC, hasC ? shapeOf(operands[2]) : Shape{},
+      attrs.getInt("transA", 0), attrs.getInt("transB", 0), attrs.getFloat("alpha", 1.0), attrs.getFloat("beta", 1.0));
+  spec.type = elemTypeOf(operands[0]);
+  spec.outType = elemTypeOf(out);
+  if (spec.epilogue.numInputs()) spec.epilogue.inputTypes = {elemTypeOf(operands[2])};
+  spec.tile = tileFor(opts_, op);
+  std::vector<Value> params = {operands[0], operands[1]};
+  if (spec.epilogue.numInputs()) params.push_back(operands[2]);
+  params.push_back(out);
+  addLaunch(op, targetMatMul(spec), params);
+  return;
+}
+
+}  // namespace kiln::codegen
