@@ -62,7 +62,7 @@ LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
   if (a.getInt("transA", 0)) attrs.push_back(b.getNamedAttr("perm_a", b.getDenseI64ArrayAttr({1, 0})));
   if (a.getInt("transB", 0)) attrs.push_back(b.getNamedAttr("perm_b", b.getDenseI64ArrayAttr({1, 0})));
   std::string err;
-  Operation *mm = createInferred(b, loc, "kiln.transposed_matmul", {g.getA(), g.getB()}, attrs, &err);
+  Operation *mm = createInferred<TransposedMatMulOp>(b, loc, {g.getA(), g.getB()}, attrs, &err);
   if (!mm) return g.emitError(err);
   Value y = mm->getResult(0);
   ops::DType dt = tensorTypeOf(y.getType()).dtype;
@@ -73,18 +73,18 @@ LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
   };
   double alpha = a.getFloat("alpha", 1.0), beta = a.getFloat("beta", 1.0);
   if (alpha != 1.0) {
-    Operation *mul = createInferred(b, loc, "kiln.mul", {y, scalar(alpha)}, {}, &err);
+    Operation *mul = createInferred<MulOp>(b, loc, {y, scalar(alpha)}, {}, &err);
     if (!mul) return g.emitError(err);
     y = mul->getResult(0);
   }
   if (!isa<NoneType>(g.getC().getType()) && beta != 0.0) {
     Value c = g.getC();
     if (beta != 1.0) {
-      Operation *mul = createInferred(b, loc, "kiln.mul", {c, scalar(beta)}, {}, &err);
+      Operation *mul = createInferred<MulOp>(b, loc, {c, scalar(beta)}, {}, &err);
       if (!mul) return g.emitError(err);
       c = mul->getResult(0);
     }
-    Operation *add = createInferred(b, loc, "kiln.add", {y, c}, {}, &err);
+    Operation *add = createInferred<AddOp>(b, loc, {y, c}, {}, &err);
     if (!add) return g.emitError(err);
     y = add->getResult(0);
   }
@@ -125,7 +125,7 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32, bo
     SmallVector<Value> operands = {mm->getOperand(0), mm->getOperand(1)};
     operands[k] = t.getX();
     std::string err;
-    Operation *n = createInferred(b, mm->getLoc(), "kiln.transposed_matmul", operands, attrs, &err);
+    Operation *n = createInferred<TransposedMatMulOp>(b, mm->getLoc(), operands, attrs, &err);
     if (!n || n->getResult(0).getType() != mm->getResult(0).getType()) {
       if (n) n->erase();
       return false;
@@ -185,7 +185,7 @@ bool hoistResultTranspose(Operation *mm, OpBuilder &b) {
     if (op) made.push_back(op);
     return op ? op->getResult(0) : Value();
   };
-  Value ra = keep(createInferred(b, loc, "kiln.reshape", {a, keep(createConstant(b, loc, shape).getDefiningOp())}, {}, &err));
+  Value ra = keep(createInferred<ReshapeOp>(b, loc, {a, keep(createConstant(b, loc, shape).getDefiningOp())}, {}, &err));
   Value ta = ra ? createTranspose(b, loc, ra, p) : Value();
   ta = keep(ta ? ta.getDefiningOp() : nullptr);
   Value y = ta ? keep(createInferred(b, mm->getLoc(), mm->getName().getStringRef(), {ta, w}, mm->getAttrs(), &err)) : Value();
@@ -224,7 +224,7 @@ bool foldOperandScale(Operation *mm, unsigned k, OpBuilder &b) {
   if (!scalar(c) || x.getType() != s->getResult(0).getType()) return false;
   b.setInsertionPointAfter(mm);
   std::string err;
-  Operation *scaled = createInferred(b, mm->getLoc(), isa<MulOp>(s) ? "kiln.mul" : "kiln.div", {mm->getResult(0), c}, {}, &err);
+  Operation *scaled = createInferred(b, mm->getLoc(), isa<MulOp>(s) ? MulOp::getOperationName() : DivOp::getOperationName(), {mm->getResult(0), c}, {}, &err);
   if (!scaled || scaled->getResult(0).getType() != mm->getResult(0).getType()) {
     if (scaled) scaled->erase();
     return false;
@@ -368,7 +368,7 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
     if (bias) {
       ops::Tensor c(bias->dtype, {p.e - p.s});
       for (int64_t j = p.s; j < p.e; ++j) c.f[j - p.s] = bias->f[j];
-      Operation *add = createInferred(b, loc, "kiln.add", {y, createConstant(b, loc, c)}, {}, &err);
+      Operation *add = createInferred<AddOp>(b, loc, {y, createConstant(b, loc, c)}, {}, &err);
       if (!add) return fail();
       made.push_back(add);
       y = add->getResult(0);
@@ -377,7 +377,7 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
       std::vector<int64_t> to = shapeOf(p.slice);
       ops::Tensor shape(ops::DType::I64, {int64_t(to.size())});
       for (size_t k = 0; k < to.size(); ++k) shape.setInt(int64_t(k), to[k]);
-      Operation *r = createInferred(b, loc, "kiln.reshape", {y, createConstant(b, loc, shape)}, {}, &err);
+      Operation *r = createInferred<ReshapeOp>(b, loc, {y, createConstant(b, loc, shape)}, {}, &err);
       if (!r) return fail();
       made.push_back(r);
       y = r->getResult(0);
@@ -416,7 +416,7 @@ bool padColumns(Operation *mm, OpBuilder &b) {
     return createConstant(b, loc, t);
   };
   Value none = b.create<NoneOp>(loc).getResult();
-  Operation *slice = createInferred(b, loc, "kiln.slice", {wide->getResult(0), i64(0), i64(N), i64(-1), none}, {}, &err);
+  Operation *slice = createInferred<SliceOp>(b, loc, {wide->getResult(0), i64(0), i64(N), i64(-1), none}, {}, &err);
   if (!slice || slice->getResult(0).getType() != mm->getResult(0).getType()) {
     if (slice) slice->erase();
     wide->erase();

@@ -78,9 +78,9 @@ bool lowerToAffine(BatchNormalizationOp bn, const BatchNormParams &a, OpBuilder 
   for (size_t c = 0; c < a.scale.size(); ++c) s.set(c, a.scale[c]), t.set(c, a.shift[c]);
   b.setInsertionPoint(bn);
   std::string err;
-  Operation *mul = createInferred(b, bn.getLoc(), "kiln.mul", {bn.getX(), createConstant(b, bn.getLoc(), s)}, {}, &err);
+  Operation *mul = createInferred<MulOp>(b, bn.getLoc(), {bn.getX(), createConstant(b, bn.getLoc(), s)}, {}, &err);
   if (!mul) return false;
-  Operation *add = createInferred(b, bn.getLoc(), "kiln.add", {mul->getResult(0), createConstant(b, bn.getLoc(), t)}, {}, &err);
+  Operation *add = createInferred<AddOp>(b, bn.getLoc(), {mul->getResult(0), createConstant(b, bn.getLoc(), t)}, {}, &err);
   if (!add) return false;
   bn.getResult().replaceAllUsesWith(add->getResult(0));
   bn->erase();

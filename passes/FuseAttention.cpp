@@ -177,7 +177,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   if (transpose) attrs.push_back(b.getNamedAttr("perm_y", b.getDenseI64ArrayAttr(permY)));
   if (found->causal) attrs.push_back(b.getNamedAttr("causal_diagonal", b.getI64IntegerAttr(*found->causal)));
   std::string err;
-  Operation *attn = createInferred(b, loc, "kiln.attention", {q, k, v, mask}, attrs, &err);
+  Operation *attn = createInferred<AttentionOp>(b, loc, {q, k, v, mask}, attrs, &err);
   Value replaced = transpose ? transpose->getResult(0) : out;
   if (!attn || attn->getResult(0).getType() != replaced.getType() || !kernelTakes(cast<AttentionOp>(attn))) {
     if (attn) attn->erase();
@@ -284,14 +284,14 @@ void mergeProjections(AttentionOp attn, OpBuilder &b) {
   auto constant = [&](const ops::Tensor &t) { return keep(createConstant(b, loc, t).getDefiningOp()); };
   std::string err;
   Value y = keep(createInferred(b, loc, first->getName().getStringRef(), {first->getOperand(0), constant(w)}, first->getAttrs(), &err));
-  if (y && biased) y = keep(createInferred(b, loc, "kiln.add", {y, constant(bias)}, {}, &err));
+  if (y && biased) y = keep(createInferred<AddOp>(b, loc, {y, constant(bias)}, {}, &err));
   Value none = keep(b.create<NoneOp>(loc)), axis = constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {-1}));
   Value slices[3];
   col = 0;
   for (unsigned k = 0; k < 3 && y; ++k) {
     int64_t n = qkv[k]->w.shape[stored ? 0 : 1];
     auto at = [&](int64_t v) { return constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {v})); };
-    slices[k] = keep(createInferred(b, qkv[k]->out.getLoc(), "kiln.slice", {y, at(col), at(col + n), axis, none}, {}, &err));
+    slices[k] = keep(createInferred<SliceOp>(b, qkv[k]->out.getLoc(), {y, at(col), at(col + n), axis, none}, {}, &err));
     if (slices[k] && slices[k].getType() != qkv[k]->out.getType()) slices[k] = Value();
     if (!slices[k]) y = Value();
     col += n;

@@ -62,7 +62,7 @@ bool padChannels(Value &xt, Value &w, OpBuilder &b, Location loc) {
   pads.setInt(7, C8 - C);
   Value none = b.create<NoneOp>(loc).getResult();
   std::string err;
-  Operation *p = createInferred(b, loc, "kiln.pad", {xt, createConstant(b, loc, pads), none, none},
+  Operation *p = createInferred<PadOp>(b, loc, {xt, createConstant(b, loc, pads), none, none},
                                 {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
   if (!p) return false;
   ops::Tensor w8(wt->dtype, {wt->shape[0], C8, wt->shape[2], wt->shape[3]});
@@ -94,7 +94,7 @@ Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuil
     return {};
   Location loc = conv.getLoc();
   std::string err;
-  Operation *cols = createInferred(b, loc, "kiln.im2col", {xt},
+  Operation *cols = createInferred<Im2ColOp>(b, loc, {xt},
                                    {b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({KH, KW})),
                                     b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
                                     b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations)),
@@ -106,10 +106,10 @@ Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuil
     for (int64_t c = 0; c < C; ++c)
       for (int64_t kh = 0; kh < KH; ++kh)
         for (int64_t kw = 0; kw < KW; ++kw) wm.f[((kh * KW + kw) * C + c) * M + m] = wt->f[((m * C + c) * KH + kh) * KW + kw];
-  Operation *mm = createInferred(b, loc, "kiln.matmul", {cols->getResult(0), createConstant(b, loc, wm)}, {}, &err);
+  Operation *mm = createInferred<MatMulOp>(b, loc, {cols->getResult(0), createConstant(b, loc, wm)}, {}, &err);
   if (!mm) return {};
   if (isa<NoneType>(conv.getB().getType())) return mm->getResult(0);
-  Operation *add = createInferred(b, loc, "kiln.add", {mm->getResult(0), conv.getB()}, {}, &err);
+  Operation *add = createInferred<AddOp>(b, loc, {mm->getResult(0), conv.getB()}, {}, &err);
   return add ? add->getResult(0) : Value();
 }
 
@@ -126,7 +126,7 @@ bool wrapConv(ConvOp conv, const std::string &algo, OpBuilder &b) {
   Value nhwc = convAsGemm(conv, xt, w, algo, b);
   if (!nhwc) {
     std::string err;
-    Operation *n = createInferred(b, conv.getLoc(), "kiln.conv_nhwc", {xt, w, conv.getB()}, conv->getAttrs(), &err);
+    Operation *n = createInferred<ConvNhwcOp>(b, conv.getLoc(), {xt, w, conv.getB()}, conv->getAttrs(), &err);
     if (!n) return false;
     nhwc = n->getResult(0);
   }
@@ -143,8 +143,7 @@ bool wrapQuantizedConv(QuantizedConvOp conv, OpBuilder &b) {
   b.setInsertionPoint(conv);
   Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
   std::string err;
-  Operation *n = createInferred(b, conv.getLoc(), "kiln.quantized_conv_nhwc",
-                                {xt, conv.getW(), conv.getScale(), conv.getB()}, conv->getAttrs(), &err);
+  Operation *n = createInferred<QuantizedConvNhwcOp>(b, conv.getLoc(), {xt, conv.getW(), conv.getScale(), conv.getB()}, conv->getAttrs(), &err);
   if (!n) return false;
   Value y = createTranspose(b, conv.getLoc(), n->getResult(0), kToNchw);
   conv.getResult().replaceAllUsesWith(y);
@@ -228,10 +227,10 @@ bool sinkThroughPool(Operation *op, OpBuilder &b) {
   std::string err;
   Operation *n = nullptr;
   if ((t == "MaxPool" && op->getNumResults() == 1) || t == "AveragePool") {
-    n = createInferred(b, op->getLoc(), t == "MaxPool" ? "kiln.max_pool_nhwc" : "kiln.average_pool_nhwc", {x},
+    n = createInferred(b, op->getLoc(), isa<MaxPoolOp>(op) ? MaxPoolNhwcOp::getOperationName() : AveragePoolNhwcOp::getOperationName(), {x},
                        op->getAttrs(), &err);
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
-    n = createInferred(b, op->getLoc(), t == "GlobalAveragePool" ? "kiln.reduce_mean" : "kiln.reduce_max", {x},
+    n = createInferred(b, op->getLoc(), isa<GlobalAveragePoolOp>(op) ? ReduceMeanOp::getOperationName() : ReduceMaxOp::getOperationName(), {x},
                        {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2})),
                         b.getNamedAttr("keepdims", b.getI64IntegerAttr(1))},
                        &err);

@@ -36,7 +36,7 @@ class Lowering {
   }
   Value reshape(Value x, const std::vector<int64_t> &shape) {
     if (!x || shapeOf(x) == shape) return x;
-    return keep(createInferred(b_, loc_, "kiln.reshape", {x, constInts(shape)}, {}, &err_));
+    return keep(createInferred<ReshapeOp>(b_, loc_, {x, constInts(shape)}, {}, &err_));
   }
   // x's labels reordered to `order` (a permutation of them).
   Labelled transpose(const Labelled &x, const std::vector<int> &order) {
@@ -55,7 +55,7 @@ class Lowering {
       if (keepLabel(x.labels[d])) rest.push_back(x.labels[d]);
       else axes.push_back(int64_t(d));
     if (!x.v || axes.empty()) return x;
-    Value s = keep(createInferred(b_, loc_, "kiln.reduce_sum", {x.v},
+    Value s = keep(createInferred<ReduceSumOp>(b_, loc_, {x.v},
                                   {b_.getNamedAttr("axes", b_.getDenseI64ArrayAttr(axes)),
                                    b_.getNamedAttr("keepdims", b_.getI64IntegerAttr(0))},
                                   &err_));
@@ -83,8 +83,7 @@ class Lowering {
       shape.pop_back();
       shape.back() = n * n;
       Value flat = reshape(t, shape);
-      Value sl = flat ? keep(createInferred(b_, loc_, "kiln.slice",
-                                            {flat, constInts({0}), constInts({n * n}), constInts({-1}), constInts({n + 1})},
+      Value sl = flat ? keep(createInferred<SliceOp>(b_, loc_, {flat, constInts({0}), constInts({n * n}), constInts({-1}), constInts({n + 1})},
                                             {}, &err_))
                       : Value();
       x = {sl, labels};
@@ -135,7 +134,7 @@ class Lowering {
     };
     Value ma = reshape(ta.v, dims(as, product(ls), product(is)));
     Value mb = reshape(tb.v, dims(bs, product(is), product(rs)));
-    Value mm = ma && mb ? keep(createInferred(b_, loc_, "kiln.matmul", {ma, mb}, {}, &err_)) : Value();
+    Value mm = ma && mb ? keep(createInferred<MatMulOp>(b_, loc_, {ma, mb}, {}, &err_)) : Value();
     std::vector<int64_t> shape = outBatch;
     shape.insert(shape.end(), ls.begin(), ls.end());
     shape.insert(shape.end(), rs.begin(), rs.end());

@@ -75,7 +75,7 @@ void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
   if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
   OpBuilder builder(op);
   Value s = combinedScale(builder, op, a, b, m);
-  replaceWithQuantized(builder, op, "kiln.quantized_conv", {a.data, b.data, s, op->getOperand(2)}, op->getAttrs());
+  replaceWithQuantized(builder, op, QuantizedConvOp::getOperationName(), {a.data, b.data, s, op->getOperand(2)}, op->getAttrs());
 }
 
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
@@ -121,7 +121,7 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
         attrs.push_back(builder.getNamedAttr("a_zero_point", builder.getI64IntegerAttr(a->zeroPoint)));
       }
       Value s = combinedScale(builder, op, *a, *b, n);
-      replaceWithQuantized(builder, op, "kiln.quantized_matmul", {a->data, b->data, s}, attrs);
+      replaceWithQuantized(builder, op, QuantizedMatMulOp::getOperationName(), {a->data, b->data, s}, attrs);
     }
     if (!notInt8Form.empty())
       getOperation().emitRemark(std::to_string(notInt8Form.size()) +

@@ -78,7 +78,7 @@ class Converter {
 
   Value cast(Value v, ops::DType to, Location loc) {
     std::string err;
-    Operation *c = createInferred(b_, loc, "kiln.cast", {v}, {b_.getNamedAttr("to", b_.getI64IntegerAttr(int64_t(to)))}, &err);
+    Operation *c = createInferred<CastOp>(b_, loc, {v}, {b_.getNamedAttr("to", b_.getI64IntegerAttr(int64_t(to)))}, &err);
     inserted_.insert(c);
     return c->getResult(0);
   }

@@ -121,13 +121,13 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
       Location loc = op->getLoc();
       Value sa = createConstant(b, loc, ops::Tensor::scalar(ops::DType::F32, it->second.amax / fmt->qmax));
       Value zp = createConstant(b, loc, ops::Tensor::scalar(fmt->type, 0));
-      Operation *q = createInferred(b, loc, "kiln.quantize_linear", {x, sa, zp}, {}, &error);
-      Operation *dq = q ? createInferred(b, loc, "kiln.dequantize_linear", {q->getResult(0), sa, zp}, {}, &error) : nullptr;
+      Operation *q = createInferred<QuantizeLinearOp>(b, loc, {x, sa, zp}, {}, &error);
+      Operation *dq = q ? createInferred<DequantizeLinearOp>(b, loc, {q->getResult(0), sa, zp}, {}, &error) : nullptr;
       ops::Tensor wq, ws;
       quantizeWeights(*weight, *axis, *fmt, wq, ws);
       Value wqv = createConstant(b, loc, wq), wsv = createConstant(b, loc, ws);
       Value noZeroPoint = b.create<NoneOp>(loc).getResult();
-      Operation *wdq = dq ? createInferred(b, loc, "kiln.dequantize_linear", {wqv, wsv, noZeroPoint},
+      Operation *wdq = dq ? createInferred<DequantizeLinearOp>(b, loc, {wqv, wsv, noZeroPoint},
                                            {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis))}, &error)
                           : nullptr;
       if (!wdq) {

@@ -198,7 +198,7 @@ std::optional<StridedView> stridedViewOf(Value v, int64_t rootRowLength) {
 
 Value createStridedView(OpBuilder &b, Location loc, const StridedView &view, Type type) {
   std::string err;
-  Operation *sv = createInferred(b, loc, "kiln.strided_view", {view.root},
+  Operation *sv = createInferred<StridedViewOp>(b, loc, {view.root},
                                  {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(view.shape)),
                                   b.getNamedAttr("strides", b.getDenseI64ArrayAttr(view.strides)),
                                   b.getNamedAttr("offset", b.getI64IntegerAttr(view.offset))},

@@ -38,7 +38,7 @@ Perm inverse(const Perm &p) {
 
 Value createTranspose(OpBuilder &b, Location loc, Value x, const Perm &p) {
   std::string err;
-  Operation *op = createInferred(b, loc, "kiln.transpose", {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(p))}, &err);
+  Operation *op = createInferred<TransposeOp>(b, loc, {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(p))}, &err);
   return op ? op->getResult(0) : Value();
 }
 
@@ -72,7 +72,7 @@ bool simplifyTranspose(TransposeOp t, OpBuilder &b) {
   ops::Tensor shape(ops::DType::I64, {out.getRank()});
   for (int64_t k = 0; k < out.getRank(); ++k) shape.setInt(k, out.getDimSize(k));
   std::string err;
-  Operation *r = createInferred(b, t.getLoc(), "kiln.reshape", {x, createConstant(b, t.getLoc(), shape)}, {}, &err);
+  Operation *r = createInferred<ReshapeOp>(b, t.getLoc(), {x, createConstant(b, t.getLoc(), shape)}, {}, &err);
   if (!r || r->getResult(0).getType() != out) {
     if (r) r->erase();
     return false;

@@ -309,8 +309,9 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     operands.push_back(v);
   }
   int64_t opset = domain.empty() ? opset_ : (domainOpsets_.count(domain) ? domainOpsets_[domain] : 1);
-  bool known = false;
+  bool known = false;  // the table has entries for the op type (at some opset)
   const OpEntry *entry = findOpEntry(domain, n.op_type(), opset, &known);
+  std::optional<OperationName> kilnOp = domain.empty() ? importableOp(*b_.getContext(), n.op_type()) : std::nullopt;
 
   auto makeUnsupported = [&](const std::string &reason) {
     SmallVector<NamedAttribute> attrs;
@@ -330,10 +331,10 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     return std::string();
   };
 
-  if (!entry) {
+  if (!kilnOp || (known && !entry)) {
     std::string reason;
     if (!domain.empty() && domain != "ai.onnx.ml" && !known) reason = "custom domain '" + domain + "'";
-    else if (known) reason = "not supported at opset " + std::to_string(opset);
+    else if (kilnOp && known) reason = "not supported at opset " + std::to_string(opset);
     else reason = "no kiln op for " + (domain.empty() ? std::string("ai.onnx") : domain) + "::" + n.op_type();
     return makeUnsupported(reason);
   }
@@ -344,9 +345,9 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     if (auto err = convertAttribute(a, v, false); !err.empty()) return nodeLabel(n) + ": " + err;
     ni.attrs.set(a.name(), v);
   }
-  if (entry->normalize && !entry->normalize(ni)) return nodeLabel(n) + ": " + ni.error;
+  if (entry && entry->normalize && !entry->normalize(ni)) return nodeLabel(n) + ": " + ni.error;
 
-  OperationState state(loc, "kiln." + entry->mnemonic);
+  OperationState state(loc, *kilnOp);
   state.addOperands(ni.operands);
   state.addAttributes(ni.attrs);
   state.addTypes(SmallVector<Type>(n.output_size(), UnrankedTensorType::get(b_.getF32Type())));

@@ -5,6 +5,11 @@
 
 #include "onnx/onnx-ml.pb.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <mutex>
+
 using namespace mlir;
 
 namespace kiln {
@@ -152,90 +157,65 @@ static Normalizer chain(std::vector<Normalizer> fs) {
 const std::vector<OpEntry> &opTable() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t;
-    auto add = [&](const char *op, const char *mn, int lo = kMinOpset, int hi = kMaxOpset,
-                   Normalizer f = {}) { t.push_back({"", op, lo, hi, mn, std::move(f)}); };
-    // Same form at every supported opset.
-    const std::pair<const char *, const char *> plain[] = {
-        {"Sqrt", "sqrt"}, {"Exp", "exp"}, {"Log", "log"}, {"Neg", "neg"}, {"Abs", "abs"},
-        {"Reciprocal", "reciprocal"}, {"Floor", "floor"}, {"Ceil", "ceil"}, {"Round", "round"},
-        {"Sign", "sign"}, {"Sin", "sin"}, {"Cos", "cos"}, {"Tan", "tan"}, {"Asin", "asin"},
-        {"Acos", "acos"}, {"Atan", "atan"}, {"Sinh", "sinh"}, {"Cosh", "cosh"},
-        {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"}, {"Erf", "erf"},
-        {"IsNaN", "isnan"}, {"IsInf", "isinf"}, {"Not", "not"}, {"Relu", "relu"},
-        {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Softsign", "softsign"},
-        {"Softplus", "softplus"}, {"Mish", "mish"}, {"HardSwish", "hard_swish"},
-        {"Identity", "identity"}, {"Size", "size"}, {"GlobalAveragePool", "global_average_pool"},
-        {"GlobalMaxPool", "global_max_pool"}, {"LeakyRelu", "leaky_relu"}, {"Gelu", "gelu"},
-        {"HardSigmoid", "hard_sigmoid"}, {"Elu", "elu"}, {"Selu", "selu"}, {"Celu", "celu"},
-        {"ThresholdedRelu", "thresholded_relu"}, {"Shrink", "shrink"}, {"Cast", "cast"},
-        {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Pow", "pow"},
-        {"And", "and"}, {"Or", "or"}, {"Xor", "xor"}, {"Equal", "equal"}, {"Less", "less"},
-        {"Greater", "greater"}, {"LessOrEqual", "less_or_equal"},
-        {"GreaterOrEqual", "greater_or_equal"}, {"PRelu", "prelu"}, {"MatMul", "matmul"},
-        {"CastLike", "cast_like"}, {"Expand", "expand"}, {"Tile", "tile"}, {"Mod", "mod"},
-        {"BitShift", "bit_shift"}, {"Reshape", "reshape"}, {"Gather", "gather"},
-        {"GatherElements", "gather_elements"}, {"Sum", "sum"}, {"Mean", "mean"}, {"Min", "min"},
-        {"Max", "max"}, {"Concat", "concat"}, {"Where", "where"},
-        {"InstanceNormalization", "instance_normalization"}, {"ArgMax", "argmax"},
-        {"ArgMin", "argmin"}, {"CumSum", "cumsum"}, {"MaxPool", "max_pool"},
-        {"AveragePool", "average_pool"}, {"LpPool", "lp_pool"}, {"Flatten", "flatten"},
-        {"Transpose", "transpose"}, {"Shape", "shape"}, {"DepthToSpace", "depth_to_space"},
-        {"SpaceToDepth", "space_to_depth"}, {"EyeLike", "eye_like"},
-        {"ConstantOfShape", "constant_of_shape"}, {"Range", "range"}, {"OneHot", "one_hot"},
-    };
-    for (auto &[op, mn] : plain) add(op, mn);
-
-    add("Gemm", "gemm", kMinOpset, kMaxOpset,
-        chain({dropAttrs({"broadcast"}), [](NodeImport &n) { return fillOptional(n, 3); }}));
-    auto optional3 = [](NodeImport &n) { return fillOptional(n, 3); };
-    add("Conv", "conv", kMinOpset, kMaxOpset, optional3);
-    add("ConvTranspose", "conv_transpose", kMinOpset, kMaxOpset, optional3);
-    add("LayerNormalization", "layer_normalization", 17, kMaxOpset, optional3);
-    add("Einsum", "einsum", 12, kMaxOpset);
-    add("QuantizeLinear", "quantize_linear", 10, kMaxOpset, optional3);
-    add("DequantizeLinear", "dequantize_linear", 10, kMaxOpset, optional3);
-    add("Clip", "clip", kMinOpset, 10, clipLegacy);
-    add("Clip", "clip", 11, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 3); });
-    add("BatchNormalization", "batch_normalization", kMinOpset, kMaxOpset, batchNorm);
+    auto add = [&](const char *op, int lo, int hi, Normalizer f = {}) { t.push_back({"", op, lo, hi, std::move(f)}); };
+    auto optional = [](size_t count) { return [count](NodeImport &n) { return fillOptional(n, count); }; };
+    add("Gemm", kMinOpset, kMaxOpset, chain({dropAttrs({"broadcast"}), optional(3)}));
+    add("Conv", kMinOpset, kMaxOpset, optional(3));
+    add("ConvTranspose", kMinOpset, kMaxOpset, optional(3));
+    add("LayerNormalization", 17, kMaxOpset, optional(3));
+    add("Einsum", 12, kMaxOpset);
+    add("QuantizeLinear", 10, kMaxOpset, optional(3));
+    add("DequantizeLinear", 10, kMaxOpset, optional(3));
+    add("Clip", kMinOpset, 10, clipLegacy);
+    add("Clip", 11, kMaxOpset, optional(3));
+    add("BatchNormalization", kMinOpset, kMaxOpset, batchNorm);
     for (const char *op : {"Softmax", "LogSoftmax", "Hardmax"}) {
-      std::string mn = op == std::string("Softmax") ? "softmax"
-                       : op == std::string("LogSoftmax") ? "log_softmax" : "hardmax";
-      add(op, mn.c_str(), kMinOpset, 12, softmaxLegacy);
-      add(op, mn.c_str(), 13, kMaxOpset);
+      add(op, kMinOpset, 12, softmaxLegacy);
+      add(op, 13, kMaxOpset);
     }
     // Reduce ops: axes became an input at opset 13 (ReduceSum) or 18 (the others).
-    const std::pair<const char *, const char *> reduces[] = {
-        {"ReduceMean", "reduce_mean"}, {"ReduceMax", "reduce_max"}, {"ReduceMin", "reduce_min"},
-        {"ReduceProd", "reduce_prod"}, {"ReduceL1", "reduce_l1"}, {"ReduceL2", "reduce_l2"},
-        {"ReduceLogSum", "reduce_log_sum"}, {"ReduceLogSumExp", "reduce_log_sum_exp"},
-        {"ReduceSumSquare", "reduce_sum_square"}};
-    for (auto &[op, mn] : reduces) {
-      add(op, mn, kMinOpset, 17);
-      add(op, mn, 18, kMaxOpset, inputToAttr(1, "axes"));
+    for (const char *op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                           "ReduceLogSumExp", "ReduceSumSquare"}) {
+      add(op, kMinOpset, 17);
+      add(op, 18, kMaxOpset, inputToAttr(1, "axes"));
     }
-    add("ReduceSum", "reduce_sum", kMinOpset, 12);
-    add("ReduceSum", "reduce_sum", 13, kMaxOpset, inputToAttr(1, "axes"));
-    add("Squeeze", "squeeze", kMinOpset, 12);
-    add("Squeeze", "squeeze", 13, kMaxOpset, inputToAttr(1, "axes"));
-    add("Unsqueeze", "unsqueeze", kMinOpset, 12);
-    add("Unsqueeze", "unsqueeze", 13, kMaxOpset, inputToAttr(1, "axes"));
-    add("Split", "split", kMinOpset, 12);
-    add("Split", "split", 13, kMaxOpset, inputToAttr(1, "split"));
-    add("TopK", "topk", kMinOpset, 9, topkLegacy);
-    add("TopK", "topk", 10, kMaxOpset);
-    add("Slice", "slice", kMinOpset, 9, sliceLegacy);
-    add("Slice", "slice", 10, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 5); });
-    add("Pad", "pad", kMinOpset, 10, padLegacy);
-    add("Pad", "pad", 11, kMaxOpset, padFill);
-    add("Resize", "resize", 11, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 4); });
-    add("Upsample", "upsample", kMinOpset, 9, [](NodeImport &n) { return fillOptional(n, 2); });
-    add("Trilu", "trilu", 14, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 2); });
-    add("Dropout", "dropout", kMinOpset, 11,
-        chain({dropAttrs({"ratio", "is_test"}), [](NodeImport &n) { return fillOptional(n, 3); }}));
-    add("Dropout", "dropout", 12, kMaxOpset, [](NodeImport &n) { return fillOptional(n, 3); });
+    add("ReduceSum", kMinOpset, 12);
+    add("ReduceSum", 13, kMaxOpset, inputToAttr(1, "axes"));
+    add("Squeeze", kMinOpset, 12);
+    add("Squeeze", 13, kMaxOpset, inputToAttr(1, "axes"));
+    add("Unsqueeze", kMinOpset, 12);
+    add("Unsqueeze", 13, kMaxOpset, inputToAttr(1, "axes"));
+    add("Split", kMinOpset, 12);
+    add("Split", 13, kMaxOpset, inputToAttr(1, "split"));
+    add("TopK", kMinOpset, 9, topkLegacy);
+    add("TopK", 10, kMaxOpset);
+    add("Slice", kMinOpset, 9, sliceLegacy);
+    add("Slice", 10, kMaxOpset, optional(5));
+    add("Pad", kMinOpset, 10, padLegacy);
+    add("Pad", 11, kMaxOpset, padFill);
+    add("Resize", 11, kMaxOpset, optional(4));
+    add("Upsample", kMinOpset, 9, optional(2));
+    add("Trilu", 14, kMaxOpset, optional(2));
+    add("Dropout", kMinOpset, 11, chain({dropAttrs({"ratio", "is_test"}), optional(3)}));
+    add("Dropout", 12, kMaxOpset, optional(3));
     return t;
   }();
   return table;
+}
+
+std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType) {
+  // The ONNX op types of the dialect's ops, from ODS (Kiln_Op's `onnx`): built once per context.
+  static std::mutex mutex;
+  static llvm::DenseMap<MLIRContext *, llvm::StringMap<OperationName>> maps;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, added] = maps.try_emplace(&ctx);
+  if (added)
+    for (RegisteredOperationName op : ctx.getRegisteredOperations())
+      if (op.getDialectNamespace() == KilnDialect::getDialectNamespace() && !op.hasTrait<OpTrait::KilnInternal>())
+        if (auto *sem = op.getInterface<ShapeInferenceOpInterface>()) it->second.try_emplace(sem->getOnnxOpType(), op);
+  auto found = it->second.find(onnxType);
+  if (found == it->second.end()) return std::nullopt;
+  return found->second;
 }
 
 const OpEntry *findOpEntry(const std::string &domain, const std::string &opType, int64_t opset,

@@ -1,5 +1,8 @@
-// The importer's table: (domain, ONNX op type, opset range) → kiln op, with the normalisation
-// that brings each opset's form to the one kiln op (e.g. Squeeze's axes attribute vs input).
+// The importer's map from ONNX nodes to kiln ops. The op for an ONNX op type comes from the
+// dialect (KilnOps.td names each op's ONNX type once); this table adds only what an op type needs
+// beyond that: the opsets it is imported at, when not all of kMinOpset..kMaxOpset, and the
+// normalisation that brings each opset's form to the one kiln op (e.g. Squeeze's axes attribute
+// vs input).
 #pragma once
 
 #include "compiler/ops/Tensor.h"
@@ -45,12 +48,16 @@ struct OpEntry {
   std::string domain;  // "" = ai.onnx
   std::string opType;
   int minOpset, maxOpset;
-  std::string mnemonic;  // kiln op name without the "kiln." prefix
   Normalizer normalize;  // may be empty
 };
 
-// The entry for (domain, opType) at `opset`, or nullptr. `anyVersion` says whether the op type
-// is known at some other opset (for a precise "unsupported" reason).
+// The kiln op for an ONNX op type of the default domain: an op of the dialect whose ONNX type it
+// is and that is not one of kiln's own (Kiln_Internal); nullopt when there is none.
+std::optional<mlir::OperationName> importableOp(mlir::MLIRContext &ctx, llvm::StringRef onnxType);
+
+// The table's entry for (domain, opType) at `opset`, or nullptr. `anyVersion` says whether the
+// table has the op type at all (at some other opset). Op types without entries are imported at
+// every supported opset as they are.
 const OpEntry *findOpEntry(const std::string &domain, const std::string &opType, int64_t opset,
                            bool *anyVersion = nullptr);
 const std::vector<OpEntry> &opTable();

@@ -16,6 +16,14 @@ mlir::Operation *createInferred(mlir::OpBuilder &b, mlir::Location loc, llvm::St
                                 mlir::ValueRange operands, llvm::ArrayRef<mlir::NamedAttribute> attrs,
                                 std::string *error, unsigned numResults = 1);
 
+// The same for op class OpT (createInferred<TransposeOp>(b, loc, {x}, attrs, &err)): the name comes
+// from the class, so a misspelt op is a compile error.
+template <class OpT>
+mlir::Operation *createInferred(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange operands,
+                                llvm::ArrayRef<mlir::NamedAttribute> attrs, std::string *error, unsigned numResults = 1) {
+  return createInferred(b, loc, OpT::getOperationName(), operands, attrs, error, numResults);
+}
+
 // Re-infers `op`'s result types in place (after its operands' types changed).
 bool reinferResultTypes(mlir::Operation *op, std::string *error);
 

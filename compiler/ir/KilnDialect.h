@@ -21,6 +21,12 @@ mlir::LogicalResult verifyInferredTypes(mlir::Operation *op, llvm::StringRef onn
 }  // namespace kiln
 
 #include "compiler/ir/KilnDialect.h.inc"
+
+namespace mlir::OpTrait {
+// Marks kiln's own ops (Kiln_Internal in KilnOps.td): the importer never makes them.
+template <typename ConcreteType>
+class KilnInternal : public TraitBase<ConcreteType, KilnInternal> {};
+}  // namespace mlir::OpTrait
 #include "compiler/ir/KilnInterfaces.h.inc"
 
 #define GET_OP_CLASSES

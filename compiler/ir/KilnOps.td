@@ -19,7 +19,14 @@ def IntsOpt : OptionalAttr<DenseI64ArrayAttr>;
 def FloatsOpt : OptionalAttr<DenseF32ArrayAttr>;
 def TensorOpt : OptionalAttr<ElementsAttr>;
 
-// Every semantic op: pure, shape-inferred and verified through the registry.
+// Ops of kiln's own (made by passes, never by the importer): the importer's ONNX name map is the
+// set of ops without this trait (compiler/importer/OpTable.cpp), so a model's node named like one
+// of them is an unsupported op, not a way into kiln's internals.
+def Kiln_Internal : NativeOpTrait<"KilnInternal">;
+
+// Every semantic op: pure, shape-inferred and verified through the registry. `onnx` is the op
+// type whose semantics it has (compiler/ops) and, unless Kiln_Internal, the ONNX op type the
+// importer maps to it: the one place an op's name is written.
 class Kiln_Op<string mnemonic, string onnx, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, !listconcat(traits, [Pure, Kiln_ShapeInferenceOpInterface])> {
   let summary = "ONNX " # onnx;
@@ -29,8 +36,8 @@ class Kiln_Op<string mnemonic, string onnx, list<Trait> traits = []>
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-class Kiln_UnaryOp<string mnemonic, string onnx, dag attrs = (ins)>
-    : Kiln_Op<mnemonic, onnx> {
+class Kiln_UnaryOp<string mnemonic, string onnx, dag attrs = (ins), list<Trait> traits = []>
+    : Kiln_Op<mnemonic, onnx, traits> {
   let arguments = !con((ins Kiln_Tensor:$X), attrs);
   let results = (outs Kiln_Tensor:$Y);
 }
@@ -279,32 +286,32 @@ def Kiln_DequantizeLinearOp : Kiln_Op<"dequantize_linear", "DequantizeLinear"> {
 //===--- kiln-internal forms (made by passes; semantics in compiler/ops/Internal.cpp) --------===//
 
 // MatMul(Transpose(A, perm_a), Transpose(B, perm_b)): transposes folded into the operand reads.
-def Kiln_TransposedMatMulOp : Kiln_Op<"transposed_matmul", "TransposedMatMul"> {
+def Kiln_TransposedMatMulOp : Kiln_Op<"transposed_matmul", "TransposedMatMul", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, IntsOpt:$perm_a, IntsOpt:$perm_b);
   let results = (outs Kiln_Tensor:$Y);
 }
 // int8 A and B (TransposedMatMul's operand permutations), exact integer sums, then · scale[n] in
 // float32: what QDQ around a matrix product becomes for the int8 kernel.
-def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", "QuantizedMatMul"> {
+def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", "QuantizedMatMul", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$scale, IntsOpt:$perm_a, IntsOpt:$perm_b,
                    I64Opt:$a_zero_point);
   let results = (outs Kiln_Tensor:$Y);
 }
 // int8 convolution: int8 X and W, exact sums × scale[m] in float32, + float32 bias B[m].
-def Kiln_QuantizedConvOp : Kiln_Op<"quantized_conv", "QuantizedConv"> {
+def Kiln_QuantizedConvOp : Kiln_Op<"quantized_conv", "QuantizedConv", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$scale, Kiln_TensorOrNone:$B,
                    StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
                    IntsOpt:$pads, IntsOpt:$strides);
   let results = (outs Kiln_Tensor:$Y);
 }
-def Kiln_QuantizedConvNhwcOp : Kiln_Op<"quantized_conv_nhwc", "QuantizedConvNhwc"> {
+def Kiln_QuantizedConvNhwcOp : Kiln_Op<"quantized_conv_nhwc", "QuantizedConvNhwc", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$scale, Kiln_TensorOrNone:$B,
                    StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
                    IntsOpt:$pads, IntsOpt:$strides);
   let results = (outs Kiln_Tensor:$Y);
 }
 // Conv, Max/AveragePool with NHWC activations (W keeps ONNX's [M, C/group, KH, KW] layout).
-def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
+def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_TensorOrNone:$B, StrOpt:$auto_pad,
                    IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape, IntsOpt:$pads,
                    IntsOpt:$strides);
@@ -314,13 +321,13 @@ def Kiln_ConvNhwcOp : Kiln_Op<"conv_nhwc", "ConvNhwc"> {
 // strided view of X's memory, which kiln-fuse-attention gives the attention kernel to read in
 // place of the copies (Transpose, Slice, Gather, Split) that made its operands.
 def Kiln_StridedViewOp : Kiln_UnaryOp<"strided_view", "StridedView",
-    (ins IntsOpt:$shape, IntsOpt:$strides, I64Opt:$offset)>;
+    (ins IntsOpt:$shape, IntsOpt:$strides, I64Opt:$offset), [Kiln_Internal]>;
 // Softmax(scale · Transpose(Q, perm_q) · Transpose(K, perm_k) + mask, last axis) ·
 // Transpose(V, perm_v), stored as Transpose(·, perm_y), in float32, the result rounded to Q's
 // type: the attention that kiln-fuse-attention finds (one flash-attention kernel). perm_k gives
 // Kᵀ, [.., D, Sk]; the mask (optional) broadcasts to the scores. causal_diagonal d (optional,
 // >= 0): query i sees keys j <= i + d only (the others' scores are -inf).
-def Kiln_AttentionOp : Kiln_Op<"attention", "Attention"> {
+def Kiln_AttentionOp : Kiln_Op<"attention", "Attention", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$Q, Kiln_Tensor:$K, Kiln_Tensor:$V, Kiln_TensorOrNone:$mask, F32Opt:$scale,
                    IntsOpt:$perm_q, IntsOpt:$perm_k, IntsOpt:$perm_v, IntsOpt:$perm_y, I64Opt:$causal_diagonal);
   let results = (outs Kiln_Tensor:$Y);
@@ -329,13 +336,13 @@ def Kiln_AttentionOp : Kiln_Op<"attention", "Attention"> {
 // X[n, oh·sh + kh·dh - top, ow·sw + kw·dw - left, c], 0 outside the image (pads: top, left,
 // bottom, right). A convolution is then one matrix product of Y with its weights as [KH·KW·C, M].
 def Kiln_Im2ColOp : Kiln_UnaryOp<"im2col", "Im2Col", (ins IntsOpt:$kernel_shape, IntsOpt:$strides,
-                                                          IntsOpt:$dilations, IntsOpt:$pads)>;
+                                                          IntsOpt:$dilations, IntsOpt:$pads), [Kiln_Internal]>;
 def Kiln_MaxPoolNhwcOp : Kiln_UnaryOp<"max_pool_nhwc", "MaxPoolNhwc",
     (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, IntsOpt:$dilations, IntsOpt:$kernel_shape,
-     IntsOpt:$pads, I64Opt:$storage_order, IntsOpt:$strides)>;
+     IntsOpt:$pads, I64Opt:$storage_order, IntsOpt:$strides), [Kiln_Internal]>;
 def Kiln_AveragePoolNhwcOp : Kiln_UnaryOp<"average_pool_nhwc", "AveragePoolNhwc",
     (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, I64Opt:$count_include_pad, IntsOpt:$dilations,
-     IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides)>;
+     IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides), [Kiln_Internal]>;
 
 //===--- Kernel regions ---------------------------------------------------------------------===//
 

@@ -58,6 +58,7 @@ expect 2 "node 'add' \(Add\).*cannot be broadcast" -- plan "$tiny/bad/bad_shapes
 expect 2 "cannot open external data file" -- plan "$tiny/bad/missing_external/model.onnx"
 expect 2 "reads tensor 'nonexistent'" -- plan "$tiny/bad/undefined_input.onnxtxt"
 expect 2 "cannot read model file" -- plan "$tiny/does_not_exist.onnx"
+expect 1 "sv +StridedView: no kiln op for ai.onnx::StridedView" -- plan "$tiny/bad/internal_op.onnxtxt"
 expect 2 "not a valid text-format ONNX model" -- plan "$tiny/bad/garbled_text.onnxtxt"
 expect 2 "" -- frobnicate
 expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
