@@ -1,6 +1,7 @@
 // The `kiln` subcommands. Each registers its options on the CLI11 app and returns its runner.
 #pragma once
 
+#include "compiler/importer/Importer.h"
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -25,8 +26,11 @@ Runner addEvalCommand(CLI::App &app);
 // Shared by commands that read a model.
 struct ModelOptions {
   std::string model;
-  std::string shapes;  // "x:1x3x224x224,..."
+  std::string shapes;          // "x:1x3x224x224,..."
+  std::string constantInputs;  // .npz of graph inputs bound at build time
   void add(CLI::App &cmd);
+  // The importer's options from --shapes and --constant-inputs; the error, else "".
+  std::string importOptions(ImportOptions &io) const;
 };
 
 }  // namespace kiln::cli

@@ -44,16 +44,6 @@ static bool writeFileAtomically(const std::string &path, const std::vector<uint8
   return true;
 }
 
-// The arrays of an .npz as tensors for ImportOptions::constantInputs (the importer checks names,
-// dtypes and ranks against the graph's inputs).
-static bool readConstantInputs(const std::string &path, std::map<std::string, ops::Tensor> &out, std::string &error) {
-  std::vector<tuner::HostTensor> arrays;
-  if (!tuner::readTensors(path, arrays, error)) return false;
-  for (const tuner::HostTensor &t : arrays)
-    out[t.name] = ops::tensorFromBytes(ops::DType(t.dtype), t.shape, t.data.data(), t.data.size());
-  return true;
-}
-
 Runner addCompileCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("compile", "Compile an ONNX model into an engine file (no GPU needed)");
   auto opts = std::make_shared<ModelOptions>();
@@ -65,7 +55,6 @@ Runner addCompileCommand(CLI::App &app) {
   auto json = std::make_shared<bool>(false);
   auto routeText = std::make_shared<std::string>();
   auto precision = std::make_shared<std::string>();
-  auto constantInputs = std::make_shared<std::string>();
   auto calib = std::make_shared<std::string>(), keepFloat = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_option("--route", *routeText, "Build route: KNOB=VALUE;... (`kiln knobs` lists the knobs)");
@@ -87,9 +76,6 @@ Runner addCompileCommand(CLI::App &app) {
   cmd->add_option("--compile-cache-dir", *cacheDir, "NVRTC cache folder (default: $XDG_CACHE_HOME/kiln/nvrtc)");
   cmd->add_option("-j,--jobs", *jobs, "Parallel NVRTC compiles (default: all cores)");
   cmd->add_flag("--json", *json, "Print a JSON summary");
-  cmd->add_option("--constant-inputs", *constantInputs,
-                  "Bind graph inputs to these values at build time (.npz, arrays named after the inputs): they "
-                  "become constants and leave the engine's I/O table");
   return [=]() -> int {
     if (!*cmd) return -1;
     if (out->empty() && *emit == "engine") {
@@ -115,12 +101,8 @@ Runner addCompileCommand(CLI::App &app) {
     bo.jobs = *jobs;
     if (!*json) bo.progress = codegen::terminalProgress();
     ImportOptions io;
-    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
+    if (auto e = opts->importOptions(io); !e.empty()) {
       std::cerr << "kiln: error: " << e << "\n";
-      return 2;
-    }
-    if (!constantInputs->empty() && !readConstantInputs(*constantInputs, io.constantInputs, err)) {
-      std::cerr << "kiln: error: --constant-inputs: " << err << "\n";
       return 2;
     }
     mlir::MLIRContext ctx;

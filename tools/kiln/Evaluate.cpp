@@ -11,7 +11,7 @@ mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContex
                                       const std::function<void(mlir::OpPassManager &)> &pipeline,
                                       codegen::ModelBuild &lowered) {
   ImportOptions io;
-  if (auto e = parseShapeOverrides(opts.shapes, io.shapes); !e.empty()) {
+  if (auto e = opts.importOptions(io); !e.empty()) {
     std::cerr << "kiln: error: " << e << "\n";
     return nullptr;
   }

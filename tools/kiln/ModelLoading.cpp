@@ -4,6 +4,7 @@
 #include "compiler/quant/Calibration.h"
 #include "passes/Passes.h"
 #include "runtime/format/EngineFormat.h"
+#include "tuner/TensorFiles.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -19,12 +20,26 @@ void ModelOptions::add(CLI::App &cmd) {
   cmd.add_option("model", model, "ONNX model (.onnx, or text format .onnxtxt)")->required();
   cmd.add_option("--shapes", shapes,
                  "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's)");
+  cmd.add_option("--constant-inputs", constantInputs,
+                 "Bind graph inputs to these values at build time (.npz, arrays named after the inputs): they "
+                 "become constants (an If on them folds to its branch) and leave the engine's I/O table");
+}
+
+std::string ModelOptions::importOptions(ImportOptions &io) const {
+  if (auto e = parseShapeOverrides(shapes, io.shapes); !e.empty()) return e;
+  if (constantInputs.empty()) return "";
+  std::vector<tuner::HostTensor> arrays;
+  std::string error;
+  if (!tuner::readTensors(constantInputs, arrays, error)) return "--constant-inputs: " + error;
+  for (const tuner::HostTensor &t : arrays)
+    io.constantInputs[t.name] = ops::tensorFromBytes(ops::DType(t.dtype), t.shape, t.data.data(), t.data.size());
+  return "";
 }
 
 LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cleanup) {
   LoadedModel m;
   ImportOptions io;
-  if (auto err = parseShapeOverrides(opts.shapes, io.shapes); !err.empty()) {
+  if (auto err = opts.importOptions(io); !err.empty()) {
     std::cerr << "kiln: error: " << err << "\n";
     m.import.error = err;
     return m;
