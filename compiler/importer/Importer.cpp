@@ -159,7 +159,7 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
                " but the model declares rank " + std::to_string(tt.shape().dim_size());
       for (int k = 0; tt.has_shape() && k < tt.shape().dim_size(); ++k) {
         const auto &d = tt.shape().dim(k);
-        if (d.has_dim_value() && d.dim_value() != shape[k])
+        if (d.has_dim_value() && d.dim_value() > 0 && d.dim_value() != shape[k])
           return "--shapes gives input '" + in.name() + "' dimension " + std::to_string(k) + " = " +
                  std::to_string(shape[k]) + " but the model fixes it to " + std::to_string(d.dim_value());
       }
@@ -169,13 +169,14 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
       for (int k = 0; k < tt.shape().dim_size(); ++k) {
         const auto &d = tt.shape().dim(k);
         if (!d.has_dim_value() || d.dim_value() < 0) {
-          std::string sym = d.has_dim_param() ? "'" + d.dim_param() + "'" : "unknown";
+          std::string sym = d.has_dim_param() ? "'" + d.dim_param() + "'"
+                            : d.has_dim_value() ? "(declared " + std::to_string(d.dim_value()) + ")" : "unknown";
           return "graph input '" + in.name() + "' has symbolic dimension " + sym + " at axis " +
                  std::to_string(k) + "; dynamic shapes are not supported: pass --shapes " + in.name() + ":" +
                  [&] {
                    std::string s;
                    for (int j = 0; j < tt.shape().dim_size(); ++j)
-                     s += (j ? "x" : "") + (tt.shape().dim(j).has_dim_value()
+                     s += (j ? "x" : "") + (tt.shape().dim(j).has_dim_value() && tt.shape().dim(j).dim_value() >= 0
                                                 ? std::to_string(tt.shape().dim(j).dim_value())
                                                 : std::string("N"));
                    return s;
@@ -454,7 +455,8 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     if (tt.has_shape()) {
       match &= tt.shape().dim_size() == it->second.rank();
       for (int k = 0; match && k < tt.shape().dim_size(); ++k)
-        match &= !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() == it->second.shape[k];
+        match &= !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() < 0 ||
+                 tt.shape().dim(k).dim_value() == it->second.shape[k];
     }
     if (!match) {
       auto text = [](ops::DType t, const std::vector<int64_t> &dims) {
@@ -482,18 +484,33 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     auto it = values_.find(o.name());
     if (it == values_.end()) return failWith("graph output '" + o.name() + "' is not produced by any node");
     Value v = it->second;
+    // A declared type or shape the graph does not compute is an exporter's mistake that onnxruntime
+    // runs anyway: the computed one wins, with a warning naming the output and both.
     if (auto rt = dyn_cast<RankedTensorType>(v.getType()); rt && o.type().has_tensor_type()) {
       const auto &tt = o.type().tensor_type();
-      if (tt.elem_type() != 0 && elementTypeOf(static_cast<ops::DType>(tt.elem_type()), &ctx_) != rt.getElementType())
-        return failWith("graph output '" + o.name() + "' is declared with element type " +
-                        std::to_string(tt.elem_type()) + " but computes " + ops::dtypeName(dtypeOf(rt.getElementType())));
-      if (tt.has_shape()) {
+      std::string computed = std::string(ops::dtypeName(dtypeOf(rt.getElementType()))) + " " +
+                             ops::shapeString(tensorTypeOf(rt).shape);
+      if (tt.elem_type() != 0 && elementTypeOf(static_cast<ops::DType>(tt.elem_type()), &ctx_) != rt.getElementType()) {
+        std::string declared = onnx::TensorProto_DataType_IsValid(tt.elem_type())
+                                   ? onnx::TensorProto_DataType_Name(tt.elem_type()) : std::to_string(tt.elem_type());
+        result.warnings.push_back("graph output '" + o.name() + "' is declared " + declared + " but computes " + computed +
+                                  " (the computed type is used)");
+      } else if (tt.has_shape()) {
         bool mismatch = tt.shape().dim_size() != rt.getRank();
         for (int k = 0; !mismatch && k < tt.shape().dim_size(); ++k)
-          mismatch = tt.shape().dim(k).has_dim_value() && tt.shape().dim(k).dim_value() != rt.getDimSize(k);
-        if (mismatch)
-          return failWith("graph output '" + o.name() + "' is declared with a shape other than the computed " +
-                          ops::shapeString(tensorTypeOf(rt).shape));
+          mismatch = tt.shape().dim(k).has_dim_value() && tt.shape().dim(k).dim_value() >= 0 &&
+                     tt.shape().dim(k).dim_value() != rt.getDimSize(k);
+        if (mismatch) {
+          std::string declared;
+          for (int k = 0; k < tt.shape().dim_size(); ++k) {
+            const auto &d = tt.shape().dim(k);
+            declared += (k ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value())
+                                          : d.has_dim_param() ? d.dim_param() : std::string("?"));
+          }
+          result.warnings.push_back("graph output '" + o.name() + "' is declared with shape " +
+                                    (declared.empty() ? std::string("[] (a scalar)") : declared) +
+                                    " but computes " + computed + " (the computed shape is used)");
+        }
       }
     }
     rets.push_back(v);

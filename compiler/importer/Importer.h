@@ -32,6 +32,9 @@ struct ImportResult {
   std::string error;  // non-empty on failure; names the node or tensor
   // Every node kiln does not support, as "name (domain::OpType): reason" (import still succeeds).
   std::vector<std::string> unsupported;
+  // Exporter quirks that onnxruntime accepts and kiln works around (a declared output shape the
+  // graph does not compute, a dimension declared -1): one line each, naming the tensor.
+  std::vector<std::string> warnings;
 };
 
 // Parses "x:1x3x224x224,mask:1x128" (also ';'-separated). Returns "" or an error.

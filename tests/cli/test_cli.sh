@@ -59,6 +59,9 @@ expect 2 "cannot open external data file" -- plan "$tiny/bad/missing_external/mo
 expect 2 "reads tensor 'nonexistent'" -- plan "$tiny/bad/undefined_input.onnxtxt"
 expect 2 "cannot read model file" -- plan "$tiny/does_not_exist.onnx"
 expect 1 "sv +StridedView: no kiln op for ai.onnx::StridedView" -- plan "$tiny/bad/internal_op.onnxtxt"
+expect 0 "warning: graph output 'y' is declared with shape 1xseqlen but computes f32 2x3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
+expect 0 "warning: graph output 's' is declared with shape 1 but computes f32 scalar" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
+expect 2 "graph input 'x' has symbolic dimension \\(declared -1\\) at axis 0.*--shapes x:Nx3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt"
 expect 2 "not a valid text-format ONNX model" -- plan "$tiny/bad/garbled_text.onnxtxt"
 expect 2 "" -- frobnicate
 expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"

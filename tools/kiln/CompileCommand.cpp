@@ -107,6 +107,7 @@ Runner addCompileCommand(CLI::App &app) {
     }
     mlir::MLIRContext ctx;
     codegen::ModelBuild m = codegen::buildModel(opts->model, io, bo, ctx);
+    for (auto &w : m.import.warnings) std::cerr << "kiln: warning: " << w << "\n";
     for (auto &r : m.remarks) std::cerr << "kiln: note: " << r << "\n";
     if (!m.ok()) {
       std::cerr << "kiln: error: " << opts->model << ": " << m.error;

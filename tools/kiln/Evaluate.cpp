@@ -16,6 +16,7 @@ mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContex
     return nullptr;
   }
   lowered = codegen::lowerModelWith(opts.model, io, ctx, pipeline);
+  for (auto &w : lowered.import.warnings) std::cerr << "kiln: warning: " << w << "\n";
   for (auto &r : lowered.remarks) std::cerr << "kiln: note: " << r << "\n";
   if (!lowered.ok()) {
     std::cerr << "kiln: error: " << opts.model << ": " << lowered.error << "\n";
