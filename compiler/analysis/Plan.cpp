@@ -54,8 +54,9 @@ ModelPlan planFunction(func::FuncOp f) {
     if (isa<NoneOp>(op)) continue;
     ++plan.totalOps;
     if (auto u = dyn_cast<UnsupportedOp>(op)) {
-      plan.unsupported.push_back({nodeName(&op), u.getOpType().str(), u.getDomain().str(), u.getReason().str()});
       plan.complete = false;
+      if (u.getReason() == kDownstreamOfUnsupported) continue;
+      plan.unsupported.push_back({nodeName(&op), u.getOpType().str(), u.getDomain().str(), u.getReason().str()});
       plan.ops[(u.getDomain().empty() ? "" : u.getDomain().str() + "::") + u.getOpType().str()].count++;
     } else if (auto sem = dyn_cast<ShapeInferenceOpInterface>(op)) {
       OpStats &s = plan.ops[sem.getOnnxOpType().str()];

@@ -1,5 +1,7 @@
 #include "compiler/importer/Importer.h"
 
+#include "compiler/ir/Builders.h"
+
 #include "compiler/eval/Evaluator.h"
 #include "compiler/importer/OpTable.h"
 #include "compiler/importer/TensorProto.h"
@@ -87,9 +89,17 @@ class GraphImporter {
   std::string sortNodes(const onnx::GraphProto &g, std::vector<int> &order);
   std::string importNode(const onnx::NodeProto &n, ImportResult &result);
   std::string importConstantNode(const onnx::NodeProto &n);
+  // Control flow (If, Loop, Scan), resolved at import: an If whose condition folds becomes its
+  // branch, one whose condition is known only at run time runs both branches and selects each
+  // output with Where (when the branches agree on types); Loop and Scan with trip counts known at
+  // build time are unrolled. importSubgraph imports a subgraph's nodes into the current function
+  // with its inputs bound to `inputs` (names it defines shadow outer ones while it is imported).
+  std::string importControlFlow(const onnx::NodeProto &n, ImportResult &result);
+  std::string importSubgraph(const onnx::GraphProto &g, ArrayRef<Value> inputs, SmallVectorImpl<Value> &outputs,
+                             const std::string &scope, ImportResult &result);
   std::string convertAttribute(const onnx::AttributeProto &a, Attribute &out, bool forUnsupported);
   Location locFor(const std::string &name) {
-    return NameLoc::get(b_.getStringAttr(name), FileLineColLoc::get(b_.getStringAttr(file_), 0, 0));
+    return NameLoc::get(b_.getStringAttr(scope_ + name), FileLineColLoc::get(b_.getStringAttr(file_), 0, 0));
   }
   Value constantFrom(const RawTensor &t, const std::string &name, Location loc);
 
@@ -101,6 +111,9 @@ class GraphImporter {
   std::map<std::string, int64_t> domainOpsets_;
   std::map<std::string, Value> values_;  // ONNX tensor name → SSA value
   Value none_;
+  std::string scope_;   // prefix of node names imported from subgraphs ("loop/iter3/")
+  int subgraphDepth_ = 0;
+  size_t unrolledNodes_ = 0;  // nodes imported from subgraphs so far (bounded)
 };
 
 Value GraphImporter::constantFrom(const RawTensor &t, const std::string &name, Location loc) {
@@ -191,6 +204,40 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
   return "";
 }
 
+// The names a subgraph reads from enclosing scopes (its implicit inputs), nested subgraphs included.
+static void outerReads(const onnx::GraphProto &g, std::set<std::string> &out) {
+  std::set<std::string> local;
+  for (const auto &in : g.input()) local.insert(in.name());
+  for (const auto &init : g.initializer()) local.insert(init.name());
+  for (const auto &n : g.node())
+    for (const auto &o : n.output()) local.insert(o);
+  for (const auto &n : g.node()) {
+    for (const auto &in : n.input())
+      if (!in.empty() && !local.count(in)) out.insert(in);
+    for (const auto &a : n.attribute()) {
+      std::set<std::string> inner;
+      if (a.has_g()) outerReads(a.g(), inner);
+      for (const auto &sub : a.graphs()) outerReads(sub, inner);
+      for (const auto &name : inner)
+        if (!local.count(name)) out.insert(name);
+    }
+  }
+  for (const auto &o : g.output())
+    if (!local.count(o.name())) out.insert(o.name());
+}
+
+// A node's inputs, with what its subgraphs read from the enclosing graph.
+static std::vector<std::string> nodeReads(const onnx::NodeProto &n) {
+  std::vector<std::string> reads(n.input().begin(), n.input().end());
+  std::set<std::string> inner;
+  for (const auto &a : n.attribute()) {
+    if (a.has_g()) outerReads(a.g(), inner);
+    for (const auto &sub : a.graphs()) outerReads(sub, inner);
+  }
+  reads.insert(reads.end(), inner.begin(), inner.end());
+  return reads;
+}
+
 std::string GraphImporter::sortNodes(const onnx::GraphProto &g, std::vector<int> &order) {
   std::map<std::string, int> producer;
   std::set<std::string> defined;
@@ -210,7 +257,7 @@ std::string GraphImporter::sortNodes(const onnx::GraphProto &g, std::vector<int>
   std::vector<int> pending(g.node_size(), 0);
   std::vector<std::vector<int>> users(g.node_size());
   for (int i = 0; i < g.node_size(); ++i) {
-    for (const auto &in : g.node(i).input()) {
+    for (const auto &in : nodeReads(g.node(i))) {
       if (in.empty() || defined.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
@@ -300,6 +347,8 @@ std::string GraphImporter::importConstantNode(const onnx::NodeProto &n) {
 std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &result) {
   std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
   if (domain.empty() && n.op_type() == "Constant") return importConstantNode(n);
+  if (domain.empty() && (n.op_type() == "If" || n.op_type() == "Loop" || n.op_type() == "Scan"))
+    return importControlFlow(n, result);
 
   Location loc = locFor(displayName(n));
   std::vector<Value> operands;
@@ -386,6 +435,296 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
   for (int k = 0; k < n.output_size(); ++k)
     if (!n.output(k).empty()) values_[n.output(k)] = outs[k];
   return "";
+}
+
+//===--- Control flow --------------------------------------------------------------------------===//
+
+namespace {
+
+constexpr int kMaxSubgraphDepth = 64;           // nested If/Loop/Scan bodies
+constexpr int64_t kMaxUnrolledIterations = 4096;  // Loop/Scan iterations unrolled at import
+constexpr size_t kMaxUnrolledNodes = 1 << 20;   // nodes imported from subgraphs in all
+
+const onnx::GraphProto *graphAttr(const onnx::NodeProto &n, const char *name) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+std::vector<int64_t> intsAttrOf(const onnx::NodeProto &n, const char *name, size_t count, int64_t dflt) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name) return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+  return std::vector<int64_t>(count, dflt);
+}
+
+int64_t intAttrOf(const onnx::NodeProto &n, const char *name, int64_t dflt) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name) return a.i();
+  return dflt;
+}
+
+std::string typeText(Value v) {
+  if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+    return std::string(ops::dtypeName(dtypeOf(t.getElementType()))) + " " + ops::shapeString(tensorTypeOf(t).shape);
+  return "an unknown type";
+}
+
+}  // namespace
+
+std::string GraphImporter::importSubgraph(const onnx::GraphProto &g, ArrayRef<Value> inputs,
+                                          SmallVectorImpl<Value> &outputs, const std::string &scope,
+                                          ImportResult &result) {
+  if (subgraphDepth_ >= kMaxSubgraphDepth)
+    return "subgraphs nest deeper than " + std::to_string(kMaxSubgraphDepth) + " levels";
+  if (int(inputs.size()) != g.input_size())
+    return "the subgraph takes " + std::to_string(g.input_size()) + " inputs, the node gives " +
+           std::to_string(inputs.size());
+  unrolledNodes_ += size_t(g.node_size());
+  if (unrolledNodes_ > kMaxUnrolledNodes)
+    return "unrolling control flow would import more than " + std::to_string(kMaxUnrolledNodes) + " nodes";
+  // Names the subgraph defines shadow the enclosing scope's until it is imported.
+  std::map<std::string, std::optional<Value>> saved;
+  auto shadow = [&](const std::string &name) {
+    if (name.empty() || saved.count(name)) return;
+    auto it = values_.find(name);
+    saved[name] = it == values_.end() ? std::nullopt : std::optional<Value>(it->second);
+    values_.erase(name);
+  };
+  for (const auto &in : g.input()) shadow(in.name());
+  for (const auto &init : g.initializer()) shadow(init.name());
+  for (const auto &node : g.node())
+    for (const auto &o : node.output()) shadow(o);
+  std::string outerScope = scope_;
+  scope_ += scope;
+  ++subgraphDepth_;
+  std::string err;
+  for (int k = 0; k < g.input_size(); ++k) values_[g.input(k).name()] = inputs[size_t(k)];
+  std::vector<int> order;
+  if (err.empty()) err = importInitializers(g);
+  if (err.empty()) err = sortNodes(g, order);
+  for (int i : order) {
+    if (!err.empty()) break;
+    err = importNode(g.node(i), result);
+  }
+  outputs.clear();
+  for (int k = 0; err.empty() && k < g.output_size(); ++k) {
+    auto it = values_.find(g.output(k).name());
+    if (it == values_.end()) err = "subgraph output '" + g.output(k).name() + "' is not produced by any node";
+    else outputs.push_back(it->second);
+  }
+  --subgraphDepth_;
+  scope_ = outerScope;
+  for (auto &[name, v] : saved) {
+    if (v) values_[name] = *v;
+    else values_.erase(name);
+  }
+  return err;
+}
+
+std::string GraphImporter::importControlFlow(const onnx::NodeProto &n, ImportResult &result) {
+  const std::string name = displayName(n);
+  Location loc = locFor(name);
+  auto fail = [&](const std::string &why) { return nodeLabel(n) + ": " + why; };
+  auto input = [&](int k) -> Value {
+    if (k >= n.input_size() || n.input(k).empty()) return Value();
+    return values_.at(n.input(k));
+  };
+  auto bind = [&](ArrayRef<Value> outs) -> std::string {
+    if (int(outs.size()) < n.output_size())
+      return fail("the subgraph computes " + std::to_string(outs.size()) + " outputs, the node declares " +
+                  std::to_string(n.output_size()));
+    for (int k = 0; k < n.output_size(); ++k)
+      if (!n.output(k).empty()) values_[n.output(k)] = outs[size_t(k)];
+    return "";
+  };
+  // Downstream of an unsupported node what the control flow does is unknown: its outputs are of
+  // unknown type like any such op's (the unsupported node is what the import reports).
+  auto unknown = [&]() -> std::string {
+    SmallVector<Value> operands;
+    for (const auto &in : n.input()) operands.push_back(in.empty() ? none_ : values_.at(in));
+    SmallVector<Type> types(n.output_size(), UnrankedTensorType::get(b_.getF32Type()));
+    auto op = b_.create<UnsupportedOp>(loc, types, operands, b_.getStringAttr(n.op_type()), b_.getStringAttr(""),
+                                       b_.getI64IntegerAttr(opset_), b_.getStringAttr(kDownstreamOfUnsupported),
+                                       b_.getDictionaryAttr({}));
+    for (int k = 0; k < n.output_size(); ++k)
+      if (!n.output(k).empty()) values_[n.output(k)] = op->getResult(k);
+    return "";
+  };
+  auto unranked = [](Value v) { return v && isa<UnrankedTensorType>(v.getType()); };
+  std::string err;
+  auto create = [&](auto tag, ValueRange operands, ArrayRef<NamedAttribute> attrs) -> Value {
+    using OpT = decltype(tag);
+    Operation *op = createInferred<OpT>(b_, loc, operands, attrs, &err);
+    if (!op) return Value();
+    FoldResult fr = foldWithEvaluator(op, b_, opts_.foldLimit);
+    if (!fr.error.empty()) {
+      err = fr.error;
+      op->erase();
+      return Value();
+    }
+    if (!fr.folded()) return op->getResult(0);
+    op->erase();
+    return fr.values[0];
+  };
+  // Stacks per-iteration values along a new `axis` (Loop and Scan outputs).
+  auto stack = [&](std::vector<Value> parts, int64_t axis) -> Value {
+    SmallVector<Value> expanded;
+    for (Value p : parts) {
+      Value u = create(UnsqueezeOp(), {p}, {b_.getNamedAttr("axes", b_.getDenseI64ArrayAttr({axis}))});
+      if (!u) return Value();
+      expanded.push_back(u);
+    }
+    if (expanded.size() == 1) return expanded[0];
+    return create(ConcatOp(), expanded, {b_.getNamedAttr("axis", b_.getI64IntegerAttr(axis))});
+  };
+
+  if (n.op_type() == "If") {
+    const onnx::GraphProto *thenG = graphAttr(n, "then_branch"), *elseG = graphAttr(n, "else_branch");
+    Value cond = input(0);
+    if (!thenG || !elseG || !cond) return fail("needs a condition and both branches");
+    if (unranked(cond)) return unknown();
+    if (auto c = constantValue(cond)) {  // known at build time: the taken branch alone
+      if (c->size() != 1) return fail("the condition must have one element");
+      SmallVector<Value> outs;
+      bool taken = c->getInt(0) != 0;
+      if (auto e = importSubgraph(taken ? *thenG : *elseG, {}, outs, name + (taken ? "/then/" : "/else/"), result);
+          !e.empty())
+        return fail(e);
+      return bind(outs);
+    }
+    // Known only at run time: both branches run (ONNX ops have no side effects) and Where picks.
+    SmallVector<Value> thenOuts, elseOuts, outs;
+    if (auto e = importSubgraph(*thenG, {}, thenOuts, name + "/then/", result); !e.empty()) return fail(e);
+    if (auto e = importSubgraph(*elseG, {}, elseOuts, name + "/else/", result); !e.empty()) return fail(e);
+    if (thenOuts.size() != elseOuts.size()) return fail("the branches compute different numbers of outputs");
+    for (size_t k = 0; k < thenOuts.size(); ++k)
+      if (unranked(thenOuts[k]) || unranked(elseOuts[k])) return unknown();
+    for (size_t k = 0; k < thenOuts.size(); ++k) {
+      if (thenOuts[k].getType() != elseOuts[k].getType())
+        return fail("the condition must be a compile-time constant here: it is known only at run time and output " +
+                    std::to_string(k) + " is " + typeText(thenOuts[k]) + " in the then branch but " +
+                    typeText(elseOuts[k]) + " in the else branch (bind the inputs it depends on with --constant-inputs)");
+      Value w = create(WhereOp(), {cond, thenOuts[k], elseOuts[k]}, {});
+      if (!w) return fail(err);
+      outs.push_back(w);
+    }
+    return bind(outs);
+  }
+
+  if (n.op_type() == "Loop") {
+    const onnx::GraphProto *body = graphAttr(n, "body");
+    if (!body) return fail("has no body");
+    for (int k = 0; k < n.input_size(); ++k)
+      if (unranked(input(k))) return unknown();
+    std::optional<int64_t> trips;
+    if (Value m = input(0)) {
+      auto c = constantValue(m);
+      if (!c || c->size() != 1) return fail("the trip count M must be a compile-time constant (kiln unrolls loops)");
+      trips = c->getInt(0);
+    }
+    bool cond = true;
+    if (Value c0 = input(1)) {
+      auto c = constantValue(c0);
+      if (!c || c->size() != 1) return fail("the initial condition must be a compile-time constant (kiln unrolls loops)");
+      cond = c->getInt(0) != 0;
+    }
+    if (!trips && !cond) trips = 0;
+    std::vector<Value> carried;
+    for (int k = 2; k < n.input_size(); ++k) carried.push_back(input(k));
+    const size_t nCarried = carried.size();
+    std::vector<std::vector<Value>> scans;
+    int64_t i = 0;
+    for (; cond && (!trips || i < *trips); ++i) {
+      if (i >= kMaxUnrolledIterations)
+        return fail("more than " + std::to_string(kMaxUnrolledIterations) + " iterations to unroll");
+      SmallVector<Value> ins = {b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::I64, {}, {i}), &ctx_)),
+                                b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::Bool, {}, {1}), &ctx_))};
+      ins.append(carried.begin(), carried.end());
+      SmallVector<Value> outs;
+      if (auto e = importSubgraph(*body, ins, outs, name + "/iter" + std::to_string(i) + "/", result); !e.empty())
+        return fail(e);
+      if (outs.size() < 1 + nCarried) return fail("the body computes fewer outputs than the loop carries");
+      auto c = constantValue(outs[0]);
+      if (!c || c->size() != 1)
+        return fail("whether the loop continues must be a compile-time constant (it depends on run-time data, and kiln "
+                    "unrolls loops)");
+      cond = c->getInt(0) != 0;
+      for (size_t k = 0; k < nCarried; ++k) carried[k] = outs[1 + k];
+      if (scans.empty()) scans.resize(outs.size() - 1 - nCarried);
+      for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(outs[1 + nCarried + k]);
+    }
+    SmallVector<Value> results(carried.begin(), carried.end());
+    for (int k = int(nCarried); k < n.output_size(); ++k) {
+      size_t s = size_t(k) - nCarried;
+      if (s >= scans.size() || scans[s].empty())
+        return fail("a scan output of a loop that runs no iteration has no shape kiln can know");
+      Value v = stack(scans[s], 0);
+      if (!v) return fail(err);
+      results.push_back(v);
+    }
+    return bind(results);
+  }
+
+  // Scan (opset 9 and later): unrolled over the scan axis, which shapes make static.
+  int64_t opset = opset_;
+  if (opset < 9) return fail("Scan before opset 9 (with batch axis and sequence_lens) is not supported");
+  const onnx::GraphProto *body = graphAttr(n, "body");
+  if (!body) return fail("has no body");
+  const int64_t nScan = intAttrOf(n, "num_scan_inputs", 0);
+  const int64_t nState = n.input_size() - nScan;
+  if (nScan < 1 || nState < 0) return fail("num_scan_inputs does not fit the inputs");
+  const int64_t nScanOut = n.output_size() - nState;
+  auto inAxes = intsAttrOf(n, "scan_input_axes", size_t(nScan), 0), inDirs = intsAttrOf(n, "scan_input_directions", size_t(nScan), 0);
+  auto outAxes = intsAttrOf(n, "scan_output_axes", size_t(nScanOut), 0), outDirs = intsAttrOf(n, "scan_output_directions", size_t(nScanOut), 0);
+  if (int64_t(inAxes.size()) != nScan || int64_t(inDirs.size()) != nScan || int64_t(outAxes.size()) != nScanOut ||
+      int64_t(outDirs.size()) != nScanOut)
+    return fail("scan axes and directions must have one entry per scan input and output");
+  for (int k = 0; k < n.input_size(); ++k)
+    if (unranked(input(k))) return unknown();
+  std::vector<Value> state, scanIn;
+  for (int64_t k = 0; k < nState; ++k) state.push_back(input(int(k)));
+  int64_t length = -1;
+  for (int64_t k = 0; k < nScan; ++k) {
+    Value v = input(int(nState + k));
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t axis = inAxes[size_t(k)] < 0 ? inAxes[size_t(k)] + t.getRank() : inAxes[size_t(k)];
+    if (axis < 0 || axis >= t.getRank()) return fail("a scan input axis is out of range");
+    inAxes[size_t(k)] = axis;
+    if (length >= 0 && t.getDimSize(axis) != length) return fail("the scan inputs have different lengths");
+    length = t.getDimSize(axis);
+    scanIn.push_back(v);
+  }
+  if (length > kMaxUnrolledIterations)
+    return fail("more than " + std::to_string(kMaxUnrolledIterations) + " iterations to unroll");
+  std::vector<std::vector<Value>> scans(static_cast<size_t>(nScanOut));
+  for (int64_t t = 0; t < length; ++t) {
+    SmallVector<Value> ins(state.begin(), state.end());
+    for (int64_t k = 0; k < nScan; ++k) {
+      int64_t at = inDirs[size_t(k)] ? length - 1 - t : t;
+      Value index = b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::I64, {}, {at}), &ctx_));
+      Value slice = create(GatherOp(), {scanIn[size_t(k)], index}, {b_.getNamedAttr("axis", b_.getI64IntegerAttr(inAxes[size_t(k)]))});
+      if (!slice) return fail(err);
+      ins.push_back(slice);
+    }
+    SmallVector<Value> outs;
+    if (auto e = importSubgraph(*body, ins, outs, name + "/step" + std::to_string(t) + "/", result); !e.empty())
+      return fail(e);
+    if (int64_t(outs.size()) != nState + nScanOut) return fail("the body's outputs do not match the node's");
+    for (int64_t k = 0; k < nState; ++k) state[size_t(k)] = outs[size_t(k)];
+    for (int64_t k = 0; k < nScanOut; ++k) scans[size_t(k)].push_back(outs[size_t(nState + k)]);
+  }
+  SmallVector<Value> results(state.begin(), state.end());
+  for (int64_t k = 0; k < nScanOut; ++k) {
+    if (scans[size_t(k)].empty()) return fail("a scan over an empty axis has outputs of no shape kiln can know");
+    auto parts = scans[size_t(k)];
+    if (outDirs[size_t(k)]) std::reverse(parts.begin(), parts.end());
+    int64_t rank = cast<RankedTensorType>(parts[0].getType()).getRank() + 1;
+    int64_t axis = outAxes[size_t(k)] < 0 ? outAxes[size_t(k)] + rank : outAxes[size_t(k)];
+    Value v = stack(parts, axis);
+    if (!v) return fail(err);
+    results.push_back(v);
+  }
+  return bind(results);
 }
 
 ImportResult GraphImporter::run(const onnx::ModelProto &model) {

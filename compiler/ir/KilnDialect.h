@@ -14,6 +14,10 @@
 #include <string>
 
 namespace kiln {
+
+// The reason of a kiln.unsupported that stands for control flow whose inputs come from an
+// unsupported node: not a problem of its own, so `kiln plan` does not list it.
+constexpr const char *kDownstreamOfUnsupported = "downstream of an unsupported node";
 // Shape inference and verification through the op semantics registry (KilnDialect.cpp).
 mlir::LogicalResult inferResultTypes(mlir::Operation *op, llvm::StringRef onnxName,
                                      llvm::SmallVectorImpl<mlir::Type> &types, std::string &error);
