@@ -23,6 +23,10 @@ inline bool readRoute(const std::string &text, mlir::Operation *op, knobs::Route
   return false;
 }
 
+// Set by kiln-half-safety on ops a half-precision route must run in fp32; the value says why.
+// kiln-precision reads (and removes) it.
+constexpr const char *kKeepFp32Attr = "kiln.keep_fp32";
+
 // The pass option `arch` as a target; false (with an error on `op`) for an unknown architecture.
 inline bool readTarget(const std::string &arch, mlir::Operation *op, target::GpuTarget &t) {
   std::string error;

@@ -33,6 +33,7 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route,
 // QDQ models get their 8-bit products without either.
 struct QuantOptions {
   std::string calib, keepFloat;
+  std::string checkInputs;  // (not quantization) inputs on which kiln-half-safety checks fp16's range
 };
 // Whether a route asks for int8 or fp8 anywhere: precision=int8|fp8 or
 // node.<name>.precision=int8|fp8. Such routes need a calibration file.
@@ -41,6 +42,10 @@ bool routeQuantizes(const knobs::Route &route);
 // matrix-product canonicalisation, int8/fp8 Q/DQ from a calibration (kiln-quantize), every QDQ
 // product lowered to QuantizedMatMul/QuantizedConv (kiln-lower-qdq), precision, layout, then kernel regions
 // (fusion). `kiln eval` runs the same graph on the CPU evaluator.
+// The compile pipeline up to precision (no layout or fusion, so every node keeps its result):
+// what `kiln debug precision` compares with the fp32 graph node by node.
+void buildPrecisionPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target = {},
+                            const QuantOptions &quant = {});
 // `target`: the GPU the engine is for; rewrites it cannot run are refused (attention fusion below
 // sm_80, 8-bit products it has no instructions for).
 void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target = {},

@@ -78,6 +78,41 @@ def CanonicalizeLinear : RoutePass<"kiln-canonicalize-linear", "mlir::func::Func
   }];
 }
 
+def HalfSafety : Pass<"kiln-half-safety", "mlir::func::FuncOp"> {
+  let summary = "Mark what a half-precision route must keep in fp32 (knob precision.safety)";
+  let description = [{
+    On fp16 routes (and the fp16 rest of int8/fp8 routes) marks with `kiln.keep_fp32 = "why"` the
+    ops fp16 would get wrong, which kiln-precision then runs in fp32 and reports: a sum of squares
+    (Pow(x, 2) or Mul(x, x) reaching a reduction, ReduceSumSquare, ReduceL2) and the statistics
+    computed from it up to a Sqrt, Log or Reciprocal (a decomposed LayerNorm's variance, whose sum
+    of squares overflows above 65504; a power spectrum re² + im², whose squares flush below 6e-8);
+    exp feeding a sum or a division (a softmax or log-sum-exp written out); `1 - p` of a Sigmoid or
+    Softmax (0.99998921 rounds to 1.0). On bf16 routes only `1 - p`. With `check-inputs` (an .npz
+    of the model's inputs) the CPU evaluator runs the fp32 graph on them and every op whose values
+    exceed 65504, or are mostly below 6e-8, is marked too, with the magnitude it reached. A node
+    whose precision the route sets (node.NAME.precision) is left to the route.
+
+    Before (route precision=fp16):
+      %d = kiln.sub %x, %mean
+      %s = kiln.pow %d, %two
+      %v = kiln.reduce_mean %s {axes = array<i64: -1>}
+      %e = kiln.add %v, %eps
+      %r = kiln.sqrt %e
+    After:
+      %s = kiln.pow %d, %two {kiln.keep_fp32 = "a sum of squares ..."}
+      %v = kiln.reduce_mean %s {axes = array<i64: -1>, kiln.keep_fp32 = "a sum of squares ..."}
+      %e = kiln.add %v, %eps {kiln.keep_fp32 = "a sum of squares ..."}
+      %r = kiln.sqrt %e {kiln.keep_fp32 = "a sum of squares ..."}
+  }];
+  let options = [
+    Option<"route", "route", "std::string", /*default=*/"\"\"", "Build route (canonical text)">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"", "Target GPU architecture">,
+    Option<"checkInputs", "check-inputs", "std::string", /*default=*/"\"\"",
+           "Inputs (.npz) on which the CPU evaluator checks fp16's range">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def Precision : RoutePass<"kiln-precision", "mlir::func::FuncOp"> {
   let summary = "Run the graph in fp16 or bf16 (knob precision; per node node.<name>.precision)";
   let description = [{

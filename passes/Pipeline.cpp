@@ -42,12 +42,19 @@ bool routeQuantizes(const knobs::Route &route) {
   return false;
 }
 
-void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target,
-                          const QuantOptions &quant) {
+void buildPrecisionPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target,
+                            const QuantOptions &quant) {
   buildCalibrationPipeline(pm, route, target);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   addQuantizationPasses(f, route, target, quant);
+  f.addPass(createHalfSafety({route, target.arch, quant.checkInputs}));
   f.addPass(createPrecision({route, target.arch}));
+}
+
+void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target,
+                          const QuantOptions &quant) {
+  buildPrecisionPipeline(pm, route, target, quant);
+  mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createLayout({route, target.arch}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
   f.addPass(createSimplifyTransposes());

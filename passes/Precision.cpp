@@ -114,13 +114,23 @@ class Converter {
     if (!reinferResultTypes(op, &err)) return op->emitError(err);
     b_.setInsertionPointAfter(op);
     for (Value r : op->getResults()) {
-      if (!isF32Tensor(r.getType()) || r.use_empty()) continue;
+      // Users that also run in fp32 read the fp32 value (a chain of islands never goes through
+      // fp16 between its ops); the others read it cast down.
+      if (!isF32Tensor(r.getType()) || llvm::all_of(r.getUsers(), [&](Operation *u) { return runsInFp32(u); })) continue;
       Value c = cast(r, half_, op->getLoc());
-      r.replaceAllUsesExcept(c, c.getDefiningOp());
+      r.replaceUsesWithIf(c, [&](OpOperand &use) { return use.getOwner() != c.getDefiningOp() && !runsInFp32(use.getOwner()); });
       wasF32_.insert(c);
     }
     if (!why.empty()) remarks.push_back(describeOp(op) + " runs in fp32: " + why);
     return success();
+  }
+
+  // Whether `op` will run in fp32 (the route says so, or kiln-half-safety marked it). The return
+  // reads fp32 (the function's results keep their declared types).
+  bool runsInFp32(Operation *op) {
+    if (isa<func::ReturnOp>(op)) return true;
+    if (op->hasAttr(kKeepFp32Attr)) return true;
+    return route_.get(kPrecision, nodeName(op)) == "fp32";
   }
 
   LogicalResult convert(Operation *op) {
@@ -128,6 +138,11 @@ class Converter {
     std::string want = route_.get(kPrecision, node);
     if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
+    if (auto why = op->getAttrOfType<StringAttr>(kKeepFp32Attr)) {
+      std::string reason = why.str();
+      op->removeAttr(kKeepFp32Attr);
+      return island(op, reason + " (node." + node + ".precision=fp16 overrides)");
+    }
     // An int8/fp8 product scales its sums (and adds a conv's bias) in fp32; its result is
     // stored in half precision.
     if (isa<QuantizedMatMulOp, QuantizedConvOp, QuantizedConvNhwcOp>(op)) return island(op, "");

@@ -37,7 +37,8 @@ std::optional<std::string> evaluateOp(Operation *op, const std::vector<const ops
 // Evaluates the ops of `body` with its arguments bound to `inputs`; `outputs` receives the
 // terminator's operands. Kernel regions (kiln.fused) recurse into their bodies.
 static std::optional<std::string> evaluateBlock(Block &body, const std::vector<ops::Tensor> &inputs,
-                                                std::vector<ops::Tensor> &outputs, const OpObserver &observe) {
+                                                std::vector<ops::Tensor> &outputs, const OpObserver &observe,
+                                                const ResultObserver &onResults) {
   if (inputs.size() != body.getNumArguments())
     return "function takes " + std::to_string(body.getNumArguments()) + " inputs, got " +
            std::to_string(inputs.size());
@@ -80,10 +81,11 @@ static std::optional<std::string> evaluateBlock(Block &body, const std::vector<o
       if (auto fused = dyn_cast<FusedOp>(op)) {
         std::vector<ops::Tensor> in;
         for (const ops::Tensor *t : args) in.push_back(*t);
-        if (auto err = evaluateBlock(fused.getBody().front(), in, results, observe)) return err;
+        if (auto err = evaluateBlock(fused.getBody().front(), in, results, observe, onResults)) return err;
       } else if (auto err = evaluateOp(&op, args, results)) {
         return err;
       }
+      if (onResults) onResults(&op, results);
       for (Value v : op.getOperands()) {
         auto it = usesLeft.find(v);
         if (it != usesLeft.end() && --it->second == 0) env.erase(v);
@@ -104,8 +106,9 @@ static std::optional<std::string> evaluateBlock(Block &body, const std::vector<o
 }
 
 std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<ops::Tensor> &inputs,
-                                            std::vector<ops::Tensor> &outputs, const OpObserver &observe) {
-  return evaluateBlock(f.getBody().front(), inputs, outputs, observe);
+                                            std::vector<ops::Tensor> &outputs, const OpObserver &observe,
+                                            const ResultObserver &onResults) {
+  return evaluateBlock(f.getBody().front(), inputs, outputs, observe, onResults);
 }
 
 FoldResult foldWithEvaluator(Operation *op, OpBuilder &builder, int64_t maxElements) {

@@ -26,12 +26,17 @@ std::optional<std::string> evaluateOp(mlir::Operation *op,
 // values (nullptr for `none`) just before it runs: calibration collects activation ranges so.
 using OpObserver = std::function<void(mlir::Operation *, const std::vector<const ops::Tensor *> &)>;
 
+// Sees each op's results just after it ran (constants excepted; a kiln.fused region's results,
+// and those of the ops inside it): the fp16 range check and `kiln debug precision` compare them.
+using ResultObserver = std::function<void(mlir::Operation *, const std::vector<ops::Tensor> &)>;
+
 // Evaluates a function of kiln ops on `inputs` (in argument order); intermediate values are freed
 // after their last use so large models fit in memory.
 std::optional<std::string> evaluateFunction(mlir::func::FuncOp f,
                                             const std::vector<ops::Tensor> &inputs,
                                             std::vector<ops::Tensor> &outputs,
-                                            const OpObserver &observe = nullptr);
+                                            const OpObserver &observe = nullptr,
+                                            const ResultObserver &onResults = nullptr);
 
 // If every operand of `op` is a constant and its results hold at most `maxElements` elements in
 // all, evaluates it and returns new kiln.constant values (created before `op`) for its results.

@@ -59,6 +59,17 @@ expect 2 "cannot open external data file" -- plan "$tiny/bad/missing_external/mo
 expect 2 "reads tensor 'nonexistent'" -- plan "$tiny/bad/undefined_input.onnxtxt"
 expect 2 "cannot read model file" -- plan "$tiny/does_not_exist.onnx"
 expect 1 "sv +StridedView: no kiln op for ai.onnx::StridedView" -- plan "$tiny/bad/internal_op.onnxtxt"
+expect 2 "node 'if' \\(If\\): the condition must be a compile-time constant here: it is known only at run time and output 0 is f32 3 in the then branch but f32 6 in the else branch" -- plan "$tiny/bad/if_runtime_shapes.onnxtxt"
+expect 2 "node 'loop' \\(Loop\\): the trip count M must be a compile-time constant" -- plan "$tiny/bad/loop_runtime_trips.onnxtxt"
+# fp16 that stays right: what fp16 overflows is kept in fp32 and said so; without that, kiln debug
+# precision names where the fp16 graph starts to drift.
+ov="$tiny/fp16_overflow"
+expect 0 "node 'square' \\(Pow\\) runs in fp32: a sum of squares" -- eval "$ov.onnxtxt" --inputs "$ov.npz" --precision fp16
+expect 0 "node 'one_minus' \\(Sub\\) runs in fp32: 1 - p of a probability near 1" -- eval "$ov.onnxtxt" --inputs "$ov.npz" --precision fp16
+expect 1 "first node that drifts: 'square' \\(Pow\\)" -- debug precision "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off"
+expect 1 "drifts too, its inputs within 0.01: 'one_minus'" -- debug precision "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off"
+expect 0 "no node drifts beyond 0.01" -- debug precision "$ov.onnxtxt" --inputs "$ov.npz" --precision fp16
+expect 0 "node 'std' \\(Sqrt\\) runs in fp32: reads values that reach 7.13e\\+04 on the check inputs" -- eval "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off" --check-inputs "$ov.npz"
 expect 0 "warning: graph output 'y' is declared with shape 1xseqlen but computes f32 2x3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
 expect 0 "warning: graph output 's' is declared with shape 1 but computes f32 scalar" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
 expect 2 "graph input 'x' has symbolic dimension \\(declared -1\\) at axis 0.*--shapes x:Nx3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt"

@@ -22,6 +22,7 @@ Runner addTuneCommand(CLI::App &app);
 Runner addCacheCommand(CLI::App &app);
 Runner addCalibrateCommand(CLI::App &app);
 Runner addEvalCommand(CLI::App &app);
+Runner addDebugCommand(CLI::App &app);
 
 // Shared by commands that read a model.
 struct ModelOptions {

@@ -65,6 +65,10 @@ Runner addCompileCommand(CLI::App &app) {
                   "Calibration file (kiln calibrate) for the route's int8/fp8 products (per-channel weights, "
                   "per-tensor activations)");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
+  auto checkInputs = std::make_shared<std::string>();
+  cmd->add_option("--check-inputs", *checkInputs,
+                  "fp16 routes: run the fp32 graph on these inputs (.npz) on the CPU evaluator and keep in fp32 every "
+                  "node whose values there leave fp16's range");
   cmd->add_option("-o,--output", *out, "Engine file to write");
   auto emit = std::make_shared<std::string>("engine");
   cmd->add_option("--emit", *emit,
@@ -95,7 +99,7 @@ Runner addCompileCommand(CLI::App &app) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
-    bo.quant = {*calib, *keepFloat};
+    bo.quant = {*calib, *keepFloat, *checkInputs};
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;
     bo.jobs = *jobs;

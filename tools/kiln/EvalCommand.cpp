@@ -32,6 +32,8 @@ Runner addEvalCommand(CLI::App &app) {
   cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as for compile)");
   cmd->add_option("--calib", *calib, "Calibration file for the route's int8/fp8 products (kiln calibrate), as for compile");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
+  auto checkInputs = std::make_shared<std::string>();
+  cmd->add_option("--check-inputs", *checkInputs, "fp16 routes: the range check's inputs, as for compile");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   return [=]() -> int {
     if (!*cmd) return -1;
@@ -45,7 +47,7 @@ Runner addEvalCommand(CLI::App &app) {
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
     mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
-      buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat});
+      buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat, *checkInputs});
     }, lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;

@@ -37,7 +37,8 @@ static std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f) {
 }
 
 bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &inputs,
-                   std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe) {
+                   std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe,
+                   const ResultObserver &onResults) {
   std::vector<ops::Tensor> in, out;
   for (const tuner::HostTensor &want : modelInputs(f)) {
     auto it = std::find_if(inputs.begin(), inputs.end(), [&](const tuner::HostTensor &t) { return t.name == want.name; });
@@ -52,7 +53,7 @@ bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &i
     }
     in.push_back(ops::tensorFromBytes(static_cast<ops::DType>(it->dtype), it->shape, it->data.data(), it->data.size()));
   }
-  if (auto e = evaluateFunction(f, in, out, observe)) {
+  if (auto e = evaluateFunction(f, in, out, observe, onResults)) {
     error = "evaluation: " + *e;
     return false;
   }

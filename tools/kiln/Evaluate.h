@@ -15,9 +15,11 @@
 namespace kiln::cli {
 
 // Binds `inputs` to f's arguments by their ONNX names (each must be present with the declared
-// dtype and shape), evaluates, and names the outputs. `observe` sees every op as it runs.
+// dtype and shape), evaluates, and names the outputs. `observe` sees every op as it runs, `onResults`
+// its results.
 bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &inputs,
-                   std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe = nullptr);
+                   std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe = nullptr,
+                   const ResultObserver &onResults = nullptr);
 
 // Imports the model of `opts` (with its --shapes) and runs `pipeline` on it: the function the
 // evaluator is to run, or null after printing "kiln: error: ..." (remarks are printed as notes).

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
       kiln::cli::addCacheCommand(app),
       kiln::cli::addCalibrateCommand(app),
       kiln::cli::addEvalCommand(app),
+      kiln::cli::addDebugCommand(app),
   };
   try {
     app.parse(argc, argv);
