@@ -1,12 +1,14 @@
 // Vision, detection, loss and signal ops (codegen/kernels/Vision.h, Signal.h): GatherND, the
 // scatters, GridSample, RoiAlign, MaxUnpool, InstanceNormalization (a row kernel), LRN,
 // MeanVarianceNormalization, ReverseSequence, Compress with a constant condition (a gather),
-// the two losses, DFT, STFT, Det. The ops whose result shape depends on their data (NonZero,
+// the two losses, DFT, STFT, Det; Clip with bounds computed at run time (a mel spectrogram's
+// top-dB floor). The ops whose result shape depends on their data (NonZero,
 // Unique, NonMaxSuppression, Compress's condition) have a type only when that data is known at
 // build time, and then fold; one that reaches here says why it has no kernel.
 #include "codegen/lowering/Lowering.h"
 
 #include "codegen/kernels/Copy.h"
+#include "codegen/kernels/Elementwise.h"
 #include "codegen/kernels/Reduction.h"
 #include "codegen/kernels/Signal.h"
 #include "codegen/kernels/Vision.h"
@@ -149,6 +151,25 @@ bool Lowering::lowerVision(Operation *op) {
     addLaunch(op, emitStft(s), params);
   } else if (isa<DetOp>(op)) {
     addLaunch(op, emitDet(product(outShape, 0, outShape.size()), x.back(), et), {operands[0], out});
+  } else if (isa<ClipOp>(op)) {
+    // Bounds computed at run time (constant ones make Clip an elementwise op of the table):
+    // numpy.clip, max(x, min) then min(·, max), NaN passing through.
+    ElementwiseSpec s;
+    std::vector<Value> params = {operands[0]};
+    s.inputShapes = {x}, s.inputTypes = {elemTypeOf(operands[0])};
+    std::string e = "a";
+    const char *names[] = {"a", "b", "c"};
+    for (unsigned k : {1u, 2u}) {
+      if (!present(k)) continue;
+      std::string v = names[params.size()];
+      e = k == 1 ? "(" + e + " < " + v + " ? " + v + " : " + e + ")" : "(" + e + " > " + v + " ? " + v + " : " + e + ")";
+      params.push_back(operands[k]);
+      s.inputShapes.push_back(shapeOf(operands[k]));
+      s.inputTypes.push_back(elemTypeOf(operands[k]));
+    }
+    s.expr = e, s.outShape = outShape, s.outType = et;
+    params.push_back(out);
+    addLaunch(op, emitElementwise(s), params);
   } else if (isa<NonZeroOp, UniqueOp, NonMaxSuppressionOp>(op)) {
     throw std::invalid_argument("the output shape depends on the input data; engines have static shapes, so this op "
                                 "builds only when its inputs are compile-time constants (it then folds)");
