@@ -246,7 +246,7 @@ bool sinkThroughPool(Operation *op, OpBuilder &b, bool ncl) {
   Operation *n = nullptr;
   std::vector<int64_t> spatial;  // (the channels-last tensor's spatial axes)
   for (int64_t k = 1; k + 1 < r; ++k) spatial.push_back(k);
-  if (r == 4 && ((t == "MaxPool" && op->getNumResults() == 1) || t == "AveragePool")) {
+  if ((t == "MaxPool" && op->getNumResults() == 1) || t == "AveragePool") {
     n = createInferred(b, op->getLoc(), isa<MaxPoolOp>(op) ? MaxPoolNhwcOp::getOperationName() : AveragePoolNhwcOp::getOperationName(), {x},
                        op->getAttrs(), &err);
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {

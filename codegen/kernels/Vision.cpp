@@ -220,11 +220,12 @@ static __device__ AT gs_cubic2(AT x) { const AT A = -0.75; return ((A * x - 5 * 
 KernelLaunch emitRoiAlign(const RoiAlignSpec &r) {
   requireFloat(r.type, "RoiAlign");
   requireIndex(r.indexType, "RoiAlign");
+  requireFloat(r.roisType, "RoiAlign");
   IndexKernelSpec s;
   s.kind = "roi_align";
   s.comment = std::string("RoiAlign ") + (r.average ? "avg" : "max") + (r.halfPixel ? ", half_pixel" : ", output_half_pixel");
   s.space = {r.R, r.C, r.OH, r.OW};
-  s.params = {{"x", r.type}, {"rois", r.type}, {"bidx", r.indexType}, {"y", r.type, true}};
+  s.params = {{"x", r.type}, {"rois", r.roisType}, {"bidx", r.indexType}, {"y", r.type, true}};
   s.prologue = "typedef " + arith(r.type) + " AT;\n";
   std::string H = L(r.H), W = L(r.W);
   std::string b = "    const AT off = " + std::string(r.halfPixel ? "(AT)0.5" : "(AT)0") + ", scale = (AT)" +

@@ -51,7 +51,7 @@ struct RoiAlignSpec {
   int64_t samplingRatio = 0;
   float spatialScale = 1.f;
   bool average = true, halfPixel = true;
-  ElemType type = ElemType::F32, indexType = ElemType::I64;
+  ElemType type = ElemType::F32, indexType = ElemType::I64, roisType = ElemType::F32;
 };
 KernelLaunch emitRoiAlign(const RoiAlignSpec &spec);
 

@@ -55,8 +55,7 @@ bool Lowering::lowerVision(Operation *op) {
     s.spatialScale = float(attrs.getFloat("spatial_scale", 1.0));
     s.average = attrs.getString("mode", "avg") == "avg";
     s.halfPixel = attrs.getString("coordinate_transformation_mode", "half_pixel") == "half_pixel";
-    s.type = et, s.indexType = elemTypeOf(operands[2]);
-    if (elemTypeOf(operands[1]) != et) throw std::invalid_argument("RoiAlign: rois must have X's type");
+    s.type = et, s.indexType = elemTypeOf(operands[2]), s.roisType = elemTypeOf(operands[1]);
     addLaunch(op, emitRoiAlign(s), {operands[0], operands[1], operands[2], out});
   } else if (isa<MaxUnpoolOp>(op)) {
     // The unpooled shape the indices refer to: kernel_shape, strides and pads applied to X.

@@ -8,7 +8,7 @@
 //   QuantizedConv(X, W, scale, B)          = float32(float32(Conv(X, W)) · scale[m]) + B[m]: int8 X
 //     and W, exact integer sums (scale: [M], or one element; B: float32 [M], optional)
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
-//     (also 1-D: X [N, L, C], the transposes 021)
+//     (also 1-D, with the pools: X [N, L, C], the transposes 021)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
 //   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y, causal_diagonal) =
@@ -222,11 +222,10 @@ int64_t quantizedConvFlops(const ShapeContext &ctx, const std::vector<TensorType
 
 // The NCHW view of the context: input 0 transposed, the others as they are.
 ShapeContext nchwContext(const char *op, const ShapeContext &ctx, std::vector<TensorType> &types) {
-  // (3-D: a 1-D convolution's [N, L, C]; the pools are 2-D only)
+  // (3-D: a 1-D convolution's or pool's [N, L, C])
   size_t r = ctx.present(0) ? ctx.inputs[0].shape.size() : 0;
-  check(r == 4 || (r == 3 && std::string(op) == "ConvNhwc"),
-        std::string(op) + ": X must be a 4-D NHWC tensor" + (std::string(op) == "ConvNhwc" ? " (or 3-D NLC)" : "") +
-            ", got " + shapeString(ctx.inputs[0].shape));
+  check(r == 4 || (r == 3 && std::string(op) != "QuantizedConvNhwc"),
+        std::string(op) + ": X must be a 4-D NHWC tensor (or 3-D NLC), got " + shapeString(ctx.inputs[0].shape));
   types = ctx.inputs;
   types[0] = permuted(ctx.inputs[0], toNchw(r));
   std::vector<const Tensor *> values = ctx.values;

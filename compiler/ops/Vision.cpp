@@ -272,7 +272,7 @@ std::vector<TensorType> roiAlignShape(const ShapeContext &ctx) {
   checkOutputs(op, ctx, 1);
   const TensorType &x = ctx.inputs[0], &r = ctx.inputs[1], &b = ctx.inputs[2];
   checkKind(op, "X", x.dtype, Kind::Float);
-  checkSameDtype(op, "X", x.dtype, "rois", r.dtype);
+  checkKind(op, "rois", r.dtype, Kind::Float);  // (ONNX: X's type; kiln keeps boxes fp32 in half graphs)
   check(x.shape.size() == 4, op + ": X must be [N, C, H, W], got " + shapeString(x.shape));
   check(r.shape.size() == 2 && r.shape[1] == 4, op + ": rois must be [num_rois, 4], got " + shapeString(r.shape));
   checkIndexType(op, b);
