@@ -84,6 +84,46 @@ class MhaBlock(nn.Module):
         return x + a
 
 
+class Conv1dNet(nn.Module):
+    """An audio front end (oww/silero-like): 1-D convolutions with strides, padding, dilation, a
+    depthwise and a grouped one, BatchNorm, ReLU, a residual, 1-D max/average pools, a global
+    average pool and a linear head. kiln runs them as 2-D convolutions with H = 1 (NCHW or NHWC)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv1d(3, 24, 5, 2, 2, bias=False)
+        self.bn = nn.BatchNorm1d(24)
+        self.c1 = nn.Conv1d(24, 24, 3, 1, 2, dilation=2)
+        self.dw = nn.Conv1d(24, 24, 3, 1, 1, groups=24)
+        self.grouped = nn.Conv1d(24, 36, 3, 2, 1, groups=3)
+        self.pool = nn.MaxPool1d(3, 2, 1)
+        self.avg = nn.AvgPool1d(2, 2)
+        self.fc = nn.Linear(36, 11)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.bn(self.stem(x))))
+        x = torch.relu(x + self.dw(torch.relu(self.c1(x))))
+        x = self.avg(torch.relu(self.grouped(x)))
+        return self.fc(x.mean(dim=2))
+
+
+class Conv3dNet(nn.Module):
+    """Video/volume pieces: 3-D convolutions (stride, padding, groups, bias), ReLU, a residual,
+    3-D max pool and a transposed 3-D convolution (kiln's direct N-D kernels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv3d(3, 12, 3, (1, 2, 2), 1)
+        self.c2 = nn.Conv3d(12, 12, 3, 1, 1, groups=3)
+        self.pool = nn.MaxPool3d(2, 2)
+        self.up = nn.ConvTranspose3d(12, 5, 2, 2)
+
+    def forward(self, x):
+        x = torch.relu(self.c1(x))
+        x = torch.relu(x + self.c2(x))
+        return self.up(self.pool(x))
+
+
 def bert_small():
     c = zoo.BertConfig(vocab_size=101, hidden=96, layers=2, heads=3, ffn=200, max_positions=64)
     return zoo.BertModel(c)
@@ -100,6 +140,8 @@ def cases():
     mask[:, 30:] = 0
     return {
         "convnet": (ConvNet, (torch.randn(2, 3, 45, 39),), ["x"], ["y"]),
+        "conv1d": (Conv1dNet, (torch.randn(2, 3, 203),), ["x"], ["y"]),
+        "conv3d": (Conv3dNet, (torch.randn(2, 3, 6, 13, 11),), ["x"], ["y"]),
         "mlp": (Mlp, (torch.randn(33, 37),), ["x"], ["y"]),
         "batched_matmul": (BatchedMatMul, (torch.randn(2, 3, 17, 40), torch.randn(3, 24, 40)), ["a", "b"], ["y"]),
         "mha": (MhaBlock, (torch.randn(3, 50, 96),), ["x"], ["y"]),

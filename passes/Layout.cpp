@@ -9,6 +9,7 @@
 
 #include "compiler/target/ElementwiseTable.h"
 #include "compiler/ops/Conv.h"
+#include "compiler/ops/OpSemantics.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LAYOUT
@@ -35,13 +36,27 @@ using namespace mlir;
 // the bound only caps the arena.
 constexpr int64_t kIm2colMaxBytes = int64_t(64) << 20, kIm2colMaxBytesF32 = int64_t(512) << 20;
 
-const Perm kToNhwc = {0, 2, 3, 1};
-const Perm kToNchw = {0, 3, 1, 2};
+// Channels last and back for rank r: 2-D convolutions (r = 4) and 1-D ones (r = 3, N·L·C).
+Perm toNhwc(int64_t r) {
+  Perm p = {0};
+  for (int64_t k = 2; k < r; ++k) p.push_back(k);
+  p.push_back(1);
+  return p;
+}
+Perm toNchw(int64_t r) {
+  Perm p = {0, r - 1};
+  for (int64_t k = 1; k + 1 < r; ++k) p.push_back(k);
+  return p;
+}
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
 
-// x when v = Transpose(x, [0, 3, 1, 2]) (an NHWC tensor seen as NCHW).
-Value nhwcSource(Value v) {
+// x when v = Transpose(x, toNchw) (a channels-last tensor seen as NCHW; with `ncl`, also as NCL:
+// only when a 1-D convolution was wrapped, so that a sequence model's [0, 2, 1] transposes stay
+// where they are in graphs without one).
+Value nhwcSource(Value v, bool ncl) {
   auto t = v.getDefiningOp<TransposeOp>();
-  return t && permOf(t) == kToNchw ? t.getX() : Value();
+  int64_t r = rankOf(v);
+  return t && (r == 4 || (ncl && r == 3)) && permOf(t) == toNchw(r) ? t.getX() : Value();
 }
 
 bool isHalf(Type t) {
@@ -56,17 +71,21 @@ bool isF32(Type t) { return cast<RankedTensorType>(t).getElementType().isF32(); 
 // weights with it, which leaves the result unchanged. Returns false when W is not a constant.
 bool padChannels(Value &xt, Value &w, OpBuilder &b, Location loc) {
   auto wt = constantValue(w, int64_t(1) << 26);
-  if (!wt || wt->rank() != 4) return false;
+  if (!wt || (wt->rank() != 4 && wt->rank() != 3)) return false;
+  int64_t r = wt->rank();
   int64_t C = wt->shape[1], C8 = (C + 7) / 8 * 8;
-  ops::Tensor pads(ops::DType::I64, {8});
-  pads.setInt(7, C8 - C);
+  ops::Tensor pads(ops::DType::I64, {2 * r});
+  pads.setInt(2 * r - 1, C8 - C);  // (the channels-last input's last axis, at its end)
   Value none = b.create<NoneOp>(loc).getResult();
   std::string err;
   Operation *p = createInferred<PadOp>(b, loc, {xt, createConstant(b, loc, pads), none, none},
                                 {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
   if (!p) return false;
-  ops::Tensor w8(wt->dtype, {wt->shape[0], C8, wt->shape[2], wt->shape[3]});
-  int64_t plane = wt->shape[2] * wt->shape[3];
+  ops::Shape s8 = wt->shape;
+  s8[1] = C8;
+  ops::Tensor w8(wt->dtype, s8);
+  int64_t plane = 1;
+  for (int64_t d = 2; d < r; ++d) plane *= wt->shape[size_t(d)];
   for (int64_t m = 0; m < wt->shape[0]; ++m)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t k = 0; k < plane; ++k) w8.f[(m * C8 + c) * plane + k] = wt->f[(m * C + c) * plane + k];
@@ -113,11 +132,12 @@ Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuil
   return add ? add->getResult(0) : Value();
 }
 
-// Wraps a 2-D Conv: Transpose → ConvNhwc (or its im2col product, `algo`) → Transpose.
+// Wraps a 2-D or 1-D Conv: Transpose → ConvNhwc (or its im2col product, `algo`; 2-D) → Transpose.
 bool wrapConv(ConvOp conv, const std::string &algo, OpBuilder &b) {
-  if (cast<RankedTensorType>(conv.getX().getType()).getRank() != 4) return false;
+  int64_t r = rankOf(conv.getX());
+  if (r != 4 && r != 3) return false;
   b.setInsertionPoint(conv);
-  Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
+  Value xt = createTranspose(b, conv.getLoc(), conv.getX(), toNhwc(r));
   Value w = conv.getW();
   int64_t C = cast<RankedTensorType>(conv.getX().getType()).getDimSize(1);
   if (isHalf(conv.getX().getType()) && C % 8 != 0 && attrsFromOp(conv).getInt("group", 1) == 1)
@@ -130,7 +150,7 @@ bool wrapConv(ConvOp conv, const std::string &algo, OpBuilder &b) {
     if (!n) return false;
     nhwc = n->getResult(0);
   }
-  Value y = createTranspose(b, conv.getLoc(), nhwc, kToNchw);
+  Value y = createTranspose(b, conv.getLoc(), nhwc, toNchw(r));
   conv.getResult().replaceAllUsesWith(y);
   conv->erase();
   return true;
@@ -141,11 +161,11 @@ bool wrapConv(ConvOp conv, const std::string &algo, OpBuilder &b) {
 bool wrapQuantizedConv(QuantizedConvOp conv, OpBuilder &b) {
   if (cast<RankedTensorType>(conv.getX().getType()).getRank() != 4) return false;
   b.setInsertionPoint(conv);
-  Value xt = createTranspose(b, conv.getLoc(), conv.getX(), kToNhwc);
+  Value xt = createTranspose(b, conv.getLoc(), conv.getX(), toNhwc(4));
   std::string err;
   Operation *n = createInferred<QuantizedConvNhwcOp>(b, conv.getLoc(), {xt, conv.getW(), conv.getScale(), conv.getB()}, conv->getAttrs(), &err);
   if (!n) return false;
-  Value y = createTranspose(b, conv.getLoc(), n->getResult(0), kToNchw);
+  Value y = createTranspose(b, conv.getLoc(), n->getResult(0), toNchw(4));
   conv.getResult().replaceAllUsesWith(y);
   conv->erase();
   return true;
@@ -165,13 +185,15 @@ bool isLayoutAgnostic(Operation *op) {
 
 // E(…, T(x), …) → T(E(…, x, …)) when every operand is such a transpose, a constant (its
 // NHWC copy is computed here) or a scalar.
-bool sinkThroughElementwise(Operation *op, OpBuilder &b) {
-  if (!isLayoutAgnostic(op) || cast<RankedTensorType>(op->getResult(0).getType()).getRank() != 4) return false;
+bool sinkThroughElementwise(Operation *op, OpBuilder &b, bool ncl) {
+  if (!isLayoutAgnostic(op)) return false;
+  const int64_t r = rankOf(op->getResult(0));
+  if (r != 4 && r != 3) return false;
   bool any = false;
   SmallVector<Value> operands;
   b.setInsertionPoint(op);
   for (Value v : op->getOperands()) {
-    if (Value x = nhwcSource(v)) {
+    if (Value x = nhwcSource(v, ncl)) {
       operands.push_back(x);
       any = true;
       continue;
@@ -183,29 +205,24 @@ bool sinkThroughElementwise(Operation *op, OpBuilder &b) {
       continue;
     }
     auto c = constantValue(v, int64_t(1) << 24);
-    if (!c || c->rank() > 4) return false;
-    // Broadcast rank 4 (leading 1s), then NCHW → NHWC.
-    ops::Shape s4(4 - c->rank(), 1);
-    s4.insert(s4.end(), c->shape.begin(), c->shape.end());
-    ops::Tensor t4 = *c;
-    t4.shape = s4;
-    ops::Tensor n(t4.dtype, {s4[0], s4[2], s4[3], s4[1]});
-    for (int64_t i0 = 0; i0 < s4[0]; ++i0)
-      for (int64_t i1 = 0; i1 < s4[1]; ++i1)
-        for (int64_t i2 = 0; i2 < s4[2]; ++i2)
-          for (int64_t i3 = 0; i3 < s4[3]; ++i3) {
-            int64_t src = ((i0 * s4[1] + i1) * s4[2] + i2) * s4[3] + i3;
-            int64_t dst = ((i0 * s4[2] + i2) * s4[3] + i3) * s4[1] + i1;
-            if (n.isFloating()) n.f[dst] = t4.f[src];
-            else n.i[dst] = t4.i[src];
-          }
-    operands.push_back(createConstant(b, v.getLoc(), n));
+    if (!c || c->rank() > r) return false;
+    // Broadcast to rank r (leading 1s), then channels last.
+    ops::Shape sr(size_t(r - c->rank()), 1);
+    sr.insert(sr.end(), c->shape.begin(), c->shape.end());
+    ops::Tensor tr = *c;
+    tr.shape = sr;
+    ops::Attrs perm;
+    Perm toLast = toNhwc(r);
+    perm.set("perm", std::vector<int64_t>(toLast.begin(), toLast.end()));
+    ops::EvalContext ectx{{&tr}, perm, 1};
+    std::vector<ops::Tensor> moved = ops::findOp("Transpose")->eval(ectx);
+    operands.push_back(createConstant(b, v.getLoc(), moved.at(0)));
   }
   if (!any) return false;
   std::string err;
   Operation *e = createInferred(b, op->getLoc(), op->getName().getStringRef(), operands, op->getAttrs(), &err);
   if (!e) return false;
-  Value y = createTranspose(b, op->getLoc(), e->getResult(0), kToNchw);
+  Value y = createTranspose(b, op->getLoc(), e->getResult(0), toNchw(r));
   if (!y || y.getType() != op->getResult(0).getType()) {
     if (y) y.getDefiningOp()->erase();
     e->erase();
@@ -218,25 +235,28 @@ bool sinkThroughElementwise(Operation *op, OpBuilder &b) {
 
 // MaxPool/AveragePool of an NHWC tensor → the NHWC pool; GlobalAverage/MaxPool → ReduceMean/Max
 // over H and W.
-bool sinkThroughPool(Operation *op, OpBuilder &b) {
+bool sinkThroughPool(Operation *op, OpBuilder &b, bool ncl) {
   std::string t = onnxTypeOf(op);
   if (op->getNumOperands() < 1) return false;
-  Value x = nhwcSource(op->getOperand(0));
+  Value x = nhwcSource(op->getOperand(0), ncl);
   if (!x) return false;
+  const int64_t r = rankOf(x);
   b.setInsertionPoint(op);
   std::string err;
   Operation *n = nullptr;
+  std::vector<int64_t> spatial;  // (the channels-last tensor's spatial axes)
+  for (int64_t k = 1; k + 1 < r; ++k) spatial.push_back(k);
   if ((t == "MaxPool" && op->getNumResults() == 1) || t == "AveragePool") {
     n = createInferred(b, op->getLoc(), isa<MaxPoolOp>(op) ? MaxPoolNhwcOp::getOperationName() : AveragePoolNhwcOp::getOperationName(), {x},
                        op->getAttrs(), &err);
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
     n = createInferred(b, op->getLoc(), isa<GlobalAveragePoolOp>(op) ? ReduceMeanOp::getOperationName() : ReduceMaxOp::getOperationName(), {x},
-                       {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2})),
+                       {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(spatial)),
                         b.getNamedAttr("keepdims", b.getI64IntegerAttr(1))},
                        &err);
   }
   if (!n) return false;
-  Value y = createTranspose(b, op->getLoc(), n->getResult(0), kToNchw);
+  Value y = createTranspose(b, op->getLoc(), n->getResult(0), toNchw(r));
   if (!y || y.getType() != op->getResult(0).getType()) {
     if (y) y.getDefiningOp()->erase();
     n->erase();
@@ -256,11 +276,14 @@ struct LayoutPass : impl::LayoutBase<LayoutPass> {
     OpBuilder b(&getContext());
     SmallVector<ConvOp> convs;
     getOperation().walk([&](ConvOp c) { convs.push_back(c); });
-    bool wrapped = false;
+    bool wrapped = false, ncl = false;  // (ncl: a 1-D convolution was wrapped)
     for (ConvOp c : convs) {
       std::string v = r.get(kLayout, nodeName(c));
       if (v == "nchw" || (v == "auto" && !isHalf(c.getX().getType()) && !isF32(c.getX().getType()))) continue;
-      wrapped |= wrapConv(c, r.get(kConvAlgo, nodeName(c)), b);
+      bool oneD = cast<RankedTensorType>(c.getX().getType()).getRank() == 3;
+      bool w = wrapConv(c, r.get(kConvAlgo, nodeName(c)), b);
+      wrapped |= w;
+      ncl |= w && oneD;
     }
     SmallVector<QuantizedConvOp> quantized;
     getOperation().walk([&](QuantizedConvOp c) { quantized.push_back(c); });
@@ -289,7 +312,7 @@ struct LayoutPass : impl::LayoutBase<LayoutPass> {
           }
           continue;
         }
-        if (sinkThroughElementwise(op, b) || sinkThroughPool(op, b)) changed = true;
+        if (sinkThroughElementwise(op, b, ncl) || sinkThroughPool(op, b, ncl)) changed = true;
       }
     }
   }

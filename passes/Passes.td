@@ -136,7 +136,10 @@ def Layout : RoutePass<"kiln-layout", "mlir::func::FuncOp"> {
     for half-precision graphs (tensor-core implicit GEMM) and NCHW for float32. With
     `conv.algo` (auto: half precision and at most 64 MiB of patches) a group-1 convolution
     with a window or stride becomes `Im2Col → MatMul(patches, W as [KH·KW·C, M]) → Add(B)`
-    instead of ConvNhwc, so its product can run on cuBLASLt.
+    instead of ConvNhwc, so its product can run on cuBLASLt. A 1-D Conv (N·C·L) is wrapped the
+    same way with [0, 2, 1] transposes (ConvNhwc of an N·L·C input; codegen runs it as 2-D with
+    H = 1), and then those transposes are pushed down too (through 1-D pools as well: the NHWC pools
+    of [N, 1, L, C]); 3-D and larger convolutions stay NCDHW.
   }];
 }
 

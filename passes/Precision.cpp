@@ -34,7 +34,9 @@ bool keepsF32(Operation *op, unsigned operand) {
   std::string t = onnxTypeOf(op);
   return (t == "Resize" && (operand == 1 || operand == 2)) || (t == "Upsample" && operand == 1) ||
          (t == "QuantizeLinear" && operand == 1) || (t == "QuantizedMatMul" && operand == 2) ||
-         ((t == "QuantizedConv" || t == "QuantizedConvNhwc") && operand >= 2);
+         ((t == "QuantizedConv" || t == "QuantizedConvNhwc") && operand >= 2) ||
+         // Constant sampling coordinates (half precision moves a sample by up to half a pixel at 1000 px).
+         ((t == "GridSample" || t == "RoiAlign") && operand == 1);
 }
 
 class Converter {

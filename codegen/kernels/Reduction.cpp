@@ -63,6 +63,7 @@ const char *opName(RowOp op) {
     case RowOp::Softmax: return "Softmax";
     case RowOp::LogSoftmax: return "LogSoftmax";
     case RowOp::LayerNorm: return "LayerNormalization";
+    case RowOp::InstanceNorm: return "InstanceNormalization";
     case RowOp::Sum: return "ReduceSum";
     case RowOp::Mean: return "ReduceMean";
     case RowOp::Max: return "ReduceMax";
@@ -87,8 +88,10 @@ static std::string rowLoop(const std::string &body, bool full) {
 
 KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (s.outer < 0 || s.cols < 0 || s.inner < 1) throw std::invalid_argument("row reduction: bad view");
-  if (s.op == RowOp::LayerNorm && s.inner != 1)
-    throw std::invalid_argument("row reduction: LayerNormalization needs inner == 1");
+  const bool norm = s.op == RowOp::LayerNorm || s.op == RowOp::InstanceNorm;
+  if (norm && s.inner != 1) throw std::invalid_argument("row reduction: a normalization needs inner == 1");
+  if (s.op == RowOp::InstanceNorm && (s.channels < 1 || !s.hasBias || s.statsOutputs))
+    throw std::invalid_argument("row reduction: InstanceNormalization needs channels, a bias and no statistics outputs");
   const int64_t rows = s.outer * s.inner;
   int T, rpb, block;
   if (s.inner > 1) {
@@ -101,7 +104,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
     block = T * rpb;
   }
   int64_t per = (s.cols + T - 1) / T;
-  bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || s.op == RowOp::LayerNorm ||
+  bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm ||
                    s.op == RowOp::LogSumExp;
   bool cache = normalize && per <= 32;
 
@@ -121,7 +124,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
 
   // Parameters.
   std::string params = "const XT* __restrict__ in, ";
-  if (s.op == RowOp::LayerNorm) {
+  if (norm) {
     params += "const XT* __restrict__ scale, ";
     if (s.hasBias) params += "const XT* __restrict__ bias, ";
     params += "OT* __restrict__ out";
@@ -159,6 +162,9 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
       break;
     case RowOp::LayerNorm:
+    case RowOp::InstanceNorm: {
+      // (LayerNorm: scale and bias per column; InstanceNorm: per channel, the row's)
+      const std::string at = s.op == RowOp::LayerNorm ? "j" : "row % " + std::to_string(s.channels) + "LL";
       src += "    AT sum = (AT)0;\n";
       src += "    " + forEach("sum += " + load + ";");
       src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
@@ -166,10 +172,11 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
       src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
       src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
-      src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[j])" +
-                              (s.hasBias ? std::string(" + kiln_ld(bias[j])") : std::string()) + ");");
+      src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
+                              (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");");
       if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
       break;
+    }
     case RowOp::LogSumExp:
       src += "    AT m = -kiln_inf();\n";
       src += "    " + forEach("m = kiln_max(m, " + load + ");");
@@ -206,14 +213,14 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   KernelLaunch k = finalizeKernel("row", src);
   k.block = {static_cast<uint32_t>(block), 1, 1};
   k.grid = {gridStrideBlocks(rows, rpb, 65535), 1, 1};
-  if (s.op == RowOp::LayerNorm) k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
+  if (norm) k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
   else k.numParams = 2;
   return k;
 }
 
 KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
                             ElemType type, ElemType outType) {
-  if (op == RowOp::Softmax || op == RowOp::LogSoftmax || op == RowOp::LayerNorm)
+  if (op == RowOp::Softmax || op == RowOp::LogSoftmax || op == RowOp::LayerNorm || op == RowOp::InstanceNorm)
     throw std::invalid_argument("reduce: not a reduction");
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t a : axes) {

@@ -16,6 +16,7 @@
 // Kernel parameters:
 //   Softmax / LogSoftmax:  in, out
 //   LayerNorm:             in, scale[cols], [bias[cols]], out, [mean[rows], invStdDev[rows]]
+//   InstanceNorm:          in, scale[channels], bias[channels], out
 //   Reduce*:               in, out[rows]
 #pragma once
 
@@ -29,6 +30,7 @@ namespace kiln::codegen {
 
 enum class RowOp {
   Softmax, LogSoftmax, LayerNorm,
+  InstanceNorm,  // LayerNorm's statistics per row, scale and bias per channel: row % channels
   Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp,
 };
 
@@ -41,6 +43,7 @@ struct RowReductionSpec {
   float epsilon = 1e-5f;
   bool hasBias = true;
   bool statsOutputs = false;  // also write Mean and InvStdDev per row
+  int64_t channels = 1;       // InstanceNorm: rows are (n, c) slices, scale/bias have `channels` values
   // Threads per row for last-axis rows; 0 = automatic (32 up to 1024 columns, else 256..1024).
   int threadsPerRow = 0;
   // Storage types (arithmetic is fp32 whatever they are): input, scale and bias; output;

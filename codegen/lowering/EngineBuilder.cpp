@@ -47,7 +47,8 @@ void Lowering::lowerOp(Operation *op) {
       })
       .Default([&](Operation *) {
         if (isFusableElementwise(op)) return lowerElementwise({op}, out);
-        if (!lowerPooling(op) && !lowerReduction(op) && !lowerDataMovement(op) && !lowerIndexing(op))
+        if (!lowerPooling(op) && !lowerReduction(op) && !lowerDataMovement(op) && !lowerIndexing(op) &&
+            !lowerVision(op))
           throw std::invalid_argument("no GPU kernel for this op yet");
       });
 }
@@ -120,7 +121,12 @@ BuildResult Lowering::run() {
         lowerOp(op);
     } catch (const std::exception &e) {
       Operation *at = op;
-      if (auto f = dyn_cast<FusedOp>(op)) at = &f.getBody().front().front();
+      if (auto f = dyn_cast<FusedOp>(op))  // the region's first computing op (not a constant it holds)
+        for (Operation &inner : f.getBody().front())
+          if (!isa<ConstantOp, NoneOp>(inner)) {
+            at = &inner;
+            break;
+          }
       errors_.push_back(describeOp(at) + (isa<FusedOp>(op) ? " (kernel region)" : "") + ": " + e.what());
     }
   }

@@ -10,6 +10,7 @@
 //   Pooling.cpp        Max/Average/Global pooling
 //   DataMovement.cpp   Transpose, Concat, Slice, Split, Pad, Expand, Tile, Gather, Im2Col, ...
 //   Indexing.cpp       coordinate ops and row scans (Trilu, TopK, CumSum, ...), ConvTranspose, Resize
+//   Vision.cpp         GatherND, scatters, GridSample, RoiAlign, losses, DFT/STFT, Det, ...
 //   Placement.cpp      weights, the arena (liveness), the final launch list
 //
 // A lowering appends launches (a kernel spec's emitted source, or a cuBLASLt call) whose
@@ -83,6 +84,10 @@ class Lowering {
   // A product (MatMul, TransposedMatMul, Conv, ConvNhwc, their quantized forms) whose result
   // flows through `chain` (elementwise ops, possibly empty) to `result`, in one launch.
   void lowerProduct(mlir::Operation *anchor, llvm::ArrayRef<mlir::Operation *> chain, mlir::Value result);
+  // A convolution of 3 or more spatial axes (NCDHW...) on the direct N-D kernel, `epi` and
+  // `params` as lowerProduct made them.
+  void lowerConvNd(mlir::Operation *anchor, const FusedProgram &epi, const std::vector<mlir::Value> &params,
+                   mlir::Value result);
   void lowerGemm(GemmOp op);
   // The product and its chain as one cuBLASLt call, when the knob allows and cuBLASLt can
   // express the chain (scale, bias, residual add, ReLU, a final cast to fp32). False: use kiln.
@@ -108,6 +113,9 @@ class Lowering {
   bool lowerDataMovement(mlir::Operation *op);
   // Coordinate ops and row scans (Indexing.h, RowScan.h), ConvTranspose, Resize. False: not one.
   bool lowerIndexing(mlir::Operation *op);
+  // Vision, detection, loss and signal ops (Vision.cpp): GatherND, scatters, GridSample, RoiAlign,
+  // MaxUnpool, InstanceNormalization, LRN, MVN, ReverseSequence, Compress, losses, DFT, STFT, Det.
+  bool lowerVision(mlir::Operation *op);
 
   // ---- Shared helpers --------------------------------------------------------------------------
   // The value outside a kernel region that a region's block argument stands for.

@@ -16,6 +16,21 @@ bool Lowering::lowerPooling(Operation *op) {
   auto operands = op->getOperands();
   const bool max = isa<MaxPoolOp, MaxPoolNhwcOp>(op), nhwc = isa<MaxPoolNhwcOp, AveragePoolNhwcOp>(op);
   Shape x = shapeOf(operands[0]);
+  if (nhwc && x.size() == 3) {
+    // A 1-D channels-last pool ([N, L, C]) is a 2-D one of [N, 1, L, C]: a unit H axis first in
+    // the shapes and the attributes.
+    x.insert(x.begin() + 1, 1);
+    outShape.insert(outShape.begin() + 1, 1);
+    ops::Attrs a2 = attrs;
+    for (const char *name : {"strides", "dilations", "kernel_shape"})
+      if (attrs.has(name)) a2.set(name, std::vector<int64_t>{1, attrs.getInts(name).at(0)});
+    if (attrs.has("pads")) {
+      Shape p = attrs.getInts("pads");
+      if (p.size() != 2) throw std::invalid_argument("a 1-D pool needs 2 pads");
+      a2.set("pads", std::vector<int64_t>{0, p[0], 0, p[1]});
+    }
+    attrs = a2;
+  }
   if (x.size() != 4) {  // 1-D, 3-D, ...: the direct N-D kernel (NCHW-style layout, no Indices)
     if (op->getNumResults() > 1 || nhwc)
       throw std::invalid_argument("only 2-D pooling has kernels with the Indices output or NHWC");

@@ -3,6 +3,7 @@
 #include "codegen/lowering/Lowering.h"
 
 #include "codegen/kernels/Conv.h"
+#include "codegen/kernels/ConvNd.h"
 #include "codegen/kernels/KernelUtil.h"
 
 using namespace mlir;
@@ -27,7 +28,37 @@ KILN_KNOB(kGemmStages, {"gemm.stages",
 
 namespace {
 std::string tileFor(const BuildOptions &o, Operation *op) { return o.route.get(kGemmTile, nodeName(op)); }
+
+// A 1-D convolution's attributes as a 2-D one's with a unit H axis first.
+ops::Attrs convAttrs2d(const ops::Attrs &a) {
+  ops::Attrs r = a;
+  for (const char *name : {"strides", "dilations", "kernel_shape"})
+    if (a.has(name)) r.set(name, std::vector<int64_t>{1, a.getInts(name).at(0)});
+  if (a.has("pads")) {
+    std::vector<int64_t> p = a.getInts("pads");
+    if (p.size() != 2) throw std::invalid_argument("a 1-D convolution needs 2 pads");
+    r.set("pads", std::vector<int64_t>{0, p[0], 0, p[1]});
+  }
+  return r;
+}
 }  // namespace
+
+void Lowering::lowerConvNd(Operation *anchor, const FusedProgram &epi, const std::vector<Value> &params, Value result) {
+  ops::Attrs attrs = attrsFromOp(anchor);
+  Shape x = shapeOf(anchor->getOperand(0)), w = shapeOf(anchor->getOperand(1)), y = shapeOf(anchor->getResult(0));
+  ConvNdSpec s;
+  s.N = x[0], s.C = x[1], s.M = w[0], s.group = attrs.getInt("group", 1);
+  s.in.assign(x.begin() + 2, x.end());
+  s.out.assign(y.begin() + 2, y.end());
+  s.kernel.assign(w.begin() + 2, w.end());
+  size_t n = s.in.size();
+  s.strides = intsOr(attrs, "strides", Shape(n, 1)), s.dilations = intsOr(attrs, "dilations", Shape(n, 1));
+  s.padBegin = windowPads(attrs, s.in, s.out, s.kernel, s.strides, s.dilations).first;
+  s.type = elemTypeOf(anchor->getOperand(0)), s.outType = elemTypeOf(result);
+  if (elemTypeOf(anchor->getOperand(1)) != s.type) throw std::invalid_argument("convolution operands of different types");
+  s.epilogue = epi;
+  addLaunch(anchor, emitConvNd(s), params);
+}
 
 KernelLaunch Lowering::targetMatMul(const MatMulSpec &spec) {
   bool half = spec.type == ElemType::F16 || spec.type == ElemType::BF16;
@@ -56,7 +87,9 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     // The convolution's own bias: per output channel, before the chain.
     Value bias = operands[biasOperand];
     int64_t M = shapeOf(operands[1])[0];
-    std::string x = pb.input(nhwc ? Shape{M} : Shape{M, 1, 1}, elemTypeOf(bias));
+    Shape perChannel(shapeOf(operands[0]).size() - 1, 1);  // NCHW: [M, 1, ...] against [N, M, spatial...]
+    perChannel[0] = M;
+    std::string x = pb.input(nhwc ? Shape{M} : perChannel, elemTypeOf(bias));
     params.push_back(outer(bias));
     epi.body.push_back("const float tb = acc + " + x + ";");
     names[anchor->getResult(0)] = "tb";
@@ -123,9 +156,26 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   }
   if (!conv) throw std::logic_error("not a product: " + describeOp(anchor));
   Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
-  if (x.size() != 4) throw std::invalid_argument("only 2-D convolutions have kernels yet");
-  if (quantizedConv && (!nhwc || attrs.getInt("group", 1) != 1))
-    throw std::invalid_argument("int8/fp8 convolutions run NHWC and ungrouped only");
+  if (quantizedConv && (!nhwc || attrs.getInt("group", 1) != 1 || x.size() != 4))
+    throw std::invalid_argument("int8/fp8 convolutions run 2-D, NHWC and ungrouped only");
+  if (x.size() != 4 && x.size() != 3) {  // 3-D and more: the direct N-D kernel (NCDHW)
+    if (nhwc) throw std::invalid_argument("a channels-last convolution of rank " + std::to_string(x.size()));
+    lowerConvNd(anchor, epi, params, result);
+    return;
+  }
+  const bool oneD = x.size() == 3;
+  if (oneD) {
+    // 1-D as 2-D with H = 1: x [N, C, L] is [N, C, 1, L] (NHWC: [N, L, C] is [N, 1, L, C]), W
+    // [M, C/g, K] is [M, C/g, 1, K], and the attributes gain a unit H axis.
+    x.insert(x.begin() + (nhwc ? 1 : 2), 1);
+    w.insert(w.begin() + 2, 1);
+    outShape.insert(outShape.begin() + (nhwc ? 1 : 2), 1);
+    attrs = convAttrs2d(attrs);
+    for (auto &in : epi.inputShapes) {  // (epilogue inputs broadcast against the 2-D result)
+      in.insert(in.begin(), 3 - std::min<size_t>(in.size(), 3), 1);
+      in.insert(in.begin() + (nhwc ? 1 : 2), 1);
+    }
+  }
   auto st = intsOr(attrs, "strides", {1, 1}), dl = intsOr(attrs, "dilations", {1, 1});
   Conv2dSpec s;
   s.N = x[0], s.M = w[0], s.KH = w[2], s.KW = w[3];
@@ -166,7 +216,8 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.outShape = outShape;
     spec.tile = tileFor(opts_, anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
-    params[1] = repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
+    params[1] = oneD ? repacked(operands[1], {0, 2, 1}, {s.M, s.KH, s.KW, s.C})
+                     : repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
     // A 1x1 convolution is a plain GEMM: cuBLASLt's, where the tactic allows.
     Value ownBias = isa<NoneType>(operands[biasOperand].getType()) ? Value() : outer(operands[biasOperand]);
     if (!quantizedConv && !spec.conv && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, ownBias))
@@ -180,7 +231,8 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     return;
   }
   // Grouped / depthwise: weights as [KH][KW][C/group][M].
-  params[1] = repacked(operands[1], {2, 3, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M});
+  params[1] = oneD ? repacked(operands[1], {2, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M})
+                   : repacked(operands[1], {2, 3, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M});
   addLaunch(anchor, emitConv2dNhwc(s), params);
 }
 

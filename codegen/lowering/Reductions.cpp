@@ -117,12 +117,28 @@ void Lowering::lowerBatchNorm(BatchNormalizationOp op) {
   // Inference BN with constant statistics is y = x * a + b per channel; a and b are computed
   // here, once, in double.
   std::vector<ops::Tensor> p;
-  for (int k = 1; k <= 4; ++k) {
-    auto c = constantValue(operands[k], 1 << 24);
-    if (!c) throw std::invalid_argument("BatchNormalization parameters must be constants");
-    p.push_back(*c);
-  }
+  for (int k = 1; k <= 4; ++k)
+    if (auto c = constantValue(operands[k], 1 << 24)) p.push_back(*c);
   double eps = attrs.getFloat("epsilon", 1e-5);
+  if (p.size() < 4) {
+    // Statistics computed at run time (tf2onnx's LayerNorm as BatchNormalization): the formula
+    // itself, per channel, in one elementwise kernel.
+    Shape chan(shapeOf(operands[0]).size() - 1, 1);
+    chan[0] = shapeOf(operands[1])[0];
+    FusedProgram prog;
+    ProgramBuilder pb(prog);
+    std::string v[5];
+    for (int k = 0; k < 5; ++k) v[k] = pb.input(k ? chan : shapeOf(operands[0]), elemTypeOf(operands[k]));
+    prog.body.push_back("const auto bn = (" + v[0] + " - " + v[3] + ") / sqrt(" + v[4] + " + " +
+                        ProgramBuilder::literal(eps, elemTypeOf(operands[0])) + ") * " + v[1] + " + " + v[2] + ";");
+    prog.result = "bn";
+    ElementwiseSpec spec;
+    spec.program = prog;
+    spec.outShape = outShape;
+    spec.outType = elemTypeOf(out);
+    addLaunch(op, emitElementwise(spec), {operands[0], operands[1], operands[2], operands[3], operands[4], out});
+    return;
+  }
   int64_t C = p[0].size();
   std::vector<float> a(C), b(C);
   for (int64_t c = 0; c < C; ++c) {

@@ -7,6 +7,7 @@
 #include "compiler/importer/TensorProto.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
+#include "compiler/ops/OpSemantics.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -381,10 +382,10 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     return std::string();
   };
 
-  if (!kilnOp || (known && !entry)) {
+  if (!kilnOp || (known && !entry) || (domain.empty() && opset < kMinOpset && !entry)) {
     std::string reason;
     if (!domain.empty() && domain != "ai.onnx.ml" && !known) reason = "custom domain '" + domain + "'";
-    else if (kilnOp && known) reason = "not supported at opset " + std::to_string(opset);
+    else if (kilnOp && (known || opset < kMinOpset)) reason = "not supported at opset " + std::to_string(opset);
     else reason = "no kiln op for " + (domain.empty() ? std::string("ai.onnx") : domain) + "::" + n.op_type();
     return makeUnsupported(reason);
   }
@@ -395,7 +396,11 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     if (auto err = convertAttribute(a, v, false); !err.empty()) return nodeLabel(n) + ": " + err;
     ni.attrs.set(a.name(), v);
   }
-  if (entry && entry->normalize && !entry->normalize(ni)) return nodeLabel(n) + ": " + ni.error;
+  // A value that must be known at build time but is not (a shape, axes, the data of an op whose
+  // result shape depends on it): the node is unsupported as given, like an op kiln lacks, so one
+  // import lists every such node (`kiln plan` exits 1 naming them); --constant-inputs binds them.
+  if (entry && entry->normalize && !entry->normalize(ni))
+    return ops::needsConstant(ni.error) ? makeUnsupported(ni.error) : nodeLabel(n) + ": " + ni.error;
 
   OperationState state(loc, *kilnOp);
   state.addOperands(ni.operands);
@@ -408,6 +413,7 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     std::string error;
     if (failed(sem.inferResultTypes(types, error))) {
       op->erase();
+      if (ops::needsConstant(error)) return makeUnsupported(error);
       return nodeLabel(n) + ": " + error;
     }
     if (types.size() != op->getNumResults()) {
@@ -749,9 +755,10 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
       return failWith("the model imports no ai.onnx opset");
     opset_ = 1;
   }
-  if (opset_ < kMinOpset || opset_ > kMaxOpset)
+  if (opset_ < kOldestOpset || opset_ > kMaxOpset)
     return failWith("the model uses ai.onnx opset " + std::to_string(opset_) + "; kiln supports opsets " +
-                    std::to_string(kMinOpset) + "–" + std::to_string(kMaxOpset));
+                    std::to_string(kOldestOpset) + "–" + std::to_string(kMaxOpset) + " (before " +
+                    std::to_string(kMinOpset) + " only ops whose meaning has not changed since)");
   const onnx::GraphProto &g = model.graph();
   if (g.output_size() == 0) return failWith("the graph has no outputs");
 

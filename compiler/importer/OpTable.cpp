@@ -198,6 +198,30 @@ const std::vector<OpEntry> &opTable() {
     add("Trilu", 14, kMaxOpset, optional(2));
     add("Dropout", kMinOpset, 11, chain({dropAttrs({"ratio", "is_test"}), optional(3)}));
     add("Dropout", 12, kMaxOpset, optional(3));
+    // Vision, losses, signal processing: optional inputs filled; older defaults made explicit.
+    add("Scatter", 9, 10);  // (deprecated by ScatterElements at 11)
+    add("RoiAlign", 10, 15, [](NodeImport &n) {  // opset 10's sampling grid has no half-pixel shift
+      if (!n.attrs.get("coordinate_transformation_mode"))
+        n.attrs.set("coordinate_transformation_mode", n.builder.getStringAttr("output_half_pixel"));
+      return true;
+    });
+    add("RoiAlign", 16, kMaxOpset);
+    add("MeanVarianceNormalization", 9, kMaxOpset);  // (opset 1's across_channels form: not supported)
+    add("MaxUnpool", 9, kMaxOpset, optional(3));
+    add("NonMaxSuppression", 10, kMaxOpset, optional(5));
+    add("NegativeLogLikelihoodLoss", 12, kMaxOpset, optional(3));
+    add("SoftmaxCrossEntropyLoss", 12, kMaxOpset, optional(3));
+    add("DFT", 17, 19, optional(2));  // (opset 20 makes axis an input)
+    add("STFT", 17, kMaxOpset, optional(4));
+    // Opsets 1–6: ops whose meaning is today's, less the `consumed_inputs` attribute of opsets < 6
+    // (a memory-reuse hint). Binary ops are not here: before opset 7 they broadcast by attribute.
+    for (const char *op : {"Elu", "Selu", "HardSigmoid", "Softplus", "Softsign", "Relu", "LeakyRelu", "Sigmoid", "Tanh",
+                           "Not", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Identity",
+                           "GlobalAveragePool", "GlobalMaxPool", "InstanceNormalization"}) {
+      add(op, kOldestOpset, kMinOpset - 1, dropAttrs({"consumed_inputs"}));
+      add(op, kMinOpset, kMaxOpset);
+    }
+    add("ReduceLogSum", kOldestOpset, kMinOpset - 1);  // (its other opsets: with the Reduce ops above)
     return t;
   }();
   return table;

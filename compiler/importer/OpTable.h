@@ -63,5 +63,8 @@ const OpEntry *findOpEntry(const std::string &domain, const std::string &opType,
 const std::vector<OpEntry> &opTable();
 
 constexpr int kMinOpset = 7, kMaxOpset = 21;
+// Models of opsets 1–6 are read too, but only ops the table lists at those opsets (ops whose
+// meaning has not changed since) import there; any other op is unsupported at that opset.
+constexpr int kOldestOpset = 1;
 
 }  // namespace kiln

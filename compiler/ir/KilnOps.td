@@ -283,6 +283,80 @@ def Kiln_DequantizeLinearOp : Kiln_Op<"dequantize_linear", "DequantizeLinear"> {
   let results = (outs Kiln_Tensor:$y);
 }
 
+//===--- Vision, detection, losses, signal processing (compiler/ops/Vision.cpp, DataDependent.cpp,
+//===--- Loss.cpp, Signal.cpp) -----------------------------------------------------------------===//
+
+def Kiln_GatherNDOp : Kiln_BinaryOp<"gather_nd", "GatherND", (ins I64Opt:$batch_dims)>;
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd", "ScatterND"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, Kiln_Tensor:$updates, StrOpt:$reduction);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements", "ScatterElements"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, Kiln_Tensor:$updates, I64Opt:$axis,
+                   StrOpt:$reduction);
+  let results = (outs Kiln_Tensor:$output);
+}
+// Deprecated (opsets 9-10): ScatterElements without reduction.
+def Kiln_ScatterOp : Kiln_Op<"scatter", "Scatter"> {
+  let arguments = (ins Kiln_Tensor:$data, Kiln_Tensor:$indices, Kiln_Tensor:$updates, I64Opt:$axis);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_GridSampleOp : Kiln_BinaryOp<"grid_sample", "GridSample",
+    (ins I64Opt:$align_corners, StrOpt:$mode, StrOpt:$padding_mode)>;
+def Kiln_RoiAlignOp : Kiln_Op<"roi_align", "RoiAlign"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$rois, Kiln_Tensor:$batch_indices,
+                   StrOpt:$coordinate_transformation_mode, StrOpt:$mode, I64Opt:$output_height,
+                   I64Opt:$output_width, I64Opt:$sampling_ratio, F32Opt:$spatial_scale);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_MaxUnpoolOp : Kiln_Op<"max_unpool", "MaxUnpool"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$I, Kiln_TensorOrNone:$output_shape,
+                   IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_LRNOp : Kiln_UnaryOp<"lrn", "LRN", (ins F32Opt:$alpha, F32Opt:$beta, F32Opt:$bias, I64Attr:$size)>;
+def Kiln_MeanVarianceNormalizationOp : Kiln_UnaryOp<"mean_variance_normalization", "MeanVarianceNormalization",
+    (ins IntsOpt:$axes)>;
+def Kiln_ReverseSequenceOp : Kiln_BinaryOp<"reverse_sequence", "ReverseSequence",
+    (ins I64Opt:$batch_axis, I64Opt:$time_axis)>;
+// Result shapes that depend on input values: only with those values known at build time.
+def Kiln_NonZeroOp : Kiln_UnaryOp<"non_zero", "NonZero">;
+def Kiln_CompressOp : Kiln_BinaryOp<"compress", "Compress", (ins I64Opt:$axis)>;
+def Kiln_UniqueOp : Kiln_MultiResultOp<"unique", "Unique", (ins Kiln_Tensor:$X, I64Opt:$axis, I64Opt:$sorted)>;
+def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression", "NonMaxSuppression"> {
+  let arguments = (ins Kiln_Tensor:$boxes, Kiln_Tensor:$scores, Kiln_TensorOrNone:$max_output_boxes_per_class,
+                   Kiln_TensorOrNone:$iou_threshold, Kiln_TensorOrNone:$score_threshold,
+                   I64Opt:$center_point_box);
+  let results = (outs Kiln_Tensor:$selected_indices);
+}
+def Kiln_NegativeLogLikelihoodLossOp : Kiln_Op<"negative_log_likelihood_loss", "NegativeLogLikelihoodLoss"> {
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$target, Kiln_TensorOrNone:$weight,
+                   I64Opt:$ignore_index, StrOpt:$reduction);
+  let results = (outs Kiln_Tensor:$loss);
+}
+def Kiln_SoftmaxCrossEntropyLossOp : Kiln_MultiResultOp<"softmax_cross_entropy_loss", "SoftmaxCrossEntropyLoss",
+    (ins Kiln_Tensor:$scores, Kiln_Tensor:$labels, Kiln_TensorOrNone:$weights, I64Opt:$ignore_index,
+     StrOpt:$reduction)>;
+foreach op = [["hann_window", "HannWindow"], ["hamming_window", "HammingWindow"],
+              ["blackman_window", "BlackmanWindow"]] in
+  def Kiln_ # op[1] # Op : Kiln_UnaryOp<op[0], op[1], (ins I64Opt:$output_datatype, I64Opt:$periodic)>;
+def Kiln_MelWeightMatrixOp : Kiln_Op<"mel_weight_matrix", "MelWeightMatrix"> {
+  let arguments = (ins Kiln_Tensor:$num_mel_bins, Kiln_Tensor:$dft_length, Kiln_Tensor:$sample_rate,
+                   Kiln_Tensor:$lower_edge_hertz, Kiln_Tensor:$upper_edge_hertz, I64Opt:$output_datatype);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_DFTOp : Kiln_Op<"dft", "DFT"> {
+  let arguments = (ins Kiln_Tensor:$input, Kiln_TensorOrNone:$dft_length, I64Opt:$axis, I64Opt:$inverse,
+                   I64Opt:$onesided);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_STFTOp : Kiln_Op<"stft", "STFT"> {
+  let arguments = (ins Kiln_Tensor:$signal, Kiln_Tensor:$frame_step, Kiln_TensorOrNone:$window,
+                   Kiln_TensorOrNone:$frame_length, I64Opt:$onesided);
+  let results = (outs Kiln_Tensor:$output);
+}
+def Kiln_DetOp : Kiln_UnaryOp<"det", "Det">;
+
 //===--- kiln-internal forms (made by passes; semantics in compiler/ops/Internal.cpp) --------===//
 
 // MatMul(Transpose(A, perm_a), Transpose(B, perm_b)): transposes folded into the operand reads.

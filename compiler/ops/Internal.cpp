@@ -8,6 +8,7 @@
 //   QuantizedConv(X, W, scale, B)          = float32(float32(Conv(X, W)) · scale[m]) + B[m]: int8 X
 //     and W, exact integer sums (scale: [M], or one element; B: float32 [M], optional)
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
+//     (also 1-D, with the pools: X [N, L, C], the transposes 021)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
 //   MaxPoolNhwc(X), AveragePoolNhwc(X)     = the same transposes around MaxPool / AveragePool
 //   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y, causal_diagonal) =
@@ -29,8 +30,18 @@
 namespace kiln::ops {
 namespace {
 
-const Shape kToNhwc = {0, 2, 3, 1};
-const Shape kToNchw = {0, 3, 1, 2};
+// Channels last and back, for a tensor of rank r >= 3 (N, C, spatial... ⇄ N, spatial..., C).
+Shape toNhwc(size_t r) {
+  Shape p = {0};
+  for (size_t k = 2; k < r; ++k) p.push_back(int64_t(k));
+  p.push_back(1);
+  return p;
+}
+Shape toNchw(size_t r) {
+  Shape p = {0, int64_t(r) - 1};
+  for (size_t k = 1; k + 1 < r; ++k) p.push_back(int64_t(k));
+  return p;
+}
 
 TensorType permuted(const TensorType &t, const Shape &perm) {
   check(t.shape.size() == perm.size(), "expected rank " + std::to_string(perm.size()) + ", got " +
@@ -211,10 +222,12 @@ int64_t quantizedConvFlops(const ShapeContext &ctx, const std::vector<TensorType
 
 // The NCHW view of the context: input 0 transposed, the others as they are.
 ShapeContext nchwContext(const char *op, const ShapeContext &ctx, std::vector<TensorType> &types) {
-  check(ctx.present(0) && ctx.inputs[0].shape.size() == 4,
-        std::string(op) + ": X must be a 4-D NHWC tensor, got " + shapeString(ctx.inputs[0].shape));
+  // (3-D: a 1-D convolution's or pool's [N, L, C])
+  size_t r = ctx.present(0) ? ctx.inputs[0].shape.size() : 0;
+  check(r == 4 || (r == 3 && std::string(op) != "QuantizedConvNhwc"),
+        std::string(op) + ": X must be a 4-D NHWC tensor (or 3-D NLC), got " + shapeString(ctx.inputs[0].shape));
   types = ctx.inputs;
-  types[0] = permuted(ctx.inputs[0], kToNchw);
+  types[0] = permuted(ctx.inputs[0], toNchw(r));
   std::vector<const Tensor *> values = ctx.values;
   values[0] = nullptr;
   return ShapeContext{types, values, ctx.attrs, ctx.numOutputs};
@@ -226,19 +239,19 @@ ShapeFn nhwcShape(const char *name, const char *nchw) {
     std::vector<TensorType> types;
     std::vector<TensorType> out = base(nchw).shape(nchwContext(name, ctx, types));
     out.resize(1);
-    out[0] = permuted(out[0], kToNhwc);
+    out[0] = permuted(out[0], toNhwc(out[0].shape.size()));
     return out;
   };
 }
 
 EvalFn nhwcEval(const char *nchw) {
   return [nchw](const EvalContext &ctx) {
-    Tensor x = transposed(ctx.in(0), kToNchw);
+    Tensor x = transposed(ctx.in(0), toNchw(ctx.in(0).shape.size()));
     EvalContext inner = ctx;
     inner.inputs[0] = &x;
     std::vector<Tensor> out = base(nchw).eval(inner);
     out.resize(1);
-    out[0] = transposed(out[0], kToNhwc);
+    out[0] = transposed(out[0], toNhwc(out[0].shape.size()));
     return out;
   };
 }
@@ -248,7 +261,7 @@ FlopsFn nhwcFlops(const char *name, const char *nchw) {
     const OpDef &d = base(nchw);
     if (!d.flops) return 0;
     std::vector<TensorType> types;
-    std::vector<TensorType> outs = {permuted(outputs.at(0), kToNchw)};
+    std::vector<TensorType> outs = {permuted(outputs.at(0), toNchw(outputs.at(0).shape.size()))};
     return d.flops(nchwContext(name, ctx, types), outs);
   };
 }

@@ -79,6 +79,32 @@ expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
 
 # compile / inspect (NVRTC, no GPU needed) and a corrupt engine.
 tmp=$(mktemp -d)
+# plan predicts compile: it lowers the model for --arch/--route (no NVRTC) and exits 1 naming
+# every node the GPU cannot build; an output shape that depends on input values it does not have
+# is an unsupported node naming the input; opsets 1-6 import the ops whose meaning is today's.
+cat > "$tmp/convw.onnxtxt" <<'EOF'
+ir_version: 8
+opset_import { domain: "" version: 17 }
+graph {
+  name: "g"
+  node { input: "x" input: "w" output: "y" name: "conv" op_type: "Conv" }
+  input { name: "x" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 2 } dim { dim_value: 5 } dim { dim_value: 5 } } } } }
+  input { name: "w" type { tensor_type { elem_type: 1 shape { dim { dim_value: 3 } dim { dim_value: 2 } dim { dim_value: 3 } dim { dim_value: 3 } } } } }
+  output { name: "y" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 3 } dim { dim_value: 3 } dim { dim_value: 3 } } } } }
+}
+EOF
+sed -e 's/"Conv"/"NonZero"/; s/ input: "w"//; s/elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 3 } dim { dim_value: 3 } dim { dim_value: 3 } }/elem_type: 7/' \
+    -e '/name: "w"/d' "$tmp/convw.onnxtxt" > "$tmp/nonzero.onnxtxt"
+sed -e 's/version: 17/version: 6/; s/"Conv"/"Elu"/; s/ input: "w"//; s/dim { dim_value: 3 } dim { dim_value: 3 } dim { dim_value: 3 } }/dim { dim_value: 2 } dim { dim_value: 5 } dim { dim_value: 5 } }/' \
+    -e '/name: "w"/d' "$tmp/convw.onnxtxt" > "$tmp/elu6.onnxtxt"
+sed -e 's/"Elu"/"Sum"/' "$tmp/elu6.onnxtxt" > "$tmp/sum6.onnxtxt"
+expect 0 "GPU sm_90, route '': every node builds \(6 launches\)" -- plan "$tiny/conv_bn_relu.onnxtxt"
+expect 1 "node 'conv' \(ConvNhwc\): convolution weights must be constants" -- plan "$tmp/convw.onnxtxt"
+expect 1 '"buildable": false' -- plan "$tmp/convw.onnxtxt" --json
+expect 0 "every node builds \(1 launches\)" -- plan "$tmp/convw.onnxtxt" --route layout.conv=nchw
+expect 1 "NonZero: the output shape depends on the values of input 'X', so it must be a compile-time constant" -- plan "$tmp/nonzero.onnxtxt"
+expect 0 "Elu +1 " -- plan "$tmp/elu6.onnxtxt"
+expect 1 "Sum: not supported at opset 6" -- plan "$tmp/sum6.onnxtxt"
 expect 0 "wrote .*cbr.kiln .*for sm_90, route '': 5 launches" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr.kiln" --compile-cache-dir "$tmp/cache"
 expect 0 "4 from cache, 0 compiled" -- compile "$tiny/conv_bn_relu.onnxtxt" -o "$tmp/cbr2.kiln" --compile-cache-dir "$tmp/cache"
 # Fusion knobs off: one launch per op again (Conv, BatchNorm, Relu, ...).

@@ -6,16 +6,20 @@
 // harness and kernels_test.cpp share one mapping.
 //
 // Harness contract (per case): random float inputs (Gather indices: int64 in [-axis, axis);
-// Where condition: bool), launches in order, each with parameters = the case's inputs in ONNX
+// GatherND / ScatterND / ScatterElements indices: int64 in range of the axis each indexes; Where
+// condition: bool), launches in order, each with parameters = the case's inputs in ONNX
 // order (Concat: launch k reads input k only; Clip's/Slice's/Expand's/Tile's constant inputs are
 // attributes here, not parameters) followed by the output(s). Tolerance: fp32 kernels vs the
 // double reference, rtol 1e-5 / atol 1e-6 for data movement and simple arithmetic, 1e-4 for
 // transcendental ops, reductions and matmul/conv (K-long sums).
+// Launches of a case that write one output (ScatterND's copy, then its updates) run in order on
+// the same buffers: each launch's parameters are the case's inputs it reads, then the output.
 // Ops with extra outputs: LayerNormalization with attr "stats"="1" writes Y, Mean, InvStdDev;
 // MaxPool with "indices"="1" writes Y, Indices (int64). Conv with "fused_relu"="1" is Relu(Conv).
 #pragma once
 
 #include "codegen/kernels/Conv.h"
+#include "codegen/kernels/ConvNd.h"
 #include "codegen/kernels/ConvTranspose.h"
 #include "codegen/kernels/Copy.h"
 #include "codegen/kernels/Elementwise.h"
@@ -24,6 +28,8 @@
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
 #include "codegen/kernels/RowScan.h"
+#include "codegen/kernels/Signal.h"
+#include "codegen/kernels/Vision.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -191,6 +197,24 @@ inline std::vector<KernelCase> kernelCases() {
   add("ConvTranspose_group_dil", "ConvTranspose", {{1, 6, 5, 5}, {6, 2, 3, 3}}, {{"group", "3"}, {"dilations", "2,2"}});
   add("ConvTranspose_1d", "ConvTranspose", {{2, 3, 11}, {3, 5, 4}, {5}}, {{"strides", "3"}});
   add("ConvTranspose_3d", "ConvTranspose", {{1, 2, 3, 4, 5}, {2, 3, 2, 3, 2}}, {{"strides", "1,2,1"}});
+  // --- Convolutions of other ranks: 1-D as 2-D with H = 1, 3-D on the direct N-D kernel.
+  add("Conv_1d_s2", "Conv", {{2, 3, 19}, {4, 3, 3}, {4}}, {{"strides", "2"}, {"pads", "1,1"}});
+  add("Conv_1d_dw_dil", "Conv", {{1, 6, 23}, {6, 1, 3}}, {{"group", "6"}, {"dilations", "2"}, {"pads", "2,2"}});
+  add("Conv_3d_groups", "Conv", {{2, 4, 5, 6, 7}, {6, 2, 3, 3, 3}, {6}},
+      {{"group", "2"}, {"pads", "1,0,1,1,0,1"}, {"strides", "1,2,1"}});
+  // --- Vision, detection and signal ops (indices: GatherND in range per tuple position,
+  // ScatterND/ScatterElements with duplicates, reduced by add).
+  add("GatherND_batch1", "GatherND", {{3, 5, 4, 2}, {3, 6, 2}}, {{"batch_dims", "1"}});
+  add("ScatterND_add", "ScatterND", {{6, 5, 3}, {7, 1}, {7, 5, 3}}, {{"reduction", "add"}});
+  add("ScatterElements_add", "ScatterElements", {{4, 9, 3}, {4, 5, 3}, {4, 5, 3}}, {{"axis", "1"}, {"reduction", "add"}});
+  add("GridSample_linear_zeros", "GridSample", {{2, 3, 5, 7}, {2, 4, 6, 2}}, {{"mode", "linear"}});
+  add("GridSample_cubic_reflect", "GridSample", {{1, 2, 6, 5}, {1, 3, 7, 2}},
+      {{"mode", "cubic"}, {"padding_mode", "reflection"}, {"align_corners", "1"}});
+  add("GridSample_nearest_border", "GridSample", {{2, 1, 4, 9}, {2, 5, 3, 2}}, {{"mode", "nearest"}, {"padding_mode", "border"}});
+  add("InstanceNorm", "InstanceNormalization", {{2, 3, 37}, {3}, {3}}, {{"epsilon", "0.001"}});
+  add("LRN_3", "LRN", {{2, 7, 5, 3}}, {{"size", "3"}, {"alpha", "0.02"}, {"beta", "0.75"}, {"bias", "1.5"}});
+  add("MVN_default", "MeanVarianceNormalization", {{2, 3, 4, 5}});
+  add("Det_4x4", "Det", {{3, 4, 4}});
   add("MaxPool_3d", "MaxPool", {{1, 3, 5, 6, 7}}, {{"kernel_shape", "2,3,2"}, {"strides", "2,2,1"}, {"pads", "1,1,0,0,1,1"}});
   add("AveragePool_1d_incl", "AveragePool", {{2, 3, 13}}, {{"kernel_shape", "4"}, {"strides", "3"}, {"pads", "2,1"}, {"count_include_pad", "1"}});
   add("ReduceMean_nonadjacent", "ReduceMean", {{3, 4, 5, 6}}, {{"axes", "0,2"}, {"keepdims", "1"}});
@@ -299,6 +323,66 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     s.countIncludePad = attr("count_include_pad", "0") == "1";
     return {emitPoolNd(s)};
   }
+  if (op == "Conv" && x.size() == 3) {  // 1-D as 2-D with H = 1, as Products.cpp
+    const Shape &w = c.inputs.at(1);
+    Conv2dSpec s;
+    s.N = x[0]; s.C = x[1]; s.H = 1; s.W = x[2];
+    s.M = w[0]; s.KH = 1; s.KW = w[2];
+    s.group = std::stoll(attr("group", "1"));
+    auto pads = ints("pads", {0, 0});
+    s.strideW = ints("strides", {1})[0], s.dilationW = ints("dilations", {1})[0];
+    s.padLeft = pads[0], s.padRight = pads[1];
+    s.epilogue = convBiasEpilogue(c.inputs.size() > 2, s.M, false, ElemType::F32, false);
+    return {emitConv2d(s)};
+  }
+  if (op == "Conv" && x.size() > 4) {
+    const Shape &w = c.inputs.at(1);
+    ConvNdSpec s;
+    size_t n = x.size() - 2;
+    s.N = x[0], s.C = x[1], s.M = w[0], s.group = std::stoll(attr("group", "1"));
+    s.in.assign(x.begin() + 2, x.end());
+    s.kernel.assign(w.begin() + 2, w.end());
+    s.strides = ints("strides", Shape(n, 1)), s.dilations = ints("dilations", Shape(n, 1));
+    auto pads = ints("pads", Shape(2 * n, 0));
+    s.padBegin.assign(pads.begin(), pads.begin() + long(n));
+    for (size_t d = 0; d < n; ++d)
+      s.out.push_back(poolOut(s.in[d], s.kernel[d], s.strides[d], pads[d], pads[d + n], s.dilations[d], false));
+    if (c.inputs.size() > 2) {
+      Shape bias(x.size() - 1, 1);
+      bias[0] = s.M;
+      s.epilogue.inputShapes = {bias};
+      s.epilogue.inputTypes = {ElemType::F32};
+      s.epilogue.result = "(acc + x0)";
+    }
+    return {emitConvNd(s)};
+  }
+  if (op == "GatherND") return {emitGatherNd(x, c.inputs.at(1), std::stoll(attr("batch_dims", "0")), c.dtype)};
+  if (op == "ScatterND")
+    return {emitScatterCopy(prodOf(x, 0, x.size()), c.dtype), emitScatterNd(x, c.inputs.at(1), attr("reduction", "none"), c.dtype)};
+  if (op == "ScatterElements")
+    return {emitScatterCopy(prodOf(x, 0, x.size()), c.dtype),
+            emitScatterElements(x, c.inputs.at(1), int(normAxis(std::stoll(attr("axis", "0")), x.size())),
+                                attr("reduction", "none"), ElemType::I64, c.dtype)};
+  if (op == "GridSample") {
+    GridSampleSpec s;
+    const Shape &g = c.inputs.at(1);
+    s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3], s.Ho = g[1], s.Wo = g[2];
+    s.mode = attr("mode", "linear"), s.padding = attr("padding_mode", "zeros");
+    s.alignCorners = attr("align_corners", "0") == "1";
+    return {emitGridSample(s)};
+  }
+  if (op == "InstanceNormalization") {
+    RowReductionSpec s;
+    s.op = RowOp::InstanceNorm;
+    s.outer = x[0] * x[1], s.cols = prodOf(x, 2, x.size()), s.channels = x[1];
+    s.epsilon = std::stof(attr("epsilon", "1e-5"));
+    return {emitRowReduction(s)};
+  }
+  if (op == "LRN")
+    return {emitLrn(x, std::stoll(attr("size", "1")), std::stof(attr("alpha", "1e-4")), std::stof(attr("beta", "0.75")),
+                    std::stof(attr("bias", "1")), c.dtype)};
+  if (op == "MeanVarianceNormalization") return {emitMeanVarianceNorm(x, ints("axes", {0, 2, 3}), c.dtype)};
+  if (op == "Det") return {emitDet(prodOf(x, 0, x.size() - 2), x.back(), c.dtype)};
   if (op == "ConvTranspose") {
     const Shape &w = c.inputs.at(1);
     ConvTransposeSpec s;

@@ -74,10 +74,11 @@ def launch(fn, l, ptrs):
     torch.cuda.synchronize()
 
 
-INT_LISTS = {"perm", "kernel_shape", "strides", "pads", "dilations"}
+INT_LISTS = {"perm", "kernel_shape", "strides", "pads", "dilations", "axes"}
 INTS = {"axis", "group", "transA", "transB", "keepdims", "ceil_mode", "count_include_pad", "fmod",
-        "detect_negative", "detect_positive", "select_last_index", "largest", "exclusive", "reverse", "upper"}
-STRINGS = {"approximate"}
+        "detect_negative", "detect_positive", "select_last_index", "largest", "exclusive", "reverse", "upper",
+        "size", "align_corners", "batch_dims"}
+STRINGS = {"approximate", "mode", "padding_mode", "reduction"}
 CUSTOM = {"stats", "indices", "fused_relu"}
 
 
@@ -91,6 +92,15 @@ def make_inputs(case, rng):
     for k, s in enumerate(shapes):
         s = tuple(s)
         if op in ("Gather", "GatherElements") and k == 1:
+            d = case["inputs"][0][int(case["attrs"].get("axis", "0")) % len(case["inputs"][0])]
+            vals.append(np.asarray(rng.integers(-d, d, size=s), dtype=np.int64))
+            continue
+        if op in ("GatherND", "ScatterND") and k == 1:  # each tuple position in range of its axis
+            data, b = case["inputs"][0], int(case["attrs"].get("batch_dims", "0"))
+            hi = np.array([data[b + j] for j in range(s[-1])])
+            vals.append(np.asarray(rng.integers(0, 1 << 30, size=s) % hi, dtype=np.int64))
+            continue
+        if op == "ScatterElements" and k == 1:
             d = case["inputs"][0][int(case["attrs"].get("axis", "0")) % len(case["inputs"][0])]
             vals.append(np.asarray(rng.integers(-d, d, size=s), dtype=np.int64))
             continue
@@ -255,6 +265,8 @@ def main():
                 fn = load(compile_cubin(l["source"], l["entry"]), l["entry"])
                 if case["op"] == "Concat":
                     ptrs = [ins[k].data_ptr(), outs[0].data_ptr()]
+                elif case["op"] in ("ScatterND", "ScatterElements"):  # the data copied, then the updates
+                    ptrs = [t.data_ptr() for t in (ins[:1] if k == 0 else ins[1:])] + [outs[0].data_ptr()]
                 else:
                     ptrs = [t.data_ptr() for t in ins] + [t.data_ptr() for t in outs]
                 assert len(ptrs) == l["params"], "parameter count %d != %d" % (len(ptrs), l["params"])

@@ -1,4 +1,6 @@
-// `kiln plan model.onnx`: what would be built. Exits 1 when any op is unsupported (a CI gate).
+// `kiln plan model.onnx`: what would be built. Exits 1 when any op is unsupported or the GPU
+// lowering refuses a node for the target (a CI gate: plan exiting 0 means compile works).
+#include "codegen/lowering/ModelBuild.h"
 #include "compiler/analysis/Plan.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
@@ -7,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -27,6 +30,60 @@ static std::string shapeText(const TensorInfoRow &row) {
   std::string r;
   for (size_t k = 0; k < s.size(); ++k) r += (k ? "x" : "") + std::to_string(s[k]);
   return r.empty() ? "scalar" : r;
+}
+
+// What the GPU lowering makes of the model for the target and route: the compile pipeline and the
+// lowering in launch-plan mode (every launch placed, no kernel compiled), so it needs no NVRTC.
+struct GpuCheck {
+  bool ran = false;  // (not when the import already found unsupported nodes)
+  std::string arch, route;
+  size_t launches = 0;
+  std::vector<std::pair<std::string, std::string>> refused;  // node, reason
+  std::string error;                                           // a failure that names no node
+};
+
+static GpuCheck checkGpu(const ModelOptions &opts, const std::string &arch, const knobs::Route &route) {
+  GpuCheck g;
+  g.ran = true;
+  g.arch = arch;
+  g.route = route.canonical();
+  std::string err;
+  auto t = target::GpuTarget::parse(arch, err);
+  if (!t) {
+    g.error = err;
+    return g;
+  }
+  codegen::BuildOptions bo;
+  bo.target = *t;
+  bo.route = route;
+  bo.launchPlanOnly = true;
+  ImportOptions io;
+  if (auto e = opts.importOptions(io); !e.empty()) {
+    g.error = e;
+    return g;
+  }
+  mlir::MLIRContext ctx;
+  codegen::ModelBuild m = codegen::buildModel(opts.model, io, bo, ctx);
+  if (m.ok()) {
+    g.launches = std::count(m.engine.launchPlan.begin(), m.engine.launchPlan.end(), '\n') - 1;
+    return g;
+  }
+  // "cannot build:" then one "  node 'NAME' (Op): reason" line per node the lowering refuses.
+  size_t at = 0;
+  const std::string &e = m.error;
+  bool perNode = e.rfind("cannot build:", 0) == 0;
+  while (perNode && at < e.size()) {
+    size_t end = e.find('\n', at);
+    std::string line = e.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? e.size() : end + 1;
+    if (line.rfind("  ", 0) != 0) continue;
+    line = line.substr(2);
+    size_t colon = line.find("): ");
+    if (colon == std::string::npos) g.refused.push_back({line, ""});
+    else g.refused.push_back({line.substr(0, colon + 1), line.substr(colon + 3)});
+  }
+  if (g.refused.empty()) g.error = e;
+  return g;
 }
 
 static void printPlan(const std::string &model, const ModelPlan &p) {
@@ -57,15 +114,30 @@ Runner addPlanCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("plan", "What would be built: ops, FLOPs, weights, activations, unsupported ops");
   auto opts = std::make_shared<ModelOptions>();
   auto json = std::make_shared<bool>(false);
+  auto arch = std::make_shared<std::string>("sm_90");
+  auto routeText = std::make_shared<std::string>(), precision = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_flag("--json", *json, "Print a JSON document instead of tables");
-  return [cmd, opts, json]() -> int {
+  cmd->add_option("--arch", *arch, "Target GPU architecture whose kernels the GPU check lowers for (no NVRTC needed)")
+      ->capture_default_str();
+  cmd->add_option("--route", *routeText, "Build route the GPU check lowers (as compile's)");
+  cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as compile's)");
+  return [cmd, opts, json, arch, routeText, precision]() -> int {
     if (!*cmd) return -1;
+    knobs::Route route;
+    std::string err;
+    if (!parseRoute(*routeText, *precision, route, err)) {
+      std::cerr << "kiln: error: " << err << "\n";
+      return 2;
+    }
     mlir::MLIRContext ctx;
     LoadedModel m = loadModel(*opts, ctx);
     if (!m.ok()) return 2;
     auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
     ModelPlan p = planFunction(f);
+    GpuCheck gpu;
+    if (p.unsupported.empty()) gpu = checkGpu(*opts, *arch, route);
+    bool gpuOk = !gpu.ran || (gpu.refused.empty() && gpu.error.empty());
     if (*json) {
       nlohmann::json j;
       j["model"] = opts->model;
@@ -85,11 +157,25 @@ Runner addPlanCommand(CLI::App &app) {
         un.push_back({{"name", u.name}, {"op_type", u.opType}, {"domain", u.domain}, {"reason", u.reason}});
       j["unsupported"] = un;
       j["complete"] = p.complete;
+      if (gpu.ran) {
+        nlohmann::json refused = nlohmann::json::array();
+        for (auto &[node, reason] : gpu.refused) refused.push_back({{"node", node}, {"reason", reason}});
+        j["gpu"] = {{"arch", gpu.arch}, {"route", gpu.route}, {"buildable", gpuOk}, {"launches", gpu.launches},
+                    {"refused", refused}, {"error", gpu.error}};
+      }
       std::cout << j.dump(2) << "\n";
     } else {
       printPlan(opts->model, p);
+      if (gpu.ran && gpuOk)
+        std::printf("\nGPU %s, route '%s': every node builds (%zu launches)\n", gpu.arch.c_str(), gpu.route.c_str(),
+                    gpu.launches);
+      if (gpu.ran && !gpuOk) {
+        std::printf("\nGPU %s, route '%s': cannot build\n", gpu.arch.c_str(), gpu.route.c_str());
+        for (auto &[node, reason] : gpu.refused) std::printf("  %s: %s\n", node.c_str(), reason.c_str());
+        if (!gpu.error.empty()) std::printf("  %s\n", gpu.error.c_str());
+      }
     }
-    return p.unsupported.empty() ? 0 : 1;
+    return p.unsupported.empty() && gpuOk ? 0 : 1;
   };
 }
 
