@@ -198,6 +198,11 @@ const std::vector<OpEntry> &opTable() {
     add("Trilu", 14, kMaxOpset, optional(2));
     add("Dropout", kMinOpset, 11, chain({dropAttrs({"ratio", "is_test"}), optional(3)}));
     add("Dropout", 12, kMaxOpset, optional(3));
+    // Recurrent layers: every optional operand position present (none when absent).
+    add("LSTM", kMinOpset, kMaxOpset, optional(8));
+    add("GRU", kMinOpset, kMaxOpset, optional(6));
+    add("RNN", kMinOpset, kMaxOpset, optional(6));
+    t.push_back({"com.microsoft", "DynamicQuantizeLSTM", 1, 1, optional(12)});
     return t;
   }();
   return table;
