@@ -47,7 +47,8 @@ void Lowering::lowerOp(Operation *op) {
       })
       .Default([&](Operation *) {
         if (isFusableElementwise(op)) return lowerElementwise({op}, out);
-        if (!lowerPooling(op) && !lowerReduction(op) && !lowerDataMovement(op) && !lowerIndexing(op))
+        if (!lowerPooling(op) && !lowerReduction(op) && !lowerDataMovement(op) && !lowerIndexing(op) &&
+            !lowerRecurrent(op))
           throw std::invalid_argument("no GPU kernel for this op yet");
       });
 }

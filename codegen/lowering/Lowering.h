@@ -10,6 +10,7 @@
 //   Pooling.cpp        Max/Average/Global pooling
 //   DataMovement.cpp   Transpose, Concat, Slice, Split, Pad, Expand, Tile, Gather, Im2Col, ...
 //   Indexing.cpp       coordinate ops and row scans (Trilu, TopK, CumSum, ...), ConvTranspose, Resize
+//   Recurrent.cpp      LSTM / GRU / RNN recurrences (kiln.recurrence), one persistent kernel each
 //   Placement.cpp      weights, the arena (liveness), the final launch list
 //
 // A lowering appends launches (a kernel spec's emitted source, or a cuBLASLt call) whose
@@ -108,6 +109,8 @@ class Lowering {
   bool lowerDataMovement(mlir::Operation *op);
   // Coordinate ops and row scans (Indexing.h, RowScan.h), ConvTranspose, Resize. False: not one.
   bool lowerIndexing(mlir::Operation *op);
+  // Recurrent layers (kiln.recurrence) as one persistent kernel each. False: not one.
+  bool lowerRecurrent(mlir::Operation *op);
 
   // ---- Shared helpers --------------------------------------------------------------------------
   // The value outside a kernel region that a region's block argument stands for.
