@@ -7,6 +7,8 @@
 #include "passes/Passes.h"
 #include "passes/Transposes.h"
 
+#include <limits>
+
 namespace kiln {
 #define GEN_PASS_DEF_SPLITRECURRENT
 #include "passes/Passes.h.inc"
@@ -56,8 +58,8 @@ class Splitter {
   Value none_;
 };
 
-// A constant operand's value, or nullopt.
-std::optional<ops::Tensor> constantOf(Value v) { return constantValue(v); }
+// A constant operand's value (of any size), or nullopt.
+std::optional<ops::Tensor> constantOf(Value v) { return constantValue(v, std::numeric_limits<int64_t>::max()); }
 
 // DynamicQuantizeLSTM's constant int8/uint8 weights [D, K, 4H] dequantized as float32: W as the
 // projection's [K, D·4H] operand, R as [D, 4H, K]. Per-direction or per-column parameters.
