@@ -25,6 +25,8 @@ const char *kRecurrenceBody = R"CUDA(
 #define NWARPS (NTHREADS / 32)
 #define ITEMS ((BC * HS + NTHREADS - 1) / NTHREADS)
 
+// <kiln-asm> Everything written in PTX: the host emulation of this kernel
+// (tests/codegen/recurrent_emulation_test.cpp) replaces this region with C++ equivalents.
 KILN_DEV unsigned kiln_saddr(const void *p) {
   unsigned r;
   asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
@@ -35,15 +37,32 @@ KILN_DEV unsigned kiln_cluster_rank() { unsigned r; asm volatile("mov.u32 %0, %%
 KILN_DEV void kiln_step_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// The address of the same shared-memory spot in CTA `rank` of the cluster, and stores there.
 KILN_DEV unsigned kiln_map(unsigned addr, unsigned rank) {
   unsigned r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
   return r;
 }
+KILN_DEV void kiln_st_remote16(unsigned a, const unsigned *v) {
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
+}
+KILN_DEV void kiln_st_remote4(unsigned a, unsigned v) { asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory"); }
+KILN_DEV void kiln_st_remote2(unsigned a, unsigned short v) {
+  asm volatile("st.shared::cluster.u16 [%0], %1;" :: "r"(a), "h"(v) : "memory");
+}
 #else
 KILN_DEV unsigned kiln_cluster_rank() { return 0; }
 KILN_DEV void kiln_step_sync() { __syncthreads(); }
 #endif
+#if MMA
+// D += A·B, m16n8k16, fp32 accumulation (fragments as PTX's mma.m16n8k16 defines them).
+KILN_DEV void kiln_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+// </kiln-asm>
 
 // This CTA's new slice (stg, [BC][HS]) into columns [rank·HS, (rank+1)·HS) of dst ([MP][KS]) in
 // every CTA of the cluster, in 16-, 4- or 2-byte words.
@@ -58,14 +77,9 @@ KILN_DEV void kiln_exchange(const ATYPE *stg, ATYPE *dst, unsigned rank) {
     unsigned char *dl = (unsigned char *)(dst + b * KS + rank * HS) + w * WB;
 #if CLUSTER > 1
     const unsigned a = kiln_map(kiln_saddr(dl), (unsigned)peer);
-    if (WB == 16) {
-      const unsigned *v = (const unsigned *)src;
-      asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
-    } else if (WB == 4) {
-      asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(a), "r"(*(const unsigned *)src) : "memory");
-    } else {
-      asm volatile("st.shared::cluster.u16 [%0], %1;" :: "r"(a), "h"(*(const unsigned short *)src) : "memory");
-    }
+    if (WB == 16) kiln_st_remote16(a, (const unsigned *)src);
+    else if (WB == 4) kiln_st_remote4(a, *(const unsigned *)src);
+    else kiln_st_remote2(a, *(const unsigned short *)src);
 #else
     (void)peer;
     if (WB == 16) {
@@ -100,11 +114,6 @@ KILN_DEV const RROW_T *kiln_rrow(const RROW_T *rs, const STYPE *rg, unsigned ran
 
 // gs[row][n] = Σ_k A[row][k] · R[n][k] for gate columns n in [n0, n1) of the slice.
 #if MMA
-KILN_DEV void kiln_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 #define LD32(p) (*(const unsigned *)(p))
 KILN_DEV void kiln_products(const ATYPE *A, const RROW_T *rs, const STYPE *rg, unsigned rank, float *gs, int n0, int n1) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
@@ -364,7 +373,6 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) KILN_CLUSTER_DIMS KILN
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t gates(RecurrentCell c) { return c == RecurrentCell::Lstm ? 4 : c == RecurrentCell::Gru ? 3 : 1; }
-int64_t elemBytes(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
 
 // Shared-memory layout of a plan (byte offsets, 16-byte aligned).
 struct Layout {
