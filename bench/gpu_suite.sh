@@ -29,6 +29,11 @@
 #                                   # memcheck and racecheck on the zoo's fp16 engines
 #   bash bench/gpu_suite.sh qdq     # onnxruntime QDQ models ($KILN_QDQ_DIR, bench/qdq_cnn.py) vs
 #                                   # onnxruntime's int8 outputs; the tiny QDQ pool model
+#   bash bench/gpu_suite.sh rnn     # LSTM/GRU/RNN (issue 23): engines of tests/recurrent/rnn_models.py
+#                                   # (hidden 16..512, bidirectional, sequence_lens, layout 1, every
+#                                   # activation; fp32, fp16, bf16) vs the CPU evaluator, the recurrent
+#                                   # node tests vs their expected outputs, and a bidirectional 2-layer
+#                                   # LSTM fp16 vs PyTorch's cuDNN LSTM (bench/lstm_vs_cudnn.py)
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
 # build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
@@ -393,6 +398,30 @@ fi
 if [ "$mode" = engines ]; then  # only the host-compiled engines of $KILN_INT8_DIR
   : > "$summary"
   host_engines
+fi
+
+if [ "$mode" = rnn ]; then
+  : > "$summary"
+  # Recurrent engines against kiln's CPU evaluator on random inputs (kiln-gpu-check: outputs
+  # poisoned first; rel L2 <= 1e-4 fp32, 1e-2 fp16/bf16), each timed.
+  python3 tests/recurrent/rnn_models.py --out /tmp/rnn_gpu --set gpu > "$OUT/logs/rnn_models.log" 2>&1
+  python3 tests/recurrent/rnn_models.py --out /tmp/rnn_cpu --set cpu >> "$OUT/logs/rnn_models.log" 2>&1
+  for m in /tmp/rnn_gpu/*.onnx /tmp/rnn_cpu/*.onnx; do
+    stem=$(basename "$m" .onnx)
+    for r in "" "precision=fp16" "precision=bf16"; do
+      run "rnn_${stem}_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" "$m" --route "$r" --iterations 20
+    done
+  done
+  # The ONNX node tests of LSTM/GRU/RNN as fp32 engines against their expected outputs.
+  grep -E '^test_(lstm|gru|rnn|simple_rnn)' tests/conformance/passing.txt > /tmp/rnn_passing.txt
+  run rnn_node_tests python3 tests/conformance/gpu_conformance.py "$bin/kiln" ${KILN_ONNX_DATA:+--data "$KILN_ONNX_DATA"} \
+    --expect /tmp/rnn_passing.txt --out "$OUT/rnn_node_tests.txt"
+  # kiln vs cuDNN: bidirectional 2-layer LSTM, hidden 256, sequence 64, batch 32, input 256, fp16.
+  KILN_TIMEOUT=600 run lstm_vs_cudnn python3 bench/lstm_vs_cudnn.py --kiln "$bin/kiln" --iterations 200 \
+    --json "$OUT/lstm_vs_cudnn.json"
+  "$bin/kiln" compile /tmp/rnn_gpu/lstm_bidir_h256.onnx -o /tmp/rnn_h256_fp16.kiln --precision fp16 > /dev/null 2>&1 &&
+    run rnn_profile_h256_fp16 "$bin/kiln" run /tmp/rnn_h256_fp16.kiln --iterations 50 --profile
+  grep -hE "^(latency|accuracy|device|max abs)" "$OUT/logs/lstm_vs_cudnn.log" >> "$summary"
 fi
 
 if [ "$mode" = conformance ]; then

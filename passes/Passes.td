@@ -162,6 +162,25 @@ def LowerEinsum : Pass<"kiln-lower-einsum", "mlir::func::FuncOp"> {
   }];
 }
 
+def SplitRecurrent : Pass<"kiln-split-recurrent", "mlir::func::FuncOp"> {
+  let summary = "LSTM/GRU/RNN as one input-projection product and kiln.recurrence";
+  let description = [{
+    A recurrent layer's input projection does not depend on the recurrence: X·W[d]ᵀ for every
+    step and direction is one matrix product [T·B, I] × [I, D·G·H] (W reshaped and transposed;
+    folded when constant), plus the bias Wb + Rb (GRU: Rb of z and r only; Rb_h stays the
+    recurrence's RB, inside the reset gate's product). What is left, `kiln.recurrence` over that
+    projection, is one persistent GPU kernel. com.microsoft.DynamicQuantizeLSTM with constant
+    weights becomes the same with its weights dequantized (its inputs are then not quantized per
+    step as onnxruntime does; the float recurrence is the more accurate one).
+
+    Before:
+      %y:2 = kiln.lstm %x, %w, %r, %b, %none, %none, %none, %none {hidden_size = 16}
+    After:
+      %p = kiln.matmul %x, %wt          (+ kiln.add of the folded bias)
+      %y:2 = kiln.recurrence %p, %r, %none, ... {cell = "LSTM", hidden_size = 16}
+  }];
+}
+
 def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> {
   let summary = "Compose transposes, drop identities, turn unit-dim transposes into reshapes";
   let dependentDialects = ["::kiln::KilnDialect"];

@@ -11,6 +11,7 @@
 //   DataMovement.cpp   Transpose, Concat, Slice, Split, Pad, Expand, Tile, Gather, Im2Col, ...
 //   Indexing.cpp       coordinate ops and row scans (Trilu, TopK, CumSum, ...), ConvTranspose, Resize
 //   Vision.cpp         GatherND, scatters, GridSample, RoiAlign, losses, DFT/STFT, Det, ...
+//   Recurrent.cpp      LSTM / GRU / RNN recurrences (kiln.recurrence), one persistent kernel each
 //   Placement.cpp      weights, the arena (liveness), the final launch list
 //
 // A lowering appends launches (a kernel spec's emitted source, or a cuBLASLt call) whose
@@ -116,6 +117,8 @@ class Lowering {
   // Vision, detection, loss and signal ops (Vision.cpp): GatherND, scatters, GridSample, RoiAlign,
   // MaxUnpool, InstanceNormalization, LRN, MVN, ReverseSequence, Compress, losses, DFT, STFT, Det.
   bool lowerVision(mlir::Operation *op);
+  // Recurrent layers (kiln.recurrence) as one persistent kernel each. False: not one.
+  bool lowerRecurrent(mlir::Operation *op);
 
   // ---- Shared helpers --------------------------------------------------------------------------
   // The value outside a kernel region that a region's block argument stands for.

@@ -362,7 +362,9 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
   int64_t opset = domain.empty() ? opset_ : (domainOpsets_.count(domain) ? domainOpsets_[domain] : 1);
   bool known = false;  // the table has entries for the op type (at some opset)
   const OpEntry *entry = findOpEntry(domain, n.op_type(), opset, &known);
-  std::optional<OperationName> kilnOp = domain.empty() ? importableOp(*b_.getContext(), n.op_type()) : std::nullopt;
+  // An op of a custom domain is the dialect's "<domain>.<type>" (com.microsoft.DynamicQuantizeLSTM).
+  std::optional<OperationName> kilnOp =
+      importableOp(*b_.getContext(), domain.empty() ? n.op_type() : domain + "." + n.op_type());
 
   auto makeUnsupported = [&](const std::string &reason) {
     SmallVector<NamedAttribute> attrs;

@@ -222,6 +222,11 @@ const std::vector<OpEntry> &opTable() {
       add(op, kMinOpset, kMaxOpset);
     }
     add("ReduceLogSum", kOldestOpset, kMinOpset - 1);  // (its other opsets: with the Reduce ops above)
+    // Recurrent layers: every optional operand position present (none when absent).
+    add("LSTM", kMinOpset, kMaxOpset, optional(8));
+    add("GRU", kMinOpset, kMaxOpset, optional(6));
+    add("RNN", kMinOpset, kMaxOpset, optional(6));
+    t.push_back({"com.microsoft", "DynamicQuantizeLSTM", 1, 1, optional(12)});
     return t;
   }();
   return table;

@@ -357,6 +357,45 @@ def Kiln_STFTOp : Kiln_Op<"stft", "STFT"> {
 }
 def Kiln_DetOp : Kiln_UnaryOp<"det", "Det">;
 
+//===--- Recurrent layers (compiler/ops/Recurrent.cpp) ----------------------------------------===//
+
+// Optional operands are `none` when absent (the importer pads them); the results are the outputs
+// the node declares (Y, Y_h[, Y_c]), an unnamed one being a result nobody uses.
+defvar Kiln_RnnAttrs = (ins FloatsOpt:$activation_alpha, FloatsOpt:$activation_beta,
+                        OptionalAttr<StrArrayAttr>:$activations, F32Opt:$clip, StrOpt:$direction,
+                        I64Opt:$hidden_size, I64Opt:$layout);
+def Kiln_LSTMOp : Kiln_MultiResultOp<"lstm", "LSTM", !con(
+    (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$R, Kiln_TensorOrNone:$B, Kiln_TensorOrNone:$sequence_lens,
+     Kiln_TensorOrNone:$initial_h, Kiln_TensorOrNone:$initial_c, Kiln_TensorOrNone:$P, I64Opt:$input_forget),
+    Kiln_RnnAttrs)>;
+def Kiln_GRUOp : Kiln_MultiResultOp<"gru", "GRU", !con(
+    (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$R, Kiln_TensorOrNone:$B, Kiln_TensorOrNone:$sequence_lens,
+     Kiln_TensorOrNone:$initial_h, I64Opt:$linear_before_reset),
+    Kiln_RnnAttrs)>;
+def Kiln_RNNOp : Kiln_MultiResultOp<"rnn", "RNN", !con(
+    (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$R, Kiln_TensorOrNone:$B, Kiln_TensorOrNone:$sequence_lens,
+     Kiln_TensorOrNone:$initial_h),
+    Kiln_RnnAttrs)>;
+// onnxruntime's com.microsoft DynamicQuantizeLSTM (an op of a custom domain is named
+// "<domain>.<type>" here; the importer looks it up so).
+def Kiln_DynamicQuantizeLSTMOp : Kiln_MultiResultOp<"dynamic_quantize_lstm", "com.microsoft.DynamicQuantizeLSTM",
+    (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$R, Kiln_TensorOrNone:$B, Kiln_TensorOrNone:$sequence_lens,
+     Kiln_TensorOrNone:$initial_h, Kiln_TensorOrNone:$initial_c, Kiln_TensorOrNone:$P, Kiln_Tensor:$W_scale,
+     Kiln_Tensor:$W_zero_point, Kiln_Tensor:$R_scale, Kiln_Tensor:$R_zero_point,
+     FloatsOpt:$activation_alpha, FloatsOpt:$activation_beta, OptionalAttr<StrArrayAttr>:$activations,
+     F32Opt:$clip, StrOpt:$direction, I64Opt:$hidden_size, I64Opt:$input_forget)>;
+// A recurrent layer whose input projection XP = X·Wᵀ + bias (every direction's, [T, B, D·G·H] or
+// [B, T, D·G·H] by layout) is computed: what kiln-split-recurrent leaves of LSTM/GRU/RNN, one
+// persistent GPU kernel. `cell` is LSTM, GRU or RNN; RB [D, G·H] is added to h·Rᵀ.
+def Kiln_RecurrenceOp : Kiln_Op<"recurrence", "Recurrence", [Kiln_Internal]> {
+  let arguments = !con(
+      (ins Kiln_Tensor:$XP, Kiln_Tensor:$R, Kiln_TensorOrNone:$RB, Kiln_TensorOrNone:$sequence_lens,
+       Kiln_TensorOrNone:$initial_h, Kiln_TensorOrNone:$initial_c, Kiln_TensorOrNone:$P, StrAttr:$cell,
+       I64Opt:$input_forget, I64Opt:$linear_before_reset),
+      Kiln_RnnAttrs);
+  let results = (outs Variadic<Kiln_Tensor>:$outputs);
+}
+
 //===--- kiln-internal forms (made by passes; semantics in compiler/ops/Internal.cpp) --------===//
 
 // MatMul(Transpose(A, perm_a), Transpose(B, perm_b)): transposes folded into the operand reads.

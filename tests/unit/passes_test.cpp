@@ -142,6 +142,10 @@ TEST(LowerEinsum, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/lower_einsum.mlir", nested([] { return kiln::createLowerEinsum(); }), 1e-6);
 }
 
+TEST(SplitRecurrent, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/split_recurrent.mlir", nested([] { return kiln::createSplitRecurrent(); }), 1e-6);  // (XP is rounded to f32)
+}
+
 TEST(SimplifyTransposes, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/simplify_transposes.mlir", nested([] { return kiln::createSimplifyTransposes(); }));
 }

@@ -23,7 +23,7 @@ Runner addEvalCommand(CLI::App &app) {
   auto opts = std::make_shared<ModelOptions>();
   auto inputs = std::make_shared<std::string>(), outputs = std::make_shared<std::string>();
   auto routeText = std::make_shared<std::string>(), calib = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false), importOnly = std::make_shared<bool>(false);
   auto keepFloat = std::make_shared<std::string>(), precision = std::make_shared<std::string>();
   opts->add(*cmd);
   cmd->add_option("--inputs", *inputs, "Inputs (.npz, arrays named after the model's inputs)")->required();
@@ -35,6 +35,13 @@ Runner addEvalCommand(CLI::App &app) {
   auto checkInputs = std::make_shared<std::string>();
   cmd->add_option("--check-inputs", *checkInputs, "fp16 routes: the range check's inputs, as for compile");
   cmd->add_flag("--json", *json, "Print a JSON summary");
+  cmd->add_flag("--import-only", *importOnly,
+                "Evaluate the imported graph (constants folded) without the compile pipeline: every op with its own "
+                "semantics (e.g. com.microsoft.DynamicQuantizeLSTM as onnxruntime computes it, which the pipeline "
+                "turns into a float LSTM)")
+      ->excludes("--route")
+      ->excludes("--precision")
+      ->excludes("--calib");
   return [=]() -> int {
     if (!*cmd) return -1;
     knobs::Route route;
@@ -47,7 +54,10 @@ Runner addEvalCommand(CLI::App &app) {
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
     mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
-      buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat, *checkInputs});
+      if (*importOnly)
+        buildImportCleanupPipeline(pm);
+      else
+        buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat, *checkInputs});
     }, lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;
