@@ -212,6 +212,7 @@ const std::vector<OpEntry> &opTable() {
     addMs("QLinearConcat");
     addMs("DynamicQuantizeMatMul", optional(5));
     addMs("MatMulIntegerToFloat", optional(7));
+    addMs("QGemm", optional(9));
     return t;
   }();
   return table;

@@ -342,6 +342,13 @@ def Kiln_QLinearAveragePoolOp : Kiln_MsQLinearUnaryOp<"qlinear_average_pool", "Q
      IntsOpt:$dilations, IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides)>;
 // Y_scale, Y_zero_point, then (tensor, scale, zero point) per input.
 def Kiln_QLinearConcatOp : Kiln_VariadicOp<"qlinear_concat", "com.microsoft::QLinearConcat", (ins I64Attr:$axis)>;
+def Kiln_QGemmOp : Kiln_Op<"qgemm", "com.microsoft::QGemm"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$a_scale, Kiln_Tensor:$a_zero_point, Kiln_Tensor:$B,
+                   Kiln_Tensor:$b_scale, Kiln_Tensor:$b_zero_point, Kiln_TensorOrNone:$C,
+                   Kiln_TensorOrNone:$y_scale, Kiln_TensorOrNone:$y_zero_point, F32Opt:$alpha,
+                   I64Opt:$transA, I64Opt:$transB);
+  let results = (outs Kiln_Tensor:$Y);
+}
 def Kiln_DynamicQuantizeMatMulOp : Kiln_Op<"dynamic_quantize_matmul", "com.microsoft::DynamicQuantizeMatMul"> {
   let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$b_scale, Kiln_TensorOrNone:$b_zero_point,
                    Kiln_TensorOrNone:$bias);

@@ -1,7 +1,7 @@
 // The quantized ops that onnxruntime's quantizer writes: DynamicQuantizeLinear, MatMulInteger,
 // ConvInteger, QLinearMatMul, QLinearConv (ai.onnx) and the com.microsoft contrib ops QLinearAdd,
 // QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearAveragePool,
-// QLinearConcat, MatMulIntegerToFloat and DynamicQuantizeMatMul (registered as
+// QLinearConcat, QGemm, MatMulIntegerToFloat and DynamicQuantizeMatMul (registered as
 // "com.microsoft::<Op>").
 //
 // Their arithmetic is onnxruntime's CPU kernels' (MLAS), step by step in float32 where they compute
@@ -19,7 +19,7 @@
 //   QLinearSigmoid/LeakyRelu/AveragePool/Concat = q(f(dq(X))) with f kiln's Sigmoid, LeakyRelu,
 //                  AveragePool (channels_last: NHWC) or Concat in float32
 //   MatMulIntegerToFloat = f32(f32(acc) · f32(sa · sb[n])) + bias[n]; DynamicQuantizeMatMul the
-//                  same after DynamicQuantizeLinear of A
+//                  same after DynamicQuantizeLinear of A; QGemm (below)
 // Zero points are per tensor, except MatMulInteger/QLinearMatMul's per row of A ([M] or
 // [..., M, 1]) and per column of B ([N] or [..., 1, N]), and the per-output-channel weight zero
 // points and scales of ConvInteger/QLinearConv ([M]). Scales are float32.
@@ -453,6 +453,88 @@ std::vector<Tensor> dynamicQuantizeMatmulEval(const EvalContext &ctx) {
   return {toFloat(acc, scale, ctx.in(2), ctx.present(4) ? &ctx.in(4) : nullptr)};
 }
 
+// QGemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?, y_zero_point?;
+// alpha, transA, transB): acc = C (int32, broadcast) + Σ (a - za)(b - zb[n]); with m[n] =
+// f32(f32(f32(alpha · sa) · sb[n]) / sy) (no division without y_scale), requant(acc) when
+// y_zero_point is given, else f32(f32(acc) · m[n]) (float32 result).
+struct QGemmGeometry {
+  TensorType out;
+  int64_t m = 0, n = 0, k = 0;
+};
+QGemmGeometry qgemmGeometry(const ShapeContext &ctx) {
+  const std::string op = kMs + "QGemm";
+  checkInputs(op, ctx, 6, 9);
+  checkOutputs(op, ctx, 1);
+  const TensorType &a = ctx.inputs[0], &b = ctx.inputs[3];
+  check8Bit(op, "A", a.dtype);
+  check8Bit(op, "B", b.dtype);
+  check(a.shape.size() == 2 && b.shape.size() == 2, op + ": A and B must be matrices, got " + shapeString(a.shape) +
+                                                        " and " + shapeString(b.shape));
+  bool ta = ctx.attrs.getInt("transA", 0) != 0, tb = ctx.attrs.getInt("transB", 0) != 0;
+  QGemmGeometry g;
+  g.m = ta ? a.shape[1] : a.shape[0];
+  g.k = ta ? a.shape[0] : a.shape[1];
+  g.n = tb ? b.shape[0] : b.shape[1];
+  int64_t kb = tb ? b.shape[1] : b.shape[0];
+  check(kb == g.k, op + ": inner dimensions differ: A gives K=" + std::to_string(g.k) + ", B gives K=" + std::to_string(kb));
+  checkSameDtype(op, "A", a.dtype, "a_zero_point", ctx.inputs[2].dtype);
+  checkSameDtype(op, "B", b.dtype, "b_zero_point", ctx.inputs[5].dtype);
+  checkScale(op, "a_scale", ctx.inputs[1].dtype);
+  checkScalar(op, "a_scale", ctx.inputs[1].shape);
+  checkScalar(op, "a_zero_point", ctx.inputs[2].shape);
+  checkScale(op, "b_scale", ctx.inputs[4].dtype);
+  for (size_t p : {size_t(4), size_t(5)})
+    check(oneElement(ctx.inputs[p].shape) || ctx.inputs[p].shape == Shape{g.n},
+          op + ": " + (p == 4 ? "b_scale" : "b_zero_point") + " must be a scalar or have one value per column (" +
+              std::to_string(g.n) + "), got shape " + shapeString(ctx.inputs[p].shape));
+  if (ctx.present(6)) {
+    check(ctx.inputs[6].dtype == DType::I32, op + ": C must be int32, got " + std::string(dtypeName(ctx.inputs[6].dtype)));
+    broadcastOrFail(op, {ctx.inputs[6].shape, Shape{g.m, g.n}});
+    check(broadcastShapes({ctx.inputs[6].shape, Shape{g.m, g.n}}) == Shape{g.m, g.n},
+          op + ": C of shape " + shapeString(ctx.inputs[6].shape) + " does not broadcast to the result's " +
+              shapeString({g.m, g.n}));
+  }
+  if (ctx.present(7)) {
+    checkScale(op, "y_scale", ctx.inputs[7].dtype);
+    checkScalar(op, "y_scale", ctx.inputs[7].shape);
+  }
+  if (ctx.present(8)) {
+    check(ctx.present(7), op + ": y_zero_point without y_scale");
+    check8Bit(op, "y_zero_point", ctx.inputs[8].dtype);
+    checkScalar(op, "y_zero_point", ctx.inputs[8].shape);
+  }
+  g.out = {ctx.present(8) ? ctx.inputs[8].dtype : DType::F32, {g.m, g.n}};
+  return g;
+}
+std::vector<TensorType> qgemmShape(const ShapeContext &ctx) { return {qgemmGeometry(ctx).out}; }
+std::vector<Tensor> qgemmEval(const EvalContext &ctx) {
+  ShapeContext sc = shapeContextOf(ctx);
+  QGemmGeometry g = qgemmGeometry(sc);
+  Attrs perm, none;
+  perm.set("perm", Shape{1, 0});
+  Tensor a = ctx.in(0), b = ctx.in(3);
+  if (ctx.attrs.getInt("transA", 0)) a = runOp("Transpose", {&a}, perm);
+  if (ctx.attrs.getInt("transB", 0)) b = runOp("Transpose", {&b}, perm);
+  TensorType zb = sc.inputs[5];
+  IntProduct p = intProductShape("QGemm", typeOf(a), typeOf(b), &sc.inputs[2], &zb);
+  Tensor acc = intProduct(a, b, &ctx.in(2), &ctx.in(5), p);
+  const Tensor &sb = ctx.in(4);
+  double alphaSa = f32(f32(ctx.attrs.getFloat("alpha", 1.0)) * ctx.in(1).f[0]);
+  Tensor y(g.out.dtype, g.out.shape);
+  for (int64_t k = 0; k < y.size(); ++k) {
+    int64_t v = acc.i[k];
+    if (ctx.present(6)) v = wrapI32(v + ctx.in(6).i[broadcastIndex(ctx.in(6).shape, g.out.shape, k)]);
+    double m = f32(alphaSa * sb.f[sb.size() == 1 ? 0 : k % g.n]);
+    if (ctx.present(7)) m = f32(m / ctx.in(7).f[0]);
+    double scaled = f32(f32(double(v)) * m);
+    if (ctx.present(8))
+      y.i[k] = saturateRound(scaled, ctx.in(8).i[0], g.out.dtype);
+    else
+      y.f[k] = scaled;
+  }
+  return {y};
+}
+
 // ---------------------------------------------------------------------------------------------
 // com.microsoft QLinear elementwise ops, pools and concat: per-tensor parameters, 8-bit X and Y
 // of one dtype. Absent zero points are 0.
@@ -491,8 +573,9 @@ Tensor quantized(const Tensor &v, QParams p, DType t) {
 // QLinearAdd / QLinearMul (A, A_scale, A_zero_point?, B, B_scale, B_zero_point?, C_scale, C_zero_point?)
 ShapeFn qlinearBinaryShape(std::string op) {
   return [op](const ShapeContext &ctx) -> std::vector<TensorType> {
-    checkInputs(op, ctx, 7, 8);
-    check(ctx.present(3), op + ": required input #3 (B) is missing");
+    checkInputs(op, ctx, 2, 8);
+    for (size_t k : {size_t(3), size_t(4), size_t(6)})
+      check(ctx.present(k), op + ": required input #" + std::to_string(k) + " is missing");
     checkOutputs(op, ctx, 1);
     DType t = ctx.inputs[0].dtype;
     check8Bit(op, "A", t);
@@ -552,7 +635,8 @@ Attrs withoutChannelsLast(const Attrs &attrs) {
 
 ShapeFn qlinearUnaryShape(std::string op, std::string floatOp, bool layoutAware) {
   return [op, floatOp, layoutAware](const ShapeContext &ctx) -> std::vector<TensorType> {
-    checkInputs(op, ctx, 4, 5);
+    checkInputs(op, ctx, 2, 5);
+    check(ctx.present(3), op + ": required input #3 (Y_scale) is missing");
     checkOutputs(op, ctx, 1);
     DType t = ctx.inputs[0].dtype;
     check8Bit(op, "X", t);
@@ -587,6 +671,61 @@ EvalFn qlinearUnaryEval(std::string op, std::string floatOp, bool layoutAware) {
     }
     return std::vector<Tensor>{quantized(y, qparams(ctx, 3, 4), t.dtype)};
   };
+}
+
+// QLinearAveragePool as onnxruntime computes it: per window, the float32 sum of the dequantized
+// taps in row-major order (taps clipped to the input; the window's start may lie in the padding),
+// divided by the tap count (count_include_pad: the kernel's size), then
+// saturate(round_half_even(f32(f32(avg / y_scale) + y_zero_point))). X as NCHW (`x`, transposed
+// before for channels_last), output shape `outShape` (NCHW).
+Tensor averagePoolOrt(const Tensor &x, const Shape &outShape, const Attrs &attrs, QParams px, QParams py, DType t) {
+  size_t n = x.shape.size() - 2;
+  Shape in(x.shape.begin() + 2, x.shape.end()), out(outShape.begin() + 2, outShape.end());
+  Shape kernel = attrs.getInts("kernel_shape");
+  Shape strides = attrs.getInts("strides", Shape(n, 1));
+  Shape padBegin(n, 0), padEnd(n, 0);
+  std::string autoPad = attrs.getString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    explicitPads("QLinearAveragePool", attrs, n, padBegin, padEnd);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t d = 0; d < n; ++d) {
+      int64_t total = std::max<int64_t>(0, (out[d] - 1) * strides[d] + kernel[d] - in[d]);
+      padBegin[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    }
+  }
+  bool includePad = attrs.getInt("count_include_pad", 0) != 0;
+  int64_t planes = x.shape[0] * x.shape[1], inSize = numElements(in), outSize = numElements(out);
+  Tensor y(t, outShape);
+  std::vector<int64_t> o(n, 0), lo(n), hi(n), k(n);
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    std::fill(o.begin(), o.end(), 0);
+    for (int64_t p = 0; p < outSize; ++p, nextIndex(o, out)) {
+      int64_t count = 1;
+      for (size_t d = 0; d < n; ++d) {
+        int64_t start = o[d] * strides[d] - padBegin[d];
+        hi[d] = std::min(start + kernel[d], in[d]);
+        lo[d] = std::max<int64_t>(start, 0);
+        count *= includePad ? kernel[d] : std::max<int64_t>(hi[d] - lo[d], 0);
+      }
+      double sum = 0;
+      bool empty = false;
+      for (size_t d = 0; d < n; ++d) empty |= hi[d] <= lo[d];
+      if (!empty) {
+        k = lo;
+        do {
+          int64_t off = 0;
+          for (size_t d = 0; d < n; ++d) off = off * in[d] + k[d];
+          sum = f32(sum + dequantizeValue(x.i[plane * inSize + off], px.scale, px.zp));
+          size_t d = n;
+          while (d-- > 0 && ++k[d] == hi[d]) k[d] = lo[d];
+          if (d == size_t(-1)) break;
+        } while (true);
+      }
+      double avg = count ? f32(sum / double(count)) : 0.0;
+      y.i[plane * outSize + p] = saturateRound(f32(f32(avg / py.scale) + double(py.zp)), 0, t);
+    }
+  }
+  return y;
 }
 
 // QLinearGlobalAveragePool (X, x_scale, x_zero_point, y_scale, y_zero_point; channels_last):
@@ -654,6 +793,26 @@ std::vector<Tensor> qlinearConcatEval(const EvalContext &ctx) {
   return {runOp("Concat", in, ctx.attrs)};
 }
 
+std::vector<Tensor> qlinearAveragePoolEval(const EvalContext &ctx) {
+  static const ShapeFn shape = qlinearUnaryShape(kMs + "QLinearAveragePool", "AveragePool", true);
+  TensorType t = shape(shapeContextOf(ctx)).at(0);
+  bool nhwc = ctx.attrs.getInt("channels_last", 0) != 0;
+  Tensor x = ctx.in(0);
+  Shape outShape = t.shape;
+  Attrs perm;
+  if (nhwc) {
+    perm.set("perm", channelsLastPerm(x.shape.size(), true));
+    x = runOp("Transpose", {&x}, perm);
+    outShape = permutedType({t.dtype, t.shape}, channelsLastPerm(t.shape.size(), true)).shape;
+  }
+  Tensor y = averagePoolOrt(x, outShape, ctx.attrs, qparams(ctx, 1, 2), qparams(ctx, 3, 4), t.dtype);
+  if (nhwc) {
+    perm.set("perm", channelsLastPerm(y.shape.size(), false));
+    y = runOp("Transpose", {&y}, perm);
+  }
+  return {y};
+}
+
 int64_t concatFlops(const ShapeContext &, const std::vector<TensorType> &outs) {
   return outs.empty() ? 0 : 3 * numElements(outs[0].shape);
 }
@@ -676,11 +835,15 @@ KILN_REGISTER_OP({kMs + "QLinearSigmoid", qlinearUnaryShape(kMs + "QLinearSigmoi
 KILN_REGISTER_OP({kMs + "QLinearLeakyRelu", qlinearUnaryShape(kMs + "QLinearLeakyRelu", "LeakyRelu", false),
                   qlinearUnaryEval(kMs + "QLinearLeakyRelu", "LeakyRelu", false), ew::perElementFlops(5)});
 KILN_REGISTER_OP({kMs + "QLinearAveragePool", qlinearUnaryShape(kMs + "QLinearAveragePool", "AveragePool", true),
-                  qlinearUnaryEval(kMs + "QLinearAveragePool", "AveragePool", true), ew::perElementFlops(4)});
+                  qlinearAveragePoolEval, ew::perElementFlops(4)});
 KILN_REGISTER_OP({kMs + "QLinearGlobalAveragePool", qlinearGlobalPoolShape, qlinearGlobalPoolEval,
                   [](const ShapeContext &c, const std::vector<TensorType> &) { return numElements(c.inputs[0].shape); }});
 KILN_REGISTER_OP({kMs + "QLinearConcat", qlinearConcatShape, qlinearConcatEval, concatFlops});
 KILN_REGISTER_OP({kMs + "MatMulIntegerToFloat", matmulIntegerToFloatShape, matmulIntegerToFloatEval, productFlops});
+KILN_REGISTER_OP({kMs + "QGemm", qgemmShape, qgemmEval, [](const ShapeContext &c, const std::vector<TensorType> &o) {
+                    const Shape &a = c.inputs[0].shape;
+                    return o.empty() || a.size() != 2 ? int64_t(0) : 2 * numElements(o[0].shape) * (c.attrs.getInt("transA", 0) ? a[0] : a[1]);
+                  }});
 KILN_REGISTER_OP({kMs + "DynamicQuantizeMatMul", dynamicQuantizeMatmulShape, dynamicQuantizeMatmulEval, productFlops});
 
 }  // namespace kiln::ops
