@@ -108,7 +108,9 @@ class Converter {
     b_.setInsertionPoint(op);
     for (OpOperand &o : op->getOpOperands()) {
       auto t = tensorTypeOf(o.get().getType());
-      if (t.dtype == half_ && wasF32_.count(o.get())) o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
+      // A float32 island's result reaches the next island as it was, not through half.
+      if (auto it = islandResults_.find(o.get()); it != islandResults_.end()) o.set(it->second);
+      else if (t.dtype == half_ && wasF32_.count(o.get())) o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
     }
     std::string err;
     if (!reinferResultTypes(op, &err)) return op->emitError(err);
@@ -118,6 +120,7 @@ class Converter {
       Value c = cast(r, half_, op->getLoc());
       r.replaceAllUsesExcept(c, c.getDefiningOp());
       wasF32_.insert(c);
+      islandResults_[c] = r;
     }
     if (!why.empty()) remarks.push_back(describeOp(op) + " runs in fp32: " + why);
     return success();
@@ -128,6 +131,8 @@ class Converter {
     std::string want = route_.get(kPrecision, node);
     if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
+    // Quantization arithmetic that must round as onnxruntime's (kiln-lower-quantized-ops).
+    if (op->hasAttr("kiln.keep_fp32")) return island(op, "");
     // An int8/fp8 product scales its sums (and adds a conv's bias) in fp32; its result is
     // stored in half precision.
     if (isa<QuantizedMatMulOp, QuantizedConvOp, QuantizedConvNhwcOp>(op)) return island(op, "");
@@ -164,6 +169,7 @@ class Converter {
   llvm::DenseMap<Operation *, Value> halfConstants_;
   llvm::DenseSet<Operation *> inserted_;
   llvm::DenseSet<Value> wasF32_;  // half values standing for float32 ones of the original graph
+  llvm::DenseMap<Value, Value> islandResults_;  // half cast of a float32 island's result → the result
 };
 
 struct PrecisionPass : impl::PrecisionBase<PrecisionPass> {
