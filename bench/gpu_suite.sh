@@ -34,6 +34,9 @@
 #                                   # activation; fp32, fp16, bf16) vs the CPU evaluator, the recurrent
 #                                   # node tests vs their expected outputs, and a bidirectional 2-layer
 #                                   # LSTM fp16 vs PyTorch's cuDNN LSTM (bench/lstm_vs_cudnn.py)
+#   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
+#                                   # models, the corpus's ORT-quantized models, one model per op) vs
+#                                   # onnxruntime, timed against the float models' fp16 engines
 #
 # Binaries come from $KILN_BIN (default build/bin), the case models from $KILN_CASES (default
 # build/models/cases, made by models/make_gpu_cases.py); the zoo is generated on the host with
@@ -350,6 +353,42 @@ if [ "$mode" = qdq ]; then
       run "latency_${name}_qdq_$p" "$bin/kiln" run /tmp/${name}_qdq_$p.kiln --iterations 200
     done
   done
+fi
+
+# onnxruntime-quantized models, prepared on the host with the venv that has onnxruntime:
+#   venv/bin/python bench/ort_quant_models.py .carry/qops --corpus /root/.cache/kiln-realmodels/out
+#   venv/bin/python tests/quant/ort_qops_check.py build/bin/kiln build/bin/kiln-conformance --keep .carry/qops/ops
+# (a CNN and an MLP quantized dynamically and statically (QOperator), the MLP as onnxruntime's
+# optimizer fuses it, the corpus's t5_span_encoder_quant and ddddocr_common_old_quant, and one
+# model per quantized op). Each model compiles fp32 and fp16 and is checked against onnxruntime's
+# outputs on the same inputs (qops.tsv: the constraints), and timed next to the fp16 engine of
+# the float model it was quantized from; each op model's engine against onnxruntime (cases.tsv).
+if [ "$mode" = qops ]; then
+  : > "$summary"
+  dir=${KILN_QOPS_DIR:-.carry/qops}
+  while IFS=$'\t' read -r name base acc32 acc16 flags; do
+    [[ -z $name || $name == \#* ]] && continue
+    for p in fp32 fp16; do
+      acc=$acc32; [ $p = fp16 ] && acc=$acc16
+      e=/tmp/qops_${name}_$p.kiln
+      # shellcheck disable=SC2086  # flags are words
+      run "compile_${name}_$p" "$bin/kiln" compile "$dir/$name.onnx" -o "$e" --precision $p $flags || continue
+      "$bin/kiln" inspect "$e" > "$OUT/logs/inspect_${name}_$p.txt" 2>&1
+      run "check_${name}_$p" "$bin/kiln" check "$e" --inputs "$dir/$name.inputs.npz" --reference "$dir/$name.ref.npz" --accuracy "$acc"
+      run "latency_${name}_$p" "$bin/kiln" run "$e" --iterations 200
+    done
+    if [[ $base != - && ! -f /tmp/qops_float_${base}_fp16.kiln ]]; then
+      run "compile_float_${base}_fp16" "$bin/kiln" compile "$dir/$base.onnx" -o /tmp/qops_float_${base}_fp16.kiln --precision fp16 &&
+        run "latency_float_${base}_fp16" "$bin/kiln" run /tmp/qops_float_${base}_fp16.kiln --iterations 200
+    fi
+  done < "$dir/qops.tsv"
+  while IFS=$'\t' read -r name acc; do
+    for p in fp32 fp16; do
+      run "op_${name}_$p" "$bin/kiln" compile "$dir/ops/$name.onnx" -o /tmp/qops_op.kiln --precision $p &&
+        run "op_check_${name}_$p" "$bin/kiln" check /tmp/qops_op.kiln --inputs "$dir/ops/$name.inputs.npz" \
+          --reference "$dir/ops/$name.ref.npz" --accuracy "$acc"
+    done
+  done < "$dir/ops/cases.tsv"
 fi
 
 if [ "$mode" = reliability ]; then

@@ -169,7 +169,7 @@ def SplitRecurrent : Pass<"kiln-split-recurrent", "mlir::func::FuncOp"> {
     step and direction is one matrix product [T·B, I] × [I, D·G·H] (W reshaped and transposed;
     folded when constant), plus the bias Wb + Rb (GRU: Rb of z and r only; Rb_h stays the
     recurrence's RB, inside the reset gate's product). What is left, `kiln.recurrence` over that
-    projection, is one persistent GPU kernel. com.microsoft.DynamicQuantizeLSTM with constant
+    projection, is one persistent GPU kernel. com.microsoft::DynamicQuantizeLSTM with constant
     weights becomes the same with its weights dequantized (its inputs are then not quantized per
     step as onnxruntime does; the float recurrence is the more accurate one).
 
@@ -280,6 +280,49 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
     are used only inside the region, and makes every region of two or more ops one
     `kiln.fused "elementwise"` op (one launch, intermediates never stored).
   }];
+}
+
+def LowerQuantizedOps : Pass<"kiln-lower-quantized-ops", "mlir::func::FuncOp"> {
+  let summary = "onnxruntime's quantized ops become Q/DQ around float ops and float products of integer values";
+  let description = [{
+    What onnxruntime's quantizer writes, in the forms the rest of the pipeline compiles:
+    - `QLinearMatMul`, `QLinearConv` (int32 bias: DequantizeLinear with scale x_scale·w_scale),
+      com.microsoft `QLinearAdd`, `QLinearMul`, `QLinearSigmoid`, `QLinearLeakyRelu`,
+      `QLinearGlobalAveragePool` (channels_last: ReduceMean), `QLinearAveragePool`
+      (channels_last: transposes around it), `QLinearConcat` (inputs already in the output's
+      scale and zero point join as they are) → `Q(op(DQ(x)...), y_scale, y_zero_point)`. With
+      constant parameters these are ONNX Q/DQ ops, so kiln-lower-qdq makes 8-bit tensor-core
+      products of them where the kernel takes the shape; parameters computed at run time become
+      the same arithmetic (Cast, Sub, Mul; Div, Round, Add, Clip, Cast).
+    - `DynamicQuantizeLinear(x)` → min/max reductions and scalar arithmetic for the scale and zero
+      point, then the quantization as elementwise ops (one fused kernel on the GPU): bit for bit
+      the evaluator's (onnxruntime's) arithmetic. These ops carry `kiln.keep_fp32`, which keeps
+      them float32 on half-precision routes.
+    - com.microsoft `MatMulIntegerToFloat` → `Cast(MatMulInteger) · (a_scale·b_scale) + bias`;
+      `DynamicQuantizeMatMul` → the same after DynamicQuantizeLinear of A.
+    - `MatMulInteger` / `ConvInteger` whose int32 sums are only cast to float (onnxruntime's
+      dynamic QOperator form, optionally with an int32 bias added first) → the float product of
+      `A - za` and `B - zb`: exact while partial sums stay below 2^24 (K·255·255 < 2^24 for any
+      data up to K = 258). When the float sums are then multiplied by `S = s_a · s_b` (s_a one
+      element, maybe computed at run time; s_b constant per tensor or per output channel), the
+      scales move onto the operands: `MatMul(DQ(A, s_a, za), DQ(B, s_b, zb))` — the dequantized
+      float product, which runs on fp16 tensor cores on half routes without ever holding the
+      unscaled sums in half precision (an int32 bias becomes `+ Cast(bias)·S`). Integer products
+      whose sums are used otherwise stay (a remark names them; no GPU kernel takes them).
+
+    Before:
+      %q, %s, %z = kiln.dynamic_quantize_linear %x
+      %p = kiln.matmul_integer %q, %w, %z, %wz
+      %f = kiln.cast %p {to = 1}
+      %sc = kiln.mul %s, %ws
+      %y = kiln.mul %f, %sc
+    After:
+      (%q, %s, %z from ReduceMin/ReduceMax, Div, Round, Clip, Cast: kiln.keep_fp32)
+      %a = kiln.mul (kiln.sub (kiln.cast %q), (kiln.cast %z)), %s
+      %b = kiln.dequantize_linear %w, %ws, %wz
+      %y = kiln.matmul %a, %b
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
 }
 
 def QuantizeProducts : Pass<"kiln-quantize", "mlir::func::FuncOp"> {

@@ -110,7 +110,9 @@ class Converter {
     b_.setInsertionPoint(op);
     for (OpOperand &o : op->getOpOperands()) {
       auto t = tensorTypeOf(o.get().getType());
-      if (t.dtype == half_ && wasF32_.count(o.get())) o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
+      // A float32 island's result reaches the next island as it was, not through half.
+      if (auto it = islandResults_.find(o.get()); it != islandResults_.end()) o.set(it->second);
+      else if (t.dtype == half_ && wasF32_.count(o.get())) o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
     }
     std::string err;
     if (!reinferResultTypes(op, &err)) return op->emitError(err);
@@ -122,6 +124,7 @@ class Converter {
       Value c = cast(r, half_, op->getLoc());
       r.replaceUsesWithIf(c, [&](OpOperand &use) { return use.getOwner() != c.getDefiningOp() && !runsInFp32(use.getOwner()); });
       wasF32_.insert(c);
+      islandResults_[c] = r;
     }
     if (!why.empty()) remarks.push_back(describeOp(op) + " runs in fp32: " + why);
     return success();
@@ -140,10 +143,12 @@ class Converter {
     std::string want = route_.get(kPrecision, node);
     if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
-    if (auto why = op->getAttrOfType<StringAttr>(kKeepFp32Attr)) {
-      std::string reason = why.str();
+    if (Attribute mark = op->getAttr(kKeepFp32Attr)) {
       op->removeAttr(kKeepFp32Attr);
-      return island(op, reason + " (node." + node + ".precision=fp16 overrides)");
+      // A reason: kiln-half-safety's (said in a remark); a unit mark: the quantization arithmetic
+      // kiln-lower-quantized-ops made, which rounds as onnxruntime's only in fp32 (quiet).
+      if (auto why = dyn_cast<StringAttr>(mark)) return island(op, why.str() + " (node." + node + ".precision=fp16 overrides)");
+      return island(op, "");
     }
     // An int8/fp8 product scales its sums (and adds a conv's bias) in fp32; its result is
     // stored in half precision.
@@ -181,6 +186,7 @@ class Converter {
   llvm::DenseMap<Operation *, Value> halfConstants_;
   llvm::DenseSet<Operation *> inserted_;
   llvm::DenseSet<Value> wasF32_;  // half values standing for float32 ones of the original graph
+  llvm::DenseMap<Value, Value> islandResults_;  // half cast of a float32 island's result → the result
 };
 
 struct PrecisionPass : impl::PrecisionBase<PrecisionPass> {

@@ -362,9 +362,11 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
   int64_t opset = domain.empty() ? opset_ : (domainOpsets_.count(domain) ? domainOpsets_[domain] : 1);
   bool known = false;  // the table has entries for the op type (at some opset)
   const OpEntry *entry = findOpEntry(domain, n.op_type(), opset, &known);
-  // An op of a custom domain is the dialect's "<domain>.<type>" (com.microsoft.DynamicQuantizeLSTM).
+  bool domainHasOps = domain.empty();  // the dialect has ops of this domain (com.microsoft's quantized ops)
   std::optional<OperationName> kilnOp =
-      importableOp(*b_.getContext(), domain.empty() ? n.op_type() : domain + "." + n.op_type());
+      n.op_type().find("::") != std::string::npos
+          ? std::nullopt
+          : importableOp(*b_.getContext(), domain.empty() ? n.op_type() : domain + "::" + n.op_type(), &domainHasOps);
 
   auto makeUnsupported = [&](const std::string &reason) {
     SmallVector<NamedAttribute> attrs;
@@ -386,7 +388,7 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
 
   if (!kilnOp || (known && !entry) || (domain.empty() && opset < kMinOpset && !entry)) {
     std::string reason;
-    if (!domain.empty() && domain != "ai.onnx.ml" && !known) reason = "custom domain '" + domain + "'";
+    if (!domain.empty() && domain != "ai.onnx.ml" && !known && !domainHasOps) reason = "custom domain '" + domain + "'";
     else if (kilnOp && (known || opset < kMinOpset)) reason = "not supported at opset " + std::to_string(opset);
     else reason = "no kiln op for " + (domain.empty() ? std::string("ai.onnx") : domain) + "::" + n.op_type();
     return makeUnsupported(reason);

@@ -226,13 +226,28 @@ const std::vector<OpEntry> &opTable() {
     add("LSTM", kMinOpset, kMaxOpset, optional(8));
     add("GRU", kMinOpset, kMaxOpset, optional(6));
     add("RNN", kMinOpset, kMaxOpset, optional(6));
-    t.push_back({"com.microsoft", "DynamicQuantizeLSTM", 1, 1, optional(12)});
+    // onnxruntime's quantized ops: the integer products' optional zero points; the contrib ops of
+    // com.microsoft (opset 1) that its quantizer writes, with their optional operands.
+    add("MatMulInteger", 10, kMaxOpset, optional(4));
+    add("ConvInteger", 10, kMaxOpset, optional(4));
+    add("QLinearConv", 10, kMaxOpset, optional(9));
+    add("QLinearMatMul", 10, kMaxOpset);
+    add("DynamicQuantizeLinear", 11, kMaxOpset);
+    auto addMs = [&](const char *op, Normalizer f = {}) { t.push_back({"com.microsoft", op, 1, 1, std::move(f)}); };
+    for (const char *op : {"QLinearAdd", "QLinearMul"}) addMs(op, optional(8));
+    for (const char *op : {"QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool"}) addMs(op, optional(5));
+    addMs("QLinearGlobalAveragePool");
+    addMs("QLinearConcat");
+    addMs("DynamicQuantizeMatMul", optional(5));
+    addMs("MatMulIntegerToFloat", optional(7));
+    addMs("QGemm", optional(9));
+    addMs("DynamicQuantizeLSTM", optional(12));
     return t;
   }();
   return table;
 }
 
-std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType) {
+std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType, bool *domainKnown) {
   // The ONNX op types of the dialect's ops, from ODS (Kiln_Op's `onnx`): built once per context.
   static std::mutex mutex;
   static llvm::DenseMap<MLIRContext *, llvm::StringMap<OperationName>> maps;
@@ -243,6 +258,13 @@ std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType) 
       if (op.getDialectNamespace() == KilnDialect::getDialectNamespace() && !op.hasTrait<OpTrait::KilnInternal>())
         if (auto *sem = op.getInterface<ShapeInferenceOpInterface>()) it->second.try_emplace(sem->getOnnxOpType(), op);
   auto found = it->second.find(onnxType);
+  if (domainKnown) {
+    // "domain::Op": does the dialect have ops of that domain at all?
+    size_t sep = onnxType.find("::");
+    *domainKnown = sep == StringRef::npos;
+    for (auto &entry : it->second)
+      if (!*domainKnown && entry.getKey().starts_with(onnxType.substr(0, sep + 2))) *domainKnown = true;
+  }
   if (found == it->second.end()) return std::nullopt;
   return found->second;
 }

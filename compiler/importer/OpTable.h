@@ -51,9 +51,12 @@ struct OpEntry {
   Normalizer normalize;  // may be empty
 };
 
-// The kiln op for an ONNX op type of the default domain: an op of the dialect whose ONNX type it
-// is and that is not one of kiln's own (Kiln_Internal); nullopt when there is none.
-std::optional<mlir::OperationName> importableOp(mlir::MLIRContext &ctx, llvm::StringRef onnxType);
+// The kiln op for an ONNX op type: an op of the dialect whose ONNX type it is and that is not one
+// of kiln's own (Kiln_Internal); nullopt when there is none. Op types of other domains than the
+// default one are written "domain::Op" (com.microsoft::QLinearAdd), as the dialect names them;
+// `domainKnown` (optional) says whether the dialect has any op of that domain.
+std::optional<mlir::OperationName> importableOp(mlir::MLIRContext &ctx, llvm::StringRef onnxType,
+                                                bool *domainKnown = nullptr);
 
 // The table's entry for (domain, opType) at `opset`, or nullptr. `anyVersion` says whether the
 // table has the op type at all (at some other opset). Op types without entries are imported at

@@ -376,9 +376,8 @@ def Kiln_RNNOp : Kiln_MultiResultOp<"rnn", "RNN", !con(
     (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$R, Kiln_TensorOrNone:$B, Kiln_TensorOrNone:$sequence_lens,
      Kiln_TensorOrNone:$initial_h),
     Kiln_RnnAttrs)>;
-// onnxruntime's com.microsoft DynamicQuantizeLSTM (an op of a custom domain is named
-// "<domain>.<type>" here; the importer looks it up so).
-def Kiln_DynamicQuantizeLSTMOp : Kiln_MultiResultOp<"dynamic_quantize_lstm", "com.microsoft.DynamicQuantizeLSTM",
+// onnxruntime's com.microsoft DynamicQuantizeLSTM.
+def Kiln_DynamicQuantizeLSTMOp : Kiln_MultiResultOp<"dynamic_quantize_lstm", "com.microsoft::DynamicQuantizeLSTM",
     (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$R, Kiln_TensorOrNone:$B, Kiln_TensorOrNone:$sequence_lens,
      Kiln_TensorOrNone:$initial_h, Kiln_TensorOrNone:$initial_c, Kiln_TensorOrNone:$P, Kiln_Tensor:$W_scale,
      Kiln_Tensor:$W_zero_point, Kiln_Tensor:$R_scale, Kiln_Tensor:$R_zero_point,
@@ -394,6 +393,83 @@ def Kiln_RecurrenceOp : Kiln_Op<"recurrence", "Recurrence", [Kiln_Internal]> {
        I64Opt:$input_forget, I64Opt:$linear_before_reset),
       Kiln_RnnAttrs);
   let results = (outs Variadic<Kiln_Tensor>:$outputs);
+
+//===--- Integer and QLinear ops (onnxruntime's quantizer; compiler/ops/OrtQuantization.cpp) -===//
+// kiln-lower-quantized-ops (passes/LowerQuantizedOps.cpp) rewrites every one of them into
+// Q/DQ around float ops, or 8-bit products, before code generation.
+
+def Kiln_DynamicQuantizeLinearOp : Kiln_Op<"dynamic_quantize_linear", "DynamicQuantizeLinear"> {
+  let arguments = (ins Kiln_Tensor:$x);
+  let results = (outs Kiln_Tensor:$y, Kiln_Tensor:$y_scale, Kiln_Tensor:$y_zero_point);
+}
+def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", "MatMulInteger"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_TensorOrNone:$a_zero_point,
+                   Kiln_TensorOrNone:$b_zero_point);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_ConvIntegerOp : Kiln_Op<"conv_integer", "ConvInteger"> {
+  let arguments = (ins Kiln_Tensor:$x, Kiln_Tensor:$w, Kiln_TensorOrNone:$x_zero_point,
+                   Kiln_TensorOrNone:$w_zero_point, StrOpt:$auto_pad, IntsOpt:$dilations,
+                   I64Opt:$group, IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$y);
+}
+def Kiln_QLinearMatMulOp : Kiln_Op<"qlinear_matmul", "QLinearMatMul"> {
+  let arguments = (ins Kiln_Tensor:$a, Kiln_Tensor:$a_scale, Kiln_Tensor:$a_zero_point,
+                   Kiln_Tensor:$b, Kiln_Tensor:$b_scale, Kiln_Tensor:$b_zero_point,
+                   Kiln_Tensor:$y_scale, Kiln_Tensor:$y_zero_point);
+  let results = (outs Kiln_Tensor:$y);
+}
+def Kiln_QLinearConvOp : Kiln_Op<"qlinear_conv", "QLinearConv"> {
+  let arguments = (ins Kiln_Tensor:$x, Kiln_Tensor:$x_scale, Kiln_Tensor:$x_zero_point,
+                   Kiln_Tensor:$w, Kiln_Tensor:$w_scale, Kiln_Tensor:$w_zero_point,
+                   Kiln_Tensor:$y_scale, Kiln_Tensor:$y_zero_point, Kiln_TensorOrNone:$B,
+                   StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
+                   IntsOpt:$pads, IntsOpt:$strides);
+  let results = (outs Kiln_Tensor:$y);
+}
+
+// onnxruntime's contrib ops (domain com.microsoft, opset 1): the ONNX name carries the domain,
+// so the importer maps (domain, op type) to them and the registry keys them apart from ai.onnx.
+class Kiln_MsQLinearBinaryOp<string mnemonic, string onnx> : Kiln_Op<mnemonic, "com.microsoft::" # onnx> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$A_scale, Kiln_TensorOrNone:$A_zero_point,
+                   Kiln_Tensor:$B, Kiln_Tensor:$B_scale, Kiln_TensorOrNone:$B_zero_point,
+                   Kiln_Tensor:$C_scale, Kiln_TensorOrNone:$C_zero_point);
+  let results = (outs Kiln_Tensor:$C);
+}
+def Kiln_QLinearAddOp : Kiln_MsQLinearBinaryOp<"qlinear_add", "QLinearAdd">;
+def Kiln_QLinearMulOp : Kiln_MsQLinearBinaryOp<"qlinear_mul", "QLinearMul">;
+class Kiln_MsQLinearUnaryOp<string mnemonic, string onnx, dag attrs = (ins)>
+    : Kiln_Op<mnemonic, "com.microsoft::" # onnx> {
+  let arguments = !con((ins Kiln_Tensor:$X, Kiln_Tensor:$X_scale, Kiln_TensorOrNone:$X_zero_point,
+                        Kiln_Tensor:$Y_scale, Kiln_TensorOrNone:$Y_zero_point), attrs);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_QLinearSigmoidOp : Kiln_MsQLinearUnaryOp<"qlinear_sigmoid", "QLinearSigmoid">;
+def Kiln_QLinearLeakyReluOp : Kiln_MsQLinearUnaryOp<"qlinear_leaky_relu", "QLinearLeakyRelu", (ins F32Opt:$alpha)>;
+def Kiln_QLinearGlobalAveragePoolOp
+    : Kiln_MsQLinearUnaryOp<"qlinear_global_average_pool", "QLinearGlobalAveragePool", (ins I64Opt:$channels_last)>;
+def Kiln_QLinearAveragePoolOp : Kiln_MsQLinearUnaryOp<"qlinear_average_pool", "QLinearAveragePool",
+    (ins StrOpt:$auto_pad, I64Opt:$ceil_mode, I64Opt:$channels_last, I64Opt:$count_include_pad,
+     IntsOpt:$dilations, IntsOpt:$kernel_shape, IntsOpt:$pads, IntsOpt:$strides)>;
+// Y_scale, Y_zero_point, then (tensor, scale, zero point) per input.
+def Kiln_QLinearConcatOp : Kiln_VariadicOp<"qlinear_concat", "com.microsoft::QLinearConcat", (ins I64Attr:$axis)>;
+def Kiln_QGemmOp : Kiln_Op<"qgemm", "com.microsoft::QGemm"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$a_scale, Kiln_Tensor:$a_zero_point, Kiln_Tensor:$B,
+                   Kiln_Tensor:$b_scale, Kiln_Tensor:$b_zero_point, Kiln_TensorOrNone:$C,
+                   Kiln_TensorOrNone:$y_scale, Kiln_TensorOrNone:$y_zero_point, F32Opt:$alpha,
+                   I64Opt:$transA, I64Opt:$transB);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_DynamicQuantizeMatMulOp : Kiln_Op<"dynamic_quantize_matmul", "com.microsoft::DynamicQuantizeMatMul"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$b_scale, Kiln_TensorOrNone:$b_zero_point,
+                   Kiln_TensorOrNone:$bias);
+  let results = (outs Kiln_Tensor:$Y);
+}
+def Kiln_MatMulIntegerToFloatOp : Kiln_Op<"matmul_integer_to_float", "com.microsoft::MatMulIntegerToFloat"> {
+  let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, Kiln_Tensor:$a_scale, Kiln_Tensor:$b_scale,
+                   Kiln_TensorOrNone:$a_zero_point, Kiln_TensorOrNone:$b_zero_point,
+                   Kiln_TensorOrNone:$bias);
+  let results = (outs Kiln_Tensor:$Y);
 }
 
 //===--- kiln-internal forms (made by passes; semantics in compiler/ops/Internal.cpp) --------===//

@@ -200,7 +200,7 @@ std::vector<Tensor> dqlstmKernel(const EvalContext &ctx) {
 
 }  // namespace
 
-KILN_REGISTER_OP({"com.microsoft.DynamicQuantizeLSTM", [](const ShapeContext &c) { return dqlstmShape(c, nullptr, nullptr); },
+KILN_REGISTER_OP({"com.microsoft::DynamicQuantizeLSTM", [](const ShapeContext &c) { return dqlstmShape(c, nullptr, nullptr); },
                   dqlstmKernel, [](const ShapeContext &c, const std::vector<TensorType> &) {
                     QuantDims s;
                     dqlstmShape(c, nullptr, &s);

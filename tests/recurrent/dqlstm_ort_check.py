@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""com.microsoft.DynamicQuantizeLSTM: kiln against onnxruntime (which defines the op).
+"""com.microsoft::DynamicQuantizeLSTM: kiln against onnxruntime (which defines the op).
 
 Builds DynamicQuantizeLSTM models (bidirectional and forward, int8 and uint8 weights, per-tensor
 and per-column scales, bias, initial states, batch 1 and 3) with random weights, or takes the

@@ -37,7 +37,7 @@ Runner addEvalCommand(CLI::App &app) {
   cmd->add_flag("--json", *json, "Print a JSON summary");
   cmd->add_flag("--import-only", *importOnly,
                 "Evaluate the imported graph (constants folded) without the compile pipeline: every op with its own "
-                "semantics (e.g. com.microsoft.DynamicQuantizeLSTM as onnxruntime computes it, which the pipeline "
+                "semantics (e.g. com.microsoft::DynamicQuantizeLSTM as onnxruntime computes it, which the pipeline "
                 "turns into a float LSTM)")
       ->excludes("--route")
       ->excludes("--precision")
