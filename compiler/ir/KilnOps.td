@@ -393,6 +393,7 @@ def Kiln_RecurrenceOp : Kiln_Op<"recurrence", "Recurrence", [Kiln_Internal]> {
        I64Opt:$input_forget, I64Opt:$linear_before_reset),
       Kiln_RnnAttrs);
   let results = (outs Variadic<Kiln_Tensor>:$outputs);
+}
 
 //===--- Integer and QLinear ops (onnxruntime's quantizer; compiler/ops/OrtQuantization.cpp) -===//
 // kiln-lower-quantized-ops (passes/LowerQuantizedOps.cpp) rewrites every one of them into
