@@ -296,7 +296,7 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
                                           attr("transA", "0") == "1", attr("transB", "0") == "1",
                                           std::stof(attr("alpha", "1")), std::stof(attr("beta", "1"))))};
   }
-  if (op == "Conv") {
+  if (op == "Conv" && x.size() == 4) {
     const Shape &w = c.inputs.at(1);
     Conv2dSpec s;
     s.N = x[0]; s.C = x[1]; s.H = x[2]; s.W = x[3];
