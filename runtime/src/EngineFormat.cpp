@@ -99,6 +99,47 @@ std::vector<uint8_t> packSections(const std::vector<SectionData>& sections, uint
   return file;
 }
 
+bool gemmOperandBytes(const GemmCall& g, GemmOperand which, uint64_t& bytes) {
+  int64_t rows, cols, ld, stride;
+  const std::vector<int64_t>* steps;
+  int32_t dtype;
+  switch (which) {
+    case GemmOperand::A:
+      rows = g.transA ? g.k : g.m, cols = g.transA ? g.m : g.k, ld = g.lda, stride = g.strideA;
+      steps = &g.batchStepsA, dtype = g.abType;
+      break;
+    case GemmOperand::B:
+      rows = g.transB ? g.n : g.k, cols = g.transB ? g.k : g.n, ld = g.ldb, stride = g.strideB;
+      steps = &g.batchStepsB, dtype = g.abType;
+      break;
+    default:  // C and D share shape, leading dim and batch steps
+      rows = g.m, cols = g.n, ld = g.ldc, stride = g.strideC, steps = &g.batchStepsC, dtype = g.cdType;
+      break;
+  }
+  if (rows < 1 || cols < 1 || ld < 1 || g.batch < 1 || stride < 0) return false;
+  // Elements from the first product's start to the last's (steps are >= 0, so the last product
+  // lies farthest).
+  uint64_t last = 0;
+  if (g.pointerBatch()) {
+    if (steps->size() != g.batchDims.size()) return false;
+    int64_t i = g.batch - 1;
+    for (size_t d = g.batchDims.size(); d-- > 0;) {
+      if (g.batchDims[d] < 1 || (*steps)[d] < 0) return false;
+      uint64_t term;
+      if (__builtin_mul_overflow(uint64_t(i % g.batchDims[d]), uint64_t((*steps)[d]), &term) ||
+          __builtin_add_overflow(last, term, &last))
+        return false;
+      i /= g.batchDims[d];
+    }
+  } else if (__builtin_mul_overflow(uint64_t(g.batch - 1), uint64_t(stride), &last)) {
+    return false;
+  }
+  uint64_t span, elems;
+  return !__builtin_mul_overflow(uint64_t(cols - 1), uint64_t(ld), &span) &&
+         !__builtin_add_overflow(last, span, &elems) && !__builtin_add_overflow(elems, uint64_t(rows), &elems) &&
+         !__builtin_mul_overflow(elems, uint64_t(dtypeByteSize(dtype)), &bytes);
+}
+
 // ---- Semantic validation -------------------------------------------------------------------
 
 namespace {
@@ -240,17 +281,21 @@ class Checker {
       if (l.args[a].kind == LaunchArg::Kind::Buffer && !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a))) return;
   }
 
-  // A column-major matrix of rows x cols (leading dim ld), the last of a batch `last` elements
-  // after the first.
-  bool checkMatrix(const BufferRef& b, int32_t dtype, int64_t rows, int64_t cols, int64_t ld, uint64_t last,
-                   const std::string& what) {
+  // An operand: its leading dim covers its rows, and every product of the batch lies inside
+  // its buffer (gemmOperandBytes, in checked 64-bit arithmetic).
+  bool checkOperand(const GemmCall& g, GemmOperand which, const BufferRef& b, const std::string& what) {
+    int64_t rows = which == GemmOperand::A ? (g.transA ? g.k : g.m) : which == GemmOperand::B ? (g.transB ? g.n : g.k) : g.m;
+    int64_t ld = which == GemmOperand::A ? g.lda : which == GemmOperand::B ? g.ldb : g.ldc;
     if (ld < rows) {
       fail(what + ": leading dimension " + std::to_string(ld) + " is below its " + std::to_string(rows) + " rows");
       return false;
     }
-    // Sizes are below 2^31 (the reader's bounds), so this cannot overflow 64 bits.
-    uint64_t elems = last + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
-    return checkBuffer(b, elems * dtypeByteSize(dtype), what);
+    uint64_t bytes = 0;
+    if (!gemmOperandBytes(g, which, bytes)) {
+      fail(what + ": extent of " + std::to_string(g.batch) + " products overflows 64 bits");
+      return false;
+    }
+    return checkBuffer(b, bytes, what);
   }
 
   // Pointer-array batches: one step per dim and operand, the dims' product the batch; the
@@ -269,12 +314,6 @@ class Checker {
     return true;
   }
 
-  // Elements from the first product of a batch to the last (steps are >= 0, so the last product
-  // lies farthest) along `steps` (pointer-array) or `stride` apart.
-  static uint64_t lastOffset(const GemmCall& g, const std::vector<int64_t>& steps, int64_t stride) {
-    return g.pointerBatch() ? uint64_t(g.batchOffset(steps, g.batch - 1)) : uint64_t(g.batch - 1) * uint64_t(stride);
-  }
-
   void checkGemm(const GemmCall& g, const std::string& what) {
     auto supported = [](int32_t t) { return t == 1 || t == 10 || t == 16; };
     if (!(supported(g.abType) || g.fp8()) || !supported(g.cdType))
@@ -285,13 +324,10 @@ class Checker {
     if (g.tf32 && g.abType != 1) return fail(what + ": tf32 is for float A and B");
     if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) return fail(what + ": empty product");
     if (g.pointerBatch() && !checkPointerBatch(g, what)) return;
-    const uint64_t lastA = lastOffset(g, g.batchStepsA, g.strideA), lastB = lastOffset(g, g.batchStepsB, g.strideB),
-                   lastC = lastOffset(g, g.batchStepsC, g.strideC);
-    if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, lastA, what + " A") ||
-        !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, lastB, what + " B") ||
-        !checkMatrix(g.d, g.cdType, g.m, g.n, g.ldc, lastC, what + " D"))
+    if (!checkOperand(g, GemmOperand::A, g.a, what + " A") || !checkOperand(g, GemmOperand::B, g.b, what + " B") ||
+        !checkOperand(g, GemmOperand::D, g.d, what + " D"))
       return;
-    if (g.beta != 0.f && !checkMatrix(g.c, g.cdType, g.m, g.n, g.ldc, lastC, what + " C")) return;
+    if (g.beta != 0.f && !checkOperand(g, GemmOperand::C, g.c, what + " C")) return;
     if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias")) return;
     if (g.fp8() && (!checkBuffer(g.scaleA, uint64_t(g.m) * 4, what + " scale_a") ||
                     !checkBuffer(g.scaleB, uint64_t(g.n) * 4, what + " scale_b")))

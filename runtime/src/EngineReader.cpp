@@ -484,6 +484,10 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
     return malformed("memory.weights_bytes is " + std::to_string(weightsBytes) + " but the WEIGHTS section has " + std::to_string(ws.size) + " bytes");
   std::vector<bool> used(sectionCount, false);
   used[size_t(metadataIndex)] = used[size_t(weightsIndex)] = true;
+  // Each image section belongs to one module: the modules' copies then add up to at most the
+  // file's size (thousands of modules naming one large section would otherwise allocate
+  // gigabytes from a small file).
+  std::vector<int64_t> usedBy(sectionCount, -1);
   out.modules.resize(moduleSections.size());
   for (size_t i = 0; i < moduleSections.size(); ++i) {
     const std::pair<int64_t, SectionKind> refs[2] = {{moduleSections[i].first, SectionKind::Cubin}, {moduleSections[i].second, SectionKind::Ptx}};
@@ -495,7 +499,11 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
       const Section& s = sections[size_t(index)];
       if (s.kind != uint32_t(kind))
         return malformed("metadata: " + what + ": section " + std::to_string(index) + " is " + kindName(s.kind) + ", not " + kindName(uint32_t(kind)));
+      if (usedBy[size_t(index)] >= 0)
+        return malformed("metadata: " + what + ": section " + std::to_string(index) + " is already the image of module " +
+                         std::to_string(usedBy[size_t(index)]));
       used[size_t(index)] = true;
+      usedBy[size_t(index)] = int64_t(i);
       const uint8_t* p = data + s.offset;
       if (kind == SectionKind::Cubin) out.modules[i].cubin.assign(p, p + s.size);
       else out.modules[i].ptx.assign(reinterpret_cast<const char*>(p), size_t(s.size));
