@@ -19,6 +19,8 @@
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/ops/Conv.h"
 #include "compiler/ops/Resize.h"
+#include "compiler/quant/Calibration.h"
+#include "compiler/support/Files.h"
 #include "compiler/knobs/Knob.h"
 #include "passes/ElementwiseUse.h"
 #include "passes/FuseAttention.h"
@@ -1300,8 +1302,11 @@ BuildResult Lowering::run() {
   }
   desc_.environment["nvrtc"] = nvrtcVersionString();
   if (!opts_.quant.calib.empty()) {  // what the int8/fp8 scales came from
-    std::ifstream in(opts_.quant.calib, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text, error;
+    if (!support::readFile(opts_.quant.calib, text, error, "calibration file", quant::kMaxCalibrationBytes)) {
+      result.error = error;
+      return result;
+    }
     desc_.environment["calibration"] = rt::fnv1a64Hex(text.data(), text.size());
     if (!opts_.quant.keepFloat.empty()) desc_.environment["keep_float"] = opts_.quant.keepFloat;
   }

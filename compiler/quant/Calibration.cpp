@@ -1,5 +1,7 @@
 #include "compiler/quant/Calibration.h"
 
+#include "compiler/support/Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -148,14 +150,27 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
     out.kilnVersion = j.at("kiln").get<std::string>();
     out.modelHash = j.at("model_hash").get<std::string>();
     out.method = j.at("method").get<std::string>();
+    Method method;
+    if (!parseMethod(out.method, method)) {
+      error = "unknown method '" + out.method + "'";
+      return false;
+    }
     out.percentile = j.value("percentile", 0.0);
+    if (method == Method::Percentile && !(out.percentile > 0 && out.percentile <= 100)) {
+      error = "percentile " + std::to_string(out.percentile) + " is not in (0, 100]";
+      return false;
+    }
     out.batches = j.at("batches").get<int64_t>();
+    if (out.batches < 0) {
+      error = "negative batch count";
+      return false;
+    }
     out.ranges.clear();
     for (const auto &item : j.at("ranges").items()) {
       const nlohmann::json &v = item.value();
       TensorRange r{v.at("min").get<double>(), v.at("max").get<double>(), v.at("amax").get<double>()};
-      if (!(r.amax >= 0) || !std::isfinite(r.amax)) {
-        error = "range '" + item.key() + "' has an invalid amax";
+      if (!(r.amax >= 0) || !std::isfinite(r.amax) || !std::isfinite(r.min) || !std::isfinite(r.max) || r.min > r.max) {
+        error = "range '" + item.key() + "' has an invalid amax, min or max";
         return false;
       }
       out.ranges[item.key()] = r;
@@ -168,14 +183,9 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
 }
 
 bool readCalibration(const std::string &path, CalibrationTable &out, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot read calibration file '" + path + "'";
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (!fromJson(ss.str(), out, error)) {
+  std::string text;
+  if (!support::readFile(path, text, error, "calibration file", kMaxCalibrationBytes)) return false;
+  if (!fromJson(text, out, error)) {
     error = path + ": " + error;
     return false;
   }
