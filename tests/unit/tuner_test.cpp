@@ -49,9 +49,49 @@ TEST(RouteExpression, DimensionsAndPlans) {
   // (their fp16 is what they inherit).
   EXPECT_EQ(fast.size(), 1u + 1 + 8 + 2);
   EXPECT_EQ(fast.back().canonical(), "node.fc2.precision=fp32;precision=fp16");
-  EXPECT_EQ(s.fullCount(), 2.0 * 256 * 4);
+  EXPECT_EQ(s.fullCount(), 2u * 256 * 4);
   EXPECT_EQ(s.full().size(), 2048u);
   EXPECT_EQ(s.combinations({0, 1}).size(), 4u);
+}
+
+// A full search of 30 products' precision knobs has 5^30 candidates: counted with saturation (it was
+// printed as -9223372036854775808), never built; combinations stop at their limit, in the order
+// the search visits them (first dimension slowest).
+TEST(RouteExpression, HugeSpacesAreCountedNotBuilt) {
+  std::vector<knobs::NodeRef> nodes;
+  for (int i = 0; i < 30; ++i) nodes.push_back({"mm" + std::to_string(i), "MatMul"});
+  SearchSpace s;
+  std::string err;
+  ASSERT_TRUE(parseSpace("node\\..*\\.precision=.*", nodes, s, err)) << err;
+  ASSERT_EQ(s.dims.size(), 30u);
+  EXPECT_EQ(s.fullCount(), UINT64_MAX);
+  EXPECT_GT(s.fullCountApprox(), 1e20);
+  std::vector<knobs::Route> first = s.full(3);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(s.combinationCount({0, 1}), s.dims[0].values.size() * s.dims[1].values.size());
+  std::vector<knobs::Route> two = s.combinations({0, 1});
+  ASSERT_EQ(two.size(), s.combinationCount({0, 1}));
+  ASSERT_EQ(s.dims[0].values[0], "fp32");  // (the default: canonical routes omit it)
+  EXPECT_EQ(two[1].canonical(), "node.mm1.precision=" + s.dims[1].values[1]);
+  EXPECT_EQ(two[s.dims[1].values.size()].canonical(), "node.mm0.precision=" + s.dims[0].values[1]);
+}
+
+// Patterns are matched in linear time: a catastrophic one finishes at once, a node name longer
+// than the matching limit is an error naming the term.
+TEST(RouteExpression, PatternsCannotHangOrOverflow) {
+  SearchSpace s;
+  std::string err;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(parseSpace("(.*a){12}b=.*", {{std::string(40, 'a'), "MatMul"}}, s, err));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_NE(err.find("'(.*a){12}b=.*' matches no knob"), std::string::npos) << err;
+  SearchSpace s2;
+  EXPECT_FALSE(parseSpace("node\\..*=.*", {{std::string(100000, 'n'), "MatMul"}}, s2, err));
+  EXPECT_NE(err.find("a name of 100015 bytes is longer than the 4096"), std::string::npos) << err;
+  SearchSpace s3;
+  EXPECT_FALSE(parseSpace(std::string(50000, '(') + "x" + std::string(50000, ')') + "=.*", {}, s3, err));
+  EXPECT_NE(err.find("is longer than the limit of 4096"), std::string::npos) << err;
+  EXPECT_LT(err.size(), 300u);  // the term is quoted by its start
 }
 
 TEST(RouteExpression, ErrorsNameTheTerm) {
@@ -184,6 +224,74 @@ TEST(Cache, RefusesNewerSchemasAndOtherFiles) {
   std::ofstream(junk) << "this is not a database, just some text that is long enough to be a header........";
   EXPECT_FALSE(Cache::open(junk, err));
   EXPECT_FALSE(err.empty());
+}
+
+// Reading a cache never creates one: list/show/export and merge's source open read-only and
+// need the file; merge's target must exist too.
+TEST(Cache, ReadingNeverCreates) {
+  std::string path = tempPath("absent.db"), err;
+  EXPECT_FALSE(Cache::open(path, err, Cache::Open::ReadOnly));
+  EXPECT_NE(err.find("cannot open cache '" + path + "': no such file"), std::string::npos) << err;
+  EXPECT_FALSE(Cache::open(path, err, Cache::Open::Existing));
+  EXPECT_FALSE(std::ifstream(path).good());
+  std::string target = tempPath("target.db");
+  auto c = Cache::open(target, err);
+  ASSERT_TRUE(c) << err;
+  int64_t added = 0;
+  EXPECT_FALSE(c->merge(path, added, err));
+  EXPECT_NE(err.find("no such file"), std::string::npos) << err;
+  EXPECT_FALSE(std::ifstream(path).good());
+  // A folder is not a cache.
+  EXPECT_FALSE(Cache::open(testing::TempDir(), err, Cache::Open::Create));
+  EXPECT_NE(err.find("it is a directory"), std::string::npos) << err;
+}
+
+// Without $HOME and $XDG_DATA_HOME there is no default cache: never one under /tmp.
+TEST(Cache, NoDefaultWithoutAHome) {
+  std::string home = getenv("HOME") ? getenv("HOME") : "", xdg = getenv("XDG_DATA_HOME") ? getenv("XDG_DATA_HOME") : "";
+  unsetenv("HOME");
+  setenv("XDG_DATA_HOME", "relative/dir", 1);  // (not absolute: ignored, as the XDG spec says)
+  std::string err;
+  EXPECT_EQ(defaultCachePath(err), "");
+  EXPECT_NE(err.find("no cache folder"), std::string::npos) << err;
+  EXPECT_NE(err.find("--cache"), std::string::npos) << err;
+  setenv("HOME", "/home/someone", 1);
+  EXPECT_EQ(defaultCachePath(err), "/home/someone/.local/share/kiln/tune-cache.db");
+  if (!home.empty()) setenv("HOME", home.c_str(), 1);
+  else unsetenv("HOME");
+  if (!xdg.empty()) setenv("XDG_DATA_HOME", xdg.c_str(), 1);
+  else unsetenv("XDG_DATA_HOME");
+}
+
+// Two processes importing into one fresh cache at the same moment (`kiln cache import` twice):
+// every row of both is there, each import one transaction, in every round.
+TEST(Cache, ConcurrentImportsIntoAFreshCache) {
+  for (int round = 0; round < 10; ++round) {
+    std::string path = tempPath("fresh" + std::to_string(round) + ".db");
+    pid_t kids[2];
+    for (int w = 0; w < 2; ++w) {
+      kids[w] = fork();
+      if (kids[w] == 0) {
+        std::vector<CacheRow> rows;
+        for (int i = 0; i < 50; ++i)
+          rows.push_back({{"m", "", "r" + std::to_string(w) + "_" + std::to_string(i), "env"}, {"ok", "", double(i)}});
+        std::string e;
+        auto c = Cache::open(path, e);
+        _exit(c && c->storeAll(rows, e) ? 0 : 1);
+      }
+    }
+    for (pid_t p : kids) {
+      int status = 0;
+      waitpid(p, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
+    }
+    std::string err;
+    auto c = Cache::open(path, err, Cache::Open::ReadOnly);
+    ASSERT_TRUE(c) << err;
+    std::vector<CacheRow> rows;
+    ASSERT_TRUE(c->rows(rows, err));
+    EXPECT_EQ(rows.size(), 100u) << "round " << round;
+  }
 }
 
 // Two processes writing one file at once: every row of both is there.

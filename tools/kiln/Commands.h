@@ -26,7 +26,10 @@ Runner addEvalCommand(CLI::App &app);
 struct ModelOptions {
   std::string model;
   std::string shapes;  // "x:1x3x224x224,..."
+  bool allowExternalOutside = false;
   void add(CLI::App &cmd);
+  // Adds --allow-external-outside alone (for commands that name the model differently).
+  void addExternalFlag(CLI::App &cmd);
 };
 
 }  // namespace kiln::cli

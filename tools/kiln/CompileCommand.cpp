@@ -4,6 +4,8 @@
 #include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 #include "tuner/TensorFiles.h"
@@ -19,30 +21,6 @@
 #include <unistd.h>
 
 namespace kiln::cli {
-
-// Writes the whole file under a temporary name, then renames: a reader never sees a partial engine.
-static bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes, std::string &err) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      err = "cannot write '" + tmp + "'";
-      return false;
-    }
-    f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) {
-      err = "cannot write '" + tmp + "'";
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = "cannot rename '" + tmp + "' to '" + path + "'";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
 
 // The arrays of an .npz as tensors for ImportOptions::constantInputs (the importer checks names,
 // dtypes and ranks against the graph's inputs).
@@ -94,6 +72,12 @@ Runner addCompileCommand(CLI::App &app) {
     auto t0 = std::chrono::steady_clock::now();
     codegen::BuildOptions bo;
     std::string err;
+    // Checked before the build too, so a bad -o fails at once rather than after minutes.
+    const std::vector<std::string> inputs = {opts->model, *calib, *constantInputs};
+    if (auto why = support::checkOutputPath(*out, inputs); !why.empty()) {
+      std::cerr << "kiln: error: -o: " << why << "\n";
+      return 2;
+    }
     if (!parseRoute(*routeText, *precision, bo.route, err) ||
         !checkQuantOptions(bo.route, *calib, *keepFloat, opts->model, err)) {
       std::cerr << "kiln: error: " << err << "\n";
@@ -106,7 +90,7 @@ Runner addCompileCommand(CLI::App &app) {
     bo.jobs = *jobs;
     if (!*json) bo.progress = codegen::terminalProgress();
     ImportOptions io;
-    if (auto e = parseShapeOverrides(opts->shapes, io.shapes); !e.empty()) {
+    if (std::string e; !importOptions(*opts, io, e)) {
       std::cerr << "kiln: error: " << e << "\n";
       return 2;
     }
@@ -123,8 +107,8 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     const codegen::BuildResult &r = m.engine;
-    if (!writeFileAtomically(*out, r.engine, err)) {
-      std::cerr << "kiln: error: " << err << "\n";
+    if (!support::writeFileAtomically(*out, r.engine.data(), r.engine.size(), err, inputs)) {
+      std::cerr << "kiln: error: -o: " << err << "\n";
       return 2;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -134,11 +118,12 @@ Runner addCompileCommand(CLI::App &app) {
                           {"launches", s.launches}, {"kernels", s.uniqueKernels}, {"cache_hits", s.cacheHits},
                           {"compiled", s.compiled}, {"arena_bytes", s.arenaBytes}, {"weights_bytes", s.weightsBytes},
                           {"compile_seconds", s.compileSeconds}, {"total_seconds", secs}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
     } else {
       std::printf("wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
                   "arena %s, weights %s, %.1f s in all\n",
-                  out->c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), bo.route.canonical().c_str(), s.launches, s.uniqueKernels,
+                  support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), support::printableLine(bo.route.canonical()).c_str(),
+                  s.launches, s.uniqueKernels,
                   s.cacheHits, s.compiled, s.compileSeconds, humanBytes(s.arenaBytes).c_str(),
                   humanBytes(s.weightsBytes).c_str(), secs);
     }

@@ -1,4 +1,5 @@
 #include "tools/kiln/Evaluate.h"
+#include "tools/kiln/ModelLoading.h"
 
 #include "compiler/ir/TensorConversion.h"
 
@@ -11,7 +12,7 @@ mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContex
                                       const std::function<void(mlir::OpPassManager &)> &pipeline,
                                       codegen::ModelBuild &lowered) {
   ImportOptions io;
-  if (auto e = parseShapeOverrides(opts.shapes, io.shapes); !e.empty()) {
+  if (std::string e; !importOptions(opts, io, e)) {
     std::cerr << "kiln: error: " << e << "\n";
     return nullptr;
   }

@@ -34,7 +34,7 @@ Runner addImportCommand(CLI::App &app) {
       knobs::Route r;
       std::string err;
       ImportOptions io;
-      if (!parseRoute(*route, "", r, err) || !(err = parseShapeOverrides(opts->shapes, io.shapes)).empty()) {
+      if (!parseRoute(*route, "", r, err) || !importOptions(*opts, io, err)) {
         std::cerr << "kiln: error: " << err << "\n";
         return 2;
       }

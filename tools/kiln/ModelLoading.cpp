@@ -1,11 +1,14 @@
 #include "tools/kiln/ModelLoading.h"
 
 #include "compiler/quant/Calibration.h"
+#include "compiler/support/Files.h"
 #include "passes/Passes.h"
 #include "runtime/src/EngineFormat.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -18,12 +21,25 @@ void ModelOptions::add(CLI::App &cmd) {
   cmd.add_option("model", model, "ONNX model (.onnx, or text format .onnxtxt)")->required();
   cmd.add_option("--shapes", shapes,
                  "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's)");
+  addExternalFlag(cmd);
+}
+
+void ModelOptions::addExternalFlag(CLI::App &cmd) {
+  cmd.add_flag("--allow-external-outside", allowExternalOutside,
+               "Read external data outside the model's folder too (absolute locations, '..', symbolic links "
+               "leading out)");
+}
+
+bool importOptions(const ModelOptions &opts, ImportOptions &io, std::string &error) {
+  io.allowExternalOutside = opts.allowExternalOutside;
+  error = parseShapeOverrides(opts.shapes, io.shapes);
+  return error.empty();
 }
 
 LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cleanup) {
   LoadedModel m;
   ImportOptions io;
-  if (auto err = parseShapeOverrides(opts.shapes, io.shapes); !err.empty()) {
+  if (std::string err; !importOptions(opts, io, err)) {
     std::cerr << "kiln: error: " << err << "\n";
     m.import.error = err;
     return m;
@@ -69,6 +85,8 @@ bool parseRoute(const std::string &route, const std::string &precision, knobs::R
   return true;
 }
 
+std::string jsonText(const nlohmann::json &j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 std::string humanBytes(int64_t b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(b);
@@ -90,9 +108,9 @@ std::string humanCount(double v) {
 
 // The model file's hash, as calibration files record it ("" when unreadable).
 std::string modelFileHash(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  std::string error;
+  if (!support::readFile(path, bytes, error)) return "";
   return rt::fnv1a64Hex(bytes.data(), bytes.size());
 }
 
