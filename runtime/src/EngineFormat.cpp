@@ -153,6 +153,11 @@ const char* spaceName(BufferRef::Space s) {
   return "?";
 }
 
+// A name from the metadata as messages quote it: at most 80 bytes. Messages are built for every
+// launch and argument checked, so quoting a name whole made a file with one 16 MB node name and
+// a thousand arguments copy gigabytes (kiln_engine_load seemed to hang).
+std::string clip(const std::string& name) { return name.size() <= 80 ? name : name.substr(0, 77) + "..."; }
+
 class Checker {
  public:
   Checker(const EngineDesc& d, uint64_t weightsBytes) : d_(d), weightsBytes_(weightsBytes) {}
@@ -188,7 +193,7 @@ class Checker {
     std::set<std::string> names;
     for (size_t i = 0; i < d_.io.size() && error_.empty(); ++i) {
       const IoTensor& t = d_.io[i];
-      std::string what = "io[" + std::to_string(i) + "] '" + t.name + "'";
+      std::string what = "io[" + std::to_string(i) + "] '" + clip(t.name) + "'";
       if (t.name.empty()) return fail("io[" + std::to_string(i) + "] has an empty name");
       if (t.name.find('\0') != std::string::npos) return fail(what + ": name contains a NUL byte");
       if (!names.insert(t.name).second) return fail(what + ": duplicate I/O tensor name");
@@ -211,7 +216,7 @@ class Checker {
       const KernelDesc& k = d_.kernels[i];
       std::string what = "kernel " + std::to_string(i);
       if (k.module < 0 || size_t(k.module) >= d_.modules.size())
-        return fail(what + " ('" + k.entry + "'): module index " + std::to_string(k.module) + " out of range (" +
+        return fail(what + " ('" + clip(k.entry) + "'): module index " + std::to_string(k.module) + " out of range (" +
                     std::to_string(d_.modules.size()) + " modules)");
       if (k.entry.empty() || k.entry.find('\0') != std::string::npos) return fail(what + ": bad entry name");
     }
@@ -228,7 +233,7 @@ class Checker {
 
   std::string spaceText(const BufferRef& b) const {
     if (b.space != BufferRef::Space::Io) return std::string("the ") + spaceName(b.space);
-    return "I/O tensor " + std::to_string(b.io) + " '" + d_.io[size_t(b.io)].name + "'";
+    return "I/O tensor " + std::to_string(b.io) + " '" + clip(d_.io[size_t(b.io)].name) + "'";
   }
 
   // A buffer must name an existing space and [offset, offset + extent) must lie inside it. For a
@@ -253,13 +258,13 @@ class Checker {
   void checkLaunch(size_t i) {
     const Launch& l = d_.launches[i];
     std::string what = "launch " + std::to_string(i);
-    if (!l.node.empty()) what += " (node '" + l.node + "')";
+    if (!l.node.empty()) what += " (node '" + clip(l.node) + "')";
     if (l.kind == Launch::Kind::Copy) {
       if (l.bytes == 0) return fail(what + ": copy of 0 bytes");
       if (!checkBuffer(l.src, l.bytes, what + ": copy source") || !checkBuffer(l.dst, l.bytes, what + ": copy destination")) return;
       if (l.dst.space == BufferRef::Space::Weights) return fail(what + ": copy into the weights, which are read-only");
       if (l.dst.space == BufferRef::Space::Io && d_.io[size_t(l.dst.io)].isInput)
-        return fail(what + ": copy into input '" + d_.io[size_t(l.dst.io)].name + "', which is read-only");
+        return fail(what + ": copy into input '" + clip(d_.io[size_t(l.dst.io)].name) + "', which is read-only");
       bool sameSpace = l.src.space == l.dst.space && (l.src.space != BufferRef::Space::Io || l.src.io == l.dst.io);
       if (sameSpace && l.src.offset < l.dst.offset + l.bytes && l.dst.offset < l.src.offset + l.bytes)
         return fail(what + ": copy source and destination overlap");
@@ -268,7 +273,7 @@ class Checker {
     if (l.kind == Launch::Kind::Gemm) return checkGemm(l.gemm, what + ": gemm");
     if (l.kernel < 0 || size_t(l.kernel) >= d_.kernels.size())
       return fail(what + ": kernel index " + std::to_string(l.kernel) + " out of range (" + std::to_string(d_.kernels.size()) + " kernels)");
-    what += " of kernel '" + d_.kernels[size_t(l.kernel)].entry + "'";
+    what += " of kernel '" + clip(d_.kernels[size_t(l.kernel)].entry) + "'";
     // CUDA's limits: grid x < 2^31, y and z < 2^16; at most 1024 threads a block.
     if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 || l.grid[0] > 0x7fffffffu || l.grid[1] > 65535 || l.grid[2] > 65535)
       return fail(what + ": grid " + dims(l.grid) + " is outside CUDA's limits");
@@ -334,7 +339,7 @@ class Checker {
       return;
     if (g.d.space == BufferRef::Space::Weights) return fail(what + ": D in the weights, which are read-only");
     if (g.d.space == BufferRef::Space::Io && d_.io[size_t(g.d.io)].isInput)
-      return fail(what + ": D in input '" + d_.io[size_t(g.d.io)].name + "', which is read-only");
+      return fail(what + ": D in input '" + clip(d_.io[size_t(g.d.io)].name) + "', which is read-only");
   }
 
   static std::string dims(const uint32_t v[3]) {

@@ -276,6 +276,37 @@ class Decoder {
   }
 };
 
+// A SAX pass that only counts nesting depth (and keeps the first syntax error).
+struct DepthCheck {
+  int depth = 0;
+  bool tooDeep = false;
+  std::string error;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool key(std::string&) { return true; }
+  bool start_object(std::size_t) { return enter(); }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return enter(); }
+  bool end_array() { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
+    std::string w = e.what();
+    size_t p = w.find("] ");
+    error = p == std::string::npos ? w : w.substr(p + 2);
+    return false;
+  }
+  bool enter() {
+    if (++depth <= kMaxMetadataDepth) return true;
+    tooDeep = true;
+    return false;
+  }
+};
+
 // Decodes the metadata object into `d`; module section indices go to `moduleSections` (pairs of
 // cubin, ptx; -1 for none) because their blobs are resolved against the section table later.
 bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t, int64_t>>& moduleSections,
@@ -455,17 +486,15 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   json meta;
   try {
     // The metadata schema nests 5 levels deep; refusing deeper input bounds the parser's memory
-    // to a small multiple of the section's size.
-    struct TooDeep {};
-    auto limitDepth = [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxMetadataDepth) throw TooDeep{};
-      return true;
-    };
-    try {
-      meta = json::parse(data + ms.offset, data + ms.offset + ms.size, limitDepth);
-    } catch (const TooDeep&) {
-      return malformed("metadata is nested more than " + std::to_string(kMaxMetadataDepth) + " levels deep");
+    // to a small multiple of the section's size. The depth is checked by a SAX pass first: a
+    // parse callback would do it too, but nlohmann's callback parser scans the enclosing array at
+    // the end of every element (quadratic: a million empty objects hung kiln_engine_load).
+    DepthCheck depth;
+    if (!json::sax_parse(data + ms.offset, data + ms.offset + ms.size, &depth)) {
+      if (depth.tooDeep) return malformed("metadata is nested more than " + std::to_string(kMaxMetadataDepth) + " levels deep");
+      return malformed("metadata is not valid JSON: " + depth.error);
     }
+    meta = json::parse(data + ms.offset, data + ms.offset + ms.size);
   } catch (const json::exception& e) {
     // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
     std::string w = e.what();

@@ -266,6 +266,17 @@ def make_engines(out):
     meta_text = json.dumps(base_meta(), sort_keys=True).replace('"route": ""', '"route": ' + deep).encode()
     with open(os.path.join(d, "deep_json.kiln"), "wb") as f:
         f.write(pack_engine_raw(meta_text, [(3, PTX), weights]))
+    # 50,000 launches of one kernel whose entry name has 4 MB: the checker quoted the name in a
+    # message built for every launch (200 GB of copying: kiln_engine_load hung).
+    launch = {"kernel": 0, "grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 0, "node": "",
+              "args": [{"space": "arena", "offset": 0}]}
+    write("long_entry.kiln", base_meta(kernels=[{"module": 0, "entry": "e" * (4 << 20), "node": "/k"}],
+                                       launches=[launch] * 50000))
+    # A million empty objects under a key the reader ignores: the depth-limited callback parser was
+    # quadratic in them (kiln_engine_load hung).
+    text = json.dumps(base_meta(), sort_keys=True)[:-1] + ', "padding": [' + ",".join(["{}"] * 1000000) + "]}"
+    with open(os.path.join(d, "many_objects.kiln"), "wb") as f:
+        f.write(pack_engine_raw(text.encode(), [(3, PTX), weights]))
     esc = base_meta(route="precision=fp16\x1b]0;pwned\x07\x1b[2J", environment={"builder": "\x1b[31mred\x1b[0m"})
     esc["io"][0]["name"] = "x\x1b[1Ab"
     write("escapes.kiln", esc)

@@ -145,6 +145,8 @@ expect crash tune_config_deep 2 "--config: .*deep.yaml" -- tune "$M" --dry-run -
 expect crash calib_deep 2 "deep.calib" -- compile "$M" --precision int8 --calib "$C/files/deep.calib" -o "$tmp/x.kiln"
 expect crash engine_modules_alias 2 "modules_alias.kiln: metadata: modules\[1\].cubin: section 1 is already the image of module 0" -- inspect "$E/modules_alias.kiln"
 expect crash engine_extent_wrap 2 "extent_wrap.kiln: launch 0 \(node '/wrap'\): gemm A: extent of 1073741826 products overflows 64 bits" -- inspect "$E/extent_wrap.kiln"
+KILN_CASE_TIMEOUT=20 expect crash engine_long_entry 0 "^engine: " -- inspect "$E/long_entry.kiln"
+KILN_CASE_TIMEOUT=20 expect crash engine_many_objects 0 "^engine: " -- inspect "$E/many_objects.kiln"
 expect crash engine_deep_json 2 "deep_json.kiln: metadata is nested more than 16 levels deep" -- inspect "$E/deep_json.kiln"
 expect crash engine_valid 0 "^engine: " -- inspect "$E/valid.kiln"
 expect crash nested_if_5000 2 "nested_if.onnxtxt.*not a valid text-format ONNX model .*(too deep|recursion)" -- plan "$C/models/nested_if.onnxtxt"

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -612,6 +613,43 @@ TEST(EngineFormat, GemmExtentsThatWrapAreRefused) {
   EXPECT_NE(checkEngineDesc(d).find("gemm A: extent of 1073741826 products overflows 64 bits"), std::string::npos)
       << checkEngineDesc(d);
   EXPECT_REJECTED(writeEngine(d), KILN_ERROR_FORMAT, "overflows 64 bits");
+}
+
+// Messages quote names clipped: 20,000 launches of a kernel whose entry name has 1 MB made the
+// checker copy that name once per launch, and a launch's node name was copied once per argument
+// (tens of GB: kiln_engine_load seemed to hang).
+TEST(EngineFormat, LongNamesCostLinearTime) {
+  EngineDesc d = test::makeAxpbEngine(16);
+  d.kernels[0].entry = std::string(1 << 20, 'e');
+  Launch& l = d.launches[0];
+  l.node = std::string(4 << 20, 'n');
+  while (l.args.size() < 1000) l.args.push_back(LaunchArg::buf({BufferRef::Space::Arena, 0, -1}));
+  Launch small = l;
+  small.node.clear();
+  small.args.resize(1);
+  d.launches.insert(d.launches.end(), 20000, small);
+  std::vector<uint8_t> bytes = writeEngine(d);
+  auto t0 = std::chrono::steady_clock::now();
+  LoadResult r = load(bytes);
+  EXPECT_EQ(r.status, KILN_OK) << r.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  d.launches[0].args.back().buffer.offset = d.arenaBytes + 64;  // and a failure quotes it clipped
+  std::string problem = checkEngineDesc(d);
+  EXPECT_NE(problem.find("(node 'nnn"), std::string::npos) << problem.substr(0, 200);
+  EXPECT_LT(problem.size(), 400u);
+}
+
+// Metadata of many small objects parses in linear time: nlohmann's callback parser (the old depth
+// limit) rescanned the enclosing array at the end of every element — a million empty objects hung
+// kiln_engine_load. Unknown keys are ignored, so this loads.
+TEST(EngineFormat, ManySmallObjectsParseInLinearTime) {
+  std::vector<uint8_t> bytes = withMetadata([](json& m) { m["padding"] = json(std::vector<json>(200000, json::object())); });
+  auto t0 = std::chrono::steady_clock::now();
+  LoadResult r = load(bytes);
+  EXPECT_EQ(r.status, KILN_OK) << r.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_REJECTED(withMetadata([](json& m) { m["deep"] = json::parse(std::string(20, '[') + std::string(20, ']')); }),
+                  KILN_ERROR_FORMAT, "metadata is nested more than 16 levels deep");
 }
 
 // With no driver library the context fails cleanly. (The driver is loaded once per process, so

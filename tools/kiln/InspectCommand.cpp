@@ -78,8 +78,11 @@ Runner addInspectCommand(CLI::App &app) {
       std::cout << jsonText(j) << "\n";
       return 0;
     }
-    // Every string of the metadata comes from the file: shown with control characters escaped.
+    // Every string of the metadata comes from the file: shown with control characters escaped,
+    // and in the per-launch rows at most 120 bytes of it (a 4 MB kernel name on each of 50,000
+    // rows would be 200 GB of output).
     auto text = [](const std::string &s) { return support::printableLine(s); };
+    auto cell = [&](const std::string &s) { return text(s.size() <= 120 ? s : s.substr(0, 117) + "..."); };
     std::printf("engine:   %s (%s)\nkiln:     %s\ntarget:   %s\nroute:    %s\n", text(*path).c_str(),
                 humanBytes(bytes.size()).c_str(), text(d.kilnVersion).c_str(), text(d.arch).c_str(),
                 d.route.empty() ? "(default)" : text(d.route).c_str());
@@ -96,7 +99,7 @@ Runner addInspectCommand(CLI::App &app) {
     int i = 0;
     for (auto &l : d.launches) {
       if (l.kind == rt::Launch::Kind::Copy) {
-        std::printf("%-5d %-32s %-9s copy %llu bytes\n", i++, text(l.node).c_str(), "", static_cast<unsigned long long>(l.bytes));
+        std::printf("%-5d %-32s %-9s copy %llu bytes\n", i++, cell(l.node).c_str(), "", static_cast<unsigned long long>(l.bytes));
         continue;
       }
       if (l.kind == rt::Launch::Kind::Gemm) {
@@ -104,13 +107,13 @@ Runner addInspectCommand(CLI::App &app) {
         std::string batch = std::to_string(g.batch);
         if (g.pointerBatch()) batch += " (address arrays, " + shapeText(g.batchDims) + ")";
         std::printf("%-5d %-32s %-9s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %s epilogue %d\n", i++,
-                    text(l.node).c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k,
+                    cell(l.node).c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k,
                     batch.c_str(), g.epilogue);
         continue;
       }
       const auto &k = d.kernels[l.kernel];
-      std::printf("%-5d %-32s %-9s %s grid %ux%ux%u block %u\n", i++, text(l.node).c_str(), text(productPrecision(d, l)).c_str(),
-                  text(k.entry).c_str(), l.grid[0],
+      std::printf("%-5d %-32s %-9s %s grid %ux%ux%u block %u\n", i++, cell(l.node).c_str(), text(productPrecision(d, l)).c_str(),
+                  cell(k.entry).c_str(), l.grid[0],
                   l.grid[1], l.grid[2], l.block[0] * l.block[1] * l.block[2]);
     }
     return 0;
