@@ -111,7 +111,7 @@ TEST(MemoryPlan, ManyBuffersAliveAtOnceAreCheap) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(p.arenaBytes, n * kiln::kArenaAlignment);
   EXPECT_EQ(p.offsets[n - 1], (n - 1) * kiln::kArenaAlignment);
-  EXPECT_LT(secs, 5.0);
+  EXPECT_LT(secs, 30.0);  // (about 1 s; 10 s under ASan; the quadratic planner took ~100 s)
 }
 
 }  // namespace
