@@ -78,27 +78,41 @@ expect external ext_allow_outside 0 "^output " -- eval "$C/ext_link_relative/mod
 expect external ext_allow_fifo 2 "external data 'w.bin' is a FIFO, not a regular file" -- plan "$C/ext_fifo/model.onnx" --allow-external-outside
 
 # ---- B. Outputs never clobber inputs or devices ------------------------------------------------
-# On a copy (hard link, symbolic link and FIFO included): a kiln that clobbers must not break the
-# cases after it.
-cp -a "$C/outputs" "$tmp/o"
+# Each case on a fresh copy (hard link, symbolic link and FIFO included): a kiln that clobbers
+# must not break the cases after it.
 O=$tmp/o
-before=$(sha256sum <"$O/mlp.onnxtxt")
+fresh() { rm -rf "$O" && cp -a "$C/outputs" "$O"; }
+before=$(sha256sum <"$C/outputs/mlp.onnxtxt")
+fresh
 expect outputs compile_onto_model 2 "-o: will not write '.*mlp.onnxtxt': it is the input '.*mlp.onnxtxt' of this command" -- compile "$O/mlp.onnxtxt" -o "$O/mlp.onnxtxt"
+fresh
 expect outputs compile_onto_hardlink 2 "-o: will not write '.*hardlink.onnxtxt': it is the input '.*mlp.onnxtxt' \(the same file\)" -- compile "$O/mlp.onnxtxt" -o "$O/hardlink.onnxtxt"
+fresh
 expect outputs compile_onto_symlink 2 "-o: will not write '.*symlink.onnxtxt': it is the input" -- compile "$O/mlp.onnxtxt" -o "$O/symlink.onnxtxt"
+fresh
 expect outputs compile_onto_chardev 2 "-o: will not write '/dev/null': it is a character device \(kiln replaces regular files only\)" -- compile "$O/mlp.onnxtxt" -o /dev/null
+fresh
 expect outputs compile_onto_fifo 2 "-o: will not write '.*fifo': it is a FIFO" -- compile "$O/mlp.onnxtxt" -o "$O/fifo"
+fresh
 expect outputs compile_onto_folder 2 "-o: will not write '.*folder': it is a directory" -- compile "$O/mlp.onnxtxt" -o "$O/folder"
+fresh
 expect outputs calibrate_onto_data 2 "-o: will not write '.*x.npz': it is the input" -- calibrate "$O/mlp.onnxtxt" --data "$O/x.npz" -o "$O/x.npz"
+fresh
 expect outputs calibrate_onto_model 2 "-o: will not write '.*mlp.onnxtxt': it is the input" -- calibrate "$O/mlp.onnxtxt" --data "$O/x.npz" -o "$O/mlp.onnxtxt"
+fresh
 expect outputs eval_onto_inputs 2 "--outputs: will not write '.*x.npz': it is the input" -- eval "$O/mlp.onnxtxt" --inputs "$O/x.npz" --outputs "$O/x.npz"
+fresh
 expect outputs run_onto_inputs 2 "--outputs: will not write '.*x.npz': it is the input" -- run "$C/engines/valid.kiln" --inputs "$O/x.npz" --outputs "$O/x.npz"
+fresh
 expect outputs tune_onto_model 2 "-o: will not write '.*mlp.onnxtxt': it is the input" -- tune "$O/mlp.onnxtxt" --route 'precision=.*' --dry-run -o "$O/mlp.onnxtxt"
 run cache import "$C/files/rows.jsonl" --cache "$tmp/c.db"
 expect outputs export_onto_cache 2 "cache export: will not write '.*c.db': it is the input" -- cache export "$tmp/c.db" --cache "$tmp/c.db"
 check outputs export_onto_cache "the cache still holds its rows" bash -c "'$kiln' cache list --cache '$tmp/c.db' | grep -q '50 measurements'"
+fresh
+"$kiln" compile "$O/mlp.onnxtxt" -o "$O/mlp.onnxtxt" >/dev/null 2>&1  # (refused: the model stays)
 check outputs inputs_unchanged "the model is unchanged" bash -c "[ \"\$(sha256sum <'$O/mlp.onnxtxt')\" = '$before' ]"
 check outputs no_temporaries "no temporary file is left" bash -c "! ls '$O' | grep -q tmp"
+fresh
 (ulimit -v 4194304; timeout 60 "$kiln" inspect --json "$C/engines/valid.kiln" >/dev/full 2>"$tmp/err"); rc=$?; first=$(head -n1 "$tmp/err")
 record outputs stdout_full_inspect $([[ $rc -eq 2 && $first == *"No space left on device"* ]] && echo 1 || echo 0)
 (ulimit -v 4194304; timeout 60 "$kiln" plan "$O/mlp.onnxtxt" >/dev/full 2>"$tmp/err"); rc=$?; first=$(head -n1 "$tmp/err")
@@ -192,8 +206,10 @@ check input escapes_error "error messages are escaped" bash -c "! '$kiln' eval '
 expect input cache_import_deep 2 "cache import: .*deep.jsonl: line 1: " -- cache import "$F/deep.jsonl" --cache "$tmp/i.db"
 
 # ---- F. The cache under concurrency ------------------------------------------------------------
+# Two imports into a fresh cache at the same moment: the WAL switch's lock was not waited for, and
+# one import in about 3 of 100 rounds failed ("database is locked").
 lost=0
-for round in 1 2 3 4 5 6 7 8 9 10; do
+for round in $(seq 1 30); do
   db=$tmp/conc$round.db
   "$kiln" cache import "$F/rows.jsonl" --cache "$db" >/dev/null 2>"$tmp/c1" &
   a=$!
@@ -207,7 +223,7 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
     echo "round $round: exits $ra $rb, $n: $(cat "$tmp/c1" "$tmp/c2")"
   fi
 done
-rc=$lost first="$lost of 10 rounds of two concurrent imports lost rows"
+rc=$lost first="$lost of 30 rounds of two concurrent imports lost rows"
 record cache concurrent_imports $([ "$lost" = 0 ] && echo 1 || echo 0)
 
 # ---- G. Cost that grows too fast ---------------------------------------------------------------

@@ -111,7 +111,11 @@ Runner addCalibrateCommand(CLI::App &app) {
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < files.size(); ++i) {
       std::vector<tuner::HostTensor> inputs, outputs;
-      if (!tuner::readTensors(files[i], inputs, error) || !evaluateModel(f, inputs, outputs, error, observe)) {
+      if (!tuner::readTensors(files[i], inputs, error)) {  // (the message names the file)
+        std::cerr << "kiln: error: " << error << "\n";
+        return 2;
+      }
+      if (!evaluateModel(f, inputs, outputs, error, observe)) {
         std::cerr << "kiln: error: " << files[i] << ": " << error << "\n";
         return 2;
       }

@@ -57,7 +57,11 @@ Runner addEvalCommand(CLI::App &app) {
     }, lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;
-    if (!tuner::readTensors(*inputs, in, error) || !evaluateModel(f, in, out, error)) {
+    if (!tuner::readTensors(*inputs, in, error)) {  // (the message names the file)
+      std::cerr << "kiln: error: " << error << "\n";
+      return 2;
+    }
+    if (!evaluateModel(f, in, out, error)) {
       std::cerr << "kiln: error: " << *inputs << ": " << error << "\n";
       return 2;
     }
