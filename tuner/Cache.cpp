@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
+#include <stdexcept>
 #include <sys/stat.h>
 
 namespace kiln::tuner {
@@ -334,6 +335,8 @@ bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std:
       r.m.medianMs = j.value("median_ms", 0.0);
       r.m.p90Ms = j.value("p90_ms", 0.0);
       r.m.minMs = j.value("min_ms", 0.0);
+      // (a float where an integer belongs is an error: converting 1e300 to int64 is undefined)
+      if (j.contains("runs") && !j.at("runs").is_number_integer()) throw std::invalid_argument("'runs' is not an integer");
       r.m.runs = j.value("runs", int64_t(0));
       r.m.metrics = j.value("metrics", "");
       r.m.created = j.value("created", "");

@@ -141,7 +141,17 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
       error = "not a kiln calibration file";
       return false;
     }
-    int version = j.at("version").get<int>();
+    // Integer fields must be JSON integers: converting a float such as 3.3e118 to an integer is
+    // undefined behaviour (found by the calibration fuzzer).
+    auto integer = [&](const char *key, int64_t &out) {
+      const nlohmann::json &v = j.at(key);
+      if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())) out = int64_t(v.get<uint64_t>());
+      else if (v.is_number_integer() && !v.is_number_unsigned()) out = v.get<int64_t>();
+      else return error = std::string("'") + key + "' is not an integer", false;
+      return true;
+    };
+    int64_t version = 0;
+    if (!integer("version", version)) return false;
     if (version != CalibrationTable::kVersion) {
       error = "calibration format version " + std::to_string(version) + " (this kiln reads version " +
               std::to_string(CalibrationTable::kVersion) + ")";
@@ -160,7 +170,7 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
       error = "percentile " + std::to_string(out.percentile) + " is not in (0, 100]";
       return false;
     }
-    out.batches = j.at("batches").get<int64_t>();
+    if (!integer("batches", out.batches)) return false;
     if (out.batches < 0) {
       error = "negative batch count";
       return false;

@@ -51,6 +51,11 @@ TEST(Cache, RoundTripAndEnvironmentMiss) {
   ASSERT_TRUE(rowsFromJsonLines(rowsToJsonLines(rows), back, err)) << err;
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].key.route, "precision=fp16");
+  std::vector<CacheRow> bad;
+  std::string line = rowsToJsonLines(rows);
+  line.replace(line.find("\"runs\":50"), 9, "\"runs\":1e300");
+  EXPECT_FALSE(rowsFromJsonLines(line, bad, err));
+  EXPECT_NE(err.find("line 1: 'runs' is not an integer"), std::string::npos) << err;
   std::string path2 = tempPath("b.db");
   auto c2 = Cache::open(path2, err);
   ASSERT_TRUE(c2->store(other, m, err));
