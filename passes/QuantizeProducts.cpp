@@ -2,12 +2,12 @@
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/quant/Calibration.h"
+#include "compiler/support/Pattern.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 namespace kiln {
 #define GEN_PASS_DEF_QUANTIZEPRODUCTS
@@ -85,19 +85,22 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
       f.emitError(error);
       return signalPassFailure();
     }
-    std::regex keep;
-    try {
-      keep = std::regex(keepFloat.empty() ? std::string("$^") : std::string(keepFloat), std::regex::ECMAScript);
-    } catch (const std::regex_error &e) {
-      f.emitError("keep-float: invalid regular expression '" + keepFloat + "': " + e.what());
+    // Linear-time matching (RE2): node names are the model's, the pattern the user's.
+    support::Pattern keep;
+    if (!keepFloat.empty() && !keep.compile(keepFloat, error)) {
+      f.emitError("keep-float '" + std::string(keepFloat).substr(0, 200) + "': " + error);
       return signalPassFailure();
     }
     int quantized = 0;
     std::vector<std::string> activationProducts, noRange, kept, noKernel;  // node names
     for (auto [op, fmt] : products) {
-      if (!keepFloat.empty() && std::regex_match(nodeName(op), keep)) {
+      if (!keepFloat.empty() && keep.fullMatch(nodeName(op), error)) {
         kept.push_back(nodeName(op));
         continue;
+      }
+      if (!error.empty()) {
+        f.emitError("keep-float: " + error + " (node '" + nodeName(op).substr(0, 60) + "...')");
+        return signalPassFailure();
       }
       Value x = op->getOperand(0), w = op->getOperand(1);
       auto xt = dyn_cast<RankedTensorType>(x.getType());

@@ -1,5 +1,7 @@
 #include "tuner/Cache.h"
 
+#include "compiler/support/Files.h"
+
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
+#include <stdexcept>
 #include <sys/stat.h>
 
 namespace kiln::tuner {
@@ -33,6 +36,9 @@ bool mkdirs(const std::string &dir) {
   return mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST;
 }
 
+// How long any cache operation waits for another process's lock before it fails.
+constexpr int kBusyTimeoutMs = 30000;
+
 const char *kSchema = R"SQL(
 CREATE TABLE IF NOT EXISTS kiln_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS measurements(
@@ -44,11 +50,13 @@ CREATE TABLE IF NOT EXISTS measurements(
 
 }  // namespace
 
-std::string defaultCachePath() {
+std::string defaultCachePath(std::string &error) {
   const char *xdg = std::getenv("XDG_DATA_HOME");
   const char *home = std::getenv("HOME");
-  std::string base = xdg && *xdg ? xdg : std::string(home && *home ? home : "/tmp") + "/.local/share";
-  return base + "/kiln/tune-cache.db";
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/kiln/tune-cache.db";  // (relative: ignored, per XDG)
+  if (home && home[0] == '/') return std::string(home) + "/.local/share/kiln/tune-cache.db";
+  error = "no cache folder: neither XDG_DATA_HOME nor HOME is set to an absolute path; pass --cache FILE";
+  return "";
 }
 
 bool Cache::exec(const char *sql, std::string &error) {
@@ -59,23 +67,61 @@ bool Cache::exec(const char *sql, std::string &error) {
   return false;
 }
 
-std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error) {
+std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, Open mode) {
   std::unique_ptr<Cache> c(new Cache());
   c->path_ = path;
-  size_t slash = path.find_last_of('/');
-  if (slash != std::string::npos && !mkdirs(path.substr(0, slash))) {
-    error = "cannot create the folder of cache '" + path + "'";
+  struct stat st;
+  if (path.empty()) {
+    error = "no cache file given";
     return nullptr;
   }
-  if (sqlite3_open_v2(path.c_str(), &c->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+  if (::stat(path.c_str(), &st) != 0) {
+    if (mode != Open::Create) {
+      error = "cannot open cache '" + path + "': no such file" + (mode == Open::ReadOnly ? "" : " (kiln tune or cache import creates one)");
+      return nullptr;
+    }
+    size_t slash = path.find_last_of('/');
+    if (slash != std::string::npos && slash > 0 && !mkdirs(path.substr(0, slash))) {
+      error = "cannot create the folder of cache '" + path + "'";
+      return nullptr;
+    }
+  } else if (!S_ISREG(st.st_mode)) {
+    error = "cannot open cache '" + path + "': it is " + support::fileKind(path) + ", not a regular file";
+    return nullptr;
+  }
+  int flags = SQLITE_OPEN_FULLMUTEX | (mode == Open::ReadOnly ? SQLITE_OPEN_READONLY
+                                                                : SQLITE_OPEN_READWRITE | (mode == Open::Create ? SQLITE_OPEN_CREATE : 0));
+  if (sqlite3_open_v2(path.c_str(), &c->db_, flags, nullptr) != SQLITE_OK) {
     error = "cannot open cache '" + path + "': " + (c->db_ ? sqlite3_errmsg(c->db_) : "out of memory");
     return nullptr;
   }
   // Other tuners may hold the write lock for a moment: wait rather than fail.
-  sqlite3_busy_timeout(c->db_, 30000);
-  if (!c->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", error)) {
-    error = "cache '" + path + "' cannot be used (" + error + "): is it a SQLite file?";
-    return nullptr;
+  sqlite3_busy_timeout(c->db_, kBusyTimeoutMs);
+  if (mode == Open::ReadOnly) {
+    int version = 0;
+    Stmt s;
+    int rc = sqlite3_prepare_v2(c->db_, "SELECT value FROM kiln_meta WHERE key = 'schema_version'", -1, &s.s, nullptr);
+    if (rc == SQLITE_OK && sqlite3_step(s.s) == SQLITE_ROW) version = std::atoi(text(s.s, 0).c_str());
+    if (version < 1 || version > kSchemaVersion) {
+      error = version > kSchemaVersion ? "cache '" + path + "' has schema version " + std::to_string(version) +
+                                             ", newer than this kiln's " + std::to_string(kSchemaVersion)
+                                       : "cache '" + path + "' is not a kiln cache (" +
+                                             (rc == SQLITE_OK ? "no schema version" : sqlite3_errmsg(c->db_)) + ")";
+      return nullptr;
+    }
+    return c;
+  }
+  // Switching a new file to WAL takes an exclusive lock that SQLite's busy handler does not wait
+  // for when another process opens the same new file at that moment: retry for the same time.
+  std::string e;
+  for (int waited = 0;; waited += 50) {
+    e.clear();
+    if (c->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", e)) break;
+    if (sqlite3_errcode(c->db_) != SQLITE_BUSY || waited >= kBusyTimeoutMs) {
+      error = "cache '" + path + "' cannot be used (" + e + "): is it a SQLite file?";
+      return nullptr;
+    }
+    sqlite3_sleep(50);
   }
   if (!c->exec("BEGIN IMMEDIATE;", error)) return nullptr;
   int version = 0;
@@ -134,19 +180,22 @@ bool Cache::lookup(const CacheKey &key, Measurement &out, std::string &error) {
   return true;
 }
 
-bool Cache::store(const CacheKey &key, const Measurement &m, std::string &error) {
-  Measurement v = m;
+// One row, inside the caller's transaction; `added` tells whether it went in (INSERT OR IGNORE
+// leaves an existing key alone).
+bool Cache::insert(const CacheRow &row, bool replace, bool &added, std::string &error) {
+  Measurement v = row.m;
   if (v.created.empty()) {
     char buf[32];
     std::time_t t = std::time(nullptr);
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
     v.created = buf;
   }
-  if (!exec("BEGIN IMMEDIATE;", error)) return false;
   Stmt s;
-  bool ok = sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s.s, nullptr) == SQLITE_OK;
+  const char *sql = replace ? "INSERT OR REPLACE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"
+                            : "INSERT OR IGNORE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?)";
+  bool ok = sqlite3_prepare_v2(db_, sql, -1, &s.s, nullptr) == SQLITE_OK;
   if (ok) {
-    const std::string *t[] = {&key.modelHash, &key.shapes, &key.route, &key.environment, &v.status, &v.reason};
+    const std::string *t[] = {&row.key.modelHash, &row.key.shapes, &row.key.route, &row.key.environment, &v.status, &v.reason};
     for (int i = 0; i < 6; ++i) sqlite3_bind_text(s.s, i + 1, t[i]->c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s.s, 7, v.medianMs);
     sqlite3_bind_double(s.s, 8, v.p90Ms);
@@ -158,10 +207,23 @@ bool Cache::store(const CacheKey &key, const Measurement &m, std::string &error)
   }
   if (!ok) {
     error = path_ + ": " + sqlite3_errmsg(db_);
-    std::string e2;
-    exec("ROLLBACK;", e2);
     return false;
   }
+  added = sqlite3_changes(db_) > 0;
+  return true;
+}
+
+bool Cache::store(const CacheKey &key, const Measurement &m, std::string &error) { return storeAll({{key, m}}, error); }
+
+bool Cache::storeAll(const std::vector<CacheRow> &rows, std::string &error) {
+  if (!exec("BEGIN IMMEDIATE;", error)) return false;
+  bool added;
+  for (const CacheRow &r : rows)
+    if (!insert(r, true, added, error)) {
+      std::string e2;
+      exec("ROLLBACK;", e2);
+      return false;
+    }
   return exec("COMMIT;", error);
 }
 
@@ -216,23 +278,22 @@ bool Cache::gc(const std::string &keepKilnVersion, int64_t &deleted, std::string
 }
 
 bool Cache::merge(const std::string &otherPath, int64_t &added, std::string &error) {
-  std::unique_ptr<Cache> other = open(otherPath, error);  // validates and migrates it
+  std::unique_ptr<Cache> other = open(otherPath, error, Open::ReadOnly);  // validates it, changes nothing
   if (!other) return false;
   std::vector<CacheRow> theirs;
   if (!other->rows(theirs, error)) return false;
   added = 0;
+  if (!exec("BEGIN IMMEDIATE;", error)) return false;
   for (const CacheRow &r : theirs) {
-    Measurement mine;
-    std::string e;
-    if (lookup(r.key, mine, e)) continue;
-    if (!e.empty()) {
-      error = e;
+    bool in = false;
+    if (!insert(r, false, in, error)) {
+      std::string e2;
+      exec("ROLLBACK;", e2);
       return false;
     }
-    if (!store(r.key, r.m, error)) return false;
-    ++added;
+    added += in;
   }
-  return true;
+  return exec("COMMIT;", error);
 }
 
 bool Cache::integrityCheck(std::string &result) {
@@ -274,6 +335,8 @@ bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std:
       r.m.medianMs = j.value("median_ms", 0.0);
       r.m.p90Ms = j.value("p90_ms", 0.0);
       r.m.minMs = j.value("min_ms", 0.0);
+      // (a float where an integer belongs is an error: converting 1e300 to int64 is undefined)
+      if (j.contains("runs") && !j.at("runs").is_number_integer()) throw std::invalid_argument("'runs' is not an integer");
       r.m.runs = j.value("runs", int64_t(0));
       r.m.metrics = j.value("metrics", "");
       r.m.created = j.value("created", "");

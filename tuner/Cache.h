@@ -37,20 +37,29 @@ struct CacheRow {
 class Cache {
  public:
   static constexpr int kSchemaVersion = 1;
-  // Opens (creating the file and its folder when missing). Null with `error` when it cannot be
-  // opened, is not a kiln cache, or has a newer schema.
-  static std::unique_ptr<Cache> open(const std::string &path, std::string &error);
+  enum class Open {
+    Create,    // read-write, creating the file (and its folder) when missing: tune, import
+    Existing,  // read-write, the file must exist: merge's target, gc
+    ReadOnly,  // the file must exist and is not changed (nor migrated): list, show, export, merge's source
+  };
+  // Null with `error` when it cannot be opened, is missing (but for Create), is not a kiln cache,
+  // or has a newer schema. Every wait for another process's lock is bounded by the busy timeout.
+  static std::unique_ptr<Cache> open(const std::string &path, std::string &error, Open mode = Open::Create);
   ~Cache();
 
   bool lookup(const CacheKey &key, Measurement &out, std::string &error);
   // Inserts or replaces the measurement of `key` in its own transaction.
   bool store(const CacheKey &key, const Measurement &m, std::string &error);
+  // Inserts or replaces every row in one transaction (BEGIN IMMEDIATE): all of them or none,
+  // whatever other processes write at the same time (`kiln cache import`).
+  bool storeAll(const std::vector<CacheRow> &rows, std::string &error);
   // Every row (optionally only those whose model hash starts with `modelPrefix`).
   bool rows(std::vector<CacheRow> &out, std::string &error, const std::string &modelPrefix = "");
   // Deletes rows whose environment does not mention `keepKilnVersion` (kiln=VERSION); returns
   // how many went.
   bool gc(const std::string &keepKilnVersion, int64_t &deleted, std::string &error);
-  // Copies every row of another cache file in (an existing key keeps this cache's row).
+  // Copies every row of another cache file in (an existing key keeps this cache's row), in one
+  // transaction. The other file must exist; it is opened read-only.
   bool merge(const std::string &otherPath, int64_t &added, std::string &error);
 
   // SQLite's own consistency check of the file ("ok" when sound).
@@ -61,6 +70,7 @@ class Cache {
  private:
   Cache() = default;
   bool exec(const char *sql, std::string &error);
+  bool insert(const CacheRow &row, bool replace, bool &added, std::string &error);
   sqlite3 *db_ = nullptr;
   std::string path_;
 };
@@ -69,7 +79,9 @@ class Cache {
 std::string rowsToJsonLines(const std::vector<CacheRow> &rows);
 bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std::string &error);
 
-// The default cache file: $XDG_DATA_HOME/kiln/tune-cache.db (~/.local/share/kiln/...).
-std::string defaultCachePath();
+// The default cache file: $XDG_DATA_HOME/kiln/tune-cache.db, else ~/.local/share/kiln/...; ""
+// with `error` when neither variable is set to an absolute path (kiln never falls back to a
+// world-writable folder such as /tmp: pass --cache).
+std::string defaultCachePath(std::string &error);
 
 }  // namespace kiln::tuner

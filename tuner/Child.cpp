@@ -1,5 +1,7 @@
 #include "tuner/Child.h"
 
+#include "compiler/support/Files.h"
+
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -68,8 +70,8 @@ std::string selfExecutable() {
 }
 
 std::string readText(const std::string &path, size_t limit) {
-  std::ifstream f(path, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string s, ignored;
+  support::readFile(path, s, ignored, "", uint64_t(1) << 30);  // (the tuner's own files: best effort)
   if (s.size() > limit) s = s.substr(s.size() - limit);
   return s;
 }

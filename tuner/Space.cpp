@@ -1,10 +1,18 @@
 #include "tuner/Space.h"
 
+#include "compiler/support/Pattern.h"
+
 #include <algorithm>
 #include <map>
-#include <regex>
 
 namespace kiln::tuner {
+
+namespace {
+
+// A term or knob name as messages quote it: whole up to 120 bytes, else its start and "...".
+std::string quote(const std::string &s) { return "'" + (s.size() <= 120 ? s : s.substr(0, 100) + "...") + "'"; }
+
+}  // namespace
 
 bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef> &nodes, SearchSpace &out,
                 std::string &error, bool withCalibration) {
@@ -22,23 +30,29 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
     // The knob regex ends at the first '=' (knob names have none; a value regex may).
     size_t eq = term.find('=');
     if (eq == std::string::npos || eq == 0) {
-      error = "route term '" + term + "' is not KNOB-REGEX=VALUE-REGEX";
+      error = "route term " + quote(term) + " is not KNOB-REGEX=VALUE-REGEX";
       return false;
     }
-    std::regex knobRe, valueRe;
-    try {
-      knobRe = std::regex(term.substr(0, eq), std::regex::ECMAScript);
-      valueRe = std::regex(term.substr(eq + 1), std::regex::ECMAScript);
-    } catch (const std::regex_error &e) {
-      error = "route term '" + term + "': invalid regular expression (" + e.what() + ")";
+    // Linear-time matching (RE2): a route cannot make the tuner backtrack for hours or recurse
+    // off its stack, whatever the pattern and however long the model's node names.
+    support::Pattern knobRe, valueRe;
+    std::string why;
+    if (!knobRe.compile(term.substr(0, eq), why) || !valueRe.compile(term.substr(eq + 1), why)) {
+      error = "route term " + quote(term) + ": " + why;
       return false;
     }
     bool any = false;
     for (const knobs::KnobInstance &k : instances) {
-      if (!std::regex_match(k.name, knobRe)) continue;
+      if (!knobRe.fullMatch(k.name, why)) {
+        if (!why.empty()) {
+          error = "route term " + quote(term) + ": " + why + " (knob " + quote(k.name) + ")";
+          return false;
+        }
+        continue;
+      }
       any = true;
       if (claimedBy.count(k.name)) {
-        error = "knob '" + k.name + "' is matched by route terms '" + claimedBy[k.name] + "' and '" + term + "'";
+        error = "knob " + quote(k.name) + " is matched by route terms " + quote(claimedBy[k.name]) + " and " + quote(term);
         return false;
       }
       claimedBy[k.name] = term;
@@ -46,18 +60,18 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       d.knob = k.name;
       bool quantizedDropped = false;  // int8/fp8 values left out for want of a calibration
       for (const std::string &v : k.def->domain) {
-        if (!std::regex_match(v, valueRe)) continue;
+        if (!valueRe.fullMatch(v, why)) continue;
         if (!withCalibration && k.def->name == "precision" && (v == "int8" || v == "fp8")) quantizedDropped = true;
         else d.values.push_back(v);
       }
       if (d.values.empty() && quantizedDropped) {
-        error = "route term '" + term + "' leaves knob '" + k.name + "' only int8/fp8, which need --calib FILE (kiln calibrate)";
+        error = "route term " + quote(term) + " leaves knob " + quote(k.name) + " only int8/fp8, which need --calib FILE (kiln calibrate)";
         return false;
       }
       if (d.values.empty()) {
         std::string dom;
         for (auto &v : k.def->domain) dom += (dom.empty() ? "" : "|") + v;
-        error = "route term '" + term + "' leaves knob '" + k.name + "' no value (domain: " + dom + ")";
+        error = "route term " + quote(term) + " leaves knob " + quote(k.name) + " no value (domain: " + dom + ")";
         return false;
       }
       // The base route: a global knob at its default when selected, else the first selected
@@ -67,7 +81,7 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       out.dims.push_back(d);
     }
     if (!any) {
-      error = "route term '" + term + "' matches no knob (`kiln knobs MODEL` lists them)";
+      error = "route term " + quote(term) + " matches no knob (`kiln knobs MODEL` lists them)";
       return false;
     }
   }
@@ -96,32 +110,44 @@ std::vector<knobs::Route> SearchSpace::fast() const {
   return out;
 }
 
-double SearchSpace::fullCount() const {
+uint64_t SearchSpace::combinationCount(const std::vector<size_t> &which) const {
+  uint64_t n = 1;
+  for (size_t i : which)
+    if (__builtin_mul_overflow(n, uint64_t(dims[i].values.size()), &n)) return UINT64_MAX;
+  return n;
+}
+
+static std::vector<size_t> allDims(size_t n) {
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = i;
+  return all;
+}
+
+uint64_t SearchSpace::fullCount() const { return combinationCount(allDims(dims.size())); }
+
+double SearchSpace::fullCountApprox() const {
   double n = 1;
   for (const Dimension &d : dims) n *= double(d.values.size());
   return n;
 }
 
-std::vector<knobs::Route> SearchSpace::combinations(const std::vector<size_t> &which) const {
-  std::vector<knobs::Route> out = {base()};
+std::vector<knobs::Route> SearchSpace::combinations(const std::vector<size_t> &which, uint64_t limit) const {
+  // An odometer over the dimensions' values, the last dimension turning fastest.
+  std::vector<knobs::Route> out;
+  std::vector<size_t> at(which.size(), 0);
+  const knobs::Route b = base();
   std::string err;
-  for (size_t i : which) {
-    std::vector<knobs::Route> next;
-    for (const knobs::Route &r : out)
-      for (const std::string &v : dims[i].values) {
-        knobs::Route c = r;
-        c.set(dims[i].knob, v, &err);
-        next.push_back(c);
-      }
-    out = std::move(next);
+  for (uint64_t n = 0; n < limit; ++n) {
+    knobs::Route r = b;
+    for (size_t k = 0; k < which.size(); ++k) r.set(dims[which[k]].knob, dims[which[k]].values[at[k]], &err);
+    out.push_back(std::move(r));
+    size_t k = which.size();
+    while (k > 0 && ++at[k - 1] == dims[which[k - 1]].values.size()) at[--k] = 0;
+    if (k == 0) break;  // every combination made
   }
   return out;
 }
 
-std::vector<knobs::Route> SearchSpace::full() const {
-  std::vector<size_t> all(dims.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  return combinations(all);
-}
+std::vector<knobs::Route> SearchSpace::full(uint64_t limit) const { return combinations(allDims(dims.size()), limit); }
 
 }  // namespace kiln::tuner

@@ -1,7 +1,8 @@
 // Route expressions and the candidate routes a search visits.
 //
 // A route expression (`kiln tune --route`) is `;`-separated terms KNOB-REGEX=VALUE-REGEX
-// (ECMAScript regular expressions, matched against the whole name / value). Every knob instance
+// (RE2 regular expressions, at most 4096 bytes each, matched against the whole name / value in
+// linear time; ECMAScript's syntax but for backreferences and lookaround). Every knob instance
 // — global knobs and the model's per-node instances — whose name matches a term is a dimension
 // of the search, taking the values of its domain that match; knobs no term names keep their
 // default. A malformed regex, a term that matches no knob, a knob two terms claim, or a knob
@@ -10,6 +11,7 @@
 
 #include "compiler/knobs/Knob.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,12 +31,22 @@ struct SearchSpace {
   knobs::Route base() const;
   // fast: the base, then each dimension's other values one at a time.
   std::vector<knobs::Route> fast() const;
-  // Every combination (product of the dimensions' sizes; `count` without building them).
-  double fullCount() const;
-  std::vector<knobs::Route> full() const;
-  // Every combination of the given dimensions' values, the others at their base value.
-  std::vector<knobs::Route> combinations(const std::vector<size_t> &dims) const;
+  // How many routes combinations() of these dimensions makes (the product of their sizes,
+  // UINT64_MAX when it does not fit), and fullCount() of all of them — counted, not built.
+  uint64_t combinationCount(const std::vector<size_t> &dims) const;
+  uint64_t fullCount() const;
+  // The same product as a double, for messages (spaces of 10^23 candidates exist).
+  double fullCountApprox() const;
+  // Every combination of the given dimensions' values (the first dimension varying slowest), the
+  // others at their base value; at most `limit` of them (the first in that order), so that a
+  // huge space is never materialised.
+  std::vector<knobs::Route> combinations(const std::vector<size_t> &dims, uint64_t limit = UINT64_MAX) const;
+  std::vector<knobs::Route> full(uint64_t limit = UINT64_MAX) const;
 };
+
+// The most candidates one search plans (--max-candidates may not exceed it): a million-candidate
+// space is refused with its size, not enumerated into gigabytes of routes.
+constexpr uint64_t kMaxPlannedCandidates = 100000;
 
 // `withCalibration` false (no calibration file): the precision knobs' int8 and fp8 values are not
 // candidates (a term that leaves only those is an error that says so).

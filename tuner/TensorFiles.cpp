@@ -18,7 +18,8 @@ bool readTensors(const std::string &path, std::vector<HostTensor> &out, std::str
   return true;
 }
 
-bool writeTensors(const std::string &path, const std::vector<HostTensor> &tensors, std::string &error) {
+bool writeTensors(const std::string &path, const std::vector<HostTensor> &tensors, std::string &error,
+                  const std::vector<std::string> &inputs) {
   io::Npz npz;
   for (const HostTensor &t : tensors) {
     std::string descr = io::descrForOnnxDtype(t.dtype);
@@ -28,7 +29,7 @@ bool writeTensors(const std::string &path, const std::vector<HostTensor> &tensor
     }
     npz.arrays.push_back({t.name, io::NpyArray{descr, t.shape, t.data}});
   }
-  return io::writeNpz(path, npz, error);
+  return io::writeNpz(path, npz, error, inputs);
 }
 
 }  // namespace kiln::tuner

@@ -12,6 +12,8 @@ namespace kiln::tuner {
 // Every array of the file as a tensor (error for dtypes an engine cannot hold).
 bool readTensors(const std::string &path, std::vector<HostTensor> &out, std::string &error);
 // Writes the tensors as NAME.npy entries (bfloat16 has no numpy dtype: an error).
-bool writeTensors(const std::string &path, const std::vector<HostTensor> &tensors, std::string &error);
+// `path` must not be one of `inputs` (io::writeNpz).
+bool writeTensors(const std::string &path, const std::vector<HostTensor> &tensors, std::string &error,
+                  const std::vector<std::string> &inputs = {});
 
 }  // namespace kiln::tuner

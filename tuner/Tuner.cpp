@@ -3,6 +3,7 @@
 #include "codegen/lowering/ModelBuild.h"
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/ops/Tensor.h"
+#include "compiler/support/Files.h"
 #include "runtime/format/EngineFormat.h"
 #include "tuner/Child.h"
 #include "tuner/Space.h"
@@ -32,27 +33,13 @@ std::string hashOf(const std::vector<uint8_t> &bytes) { return rt::fnv1a64Hex(by
 std::string hashOf(const std::string &s) { return rt::fnv1a64Hex(s.data(), s.size()); }
 
 bool readBytes(const std::string &path, std::vector<uint8_t> &out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return true;
+  std::string ignored;
+  return support::readFile(path, out, ignored);
 }
 
-bool writeBytes(const std::string &path, const std::vector<uint8_t> &bytes, std::string &error) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
-    if (!f) {
-      error = "cannot write '" + tmp + "'";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename '" + tmp + "' to '" + path + "'";
-    return false;
-  }
-  return true;
+bool writeBytes(const std::string &path, const std::vector<uint8_t> &bytes, std::string &error,
+                const std::vector<std::string> &inputs = {}) {
+  return support::writeFileAtomically(path, bytes.data(), bytes.size(), error, inputs);
 }
 
 // A model's inputs and outputs as imported (name, dtype, shape), as the engine's I/O table will
@@ -152,6 +139,11 @@ class Session {
   void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
   void judge(const std::string &route, Measurement &m) const;
   CacheKey key(const std::string &route) const { return {modelHash_, inputsKey_, route, report_.environment}; }
+  // The files this tune reads, which -o must not replace.
+  std::vector<std::string> inputFiles() const {
+    std::string ignored;
+    return {o_.model, o_.reference, o_.inputs, o_.calib, o_.cachePath.empty() ? defaultCachePath(ignored) : o_.cachePath};
+  }
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   bool outOfTime() const { return o_.timeBudgetSeconds > 0 && elapsed() > o_.timeBudgetSeconds; }
 
@@ -196,6 +188,7 @@ bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine
   bo.quant.calib = o_.calib;
   if (!knobs::Route::parse(route, &bo.route, &error)) return false;
   ImportOptions io;
+  io.allowExternalOutside = o_.allowExternalOutside;
   if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) {
     error = e;
     return false;
@@ -264,7 +257,7 @@ bool Session::computeReference(std::string &error) {
   // The fp32 default route's outputs on this GPU, kept beside the cache.
   std::vector<uint8_t> inBytes;
   readBytes(inputsNpz_, inBytes);
-  std::string dir = (o_.cachePath.empty() ? defaultCachePath() : o_.cachePath);
+  std::string dir = cache_->path();
   dir = dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
   std::string refPath = (dir.empty() ? "." : dir) + "/references/" + modelHash_ + "-" + hashOf(shapes_ + report_.environment) +
                         "-" + hashOf(inBytes) + ".npz";
@@ -469,7 +462,16 @@ TuneReport Session::run() {
   std::string targetError;
   if (auto t = target::GpuTarget::parse(o_.arch, targetError)) target_ = *t;
   else return report_.error = "--arch: " + targetError, report_;
+  if (!o_.output.empty())
+    if (auto why = support::checkOutputPath(o_.output, inputFiles()); !why.empty()) return report_.error = "-o: " + why, report_;
+  if (o_.maxCandidates < 1 || uint64_t(o_.maxCandidates) > kMaxPlannedCandidates)
+    return report_.error = "--max-candidates " + std::to_string(o_.maxCandidates) + " is " +
+                           (o_.maxCandidates < 1 ? "not a positive count" : "more than the " + std::to_string(kMaxPlannedCandidates) +
+                                                                                " candidates a search may plan") +
+                           " (use --search fast or mixed, or narrow the expression)",
+           report_;
   ImportOptions io;
+  io.allowExternalOutside = o_.allowExternalOutside;
   if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) return report_.error = e, report_;
   mlir::MLIRContext ctx;
   auto t0 = Clock::now();
@@ -487,11 +489,17 @@ TuneReport Session::run() {
     plan = space.fast();
     report_.plannedNote = o_.search == "fast" ? "fast search" : "mixed search, first phase (fast); then combinations of the knobs that helped";
   } else if (o_.search == "full") {
-    if (space.fullCount() > o_.maxCandidates)
-      return report_.error = "a full search of this route expression has " + std::to_string((long long)space.fullCount()) +
+    if (space.fullCount() > uint64_t(o_.maxCandidates)) {
+      char count[64];
+      uint64_t n = space.fullCount();
+      if (n == UINT64_MAX) std::snprintf(count, sizeof count, "%.3g", space.fullCountApprox());
+      else std::snprintf(count, sizeof count, "%llu", (unsigned long long)n);
+      return report_.error = std::string("a full search of this route expression has ") + count +
                              " candidates, more than --max-candidates " + std::to_string(o_.maxCandidates) +
-                             " (raise it, or narrow the expression)",
+                             ": use --search fast or mixed, narrow the expression, or raise --max-candidates (at most " +
+                             std::to_string(kMaxPlannedCandidates) + ")",
              report_;
+    }
     plan = space.full();
     report_.plannedNote = "full search";
   } else {
@@ -511,12 +519,12 @@ TuneReport Session::run() {
   if (o_.dryRun) return report_;
 
   std::vector<uint8_t> modelBytes;
-  if (!readBytes(o_.model, modelBytes)) return report_.error = "cannot read '" + o_.model + "'", report_;
+  std::string error;
+  if (!support::readFile(o_.model, modelBytes, error, "model file")) return report_.error = error, report_;
   modelHash_ = hashOf(modelBytes);
   shapes_ = o_.shapes;
-  std::string error;
-  cache_ = Cache::open(o_.cachePath.empty() ? defaultCachePath() : o_.cachePath, error);
-  if (!cache_) return report_.error = error, report_;
+  std::string cachePath = o_.cachePath.empty() ? defaultCachePath(error) : o_.cachePath;
+  if (cachePath.empty() || !(cache_ = Cache::open(cachePath, error))) return report_.error = error, report_;
   char tmpl[] = "/tmp/kiln-tune-XXXXXX";
   if (!mkdtemp(tmpl)) return report_.error = "cannot create a work folder in /tmp", report_;
   work_ = tmpl;
@@ -587,12 +595,11 @@ TuneReport Session::run() {
         }
       }
     if (helped.size() > 1) {
-      std::vector<knobs::Route> combos = space.combinations(helped);
-      if (combos.size() > size_t(o_.maxCandidates)) {
-        log("mixed search: " + std::to_string(combos.size()) + " combinations exceed --max-candidates; measuring the first " +
-            std::to_string(o_.maxCandidates));
-        combos.resize(size_t(o_.maxCandidates));
-      }
+      uint64_t count = space.combinationCount(helped);
+      if (count > uint64_t(o_.maxCandidates))
+        log("mixed search: " + (count == UINT64_MAX ? std::string("more than 2^64") : std::to_string(count)) +
+            " combinations exceed --max-candidates; measuring the first " + std::to_string(o_.maxCandidates));
+      std::vector<knobs::Route> combos = space.combinations(helped, uint64_t(o_.maxCandidates));
       log("mixed search: combining " + std::to_string(helped.size()) + " knobs that helped (" + std::to_string(combos.size()) +
           " routes)");
       total_ += combos.size();
@@ -611,7 +618,7 @@ TuneReport Session::run() {
     std::vector<uint8_t> engine;
     double secs;
     const std::string &route = report_.results[size_t(report_.best)].route;
-    if (!buildEngine(route, engine, error, secs) || !writeBytes(o_.output, engine, error))
+    if (!buildEngine(route, engine, error, secs) || !writeBytes(o_.output, engine, error, inputFiles()))
       report_.error = "writing the winning engine: " + error;
     else
       log("wrote " + o_.output + " (route '" + route + "')");

@@ -35,6 +35,7 @@ struct TuneOptions {
   int maxCandidates = 64, warmup = 10, iterations = 50;
   double timeoutSeconds = 300, timeBudgetSeconds = 0;  // 0: no budget
   bool dryRun = false, readCache = true;
+  bool allowExternalOutside = false;  // the model's external data may lie outside its folder
   std::string kilnVersion;
   std::function<void(const std::string &)> log;  // progress lines
   std::function<void(const struct Progress &)> progress;  // after every candidate's result

@@ -192,8 +192,11 @@ BuildResult Lowering::run() {
 
   desc_.environment["nvrtc"] = nvrtcVersionString();
   if (!opts_.quant.calib.empty()) {  // what the int8/fp8 scales came from
-    std::ifstream in(opts_.quant.calib, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text, error;
+    if (!support::readFile(opts_.quant.calib, text, error, "calibration file", quant::kMaxCalibrationBytes)) {
+      result.error = error;
+      return result;
+    }
     desc_.environment["calibration"] = rt::fnv1a64Hex(text.data(), text.size());
     if (!opts_.quant.keepFloat.empty()) desc_.environment["keep_float"] = opts_.quant.keepFloat;
   }

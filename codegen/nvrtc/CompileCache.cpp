@@ -1,5 +1,7 @@
 #include "codegen/nvrtc/CompileCache.h"
 
+#include "compiler/support/Files.h"
+
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -45,8 +47,6 @@ void putField(std::string &b, const std::string &s) {
   putU64(b, s.size());
   b += s;
 }
-
-std::atomic<uint64_t> gTempCounter{0};
 
 }  // namespace
 
@@ -110,7 +110,8 @@ void CompileCache::removeStaleTemporaries() {
   auto now = std::filesystem::file_time_type::clock::now();
   for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string fname = it->path().filename().string();
-    if (fname.compare(0, 5, ".tmp-") != 0) continue;
+    // support::AtomicFile's KEY.kcubin.tmp.PID.N (and the .tmp-* names of older kilns)
+    if (fname.compare(0, 5, ".tmp-") != 0 && fname.find(".kcubin.tmp.") == std::string::npos) continue;
     std::error_code e2;
     auto t = std::filesystem::last_write_time(it->path(), e2);
     if (!e2 && now - t > std::chrono::hours(24)) std::filesystem::remove(it->path(), e2);
@@ -224,24 +225,9 @@ bool CompileCache::store(const std::string &source, const std::string &name, con
   putU64(entry, hash64(payload));
   entry += payload;
 
-  std::string finalPath = entryPath(k);
-  // Unique per process, thread and call; same directory as the entry so rename() is atomic.
-  std::string tmp = dir_ + "/.tmp-" + hex64(k) + "-" + std::to_string(getpid()) + "-" +
-                    hex64(std::hash<std::thread::id>()(std::this_thread::get_id())).substr(8) + "-" +
-                    std::to_string(gTempCounter.fetch_add(1));
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return fail("cannot write " + tmp + ": " + std::strerror(errno));
-  bool ok = std::fwrite(entry.data(), 1, entry.size(), f) == entry.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return fail("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), finalPath.c_str()) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    return fail("cannot rename " + tmp + " to " + finalPath + ": " + std::strerror(e));
-  }
+  // Written beside the entry and renamed over it, so concurrent readers never see a partial one.
+  std::string why;
+  if (!support::writeFileAtomically(entryPath(k), entry, why)) return fail(why);
   stores_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -1,5 +1,7 @@
 #include "codegen/nvrtc/CompilePool.h"
 
+#include "compiler/support/Files.h"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -153,7 +155,8 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
       candidates.push_back(found);
       // KILN_DUMP_KERNELS=DIR writes every distinct kernel source there (debugging, reading SASS).
       if (const char *dump = std::getenv("KILN_DUMP_KERNELS"); dump && *dump) {
-        std::ofstream(std::string(dump) + "/" + l.entry + ".cu") << l.source;
+        std::string ignored;  // (best effort)
+        support::writeFileAtomically(std::string(dump) + "/" + l.entry + ".cu", l.source, ignored);
       }
       CompiledKernel k;
       k.entry = l.entry;

@@ -138,7 +138,7 @@ std::string GraphImporter::importInitializers(const onnx::GraphProto &g) {
     if (init.name().empty()) return "an initializer has no name";
     if (values_.count(init.name())) return "initializer '" + init.name() + "' is defined twice";
     RawTensor raw;
-    if (auto err = readTensorProto(init, baseDir_, raw); !err.empty())
+    if (auto err = readTensorProto(init, baseDir_, raw, opts_.allowExternalOutside); !err.empty())
       return "initializer '" + init.name() + "': " + err;
     values_[init.name()] = constantFrom(raw, init.name(), locFor(init.name()));
   }
@@ -304,7 +304,7 @@ std::string GraphImporter::convertAttribute(const onnx::AttributeProto &a, Attri
     }
     case A::TENSOR: {
       RawTensor raw;
-      if (auto err = readTensorProto(a.t(), baseDir_, raw); !err.empty()) {
+      if (auto err = readTensorProto(a.t(), baseDir_, raw, opts_.allowExternalOutside); !err.empty()) {
         if (!forUnsupported) return "attribute '" + a.name() + "': " + err;
         out = b_.getStringAttr("<unsupported tensor>");
         return "";
@@ -328,7 +328,7 @@ std::string GraphImporter::importConstantNode(const onnx::NodeProto &n) {
   Location loc = locFor(displayName(n));
   RawTensor raw;
   if (a.name() == "value") {
-    if (auto err = readTensorProto(a.t(), baseDir_, raw); !err.empty()) return nodeLabel(n) + ": " + err;
+    if (auto err = readTensorProto(a.t(), baseDir_, raw, opts_.allowExternalOutside); !err.empty()) return nodeLabel(n) + ": " + err;
     values_[n.output(0)] = constantFrom(raw, n.output(0), loc);
     return "";
   }

@@ -25,6 +25,10 @@ struct ImportOptions {
   // become constants, so ops whose result shapes depend on them (Reshape, Resize, Slice…) have
   // static shapes. The tensor's dtype and shape must match the declared input.
   std::map<std::string, ops::Tensor> constantInputs;
+  // External data may lie outside the model's folder (absolute locations, '..', symbolic links
+  // leading out): `--allow-external-outside`. Off, a model can only make kiln read files in its
+  // own folder.
+  bool allowExternalOutside = false;
 };
 
 struct ImportResult {

@@ -20,10 +20,13 @@ struct RawTensor {
   std::vector<char> bytes;
 };
 
-// Decodes `proto`. External data is read relative to `baseDir` (the model's folder); locations
-// that are absolute or leave that folder are rejected. Returns "" on success, else the reason.
+// Decodes `proto`. External data is read from `baseDir` (the model's folder): its location must be
+// relative, without a '..' component, and resolve beneath that folder (a symbolic link may point
+// elsewhere inside it, never out), to a regular file (a FIFO or device is refused without
+// blocking) whose size covers offset + length. `allowExternalOutside` lifts the folder rules
+// (not the file checks). Returns "" on success, else the reason (naming the location).
 std::string readTensorProto(const onnx::TensorProto &proto, const std::string &baseDir,
-                            RawTensor &out);
+                            RawTensor &out, bool allowExternalOutside = false);
 
 // Loads a model from binary protobuf or, for `.onnxtxt`/`.pbtxt`/`.txt`, protobuf text format.
 // Returns "" on success, else the reason (names the file).

@@ -3,9 +3,12 @@
 // local headers are only used to find where an entry's data starts.
 #include "compiler/io/Npz.h"
 
+#include "compiler/support/Files.h"
+
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -86,7 +89,7 @@ class HeaderParser {
  public:
   HeaderParser(const char *p, const char *end) : p_(p), end_(end) {}
 
-  bool parse(std::string &descr, std::vector<int64_t> &shape, std::string &error) {
+  bool parse(std::string &descr, bool &fortran, std::vector<int64_t> &shape, std::string &error) {
     skipWs();
     if (!eat('{')) return fail(error, "npy header is not a dict");
     bool haveDescr = false, haveOrder = false, haveShape = false;
@@ -103,8 +106,9 @@ class HeaderParser {
         if (!parseString(descr)) return fail(error, "malformed npy header: 'descr' is not a string");
         haveDescr = true;
       } else if (key == "fortran_order") {
-        if (eatWord("True")) return fail(error, "fortran_order=True arrays are not supported");
-        if (!eatWord("False")) return fail(error, "malformed npy header: 'fortran_order' is not a bool");
+        if (eatWord("True")) fortran = true;
+        else if (eatWord("False")) fortran = false;
+        else return fail(error, "malformed npy header: 'fortran_order' is not a bool");
         haveOrder = true;
       } else if (key == "shape") {
         if (!parseShape(shape)) return fail(error, "malformed npy header: 'shape' is not a tuple of ints");
@@ -190,8 +194,36 @@ class HeaderParser {
 struct NpyHeader {
   std::string descr;  // canonical
   std::vector<int64_t> shape;
+  bool fortran = false;   // data in column-major order
   size_t dataOffset = 0;  // where the array data starts
 };
+
+// Rewrites column-major (Fortran-order) array data in row-major (C) order, in a new buffer.
+void fortranToC(std::vector<uint8_t> &data, size_t begin, const std::vector<int64_t> &shape, size_t itemSize) {
+  size_t rank = shape.size();
+  uint64_t count = (data.size() - begin) / itemSize;
+  if (rank < 2 || count < 2) return;  // the same bytes either way
+  std::vector<uint8_t> c(count * itemSize);
+  // Column-major strides (in elements); walk the C order with an odometer.
+  std::vector<uint64_t> stride(rank, 1);
+  for (size_t k = 1; k < rank; ++k) stride[k] = stride[k - 1] * uint64_t(shape[k - 1]);
+  std::vector<int64_t> index(rank, 0);
+  uint64_t from = 0;
+  const uint8_t *src = data.data() + begin;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::memcpy(c.data() + i * itemSize, src + from * itemSize, itemSize);
+    for (size_t k = rank; k-- > 0;) {
+      if (++index[k] < shape[k]) {
+        from += stride[k];
+        break;
+      }
+      from -= stride[k] * uint64_t(shape[k] - 1);
+      index[k] = 0;
+    }
+  }
+  data.resize(begin);
+  data.insert(data.end(), c.begin(), c.end());
+}
 
 // Parses and validates the header; the data must be exactly what the shape needs.
 bool parseNpyHeader(const uint8_t *data, size_t size, NpyHeader &h, std::string &error) {
@@ -222,7 +254,7 @@ bool parseNpyHeader(const uint8_t *data, size_t size, NpyHeader &h, std::string 
   }
   const char *text = reinterpret_cast<const char *>(data + prefix);
   std::string rawDescr;
-  if (!HeaderParser(text, text + headerLen).parse(rawDescr, h.shape, error)) return false;
+  if (!HeaderParser(text, text + headerLen).parse(rawDescr, h.fortran, h.shape, error)) return false;
   h.descr = canonicalDescr(rawDescr, &error);
   if (h.descr.empty()) return false;
   h.dataOffset = prefix + headerLen;
@@ -296,6 +328,47 @@ std::string hex32(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
   return buf;
+}
+
+// --- entry names ------------------------------------------------------------------------------
+
+// Bytes an array's name may not carry into a zip entry name: path separators (an unzipper would
+// write outside its folder: "../../x"), control characters, and '%' itself (the escape).
+bool escapedInEntryName(unsigned char c) { return c == '/' || c == '\\' || c == '%' || c < 0x20 || c == 0x7F; }
+
+std::string encodeEntryName(const std::string &name) {
+  std::string out;
+  char hex[4];
+  for (unsigned char c : name) {
+    if (!escapedInEntryName(c)) {
+      out += char(c);
+      continue;
+    }
+    std::snprintf(hex, sizeof hex, "%%%02X", c);
+    out += hex;
+  }
+  return out;
+}
+
+// Undoes encodeEntryName: only %XX of an escaped byte is decoded, so names from other writers
+// (numpy keeps a '%' as it is) come back unchanged.
+std::string decodeEntryName(const std::string &name) {
+  auto hexValue = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '%' && i + 2 < name.size()) {
+      int hi = hexValue(name[i + 1]), lo = hexValue(name[i + 2]);
+      if (hi >= 0 && lo >= 0 && escapedInEntryName(static_cast<unsigned char>(hi * 16 + lo))) {
+        out += char(hi * 16 + lo);
+        i += 2;
+        continue;
+      }
+    }
+    out += name[i];
+  }
+  return out;
 }
 
 // --- zip reading --------------------------------------------------------------------------------
@@ -609,6 +682,7 @@ bool readEntry(InputFile &f, const ZipEntry &e, NpyArray &out, std::string &erro
   }
   NpyHeader h;
   if (!parseNpyHeader(bytes.data(), bytes.size(), h, error)) return false;
+  if (h.fortran) fortranToC(bytes, h.dataOffset, h.shape, itemSizeOf(h.descr));
   // Drop the header in place instead of copying the data: arrays can be gigabytes.
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(h.dataOffset));
   out.descr = std::move(h.descr);
@@ -617,18 +691,47 @@ bool readEntry(InputFile &f, const ZipEntry &e, NpyArray &out, std::string &erro
   return true;
 }
 
+// Compressed entries are the only ones whose memory is not the file's own size: their declared
+// sizes are checked against the caps (and against what deflate can encode at all) before any of
+// them is inflated, so a small file cannot make the reader allocate gigabytes.
+bool checkInflatedSizes(const std::vector<ZipEntry> &entries, std::string &error) {
+  uint64_t total = 0;
+  for (const ZipEntry &e : entries) {
+    if (e.method == 0) continue;
+    auto fail = [&](const std::string &msg) {
+      error = "entry '" + e.name + "': " + msg;
+      return false;
+    };
+    if (e.size > kMaxInflatedEntryBytes)
+      return fail("inflates to " + std::to_string(e.size) + " bytes, more than the limit of " +
+                  std::to_string(kMaxInflatedEntryBytes) + " for a compressed array (zip bomb?)");
+    // Deflate cannot expand more than 1032:1; a larger declared size is corrupt or hostile.
+    if (e.size / 1032 > e.compSize + 64)
+      return fail("declares " + std::to_string(e.size) + " bytes from " + std::to_string(e.compSize) +
+                  " compressed, more than deflate can encode (corrupt or hostile archive)");
+    total += e.size;
+    if (total > kMaxInflatedTotalBytes) {
+      error = "compressed entries inflate to more than the limit of " + std::to_string(kMaxInflatedTotalBytes) +
+              " bytes in all (zip bomb?)";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool readZip(InputFile &f, Npz &out, std::string &error) {
   CentralDirectory cd;
   std::vector<ZipEntry> entries;
   if (!findCentralDirectory(f, cd, error) || !readCentralDirectory(f, cd, entries, error) ||
-      !locateData(f, cd, entries, error))
+      !locateData(f, cd, entries, error) || !checkInflatedSizes(entries, error))
     return false;
   std::set<std::string> seen;
   for (const ZipEntry &e : entries) {
     if (!e.name.empty() && e.name.back() == '/') continue;  // directory entries carry no data
-    // Like np.load, key by the name without ".npy".
+    // Like np.load, key by the name without ".npy" (and what writeNpz escaped, unescaped).
     std::string key = e.name;
     if (key.size() >= 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+    key = decodeEntryName(key);
     if (!seen.insert(key).second) {
       error = "entry '" + e.name + "': duplicate array name '" + key + "'";
       return false;
@@ -644,36 +747,6 @@ bool readZip(InputFile &f, Npz &out, std::string &error) {
 }
 
 // --- zip writing --------------------------------------------------------------------------------
-
-class OutputFile {
- public:
-  ~OutputFile() {
-    if (f_) std::fclose(f_);
-  }
-  bool open(const std::string &path) {
-    f_ = std::fopen(path.c_str(), "wb");
-    return f_ != nullptr;
-  }
-  void write(const void *p, uint64_t n) {
-    if (n == 0 || !ok_) return;
-    ok_ = std::fwrite(p, 1, n, f_) == n;
-    offset_ += n;
-  }
-  void write(const std::string &s) { write(s.data(), s.size()); }
-  uint64_t offset() const { return offset_; }
-  // Flushes to disk before the rename publishes the file; false on any earlier write error too.
-  bool close() {
-    bool ok = ok_ && std::fflush(f_) == 0 && fsync(fileno(f_)) == 0;
-    ok = std::fclose(f_) == 0 && ok;
-    f_ = nullptr;
-    return ok;
-  }
-
- private:
-  std::FILE *f_ = nullptr;
-  bool ok_ = true;
-  uint64_t offset_ = 0;
-};
 
 struct WrittenEntry {
   std::string name;
@@ -829,6 +902,7 @@ bool parseNpy(const uint8_t *data, size_t size, NpyArray &out, std::string &erro
   out.descr = std::move(h.descr);
   out.shape = std::move(h.shape);
   out.data.assign(data + h.dataOffset, data + size);
+  if (h.fortran) fortranToC(out.data, 0, out.shape, itemSizeOf(out.descr));
   return true;
 }
 
@@ -886,13 +960,12 @@ bool readNpz(const std::string &path, Npz &out, std::string &error) {
   }
 }
 
-bool writeNpz(const std::string &path, const Npz &npz, std::string &error) {
-  std::string tmp;
+bool writeNpz(const std::string &path, const Npz &npz, std::string &error, const std::vector<std::string> &inputs) {
   try {
     std::vector<std::string> headers;
     std::set<std::string> names;
     for (const auto &[name, a] : npz.arrays) {
-      if (name.empty() || name.size() + 4 > 0xFFFF) {
+      if (name.empty() || encodeEntryName(name).size() + 4 > 0xFFFF) {
         error = path + ": array name '" + name + "' is empty or too long";
         return false;
       }
@@ -915,17 +988,13 @@ bool writeNpz(const std::string &path, const Npz &npz, std::string &error) {
       }
     }
 
-    tmp = path + ".tmp." + std::to_string(::getpid());
-    OutputFile f;
-    if (!f.open(tmp)) {
-      error = "cannot create " + tmp + ": " + std::strerror(errno);
-      return false;
-    }
+    support::AtomicFile f;
+    if (!f.open(path, error, inputs)) return false;
     std::vector<WrittenEntry> written;
     for (size_t i = 0; i < npz.arrays.size(); ++i) {
       const NpyArray &a = npz.arrays[i].second;
       const std::string &header = headers[i];
-      WrittenEntry e{npz.arrays[i].first + ".npy", 0, header.size() + a.data.size(), f.offset()};
+      WrittenEntry e{encodeEntryName(npz.arrays[i].first) + ".npy", 0, header.size() + a.data.size(), f.offset()};
       e.crc = crcUpdate(crcUpdate(0, reinterpret_cast<const uint8_t *>(header.data()), header.size()),
                         a.data.data(), a.data.size());
       f.write(localHeader(e));
@@ -936,19 +1005,8 @@ bool writeNpz(const std::string &path, const Npz &npz, std::string &error) {
     uint64_t cdOffset = f.offset();
     for (const WrittenEntry &e : written) f.write(centralHeader(e));
     f.write(endRecords(written.size(), cdOffset, f.offset() - cdOffset));
-    if (!f.close()) {
-      error = "cannot write " + tmp + ": " + std::strerror(errno);
-      std::remove(tmp.c_str());
-      return false;
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      error = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
-      std::remove(tmp.c_str());
-      return false;
-    }
-    return true;
+    return f.commit(error);
   } catch (const std::exception &e) {
-    if (!tmp.empty()) std::remove(tmp.c_str());
     error = path + ": " + (dynamic_cast<const std::bad_alloc *>(&e) ? "out of memory" : e.what());
     return false;
   }

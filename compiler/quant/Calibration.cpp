@@ -1,5 +1,7 @@
 #include "compiler/quant/Calibration.h"
 
+#include "compiler/support/Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -139,7 +141,17 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
       error = "not a kiln calibration file";
       return false;
     }
-    int version = j.at("version").get<int>();
+    // Integer fields must be JSON integers: converting a float such as 3.3e118 to an integer is
+    // undefined behaviour (found by the calibration fuzzer).
+    auto integer = [&](const char *key, int64_t &out) {
+      const nlohmann::json &v = j.at(key);
+      if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())) out = int64_t(v.get<uint64_t>());
+      else if (v.is_number_integer() && !v.is_number_unsigned()) out = v.get<int64_t>();
+      else return error = std::string("'") + key + "' is not an integer", false;
+      return true;
+    };
+    int64_t version = 0;
+    if (!integer("version", version)) return false;
     if (version != CalibrationTable::kVersion) {
       error = "calibration format version " + std::to_string(version) + " (this kiln reads version " +
               std::to_string(CalibrationTable::kVersion) + ")";
@@ -148,14 +160,27 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
     out.kilnVersion = j.at("kiln").get<std::string>();
     out.modelHash = j.at("model_hash").get<std::string>();
     out.method = j.at("method").get<std::string>();
+    Method method;
+    if (!parseMethod(out.method, method)) {
+      error = "unknown method '" + out.method + "'";
+      return false;
+    }
     out.percentile = j.value("percentile", 0.0);
-    out.batches = j.at("batches").get<int64_t>();
+    if (method == Method::Percentile && !(out.percentile > 0 && out.percentile <= 100)) {
+      error = "percentile " + std::to_string(out.percentile) + " is not in (0, 100]";
+      return false;
+    }
+    if (!integer("batches", out.batches)) return false;
+    if (out.batches < 0) {
+      error = "negative batch count";
+      return false;
+    }
     out.ranges.clear();
     for (const auto &item : j.at("ranges").items()) {
       const nlohmann::json &v = item.value();
       TensorRange r{v.at("min").get<double>(), v.at("max").get<double>(), v.at("amax").get<double>()};
-      if (!(r.amax >= 0) || !std::isfinite(r.amax)) {
-        error = "range '" + item.key() + "' has an invalid amax";
+      if (!(r.amax >= 0) || !std::isfinite(r.amax) || !std::isfinite(r.min) || !std::isfinite(r.max) || r.min > r.max) {
+        error = "range '" + item.key() + "' has an invalid amax, min or max";
         return false;
       }
       out.ranges[item.key()] = r;
@@ -168,14 +193,9 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
 }
 
 bool readCalibration(const std::string &path, CalibrationTable &out, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot read calibration file '" + path + "'";
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (!fromJson(ss.str(), out, error)) {
+  std::string text;
+  if (!support::readFile(path, text, error, "calibration file", kMaxCalibrationBytes)) return false;
+  if (!fromJson(text, out, error)) {
     error = path + ": " + error;
     return false;
   }

@@ -55,6 +55,8 @@ struct CalibrationTable {
 std::string toJson(const CalibrationTable &t);
 // Reads and validates (format, version, fields); the error names the problem.
 bool fromJson(const std::string &text, CalibrationTable &out, std::string &error);
+// A calibration file larger than this is refused unread (a real one has a few KiB per product).
+constexpr uint64_t kMaxCalibrationBytes = uint64_t(256) << 20;
 bool readCalibration(const std::string &path, CalibrationTable &out, std::string &error);
 
 // The key of operand `operand` of node `node`.

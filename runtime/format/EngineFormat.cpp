@@ -99,6 +99,47 @@ std::vector<uint8_t> packSections(const std::vector<SectionData>& sections, uint
   return file;
 }
 
+bool gemmOperandBytes(const GemmCall& g, GemmOperand which, uint64_t& bytes) {
+  int64_t rows, cols, ld, stride;
+  const std::vector<int64_t>* steps;
+  int32_t dtype;
+  switch (which) {
+    case GemmOperand::A:
+      rows = g.transA ? g.k : g.m, cols = g.transA ? g.m : g.k, ld = g.lda, stride = g.strideA;
+      steps = &g.batchStepsA, dtype = g.abType;
+      break;
+    case GemmOperand::B:
+      rows = g.transB ? g.n : g.k, cols = g.transB ? g.k : g.n, ld = g.ldb, stride = g.strideB;
+      steps = &g.batchStepsB, dtype = g.abType;
+      break;
+    default:  // C and D share shape, leading dim and batch steps
+      rows = g.m, cols = g.n, ld = g.ldc, stride = g.strideC, steps = &g.batchStepsC, dtype = g.cdType;
+      break;
+  }
+  if (rows < 1 || cols < 1 || ld < 1 || g.batch < 1 || stride < 0) return false;
+  // Elements from the first product's start to the last's (steps are >= 0, so the last product
+  // lies farthest).
+  uint64_t last = 0;
+  if (g.pointerBatch()) {
+    if (steps->size() != g.batchDims.size()) return false;
+    int64_t i = g.batch - 1;
+    for (size_t d = g.batchDims.size(); d-- > 0;) {
+      if (g.batchDims[d] < 1 || (*steps)[d] < 0) return false;
+      uint64_t term;
+      if (__builtin_mul_overflow(uint64_t(i % g.batchDims[d]), uint64_t((*steps)[d]), &term) ||
+          __builtin_add_overflow(last, term, &last))
+        return false;
+      i /= g.batchDims[d];
+    }
+  } else if (__builtin_mul_overflow(uint64_t(g.batch - 1), uint64_t(stride), &last)) {
+    return false;
+  }
+  uint64_t span, elems;
+  return !__builtin_mul_overflow(uint64_t(cols - 1), uint64_t(ld), &span) &&
+         !__builtin_add_overflow(last, span, &elems) && !__builtin_add_overflow(elems, uint64_t(rows), &elems) &&
+         !__builtin_mul_overflow(elems, uint64_t(dtypeByteSize(dtype)), &bytes);
+}
+
 // ---- Semantic validation -------------------------------------------------------------------
 
 namespace {
@@ -111,6 +152,11 @@ const char* spaceName(BufferRef::Space s) {
   }
   return "?";
 }
+
+// A name from the metadata as messages quote it: at most 80 bytes. Messages are built for every
+// launch and argument checked, so quoting a name whole made a file with one 16 MB node name and
+// a thousand arguments copy gigabytes (kiln_engine_load seemed to hang).
+std::string clip(const std::string& name) { return name.size() <= 80 ? name : name.substr(0, 77) + "..."; }
 
 class Checker {
  public:
@@ -147,7 +193,7 @@ class Checker {
     std::set<std::string> names;
     for (size_t i = 0; i < d_.io.size() && error_.empty(); ++i) {
       const IoTensor& t = d_.io[i];
-      std::string what = "io[" + std::to_string(i) + "] '" + t.name + "'";
+      std::string what = "io[" + std::to_string(i) + "] '" + clip(t.name) + "'";
       if (t.name.empty()) return fail("io[" + std::to_string(i) + "] has an empty name");
       if (t.name.find('\0') != std::string::npos) return fail(what + ": name contains a NUL byte");
       if (!names.insert(t.name).second) return fail(what + ": duplicate I/O tensor name");
@@ -170,7 +216,7 @@ class Checker {
       const KernelDesc& k = d_.kernels[i];
       std::string what = "kernel " + std::to_string(i);
       if (k.module < 0 || size_t(k.module) >= d_.modules.size())
-        return fail(what + " ('" + k.entry + "'): module index " + std::to_string(k.module) + " out of range (" +
+        return fail(what + " ('" + clip(k.entry) + "'): module index " + std::to_string(k.module) + " out of range (" +
                     std::to_string(d_.modules.size()) + " modules)");
       if (k.entry.empty() || k.entry.find('\0') != std::string::npos) return fail(what + ": bad entry name");
     }
@@ -187,7 +233,7 @@ class Checker {
 
   std::string spaceText(const BufferRef& b) const {
     if (b.space != BufferRef::Space::Io) return std::string("the ") + spaceName(b.space);
-    return "I/O tensor " + std::to_string(b.io) + " '" + d_.io[size_t(b.io)].name + "'";
+    return "I/O tensor " + std::to_string(b.io) + " '" + clip(d_.io[size_t(b.io)].name) + "'";
   }
 
   // A buffer must name an existing space and [offset, offset + extent) must lie inside it. For a
@@ -212,13 +258,13 @@ class Checker {
   void checkLaunch(size_t i) {
     const Launch& l = d_.launches[i];
     std::string what = "launch " + std::to_string(i);
-    if (!l.node.empty()) what += " (node '" + l.node + "')";
+    if (!l.node.empty()) what += " (node '" + clip(l.node) + "')";
     if (l.kind == Launch::Kind::Copy) {
       if (l.bytes == 0) return fail(what + ": copy of 0 bytes");
       if (!checkBuffer(l.src, l.bytes, what + ": copy source") || !checkBuffer(l.dst, l.bytes, what + ": copy destination")) return;
       if (l.dst.space == BufferRef::Space::Weights) return fail(what + ": copy into the weights, which are read-only");
       if (l.dst.space == BufferRef::Space::Io && d_.io[size_t(l.dst.io)].isInput)
-        return fail(what + ": copy into input '" + d_.io[size_t(l.dst.io)].name + "', which is read-only");
+        return fail(what + ": copy into input '" + clip(d_.io[size_t(l.dst.io)].name) + "', which is read-only");
       bool sameSpace = l.src.space == l.dst.space && (l.src.space != BufferRef::Space::Io || l.src.io == l.dst.io);
       if (sameSpace && l.src.offset < l.dst.offset + l.bytes && l.dst.offset < l.src.offset + l.bytes)
         return fail(what + ": copy source and destination overlap");
@@ -227,7 +273,7 @@ class Checker {
     if (l.kind == Launch::Kind::Gemm) return checkGemm(l.gemm, what + ": gemm");
     if (l.kernel < 0 || size_t(l.kernel) >= d_.kernels.size())
       return fail(what + ": kernel index " + std::to_string(l.kernel) + " out of range (" + std::to_string(d_.kernels.size()) + " kernels)");
-    what += " of kernel '" + d_.kernels[size_t(l.kernel)].entry + "'";
+    what += " of kernel '" + clip(d_.kernels[size_t(l.kernel)].entry) + "'";
     // CUDA's limits: grid x < 2^31, y and z < 2^16; at most 1024 threads a block.
     if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 || l.grid[0] > 0x7fffffffu || l.grid[1] > 65535 || l.grid[2] > 65535)
       return fail(what + ": grid " + dims(l.grid) + " is outside CUDA's limits");
@@ -240,17 +286,21 @@ class Checker {
       if (l.args[a].kind == LaunchArg::Kind::Buffer && !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a))) return;
   }
 
-  // A column-major matrix of rows x cols (leading dim ld), the last of a batch `last` elements
-  // after the first.
-  bool checkMatrix(const BufferRef& b, int32_t dtype, int64_t rows, int64_t cols, int64_t ld, uint64_t last,
-                   const std::string& what) {
+  // An operand: its leading dim covers its rows, and every product of the batch lies inside
+  // its buffer (gemmOperandBytes, in checked 64-bit arithmetic).
+  bool checkOperand(const GemmCall& g, GemmOperand which, const BufferRef& b, const std::string& what) {
+    int64_t rows = which == GemmOperand::A ? (g.transA ? g.k : g.m) : which == GemmOperand::B ? (g.transB ? g.n : g.k) : g.m;
+    int64_t ld = which == GemmOperand::A ? g.lda : which == GemmOperand::B ? g.ldb : g.ldc;
     if (ld < rows) {
       fail(what + ": leading dimension " + std::to_string(ld) + " is below its " + std::to_string(rows) + " rows");
       return false;
     }
-    // Sizes are below 2^31 (the reader's bounds), so this cannot overflow 64 bits.
-    uint64_t elems = last + uint64_t(cols - 1) * uint64_t(ld) + uint64_t(rows);
-    return checkBuffer(b, elems * dtypeByteSize(dtype), what);
+    uint64_t bytes = 0;
+    if (!gemmOperandBytes(g, which, bytes)) {
+      fail(what + ": extent of " + std::to_string(g.batch) + " products overflows 64 bits");
+      return false;
+    }
+    return checkBuffer(b, bytes, what);
   }
 
   // Pointer-array batches: one step per dim and operand, the dims' product the batch; the
@@ -269,12 +319,6 @@ class Checker {
     return true;
   }
 
-  // Elements from the first product of a batch to the last (steps are >= 0, so the last product
-  // lies farthest) along `steps` (pointer-array) or `stride` apart.
-  static uint64_t lastOffset(const GemmCall& g, const std::vector<int64_t>& steps, int64_t stride) {
-    return g.pointerBatch() ? uint64_t(g.batchOffset(steps, g.batch - 1)) : uint64_t(g.batch - 1) * uint64_t(stride);
-  }
-
   void checkGemm(const GemmCall& g, const std::string& what) {
     auto supported = [](int32_t t) { return t == 1 || t == 10 || t == 16; };
     if (!(supported(g.abType) || g.fp8()) || !supported(g.cdType))
@@ -285,20 +329,17 @@ class Checker {
     if (g.tf32 && g.abType != 1) return fail(what + ": tf32 is for float A and B");
     if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1) return fail(what + ": empty product");
     if (g.pointerBatch() && !checkPointerBatch(g, what)) return;
-    const uint64_t lastA = lastOffset(g, g.batchStepsA, g.strideA), lastB = lastOffset(g, g.batchStepsB, g.strideB),
-                   lastC = lastOffset(g, g.batchStepsC, g.strideC);
-    if (!checkMatrix(g.a, g.abType, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, lastA, what + " A") ||
-        !checkMatrix(g.b, g.abType, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, lastB, what + " B") ||
-        !checkMatrix(g.d, g.cdType, g.m, g.n, g.ldc, lastC, what + " D"))
+    if (!checkOperand(g, GemmOperand::A, g.a, what + " A") || !checkOperand(g, GemmOperand::B, g.b, what + " B") ||
+        !checkOperand(g, GemmOperand::D, g.d, what + " D"))
       return;
-    if (g.beta != 0.f && !checkMatrix(g.c, g.cdType, g.m, g.n, g.ldc, lastC, what + " C")) return;
+    if (g.beta != 0.f && !checkOperand(g, GemmOperand::C, g.c, what + " C")) return;
     if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias")) return;
     if (g.fp8() && (!checkBuffer(g.scaleA, uint64_t(g.m) * 4, what + " scale_a") ||
                     !checkBuffer(g.scaleB, uint64_t(g.n) * 4, what + " scale_b")))
       return;
     if (g.d.space == BufferRef::Space::Weights) return fail(what + ": D in the weights, which are read-only");
     if (g.d.space == BufferRef::Space::Io && d_.io[size_t(g.d.io)].isInput)
-      return fail(what + ": D in input '" + d_.io[size_t(g.d.io)].name + "', which is read-only");
+      return fail(what + ": D in input '" + clip(d_.io[size_t(g.d.io)].name) + "', which is read-only");
   }
 
   static std::string dims(const uint32_t v[3]) {

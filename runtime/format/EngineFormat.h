@@ -118,6 +118,15 @@ struct GemmCall {
   }
 };
 
+// The bytes a product's operand spans, from its first element to one past its last: a
+// column-major rows x cols matrix (leading dim ld) per product, the last product of the batch
+// `stride` elements (or, for pointer-array batches, its batch steps) after the first. False when
+// that does not fit in 64 bits — only a hostile engine gets there. The one computation of operand
+// extents: the engine checker holds every operand inside its space by it, and code that needs
+// an operand's size (scratch operands for algorithm timing) can take it from here.
+enum class GemmOperand { A, B, C, D };
+bool gemmOperandBytes(const GemmCall& g, GemmOperand which, uint64_t& bytes);
+
 // One step of the launch plan: a kernel launch, a device-to-device copy, or a library GEMM.
 struct Launch {
   enum class Kind { Kernel, Copy, Gemm };

@@ -276,6 +276,37 @@ class Decoder {
   }
 };
 
+// A SAX pass that only counts nesting depth (and keeps the first syntax error).
+struct DepthCheck {
+  int depth = 0;
+  bool tooDeep = false;
+  std::string error;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool key(std::string&) { return true; }
+  bool start_object(std::size_t) { return enter(); }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return enter(); }
+  bool end_array() { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
+    std::string w = e.what();
+    size_t p = w.find("] ");
+    error = p == std::string::npos ? w : w.substr(p + 2);
+    return false;
+  }
+  bool enter() {
+    if (++depth <= kMaxMetadataDepth) return true;
+    tooDeep = true;
+    return false;
+  }
+};
+
 // Decodes the metadata object into `d`; module section indices go to `moduleSections` (pairs of
 // cubin, ptx; -1 for none) because their blobs are resolved against the section table later.
 bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t, int64_t>>& moduleSections,
@@ -455,17 +486,15 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   json meta;
   try {
     // The metadata schema nests 5 levels deep; refusing deeper input bounds the parser's memory
-    // to a small multiple of the section's size.
-    struct TooDeep {};
-    auto limitDepth = [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxMetadataDepth) throw TooDeep{};
-      return true;
-    };
-    try {
-      meta = json::parse(data + ms.offset, data + ms.offset + ms.size, limitDepth);
-    } catch (const TooDeep&) {
-      return malformed("metadata is nested more than " + std::to_string(kMaxMetadataDepth) + " levels deep");
+    // to a small multiple of the section's size. The depth is checked by a SAX pass first: a
+    // parse callback would do it too, but nlohmann's callback parser scans the enclosing array at
+    // the end of every element (quadratic: a million empty objects hung kiln_engine_load).
+    DepthCheck depth;
+    if (!json::sax_parse(data + ms.offset, data + ms.offset + ms.size, &depth)) {
+      if (depth.tooDeep) return malformed("metadata is nested more than " + std::to_string(kMaxMetadataDepth) + " levels deep");
+      return malformed("metadata is not valid JSON: " + depth.error);
     }
+    meta = json::parse(data + ms.offset, data + ms.offset + ms.size);
   } catch (const json::exception& e) {
     // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
     std::string w = e.what();
@@ -484,6 +513,10 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
     return malformed("memory.weights_bytes is " + std::to_string(weightsBytes) + " but the WEIGHTS section has " + std::to_string(ws.size) + " bytes");
   std::vector<bool> used(sectionCount, false);
   used[size_t(metadataIndex)] = used[size_t(weightsIndex)] = true;
+  // Each image section belongs to one module: the modules' copies then add up to at most the
+  // file's size (thousands of modules naming one large section would otherwise allocate
+  // gigabytes from a small file).
+  std::vector<int64_t> usedBy(sectionCount, -1);
   out.modules.resize(moduleSections.size());
   for (size_t i = 0; i < moduleSections.size(); ++i) {
     const std::pair<int64_t, SectionKind> refs[2] = {{moduleSections[i].first, SectionKind::Cubin}, {moduleSections[i].second, SectionKind::Ptx}};
@@ -495,7 +528,11 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
       const Section& s = sections[size_t(index)];
       if (s.kind != uint32_t(kind))
         return malformed("metadata: " + what + ": section " + std::to_string(index) + " is " + kindName(s.kind) + ", not " + kindName(uint32_t(kind)));
+      if (usedBy[size_t(index)] >= 0)
+        return malformed("metadata: " + what + ": section " + std::to_string(index) + " is already the image of module " +
+                         std::to_string(usedBy[size_t(index)]));
       used[size_t(index)] = true;
+      usedBy[size_t(index)] = int64_t(i);
       const uint8_t* p = data + s.offset;
       if (kind == SectionKind::Cubin) out.modules[i].cubin.assign(p, p + s.size);
       else out.modules[i].ptx.assign(reinterpret_cast<const char*>(p), size_t(s.size));

@@ -11,6 +11,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <memory>
 #include <new>
 #include <string>
@@ -128,19 +132,27 @@ KILN_API kiln_status kiln_engine_load(const char* path, kiln_engine** out) {
   if (out) *out = nullptr;
   return guarded([&] {
     if (!path || !out) return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_engine_load: path and out must not be NULL");
-    std::FILE* f = std::fopen(path, "rb");
-    if (!f) return fail(KILN_ERROR_IO, std::string("cannot open '") + path + "': " + std::strerror(errno));
-    std::vector<uint8_t> bytes;
-    bool ok = std::fseek(f, 0, SEEK_END) == 0;
-    long size = ok ? std::ftell(f) : -1;
-    ok = size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
-    if (ok) {
-      bytes.resize(size_t(size));
-      ok = std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    // Non-blocking, so that a FIFO cannot hang the open; only a regular file's size is real (a
+    // directory's or a device's is not: reading by it allocated 2^63 bytes).
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return fail(KILN_ERROR_IO, std::string("cannot open '") + path + "': " + std::strerror(errno));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " +
+                                     (S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file"));
+    std::vector<uint8_t> bytes(size_t(st.st_size));
+    for (size_t got = 0; got < bytes.size();) {
+      ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " + (r < 0 ? std::strerror(errno) : "the file shrank"));
+      got += size_t(r);
     }
-    int readErrno = errno;
-    std::fclose(f);
-    if (!ok) return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " + std::strerror(readErrno));
     return loadBytes(std::move(bytes), std::string(path) + ": ", out);
   });
 }

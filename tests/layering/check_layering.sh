@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layering rules (docs/architecture.md) that includes could break without a link error: run
 # by ctest. Dependencies point one way: tools -> tuner -> codegen/lowering -> passes -> compiler/
-# (ir, ops, target); codegen/kernels and codegen/nvrtc use only compiler/target; the runtime
+# (ir, ops, target, support); codegen/kernels and codegen/nvrtc use only compiler/target and
+# compiler/support; the runtime
 # uses nothing of the compiler, and nothing outside runtime/ includes runtime/src.
 #   check_layering.sh SOURCE_DIR
 set -u
@@ -21,7 +22,8 @@ violation "the runtime includes the compiler" < <(inc "runtime" "(compiler|codeg
 violation "passes include codegen, the tuner or tools" < <(inc "passes" "(codegen|tuner|tools)/")
 violation "compiler/ includes a layer above it" < <(inc "compiler" "(codegen|passes|tuner|tools)/")
 violation "compiler/target is not plain C++" < <(inc "compiler/target" "(compiler/(ir|ops|eval|importer|analysis|knobs|quant)|mlir|llvm)")
-violation "codegen/kernels and codegen/nvrtc use more than compiler/target" \
+violation "compiler/support is not plain C++" < <(inc "compiler/support" "(compiler/(ir|ops|eval|importer|analysis|knobs|quant|target)|mlir|llvm)")
+violation "codegen/kernels and codegen/nvrtc use more than compiler/target and compiler/support" \
   < <(inc "codegen/kernels codegen/nvrtc codegen/KernelSpec.h" "(compiler/(ir|ops|eval|importer|analysis|knobs|quant)|passes|mlir|tuner|tools)")
 violation "codegen/lowering dispatches on op-type strings (use the op classes)" \
   < <(grep -nE 'type == "|getOnnxOpType\(\) == "' codegen/lowering/*.cpp)

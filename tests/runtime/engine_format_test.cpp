@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,9 @@
 #include <functional>
 #include <limits>
 #include <random>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace kiln::rt;
 using nlohmann::json;
@@ -552,6 +556,100 @@ TEST(EngineFormat, CApiLoadFromFile) {
   kiln_status s = kiln_engine_load((path + ".missing").c_str(), &none);
   EXPECT_EQ(s, KILN_ERROR_IO);
   EXPECT_NE(std::string(kiln_status_message(s)).find("No such file"), std::string::npos) << kiln_status_message(s);
+}
+
+// Only a regular file is read: a directory (whose "size" is 2^63) and a FIFO (which would block
+// the open) are refused with KILN_ERROR_IO at once.
+TEST(EngineFormat, CApiLoadRefusesDirectoriesAndFifos) {
+  std::string dir = ::testing::TempDir() + "kiln_engine_dir_test";
+  std::string fifo = ::testing::TempDir() + "kiln_engine_fifo_test";
+  ::rmdir(dir.c_str());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {dir, fifo, std::string("/dev/zero")}) {
+    kiln_engine* e = reinterpret_cast<kiln_engine*>(&e);
+    kiln_status s = kiln_engine_load(path.c_str(), &e);
+    EXPECT_EQ(s, KILN_ERROR_IO) << path;
+    EXPECT_EQ(e, nullptr);
+    std::string message = kiln_status_message(s);
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(path == dir ? "it is a directory" : "not a regular file"), std::string::npos) << message;
+  }
+  ::rmdir(dir.c_str());
+  ::unlink(fifo.c_str());
+}
+
+// Modules that all name one image section would be copied once each: a small file could ask for
+// gigabytes. A section belongs to one module.
+TEST(EngineFormat, ASectionIsTheImageOfOneModule) {
+  std::vector<uint8_t> bytes = withMetadata([](json& m) {
+    m["modules"].push_back(m["modules"][0]);
+    m["kernels"].push_back(m["kernels"][0]);
+    m["kernels"][1]["module"] = 1;
+  });
+  EXPECT_REJECTED(bytes, KILN_ERROR_FORMAT, "modules[1].ptx: section 1 is already the image of module 0");
+}
+
+// Operand extents are computed in checked 64-bit arithmetic: A spans 2^62 float elements,
+// 2^64 bytes, which wrapped to 0 and passed as "inside the arena".
+TEST(EngineFormat, GemmExtentsThatWrapAreRefused) {
+  EngineDesc d = test::makeAxpbEngine(64);
+  d.arenaBytes = uint64_t(1) << 40;
+  Launch l;
+  l.kind = Launch::Kind::Gemm;
+  l.node = "wrap";
+  GemmCall& g = l.gemm;
+  const int64_t big = (int64_t(1) << 31) - 1;
+  g.abType = g.cdType = 1;
+  g.m = 1, g.n = 1, g.k = (int64_t(1) << 30) + 1, g.lda = big, g.ldb = g.k, g.ldc = 1;
+  g.batch = (int64_t(1) << 30) + 2, g.strideA = big;
+  g.a = g.b = g.d = {BufferRef::Space::Arena, 0, -1};
+  d.launches.push_back(l);
+  uint64_t bytes = 0;
+  EXPECT_FALSE(gemmOperandBytes(g, GemmOperand::A, bytes));
+  ASSERT_TRUE(gemmOperandBytes(g, GemmOperand::B, bytes));
+  EXPECT_EQ(bytes, uint64_t(g.k) * 4);
+  EXPECT_NE(checkEngineDesc(d).find("gemm A: extent of 1073741826 products overflows 64 bits"), std::string::npos)
+      << checkEngineDesc(d);
+  EXPECT_REJECTED(writeEngine(d), KILN_ERROR_FORMAT, "overflows 64 bits");
+}
+
+// Messages quote names clipped: 20,000 launches of a kernel whose entry name has 1 MB made the
+// checker copy that name once per launch, and a launch's node name was copied once per argument
+// (tens of GB: kiln_engine_load seemed to hang).
+TEST(EngineFormat, LongNamesCostLinearTime) {
+  EngineDesc d = test::makeAxpbEngine(16);
+  d.kernels[0].entry = std::string(1 << 20, 'e');
+  Launch& l = d.launches[0];
+  l.node = std::string(4 << 20, 'n');
+  while (l.args.size() < 1000) l.args.push_back(LaunchArg::buf({BufferRef::Space::Arena, 0, -1}));
+  Launch small = l;
+  small.node.clear();
+  small.args.resize(1);
+  d.launches.insert(d.launches.end(), 20000, small);
+  std::vector<uint8_t> bytes = writeEngine(d);
+  auto t0 = std::chrono::steady_clock::now();
+  LoadResult r = load(bytes);
+  EXPECT_EQ(r.status, KILN_OK) << r.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  d.launches[0].args.back().buffer.offset = d.arenaBytes + 64;  // and a failure quotes it clipped
+  std::string problem = checkEngineDesc(d);
+  EXPECT_NE(problem.find("(node 'nnn"), std::string::npos) << problem.substr(0, 200);
+  EXPECT_LT(problem.size(), 400u);
+}
+
+// Metadata of many small objects parses in linear time: nlohmann's callback parser (the old depth
+// limit) rescanned the enclosing array at the end of every element — a million empty objects hung
+// kiln_engine_load. Unknown keys are ignored, so this loads.
+TEST(EngineFormat, ManySmallObjectsParseInLinearTime) {
+  std::vector<uint8_t> bytes = withMetadata([](json& m) { m["padding"] = json(std::vector<json>(200000, json::object())); });
+  auto t0 = std::chrono::steady_clock::now();
+  LoadResult r = load(bytes);
+  EXPECT_EQ(r.status, KILN_OK) << r.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_REJECTED(withMetadata([](json& m) { m["deep"] = json::parse(std::string(20, '[') + std::string(20, ']')); }),
+                  KILN_ERROR_FORMAT, "metadata is nested more than 16 levels deep");
 }
 
 // With no driver library the context fails cleanly. (The driver is loaded once per process, so

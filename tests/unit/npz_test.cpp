@@ -224,7 +224,7 @@ for version in [(2, 0), (3, 0)]:
     with open(os.path.join(d, 'v%d.npy' % version[0]), 'wb') as f:
         np.lib.format.write_array(f, arrs['f32'], version=version)
 np.save(os.path.join(d, 'bigendian.npy'), np.arange(3, dtype='>f4'))
-np.save(os.path.join(d, 'fortran.npy'), np.asfortranarray(np.ones((2, 3), np.float32)))
+np.save(os.path.join(d, 'fortran.npy'), np.asfortranarray(np.arange(24, dtype=np.int16).reshape(2, 3, 4)))
 np.save(os.path.join(d, 'object.npy'), np.array([{}, 1], dtype=object), allow_pickle=True)
 np.save(os.path.join(d, 'complex.npy'), np.ones(2, np.complex64))
 small = dict(x=arrs['f16'], y=arrs['i32'])
@@ -323,7 +323,7 @@ TEST(NpyTest, HeaderErrors) {
       {rawNpy("{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", six), "object dtype"},
       {rawNpy("{'descr': '<U2', 'fortran_order': False, 'shape': (3,), }", six), "unsupported dtype '<U2'"},
       {rawNpy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", six), "structured"},
-      {rawNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", six), "fortran_order"},
+      {rawNpy("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2, 3), }", six), "'fortran_order' is not a bool"},
       {rawNpy("[1, 2, 3]", six), "not a dict"},
       {rawNpy("{'descr': '<f4', 'shape': (6,), }", six), "lacks"},
       {rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}", six), "unexpected key 'x'"},
@@ -350,6 +350,30 @@ TEST(NpyTest, HeaderErrors) {
     EXPECT_TRUE(kiln::io::parseNpy(bytes.data(), bytes.size(), a, error)) << error;
     EXPECT_EQ(a.numElements(), 6);
   }
+}
+
+// Fortran order: the data is column-major; the reader hands it back row-major.
+TEST(NpyTest, FortranOrderComesBackInCOrder) {
+  // [[0, 1, 2], [3, 4, 5]] stored column by column: 0 3 1 4 2 5.
+  NpyArray a;
+  std::string error;
+  std::vector<uint8_t> data;
+  for (float v : {0.f, 3.f, 1.f, 4.f, 2.f, 5.f}) {
+    uint8_t b[4];
+    std::memcpy(b, &v, 4);
+    data.insert(data.end(), b, b + 4);
+  }
+  std::vector<uint8_t> bytes = rawNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", data);
+  ASSERT_TRUE(kiln::io::parseNpy(bytes.data(), bytes.size(), a, error)) << error;
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(valuesOf<float>(a), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  // One dimension, a scalar and an empty array are the same bytes either way.
+  bytes = rawNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (6,), }", data);
+  ASSERT_TRUE(kiln::io::parseNpy(bytes.data(), bytes.size(), a, error)) << error;
+  EXPECT_EQ(valuesOf<float>(a), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  bytes = rawNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 0, 3), }", {});
+  ASSERT_TRUE(kiln::io::parseNpy(bytes.data(), bytes.size(), a, error)) << error;
+  EXPECT_TRUE(a.data.empty());
 }
 
 TEST(NpyTest, EveryTruncationFails) {
@@ -594,8 +618,18 @@ TEST_F(NpzTest, ReadsNumpyFiles) {
     ASSERT_EQ(z.arrays.size(), 1u);
     EXPECT_EQ(valuesOf<float>(z.arrays[0].second).at(11), 4.5f) << name;
   }
+  {
+    // A column-major array (np.asfortranarray) comes back in C order.
+    Npz z;
+    std::string error;
+    ASSERT_TRUE(kiln::io::readNpz(path("fortran.npy"), z, error)) << error;
+    ASSERT_EQ(z.arrays.size(), 1u);
+    EXPECT_EQ(z.arrays[0].second.shape, (std::vector<int64_t>{2, 3, 4}));
+    std::vector<int16_t> want(24);
+    for (int i = 0; i < 24; ++i) want[i] = int16_t(i);
+    EXPECT_EQ(valuesOf<int16_t>(z.arrays[0].second), want);
+  }
   const std::pair<const char *, const char *> rejected[] = {{"bigendian.npy", "big-endian dtype '>f4'"},
-                                                           {"fortran.npy", "fortran_order"},
                                                            {"object.npy", "object dtype"},
                                                            {"complex.npy", "unsupported dtype '<c8'"}};
   for (auto [name, message] : rejected) {
@@ -658,6 +692,74 @@ np.savez_compressed(os.path.join(sys.argv[1], 'z.npz'), x=np.zeros(100000, np.fl
   Npz back;
   EXPECT_FALSE(kiln::io::readNpz(path("bad.npz"), back, error));
   EXPECT_NE(error.find("CRC-32 mismatch"), std::string::npos) << error;
+}
+
+// Array names become zip entry names: one that is a path ("../../x") or holds control characters
+// would be written outside an unzipper's folder or into a terminal. Such bytes are written as
+// %XX (and '%' itself), and read back as they were.
+TEST_F(NpzTest, EntryNamesAreEscaped) {
+  Npz z;
+  const std::vector<std::string> names = {"../../../tmp/x", "/abs", "a\\b", "50%", "esc\x1b[2J", "dense/BiasAdd:0", "plain"};
+  for (const std::string &n : names) z.arrays.emplace_back(n, makeArray<float>("<f4", {1}, {1.0f}));
+  std::string error;
+  ASSERT_TRUE(kiln::io::writeNpz(path("names.npz"), z, error)) << error;
+  std::vector<uint8_t> bytes = readBytes(path("names.npz"));
+  for (size_t i = 0; i < names.size(); ++i) {
+    size_t cd = centralEntry(bytes, i);
+    std::string entry(bytes.begin() + long(cd + 46), bytes.begin() + long(cd + 46 + rd16(bytes, cd + 28)));
+    for (char c : entry) EXPECT_TRUE(c != '/' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) << entry;
+  }
+  size_t first = centralEntry(bytes, 0);
+  EXPECT_EQ(std::string(bytes.begin() + long(first + 46), bytes.begin() + long(first + 46 + rd16(bytes, first + 28))),
+            "..%2F..%2F..%2Ftmp%2Fx.npy");
+  Npz back;
+  ASSERT_TRUE(kiln::io::readNpz(path("names.npz"), back, error)) << error;
+  ASSERT_EQ(back.arrays.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(back.arrays[i].first, names[i]);
+}
+
+// A zip whose one entry is `payload` deflated data declaring `size` uncompressed bytes.
+std::vector<uint8_t> deflatedZip(const std::vector<std::pair<std::string, uint32_t>> &entries, const std::vector<uint8_t> &payload) {
+  std::vector<uint8_t> body, central;
+  auto put = [](std::vector<uint8_t> &b, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
+  };
+  for (const auto &[name, size] : entries) {
+    uint32_t off = uint32_t(body.size());
+    put(body, 0x04034B50, 4), put(body, 20, 2), put(body, 0, 2), put(body, 8, 2), put(body, 0, 4), put(body, 0, 4);
+    put(body, payload.size(), 4), put(body, size, 4), put(body, name.size(), 2), put(body, 0, 2);
+    body.insert(body.end(), name.begin(), name.end());
+    body.insert(body.end(), payload.begin(), payload.end());
+    put(central, 0x02014B50, 4), put(central, 20, 2), put(central, 20, 2), put(central, 0, 2), put(central, 8, 2);
+    put(central, 0, 4), put(central, 0, 4), put(central, payload.size(), 4), put(central, size, 4);
+    put(central, name.size(), 2), put(central, 0, 2), put(central, 0, 2), put(central, 0, 2), put(central, 0, 2);
+    put(central, 0, 4), put(central, off, 4);
+    central.insert(central.end(), name.begin(), name.end());
+  }
+  std::vector<uint8_t> out = body;
+  out.insert(out.end(), central.begin(), central.end());
+  put(out, 0x06054B50, 4), put(out, 0, 4), put(out, entries.size(), 2), put(out, entries.size(), 2);
+  put(out, central.size(), 4), put(out, body.size(), 4), put(out, 0, 2);
+  return out;
+}
+
+// Compressed entries' declared sizes are checked before anything is inflated: one entry above
+// its cap, a size deflate cannot reach from the bytes there are, entries whose sum is above the
+// total cap. (Nothing is allocated for them: the checks come before any entry is read.)
+TEST_F(NpzTest, CompressedSizesAreCappedBeforeInflating) {
+  std::string error;
+  Npz z;
+  writeBytes(path("big.npz"), deflatedZip({{"x.npy", 3u << 30}}, std::vector<uint8_t>(4 << 20, 0x55)));
+  EXPECT_FALSE(kiln::io::readNpz(path("big.npz"), z, error));
+  EXPECT_NE(error.find("entry 'x.npy': inflates to 3221225472 bytes, more than the limit of 1073741824"), std::string::npos) << error;
+  writeBytes(path("ratio.npz"), deflatedZip({{"x.npy", 1u << 29}}, std::vector<uint8_t>(100, 0x55)));
+  EXPECT_FALSE(kiln::io::readNpz(path("ratio.npz"), z, error));
+  EXPECT_NE(error.find("more than deflate can encode"), std::string::npos) << error;
+  writeBytes(path("sum.npz"), deflatedZip({{"a.npy", 900u << 20}, {"b.npy", 900u << 20}, {"c.npy", 900u << 20},
+                                           {"d.npy", 900u << 20}, {"e.npy", 900u << 20}},
+                                          std::vector<uint8_t>(1 << 20, 0x55)));
+  EXPECT_FALSE(kiln::io::readNpz(path("sum.npz"), z, error));
+  EXPECT_NE(error.find("compressed entries inflate to more than the limit of 4294967296 bytes in all"), std::string::npos) << error;
 }
 
 TEST_F(NpzTest, NumpyReadsOurFiles) {

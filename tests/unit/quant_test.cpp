@@ -57,6 +57,20 @@ TEST(Calibration, FileRoundTripAndErrors) {
   EXPECT_FALSE(fromJson("{\"format\": \"kiln-calibration\", \"version\": 1}", back, err));
   EXPECT_NE(err.find("malformed"), std::string::npos) << err;
   EXPECT_FALSE(readCalibration("/nonexistent.calib", back, err));
+  // Found by the calibration fuzzer: a float where an integer belongs (converting 3.3e118 to an
+  // integer was undefined behaviour), and the other fields' checks.
+  std::string bad = toJson(t);
+  bad.replace(bad.find("\"batches\": 3"), 12, "\"batches\": 3.3e118");
+  EXPECT_FALSE(fromJson(bad, back, err));
+  EXPECT_NE(err.find("'batches' is not an integer"), std::string::npos) << err;
+  bad = toJson(t);
+  bad.replace(bad.find("\"version\": 1"), 12, "\"version\": 1.5");
+  EXPECT_FALSE(fromJson(bad, back, err));
+  EXPECT_NE(err.find("'version' is not an integer"), std::string::npos) << err;
+  bad = toJson(t);
+  bad.replace(bad.find("\"percentile\": 99.9"), 18, "\"percentile\": -1");
+  EXPECT_FALSE(fromJson(bad, back, err));
+  EXPECT_NE(err.find("is not in (0, 100]"), std::string::npos) << err;
   Method m;
   EXPECT_FALSE(parseMethod("kl", m));
 }

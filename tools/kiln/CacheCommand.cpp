@@ -5,15 +5,20 @@
 //   import FILE          rows from an export (a row for an existing key replaces it)
 //   merge OTHER.db       rows of another cache this one lacks
 //   gc                   delete rows measured by another kiln version
+// list, show and export read an existing cache without changing it; import creates one; merge
+// and gc need one. import and merge are one transaction each: concurrent imports and tunes
+// sharing the file never lose a row.
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tuner/Cache.h"
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace kiln::cli {
+
+using support::printable;
 
 Runner addCacheCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("cache", "Inspect and move the tuning cache");
@@ -27,67 +32,59 @@ Runner addCacheCommand(CLI::App &app) {
   return [=]() -> int {
     if (!*cmd) return -1;
     std::string err;
-    if ((*action == "export" || *action == "import" || *action == "merge") && arg->empty()) {
-      std::cerr << "kiln: error: cache " << *action << " needs a file\n";
+    const std::string &a = *action;
+    auto fail = [&](const std::string &msg) {
+      std::cerr << "kiln: error: cache " << a << ": " << msg << "\n";
       return 2;
-    }
-    auto cache = tuner::Cache::open(path->empty() ? tuner::defaultCachePath() : *path, err);
-    if (!cache) {
-      std::cerr << "kiln: error: " << err << "\n";
-      return 2;
-    }
+    };
+    if ((a == "export" || a == "import" || a == "merge" || a == "show") && arg->empty())
+      return fail(a == "show" ? "needs a model hash (prefix)" : "needs a file");
+    std::string db = path->empty() ? tuner::defaultCachePath(err) : *path;
+    if (db.empty()) return fail(err);
+    // An import's file is read before the cache is touched: a bad file changes nothing.
     std::vector<tuner::CacheRow> rows;
-    if (*action == "list" || *action == "show" || *action == "export") {
-      if (!cache->rows(rows, err, *action == "show" ? *arg : "")) {
-        std::cerr << "kiln: error: " << err << "\n";
-        return 2;
-      }
-      if (*action == "export") {
-        std::ofstream f(*arg);
-        f << tuner::rowsToJsonLines(rows);
-        if (!f) {
-          std::cerr << "kiln: error: cannot write '" << *arg << "'\n";
-          return 2;
-        }
-        std::printf("exported %zu measurements to %s\n", rows.size(), arg->c_str());
-        return 0;
-      }
-      std::printf("%s: %zu measurements\n", cache->path().c_str(), rows.size());
-      for (auto &r : rows) {
-        std::printf("%s %-12s %9.3f ms  %s\n", r.key.modelHash.substr(0, 12).c_str(), r.m.status.c_str(), r.m.medianMs,
-                    r.key.route.empty() ? "(default route)" : r.key.route.c_str());
-        if (*action == "show") {
-          std::printf("    shapes '%s', measured %s, %lld runs, p90 %.3f ms\n    env %s\n", r.key.shapes.c_str(), r.m.created.c_str(),
-                      (long long)r.m.runs, r.m.p90Ms, r.key.environment.c_str());
-          if (!r.m.reason.empty()) std::printf("    reason: %s\n", r.m.reason.c_str());
-          if (!r.m.metrics.empty()) std::printf("    accuracy: %s\n", r.m.metrics.c_str());
-        }
-      }
-      return 0;
+    if (a == "import") {
+      std::string text;
+      if (!support::readFile(*arg, text, err, "export file", uint64_t(1) << 32)) return fail(err);
+      if (!tuner::rowsFromJsonLines(text, rows, err)) return fail(*arg + ": " + err);
     }
-    if (*action == "import") {
-      std::ifstream f(*arg);
-      std::stringstream ss;
-      ss << f.rdbuf();
-      if (!f || !tuner::rowsFromJsonLines(ss.str(), rows, err)) {
-        std::cerr << "kiln: error: " << *arg << ": " << (err.empty() ? "cannot read" : err) << "\n";
-        return 2;
-      }
-      for (auto &r : rows)
-        if (!cache->store(r.key, r.m, err)) {
-          std::cerr << "kiln: error: " << err << "\n";
-          return 2;
-        }
+    using Open = tuner::Cache::Open;
+    Open mode = a == "import" ? Open::Create : a == "merge" || a == "gc" ? Open::Existing : Open::ReadOnly;
+    auto cache = tuner::Cache::open(db, err, mode);
+    if (!cache) return fail(err);
+    if (a == "import") {
+      if (!cache->storeAll(rows, err)) return fail(err);
       std::printf("imported %zu measurements\n", rows.size());
       return 0;
     }
-    int64_t n = 0;
-    bool ok = *action == "merge" ? cache->merge(*arg, n, err) : cache->gc(KILN_VERSION, n, err);
-    if (!ok) {
-      std::cerr << "kiln: error: " << err << "\n";
-      return 2;
+    if (a == "list" || a == "show" || a == "export") {
+      if (!cache->rows(rows, err, a == "show" ? *arg : "")) return fail(err);
+      if (a == "export") {
+        // The cache's own files are inputs: exporting onto them would destroy it.
+        if (!support::writeFileAtomically(*arg, tuner::rowsToJsonLines(rows), err, {db, db + "-wal", db + "-shm"}))
+          return fail(err);
+        std::printf("exported %zu measurements to %s\n", rows.size(), printable(*arg).c_str());
+        return 0;
+      }
+      std::printf("%s: %zu measurements\n", printable(cache->path()).c_str(), rows.size());
+      for (auto &r : rows) {
+        std::printf("%s %-12s %9.3f ms  %s\n", printable(r.key.modelHash.substr(0, 12)).c_str(),
+                    support::printableLine(r.m.status).c_str(), r.m.medianMs,
+                    r.key.route.empty() ? "(default route)" : support::printableLine(r.key.route).c_str());
+        if (a == "show") {
+          std::printf("    shapes '%s', measured %s, %lld runs, p90 %.3f ms\n    env %s\n",
+                      support::printableLine(r.key.shapes).c_str(), support::printableLine(r.m.created).c_str(),
+                      (long long)r.m.runs, r.m.p90Ms, support::printableLine(r.key.environment).c_str());
+          if (!r.m.reason.empty()) std::printf("    reason: %s\n", support::printableLine(r.m.reason).c_str());
+          if (!r.m.metrics.empty()) std::printf("    accuracy: %s\n", support::printableLine(r.m.metrics).c_str());
+        }
+      }
+      return 0;
     }
-    std::printf(*action == "merge" ? "merged %lld measurements\n" : "deleted %lld measurements of other kiln versions\n", (long long)n);
+    int64_t n = 0;
+    bool ok = a == "merge" ? cache->merge(*arg, n, err) : cache->gc(KILN_VERSION, n, err);
+    if (!ok) return fail(err);
+    std::printf(a == "merge" ? "merged %lld measurements\n" : "deleted %lld measurements of other kiln versions\n", (long long)n);
     return 0;
   };
 }

@@ -4,6 +4,8 @@
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/quant/Calibration.h"
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Commands.h"
@@ -17,6 +19,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -50,13 +54,14 @@ Runner addCalibrateCommand(CLI::App &app) {
   auto opts = std::make_shared<ModelOptions>();
   auto data = std::make_shared<std::string>(), out = std::make_shared<std::string>();
   auto method = std::make_shared<std::string>("entropy");
-  auto percentile = std::make_shared<double>(99.99);
+  auto percentileText = std::make_shared<std::string>("99.99");
   auto json = std::make_shared<bool>(false);
   opts->add(*cmd);
   cmd->add_option("--data", *data, "Calibration batches: an .npz (arrays named after the inputs) or a folder of them")
       ->required();
   cmd->add_option("--method", *method, "Threshold: minmax, percentile or entropy")->capture_default_str();
-  cmd->add_option("--percentile", *percentile, "For --method percentile: the share of |x| kept")->capture_default_str();
+  cmd->add_option("--percentile", *percentileText, "For --method percentile: the share of |x| kept, in (0, 100]")
+      ->capture_default_str();
   cmd->add_option("-o,--output", *out, "Calibration file to write")->required();
   cmd->add_flag("--json", *json, "Print a JSON summary");
   return [=]() -> int {
@@ -66,10 +71,28 @@ Runner addCalibrateCommand(CLI::App &app) {
       std::cerr << "kiln: error: unknown --method '" << *method << "' (minmax, percentile, entropy)\n";
       return 2;
     }
+    // Every option is checked before any work: a NaN or out-of-range percentile would write a
+    // file kiln cannot read back, or wrong ranges.
+    char *end = nullptr;
+    const double percentile = std::strtod(percentileText->c_str(), &end);
+    if (percentileText->empty() || *end || !std::isfinite(percentile) || percentile <= 0 || percentile > 100) {
+      std::cerr << "kiln: error: --percentile: " << *percentileText << " is not a percentage in (0, 100]\n";
+      return 2;
+    }
+    if (cmd->count("--percentile") && m != quant::Method::Percentile) {
+      std::cerr << "kiln: error: --percentile applies to --method percentile (the method is " << *method << ")\n";
+      return 2;
+    }
     std::string error;
     std::vector<std::string> files;
     if (!batchFiles(*data, files, error)) {
       std::cerr << "kiln: error: --data: " << error << "\n";
+      return 2;
+    }
+    std::vector<std::string> inputs = files;
+    inputs.push_back(opts->model);
+    if (auto why = support::checkOutputPath(*out, inputs); !why.empty()) {
+      std::cerr << "kiln: error: -o: " << why << "\n";
       return 2;
     }
     mlir::MLIRContext ctx;
@@ -88,32 +111,34 @@ Runner addCalibrateCommand(CLI::App &app) {
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < files.size(); ++i) {
       std::vector<tuner::HostTensor> inputs, outputs;
-      if (!tuner::readTensors(files[i], inputs, error) || !evaluateModel(f, inputs, outputs, error, observe)) {
+      if (!tuner::readTensors(files[i], inputs, error)) {  // (the message names the file)
+        std::cerr << "kiln: error: " << error << "\n";
+        return 2;
+      }
+      if (!evaluateModel(f, inputs, outputs, error, observe)) {
         std::cerr << "kiln: error: " << files[i] << ": " << error << "\n";
         return 2;
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "calibrate: batch %zu/%zu (%s), %.1f s\n", i + 1, files.size(), files[i].c_str(), secs);
+      std::fprintf(stderr, "calibrate: batch %zu/%zu (%s), %.1f s\n", i + 1, files.size(), support::printableLine(files[i]).c_str(), secs);
     }
     quant::CalibrationTable table;
     table.kilnVersion = KILN_VERSION;
     table.modelHash = modelFileHash(opts->model);
     table.method = quant::methodName(m);
-    table.percentile = *percentile;
+    table.percentile = percentile;
     table.batches = int64_t(files.size());
-    for (const auto &[key, c] : ranges) table.ranges[key] = {c.min(), c.max(), c.amax(m, *percentile)};
-    std::ofstream o(*out, std::ios::binary);
-    if (!(o << quant::toJson(table))) {
-      std::cerr << "kiln: error: cannot write '" << *out << "'\n";
+    for (const auto &[key, c] : ranges) table.ranges[key] = {c.min(), c.max(), c.amax(m, percentile)};
+    if (!support::writeFileAtomically(*out, quant::toJson(table), error, inputs)) {
+      std::cerr << "kiln: error: -o: " << error << "\n";
       return 2;
     }
     if (*json) {
-      std::cout << nlohmann::json{{"calibration", *out}, {"method", table.method}, {"batches", table.batches},
-                                  {"ranges", table.ranges.size()}}
-                       .dump(2)
+      std::cout << jsonText(nlohmann::json{{"calibration", *out}, {"method", table.method}, {"batches", table.batches},
+                                           {"ranges", table.ranges.size()}})
                 << "\n";
     } else {
-      std::printf("wrote %s: %zu activation ranges (%s) from %zu batches\n", out->c_str(), table.ranges.size(),
+      std::printf("wrote %s: %zu activation ranges (%s) from %zu batches\n", support::printableLine(*out).c_str(), table.ranges.size(),
                   table.method.c_str(), files.size());
     }
     return 0;

@@ -6,6 +6,7 @@
 // every constraint holds, 1 when one fails, 2 on an error.
 #include "compiler/eval/Evaluator.h"
 #include "compiler/ir/TensorConversion.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/Evaluate.h"
 #include "tools/kiln/ModelLoading.h"
@@ -61,6 +62,7 @@ Runner addCheckCommand(CLI::App &app) {
   auto *refOpt = cmd->add_option("--reference", *ref, "Reference outputs (.npz by output name; may hold the inputs too)");
   onnx->excludes(refOpt);
   cmd->add_option("--shapes", model->shapes, "Input shapes of the --onnx model, as for compile");
+  model->addExternalFlag(*cmd);
   cmd->add_option("--inputs", *in, "Inputs (.npz by input name; default: the reference file's, else random)");
   cmd->add_option("--accuracy", *accuracy,
                   "Constraints, e.g. 'cos>=0.9995,max_abs<=0.05' or 'logits:top1>=1' (default by the engine's precision: "
@@ -132,15 +134,15 @@ Runner addCheckCommand(CLI::App &app) {
       for (auto &[name, m] : metrics)
         j["outputs"][name] = {{"max_abs", m.maxAbs}, {"max_rel", m.maxRel}, {"l0", m.l0}, {"rel_l2", m.relL2},
                               {"cos", m.cos}, {"top1", m.top1}, {"nan_mismatch", m.nanMismatch}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
     } else {
-      std::printf("engine %s on %s, route '%s', reference: %s\n", path->c_str(), r->deviceName().c_str(), route.c_str(),
-                  model->model.empty() ? ref->c_str() : (model->model + " (CPU evaluator)").c_str());
+      std::printf("engine %s on %s, route '%s', reference: %s\n", support::printableLine(*path).c_str(), support::printableLine(r->deviceName()).c_str(),
+                  support::printableLine(route).c_str(), support::printableLine(model->model.empty() ? *ref : model->model + " (CPU evaluator)").c_str());
       std::printf("%-24s %11s %11s %9s %11s %10s %6s\n", "output", "max_abs", "max_rel", "l0", "rel_l2", "cos", "top1");
       for (auto &[name, m] : metrics)
-        std::printf("%-24s %11.3e %11.3e %9.5f %11.3e %10.7f %6s\n", name.c_str(), m.maxAbs, m.maxRel, m.l0, m.relL2, m.cos,
+        std::printf("%-24s %11.3e %11.3e %9.5f %11.3e %10.7f %6s\n", support::printableLine(name).c_str(), m.maxAbs, m.maxRel, m.l0, m.relL2, m.cos,
                     m.top1 < 0 ? "-" : std::to_string(m.top1).substr(0, 5).c_str());
-      for (auto &b : bad) std::printf("FAIL %s\n", b.c_str());
+      for (auto &b : bad) std::printf("FAIL %s\n", support::printableLine(b).c_str());
       std::printf("%s\n", bad.empty() ? "PASSED" : "FAILED");
     }
     return bad.empty() ? 0 : 1;

@@ -29,8 +29,12 @@ struct ModelOptions {
   std::string model;
   std::string shapes;          // "x:1x3x224x224,..."
   std::string constantInputs;  // .npz of graph inputs bound at build time
+  bool allowExternalOutside = false;
   void add(CLI::App &cmd);
-  // The importer's options from --shapes and --constant-inputs; the error, else "".
+  // Adds --allow-external-outside alone (for commands that name the model differently).
+  void addExternalFlag(CLI::App &cmd);
+  // The importer's options from --shapes, --constant-inputs and --allow-external-outside; the
+  // error, else "".
   std::string importOptions(ImportOptions &io) const;
 };
 

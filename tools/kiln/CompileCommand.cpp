@@ -4,6 +4,8 @@
 #include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 #include "tuner/TensorFiles.h"
@@ -14,35 +16,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 namespace kiln::cli {
-
-// Writes the whole file under a temporary name, then renames: a reader never sees a partial engine.
-static bool writeFileAtomically(const std::string &path, const std::vector<uint8_t> &bytes, std::string &err) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      err = "cannot write '" + tmp + "'";
-      return false;
-    }
-    f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) {
-      err = "cannot write '" + tmp + "'";
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = "cannot rename '" + tmp + "' to '" + path + "'";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
 
 Runner addCompileCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("compile", "Compile an ONNX model into an engine file (no GPU needed)");
@@ -94,6 +70,12 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     std::string err;
+    // Checked before the build too, so a bad -o fails at once rather than after minutes.
+    const std::vector<std::string> inputs = {opts->model, *calib, opts->constantInputs, *checkInputs};
+    if (auto why = out->empty() ? std::string() : support::checkOutputPath(*out, inputs); !why.empty()) {
+      std::cerr << "kiln: error: -o: " << why << "\n";
+      return 2;
+    }
     if (!parseRoute(*routeText, *precision, bo.route, err) ||
         !checkQuantOptions(bo.route, *calib, *keepFloat, opts->model, err)) {
       std::cerr << "kiln: error: " << err << "\n";
@@ -123,8 +105,8 @@ Runner addCompileCommand(CLI::App &app) {
       std::cout << r.launchPlan;
       return 0;
     }
-    if (!writeFileAtomically(*out, r.engine, err)) {
-      std::cerr << "kiln: error: " << err << "\n";
+    if (!support::writeFileAtomically(*out, r.engine.data(), r.engine.size(), err, inputs)) {
+      std::cerr << "kiln: error: -o: " << err << "\n";
       return 2;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -134,11 +116,12 @@ Runner addCompileCommand(CLI::App &app) {
                           {"launches", s.launches}, {"kernels", s.uniqueKernels}, {"cache_hits", s.cacheHits},
                           {"compiled", s.compiled}, {"arena_bytes", s.arenaBytes}, {"weights_bytes", s.weightsBytes},
                           {"compile_seconds", s.compileSeconds}, {"total_seconds", secs}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
     } else {
       std::printf("wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
                   "arena %s, weights %s, %.1f s in all\n",
-                  out->c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), bo.route.canonical().c_str(), s.launches, s.uniqueKernels,
+                  support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), support::printableLine(bo.route.canonical()).c_str(),
+                  s.launches, s.uniqueKernels,
                   s.cacheHits, s.compiled, s.compileSeconds, humanBytes(s.arenaBytes).c_str(),
                   humanBytes(s.weightsBytes).c_str(), secs);
     }

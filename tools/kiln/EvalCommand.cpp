@@ -3,6 +3,8 @@
 // (and int8 post-training quantization with F) leaves it — a reference for engines, with the
 // int8 kernels' arithmetic.
 #include "codegen/lowering/ModelBuild.h"
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/Evaluate.h"
@@ -51,6 +53,12 @@ Runner addEvalCommand(CLI::App &app) {
       std::cerr << "kiln: error: " << error << "\n";
       return 2;
     }
+    const std::vector<std::string> files = {opts->model, *inputs, *calib};
+    if (!outputs->empty())
+      if (auto why = support::checkOutputPath(*outputs, files); !why.empty()) {
+        std::cerr << "kiln: error: --outputs: " << why << "\n";
+        return 2;
+      }
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
     mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
@@ -61,12 +69,16 @@ Runner addEvalCommand(CLI::App &app) {
     }, lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;
-    if (!tuner::readTensors(*inputs, in, error) || !evaluateModel(f, in, out, error)) {
+    if (!tuner::readTensors(*inputs, in, error)) {  // (the message names the file)
+      std::cerr << "kiln: error: " << error << "\n";
+      return 2;
+    }
+    if (!evaluateModel(f, in, out, error)) {
       std::cerr << "kiln: error: " << *inputs << ": " << error << "\n";
       return 2;
     }
-    if (!outputs->empty() && !tuner::writeTensors(*outputs, out, error)) {
-      std::cerr << "kiln: error: " << error << "\n";
+    if (!outputs->empty() && !tuner::writeTensors(*outputs, out, error, files)) {
+      std::cerr << "kiln: error: --outputs: " << error << "\n";
       return 2;
     }
     nlohmann::json j = nlohmann::json::array();
@@ -76,12 +88,12 @@ Runner addEvalCommand(CLI::App &app) {
       if (*json) {
         j.push_back({{"name", t.name}, {"dtype", tuner::dtypeName(t.dtype)}, {"shape", t.shape}, {"first", head}});
       } else {
-        std::printf("output %-24s %-8s %s:", t.name.c_str(), tuner::dtypeName(t.dtype).c_str(), ops::shapeString(t.shape).c_str());
+        std::printf("output %-24s %-8s %s:", support::printableLine(t.name).c_str(), tuner::dtypeName(t.dtype).c_str(), ops::shapeString(t.shape).c_str());
         for (double v : head) std::printf(" %g", v);
         std::printf(" ...\n");
       }
     }
-    if (*json) std::cout << nlohmann::json{{"outputs", j}}.dump(2) << "\n";
+    if (*json) std::cout << jsonText(nlohmann::json{{"outputs", j}}) << "\n";
     return 0;
   };
 }

@@ -1,4 +1,5 @@
 #include "tools/kiln/Evaluate.h"
+#include "tools/kiln/ModelLoading.h"
 
 #include "compiler/ir/TensorConversion.h"
 

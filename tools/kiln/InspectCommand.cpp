@@ -1,5 +1,7 @@
 // `kiln inspect model.kiln`: what an engine holds — target, route, I/O, kernels, launches,
 // memory — read with the runtime's verifying reader (a corrupt file is an error, not a crash).
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "runtime/format/EngineFormat.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
@@ -43,14 +45,13 @@ Runner addInspectCommand(CLI::App &app) {
   cmd->add_flag("--json", *json, "Print a JSON document");
   return [=]() -> int {
     if (!*cmd) return -1;
-    std::ifstream f(*path, std::ios::binary);
-    if (!f) {
-      std::cerr << "kiln: error: cannot read engine file '" << *path << "'\n";
-      return 2;
-    }
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> bytes;
     rt::EngineDesc d;
     std::string err;
+    if (!support::readFile(*path, bytes, err, "engine file")) {
+      std::cerr << "kiln: error: " << err << "\n";
+      return 2;
+    }
     if (rt::parseEngine(bytes.data(), bytes.size(), d, err) != rt::ParseStatus::Ok) {
       std::cerr << "kiln: error: " << *path << ": " << err << "\n";
       return 2;
@@ -74,15 +75,20 @@ Runner addInspectCommand(CLI::App &app) {
                           {"arena_bytes", d.arenaBytes}, {"weights_bytes", d.weights.size()},
                           {"cubin_bytes", cubin}, {"ptx_bytes", ptx}, {"cuda_graph", d.cudaGraph},
                           {"gemm_search", d.gemmSearch}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
       return 0;
     }
-    std::printf("engine:   %s (%s)\nkiln:     %s\ntarget:   %s\nroute:    %s\n", path->c_str(),
-                humanBytes(bytes.size()).c_str(), d.kilnVersion.c_str(), d.arch.c_str(),
-                d.route.empty() ? "(default)" : d.route.c_str());
-    for (auto &[k, v] : d.environment) std::printf("env:      %s = %s\n", k.c_str(), v.c_str());
+    // Every string of the metadata comes from the file: shown with control characters escaped,
+    // and in the per-launch rows at most 120 bytes of it (a 4 MB kernel name on each of 50,000
+    // rows would be 200 GB of output).
+    auto text = [](const std::string &s) { return support::printableLine(s); };
+    auto cell = [&](const std::string &s) { return text(s.size() <= 120 ? s : s.substr(0, 117) + "..."); };
+    std::printf("engine:   %s (%s)\nkiln:     %s\ntarget:   %s\nroute:    %s\n", text(*path).c_str(),
+                humanBytes(bytes.size()).c_str(), text(d.kilnVersion).c_str(), text(d.arch).c_str(),
+                d.route.empty() ? "(default)" : text(d.route).c_str());
+    for (auto &[k, v] : d.environment) std::printf("env:      %s = %s\n", text(k).c_str(), text(v).c_str());
     for (auto &t : d.io)
-      std::printf("%-9s %-24s dtype %-3d %s\n", t.isInput ? "input" : "output", t.name.c_str(), t.dtype,
+      std::printf("%-9s %-24s dtype %-3d %s\n", t.isInput ? "input" : "output", text(t.name).c_str(), t.dtype,
                   shapeText(t.shape).c_str());
     std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
                 humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);
@@ -93,7 +99,7 @@ Runner addInspectCommand(CLI::App &app) {
     int i = 0;
     for (auto &l : d.launches) {
       if (l.kind == rt::Launch::Kind::Copy) {
-        std::printf("%-5d %-32s %-9s copy %llu bytes\n", i++, l.node.c_str(), "", static_cast<unsigned long long>(l.bytes));
+        std::printf("%-5d %-32s %-9s copy %llu bytes\n", i++, cell(l.node).c_str(), "", static_cast<unsigned long long>(l.bytes));
         continue;
       }
       if (l.kind == rt::Launch::Kind::Gemm) {
@@ -101,13 +107,13 @@ Runner addInspectCommand(CLI::App &app) {
         std::string batch = std::to_string(g.batch);
         if (g.pointerBatch()) batch += " (address arrays, " + shapeText(g.batchDims) + ")";
         std::printf("%-5d %-32s %-9s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %s epilogue %d\n", i++,
-                    l.node.c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k,
+                    cell(l.node).c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k,
                     batch.c_str(), g.epilogue);
         continue;
       }
       const auto &k = d.kernels[l.kernel];
-      std::printf("%-5d %-32s %-9s %s grid %ux%ux%u block %u\n", i++, l.node.c_str(), productPrecision(d, l).c_str(),
-                  k.entry.c_str(), l.grid[0],
+      std::printf("%-5d %-32s %-9s %s grid %ux%ux%u block %u\n", i++, cell(l.node).c_str(), text(productPrecision(d, l)).c_str(),
+                  cell(k.entry).c_str(), l.grid[0],
                   l.grid[1], l.grid[2], l.block[0] * l.block[1] * l.block[2]);
     }
     return 0;

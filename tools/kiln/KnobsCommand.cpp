@@ -2,6 +2,7 @@
 // default, search tier, the file that reads it, help — and with a model, its per-node instances.
 // `--markdown` prints docs/knobs.md (a test checks the file is current).
 #include "codegen/lowering/ModelBuild.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 
@@ -24,6 +25,7 @@ Runner addKnobsCommand(CLI::App &app) {
   auto json = std::make_shared<bool>(false), markdown = std::make_shared<bool>(false);
   cmd->add_option("model", opts->model, "ONNX model: also list its per-node knobs");
   cmd->add_option("--shapes", opts->shapes, "Input shapes, as for compile");
+  opts->addExternalFlag(*cmd);
   cmd->add_flag("--json", *json, "Print a JSON document");
   cmd->add_flag("--markdown", *markdown, "Print the knob reference (docs/knobs.md)");
   return [=]() -> int {
@@ -42,7 +44,7 @@ Runner addKnobsCommand(CLI::App &app) {
         j.push_back({{"name", k.name}, {"domain", k.def->domain}, {"default", k.node.empty() ? k.def->defaultValue : "(global)"},
                      {"tier", knobs::tierName(k.def->tier)}, {"owner", k.def->owner}, {"help", k.def->help},
                      {"node", k.node}});
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
       return 0;
     }
     if (*markdown) {
@@ -74,9 +76,9 @@ Runner addKnobsCommand(CLI::App &app) {
       std::printf("    %s (%s)\n", k.def->help.c_str(), k.def->owner.c_str());
     }
     if (!opts->model.empty()) {
-      std::printf("\n%zu per-node knobs for %zu nodes of %s (default: the global value):\n", perNode, nodes.size(), opts->model.c_str());
+      std::printf("\n%zu per-node knobs for %zu nodes of %s (default: the global value):\n", perNode, nodes.size(), support::printableLine(opts->model).c_str());
       for (auto &k : inst)
-        if (!k.node.empty()) std::printf("  %s  (%s)\n", k.name.c_str(), join(k.def->domain, "|").c_str());
+        if (!k.node.empty()) std::printf("  %s  (%s)\n", support::printableLine(k.name).c_str(), join(k.def->domain, "|").c_str());
     }
     return 0;
   };

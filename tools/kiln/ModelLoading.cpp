@@ -2,12 +2,15 @@
 
 #include "codegen/nvrtc/Nvrtc.h"
 #include "compiler/quant/Calibration.h"
+#include "compiler/support/Files.h"
 #include "passes/Passes.h"
 #include "runtime/format/EngineFormat.h"
 #include "tuner/TensorFiles.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -23,9 +26,17 @@ void ModelOptions::add(CLI::App &cmd) {
   cmd.add_option("--constant-inputs", constantInputs,
                  "Bind graph inputs to these values at build time (.npz, arrays named after the inputs): they "
                  "become constants (an If on them folds to its branch) and leave the engine's I/O table");
+  addExternalFlag(cmd);
+}
+
+void ModelOptions::addExternalFlag(CLI::App &cmd) {
+  cmd.add_flag("--allow-external-outside", allowExternalOutside,
+               "Read external data outside the model's folder too (absolute locations, '..', symbolic links "
+               "leading out)");
 }
 
 std::string ModelOptions::importOptions(ImportOptions &io) const {
+  io.allowExternalOutside = allowExternalOutside;
   if (auto e = parseShapeOverrides(shapes, io.shapes); !e.empty()) return e;
   if (constantInputs.empty()) return "";
   std::vector<tuner::HostTensor> arrays;
@@ -95,6 +106,8 @@ std::string parseTarget(const std::string &arch, target::GpuTarget &out) {
   return "";
 }
 
+std::string jsonText(const nlohmann::json &j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 std::string humanBytes(int64_t b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(b);
@@ -116,9 +129,9 @@ std::string humanCount(double v) {
 
 // The model file's hash, as calibration files record it ("" when unreadable).
 std::string modelFileHash(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  std::string error;
+  if (!support::readFile(path, bytes, error)) return "";
   return rt::fnv1a64Hex(bytes.data(), bytes.size());
 }
 

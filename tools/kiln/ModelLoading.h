@@ -9,12 +9,18 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace kiln::cli {
 
 struct LoadedModel {
   ImportResult import;
   bool ok() const { return import.module && import.error.empty(); }
 };
+
+// The importer's options for a model: --shapes parsed, --allow-external-outside. False with
+// `error` on a bad --shapes.
+bool importOptions(const ModelOptions &opts, ImportOptions &io, std::string &error);
 
 // On failure prints "kiln: error: ..." to stderr and returns a result with !ok().
 LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cleanup = true);
@@ -37,6 +43,9 @@ bool checkQuantOptions(const knobs::Route &route, const std::string &calib, cons
 // `--arch` as a target: an architecture kiln knows and the installed NVRTC compiles for; the
 // error otherwise.
 std::string parseTarget(const std::string &arch, target::GpuTarget &out);
+// A command's --json document: 2-space indent; bytes that are not UTF-8 (a name from a hostile
+// file) become U+FFFD instead of aborting the dump. Control characters are escaped by JSON itself.
+std::string jsonText(const nlohmann::json &j);
 
 std::string humanBytes(int64_t b);
 std::string humanCount(double v);  // 1.2 G, 340 M

@@ -2,6 +2,7 @@
 // lowering refuses a node for the target (a CI gate: plan exiting 0 means compile works).
 #include "codegen/lowering/ModelBuild.h"
 #include "compiler/analysis/Plan.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 
@@ -86,13 +87,15 @@ static GpuCheck checkGpu(const ModelOptions &opts, const std::string &arch, cons
   return g;
 }
 
+// Names come from the model file: shown with control characters escaped (JSON keeps them exact).
 static void printPlan(const std::string &model, const ModelPlan &p) {
-  std::printf("model: %s\n", model.c_str());
-  for (auto &r : p.inputs) std::printf("  input  %-24s %-5s %s\n", r.name.c_str(), r.dtype.c_str(), shapeText(r).c_str());
-  for (auto &r : p.outputs) std::printf("  output %-24s %-5s %s\n", r.name.c_str(), r.dtype.c_str(), shapeText(r).c_str());
+  auto text = [](const std::string &s) { return support::printableLine(s); };
+  std::printf("model: %s\n", text(model).c_str());
+  for (auto &r : p.inputs) std::printf("  input  %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
+  for (auto &r : p.outputs) std::printf("  output %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
   std::printf("\n%-28s %7s %14s %7s\n", "op", "count", "FLOPs", "share");
   for (auto &[name, s] : p.ops)
-    std::printf("%-28s %7lld %14s %6.1f%%\n", name.c_str(), static_cast<long long>(s.count),
+    std::printf("%-28s %7lld %14s %6.1f%%\n", text(name).c_str(), static_cast<long long>(s.count),
                 humanCount(static_cast<double>(s.flops)).c_str(),
                 p.totalFlops ? 100.0 * s.flops / p.totalFlops : 0.0);
   std::printf("%-28s %7lld %14s\n\n", "total", static_cast<long long>(p.totalOps),
@@ -104,8 +107,8 @@ static void printPlan(const std::string &model, const ModelPlan &p) {
   if (!p.unsupported.empty()) {
     std::printf("\nunsupported: %zu node(s)\n", p.unsupported.size());
     for (auto &u : p.unsupported)
-      std::printf("  %-24s %s%s%s: %s\n", u.name.c_str(), u.domain.c_str(), u.domain.empty() ? "" : "::",
-                  u.opType.c_str(), u.reason.c_str());
+      std::printf("  %-24s %s%s%s: %s\n", text(u.name).c_str(), text(u.domain).c_str(), u.domain.empty() ? "" : "::",
+                  text(u.opType).c_str(), text(u.reason).c_str());
     if (!p.complete) std::printf("  (sizes and FLOPs downstream of these nodes are unknown)\n");
   }
 }
@@ -163,7 +166,7 @@ Runner addPlanCommand(CLI::App &app) {
         j["gpu"] = {{"arch", gpu.arch}, {"route", gpu.route}, {"buildable", gpuOk}, {"launches", gpu.launches},
                     {"refused", refused}, {"error", gpu.error}};
       }
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
     } else {
       printPlan(opts->model, p);
       if (gpu.ran && gpuOk)

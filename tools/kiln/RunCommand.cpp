@@ -3,6 +3,8 @@
 // and outputs of one run. Inputs come from the
 // file or are random (non-zero); latency is CUDA events around each run after warm-up: median,
 // p90, min, max, mean, and throughput in samples/s (the first input's first dim is the batch).
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 #include "tuner/EngineRunner.h"
@@ -19,19 +21,9 @@
 
 namespace kiln::cli {
 
-bool readFile(const std::string &path, std::vector<uint8_t> &bytes, std::string &error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    error = "cannot read '" + path + "'";
-    return false;
-  }
-  bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  return true;
-}
-
 std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error) {
   std::vector<uint8_t> bytes;
-  if (!readFile(path, bytes, error)) return nullptr;
+  if (!support::readFile(path, bytes, error, "engine file")) return nullptr;
   auto r = tuner::EngineRunner::open(bytes, error);
   if (!r) error = path + ": " + error;
   return r;
@@ -59,11 +51,16 @@ bool loadInputs(tuner::EngineRunner &r, const std::string &path, uint32_t seed, 
 // The inputs and outputs of one run in one .npz, so `kiln check --reference` can replay it
 // (an output named like an input is stored under the output's name only).
 static bool writeRunFile(const std::string &path, const std::vector<tuner::HostTensor> &inputs,
-                         const std::vector<tuner::HostTensor> &outputs, std::string &error) {
+                         const std::vector<tuner::HostTensor> &outputs, const std::vector<std::string> &files,
+                         std::string &error) {
   std::vector<tuner::HostTensor> all = outputs;
   for (const auto &t : inputs)
     if (std::none_of(outputs.begin(), outputs.end(), [&](auto &o) { return o.name == t.name; })) all.push_back(t);
-  return tuner::writeTensors(path, all, error);
+  if (!tuner::writeTensors(path, all, error, files)) {
+    error = "--outputs: " + error;
+    return false;
+  }
+  return true;
 }
 
 Runner addRunCommand(CLI::App &app) {
@@ -84,12 +81,18 @@ Runner addRunCommand(CLI::App &app) {
   return [=]() -> int {
     if (!*cmd) return -1;
     std::string err;
+    const std::vector<std::string> files = {*path, *in};
+    if (!out->empty())
+      if (auto why = support::checkOutputPath(*out, files); !why.empty()) {
+        std::cerr << "kiln: error: --outputs: " << why << "\n";
+        return 2;
+      }
     auto r = openEngine(*path, err);
     std::vector<tuner::HostTensor> inputs, outputs;
     tuner::Timing t;
     std::vector<tuner::LaunchTime> launches;
     if (!r || !loadInputs(*r, *in, *seed, inputs, err) || !r->run(outputs, err) ||
-        (!out->empty() && !writeRunFile(*out, inputs, outputs, err)) || !r->time(*warmup, *iterations, t, err) ||
+        (!out->empty() && !writeRunFile(*out, inputs, outputs, files, err)) || !r->time(*warmup, *iterations, t, err) ||
         (*profile && !r->profile(5, launches, err))) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
@@ -106,10 +109,10 @@ Runner addRunCommand(CLI::App &app) {
         for (auto &x : launches) l.push_back({{"node", x.node}, {"kernel", x.kernel}, {"ms", x.ms}});
         j["launches"] = l;
       }
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
       return 0;
     }
-    std::printf("engine:     %s on %s, route '%s'\n", path->c_str(), r->deviceName().c_str(), r->route().c_str());
+    std::printf("engine:     %s on %s, route '%s'\n", support::printableLine(*path).c_str(), support::printableLine(r->deviceName()).c_str(), support::printableLine(r->route()).c_str());
     std::printf("latency:    median %.3f ms, p90 %.3f, min %.3f, max %.3f, mean %.3f (%d runs after %d warm-up)\n",
                 t.median(), t.p90(), t.min(), t.max(), t.mean(), *iterations, *warmup);
     std::printf("throughput: %.1f samples/s (batch %lld)\n", throughput, static_cast<long long>(batch));
@@ -122,11 +125,11 @@ Runner addRunCommand(CLI::App &app) {
         byKind[k].first += x.ms, byKind[k].second++;
       }
       std::printf("\nprofile: %zu launches, %.3f ms launched one by one\n", launches.size(), total);
-      for (auto &[k, v] : byKind) std::printf("  %-20s %4d launches %9.3f ms %5.1f%%\n", k.c_str(), v.second, v.first, 100 * v.first / total);
+      for (auto &[k, v] : byKind) std::printf("  %-20s %4d launches %9.3f ms %5.1f%%\n", support::printableLine(k).c_str(), v.second, v.first, 100 * v.first / total);
       std::vector<tuner::LaunchTime> top = launches;
       std::sort(top.begin(), top.end(), [](auto &a, auto &b) { return a.ms > b.ms; });
       for (size_t i = 0; i < top.size() && i < 15; ++i)
-        std::printf("  %9.3f ms  %-28s %s\n", top[i].ms, top[i].kernel.c_str(), top[i].node.c_str());
+        std::printf("  %9.3f ms  %-28s %s\n", top[i].ms, support::printableLine(top[i].kernel).c_str(), support::printableLine(top[i].node).c_str());
     }
     return 0;
   };

@@ -3,6 +3,8 @@
 // build routes for the fastest accurate engine (tuner/Tuner.h). `--dry-run` needs no GPU: it
 // validates the model, the expression and the settings and lists the candidates (a CI gate).
 // `kiln device` (hidden) prints the environment fingerprint the tuner keys its cache by.
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 #include "tuner/Environment.h"
@@ -49,8 +51,10 @@ std::vector<int> parseDevices(const std::string &text, std::string &error) {
 // Settings from a YAML file; flags given on the command line win (applied afterwards by CLI11's
 // order: the config is read first, then only unset options take its values).
 bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &devices, CLI::App &cmd, std::string &error) {
+  std::string text;
+  if (!support::readFile(path, text, error, "config file", uint64_t(1) << 20)) return false;
   try {
-    YAML::Node y = YAML::LoadFile(path);
+    YAML::Node y = YAML::Load(text);
     if (!y.IsMap()) {
       error = path + ": expected a mapping of settings";
       return false;
@@ -109,6 +113,8 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--arch", o->arch, "Target architecture")->capture_default_str();
   cmd->add_option("--calib", o->calib, "Calibration file (kiln calibrate) for candidates with int8/fp8 products");
   cmd->add_option("--shapes", o->shapes, "Input shapes, as for compile");
+  cmd->add_flag("--allow-external-outside", o->allowExternalOutside,
+                "Read the model's external data outside its folder too (as for compile)");
   cmd->add_option("--devices", *devices, "GPUs to measure on, one worker each (e.g. 0,1)")->capture_default_str();
   cmd->add_option("--max-candidates", o->maxCandidates, "Refuse a full search with more candidates")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed runs per candidate")->capture_default_str();
@@ -139,7 +145,7 @@ Runner addTuneCommand(CLI::App &app) {
     if (!*cmd) return -1;
     std::string err;
     if (!config->empty() && !applyConfig(*config, *o, *devices, *cmd, err)) {
-      std::cerr << "kiln: error: --config " << err << "\n";
+      std::cerr << "kiln: error: --config: " << err << "\n";
       return 2;
     }
     if (o->model.empty() || o->routeExpression.empty()) {
@@ -161,7 +167,8 @@ Runner addTuneCommand(CLI::App &app) {
     static std::string bar;
     static const bool terminal = isatty(STDERR_FILENO);
     o->log = [](const std::string &s) {
-      std::fprintf(stderr, terminal ? "\r\033[Ktune: %s\n%s" : "tune: %s\n%s", s.c_str(), terminal ? bar.c_str() : "");
+      std::fprintf(stderr, terminal ? "\r\033[Ktune: %s\n%s" : "tune: %s\n%s", support::printable(s).c_str(),
+                   terminal ? bar.c_str() : "");
       std::fflush(stderr);
     };
     if (terminal)
@@ -174,7 +181,7 @@ Runner addTuneCommand(CLI::App &app) {
         if (p.bestMs > 0) std::snprintf(best, sizeof best, "%.3f ms", p.bestMs);
         bar = "[" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), '.') + "] " +
               std::to_string(p.done) + "/" + std::to_string(p.total) + "  failed " + std::to_string(p.failed) +
-              "  best " + best + (p.bestRoute.empty() ? "" : " (" + p.bestRoute.substr(0, 40) + ")") + "  ETA " + eta;
+              "  best " + best + (p.bestRoute.empty() ? "" : " (" + support::printableLine(p.bestRoute.substr(0, 40)) + ")") + "  ETA " + eta;
         std::fprintf(stderr, "\r\033[K%s", bar.c_str());
         std::fflush(stderr);
       };
@@ -211,7 +218,7 @@ Runner addTuneCommand(CLI::App &app) {
                                    {"from_cache", c.fromCache}, {"metrics", m}});
       }
       j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
-      std::cout << j.dump(2) << "\n";
+      std::cout << jsonText(j) << "\n";
     } else {
       std::printf("\n%-52s %-12s %10s %8s %10s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2", "worst cos",
                   "max abs");
@@ -224,11 +231,12 @@ Runner addTuneCommand(CLI::App &app) {
             l2 = std::max(l2, v.value("rel_l2", 0.0)), cos = std::min(cos, v.value("cos", 1.0)),
             maxAbs = std::max(maxAbs, v.value("max_abs", 0.0));
         std::string route = c.route.empty() ? "(default route)" : c.route;
-        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", route.c_str(), c.m.status.c_str(), c.m.medianMs,
+        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(), support::printableLine(c.m.status).c_str(), c.m.medianMs,
                     baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, maxAbs, c.fromCache ? "  (cache)" : "",
                     int(i) == r.best ? "  <- best" : "");
       }
-      if (r.best >= 0) std::printf("\nbest: '%s' %.3f ms\n", r.results[size_t(r.best)].route.c_str(), r.results[size_t(r.best)].m.medianMs);
+      if (r.best >= 0)
+        std::printf("\nbest: '%s' %.3f ms\n", support::printableLine(r.results[size_t(r.best)].route).c_str(), r.results[size_t(r.best)].m.medianMs);
       else std::printf("\nno candidate built, ran and met the accuracy constraint\n");
       if (r.interrupted) std::printf("interrupted: every result so far is in the cache; run again to continue\n");
     }

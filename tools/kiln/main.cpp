@@ -1,9 +1,37 @@
 // The `kiln` command-line tool.
+#include "compiler/support/Files.h"
+#include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
 
+namespace {
+
+// Whether everything a command printed reached standard output (a full disk or /dev/full is an
+// error, not a silent success): std::cout, C stdio and LLVM's outs() (kiln import).
+bool stdoutWritten() {
+  llvm::outs().flush();
+  bool llvmOk = !llvm::outs().has_error();
+  std::string error;
+  if (!llvmOk) {
+    error = "cannot write to standard output: " + llvm::outs().error().message();
+    llvm::outs().clear_error();  // (otherwise LLVM aborts when the stream is destroyed)
+  }
+  if (!kiln::support::flushStdout(error) || !llvmOk) {
+    std::cerr << "kiln: error: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
+  // Messages quote names from models, engines and caches: escape control characters in them.
+  kiln::support::PrintableBuf safeErr(std::cerr.rdbuf());
+  std::streambuf *rawErr = std::cerr.rdbuf(&safeErr);
   CLI::App app{"kiln: an ahead-of-time graph compiler and autotuner for NVIDIA GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
@@ -21,12 +49,27 @@ int main(int argc, char **argv) {
       kiln::cli::addEvalCommand(app),
       kiln::cli::addDebugCommand(app),
   };
+  int rc = 2;
   try {
     app.parse(argc, argv);
+    for (auto &run : runners)
+      if (int r = run(); r >= 0) {
+        rc = r;
+        break;
+      }
   } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    rc = app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc &) {
+    // Commands check sizes before allocating; this is the last line of defence, not a path.
+    std::cerr << "kiln: error: out of memory\n";
+    rc = 2;
+  } catch (const std::exception &e) {
+    std::cerr << "kiln: error: internal error: " << e.what() << "\n";
+    rc = 2;
   }
-  for (auto &run : runners)
-    if (int rc = run(); rc >= 0) return rc;
-  return 2;
+  // A command that printed its result but could not deliver it has failed.
+  if (!stdoutWritten() && rc != 2) rc = 2;
+  safeErr.flushAll();
+  std::cerr.rdbuf(rawErr);
+  return rc;
 }

@@ -1,0 +1,166 @@
+// The importer against hostile files: external data that tries to leave the model's folder (by an
+// absolute location, '..', symbolic links to files, folders and /), that is a FIFO or a folder, or
+// whose offset and length overflow; text models nested thousands deep. Each must be an error that
+// names the location, never a read outside the folder, a hang or a crash. Needs only
+// kiln_importer, so the sanitizer build runs it too.
+#include "compiler/importer/Importer.h"
+#include "onnx/onnx-ml.pb.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class ImporterFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("kiln-importer-" + std::to_string(getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "model");
+    fs::create_directories(root_ / "outside");
+    std::ofstream(root_ / "outside" / "secret.bin", std::ios::binary) << std::string(24, 'S');
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  // y = x + w with w (2x3 float) stored as external data at `location`; returns the model path.
+  std::string model(const std::string &location, const std::string &offset = "", const std::string &length = "") {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    onnx::GraphProto *g = m.mutable_graph();
+    g->set_name("g");
+    onnx::NodeProto *n = g->add_node();
+    n->set_op_type("Add");
+    n->set_name("add");
+    n->add_input("x");
+    n->add_input("w");
+    n->add_output("y");
+    for (const char *name : {"x", "y"}) {
+      onnx::ValueInfoProto *v = name[0] == 'x' ? g->add_input() : g->add_output();
+      v->set_name(name);
+      auto *t = v->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(onnx::TensorProto::FLOAT);
+      t->mutable_shape()->add_dim()->set_dim_value(2);
+      t->mutable_shape()->add_dim()->set_dim_value(3);
+    }
+    onnx::TensorProto *w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(2);
+    w->add_dims(3);
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char *k, const std::string &v) {
+      if (v.empty()) return;
+      auto *e = w->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    add("location", location);
+    add("offset", offset);
+    add("length", length);
+    std::string path = (root_ / "model" / "model.onnx").string();
+    std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+    return path;
+  }
+
+  std::string importError(const std::string &path, bool allowOutside = false) {
+    mlir::MLIRContext ctx;
+    kiln::ImportOptions opts;
+    opts.allowExternalOutside = allowOutside;
+    return kiln::importModelFile(path, ctx, opts).error;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(ImporterFiles, ExternalDataInsideTheFolderIsRead) {
+  std::ofstream(root_ / "model" / "w.bin", std::ios::binary) << std::string(24, '\0');
+  EXPECT_EQ(importError(model("w.bin")), "");
+  // A symbolic link that stays inside the folder is followed.
+  fs::create_directories(root_ / "model" / "data");
+  fs::rename(root_ / "model" / "w.bin", root_ / "model" / "data" / "w.bin");
+  fs::create_symlink("data/w.bin", root_ / "model" / "w.bin");
+  EXPECT_EQ(importError(model("w.bin")), "");
+  EXPECT_EQ(importError(model("./data//w.bin")), "");
+}
+
+TEST_F(ImporterFiles, ExternalDataLeavingTheFolderIsRefused) {
+  const std::string leaves = "a symbolic link on the way leads out of the model's folder";
+  EXPECT_NE(importError(model((root_ / "outside" / "secret.bin").string())).find("must be a relative path"), std::string::npos);
+  EXPECT_NE(importError(model("../outside/secret.bin")).find("without '..'"), std::string::npos);
+  EXPECT_NE(importError(model("data/../../outside/secret.bin")).find("without '..'"), std::string::npos);
+  fs::create_symlink(root_ / "outside" / "secret.bin", root_ / "model" / "abs.bin");
+  EXPECT_NE(importError(model("abs.bin")).find(leaves), std::string::npos) << importError(model("abs.bin"));
+  fs::create_symlink("../outside/secret.bin", root_ / "model" / "rel.bin");
+  EXPECT_NE(importError(model("rel.bin")).find(leaves), std::string::npos);
+  fs::create_symlink(root_ / "outside", root_ / "model" / "sub");
+  EXPECT_NE(importError(model("sub/secret.bin")).find(leaves), std::string::npos);
+  fs::create_symlink("/", root_ / "model" / "root");
+  EXPECT_NE(importError(model("root/etc/hostname")).find(leaves), std::string::npos);
+  // --allow-external-outside reads them.
+  EXPECT_EQ(importError(model("rel.bin"), true), "");
+  EXPECT_EQ(importError(model("../outside/secret.bin"), true), "");
+}
+
+TEST_F(ImporterFiles, ExternalDataMustBeARegularFileOfTheRightSize) {
+  ASSERT_EQ(::mkfifo((root_ / "model" / "fifo.bin").c_str(), 0600), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string e = importError(model("fifo.bin"));  // (no writer: must not block)
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_NE(e.find("external data 'fifo.bin' is a FIFO, not a regular file"), std::string::npos) << e;
+  e = importError(model("fifo.bin"), true);
+  EXPECT_NE(e.find("is a FIFO"), std::string::npos) << e;
+  fs::create_directories(root_ / "model" / "dir.bin");
+  EXPECT_NE(importError(model("dir.bin")).find("is a directory"), std::string::npos);
+  std::ofstream(root_ / "model" / "w.bin", std::ios::binary) << std::string(24, '\0');
+  e = importError(model("w.bin", "9223372036854775807", "24"));
+  EXPECT_NE(e.find("has 24 bytes, less than the offset 9223372036854775807"), std::string::npos) << e;
+  e = importError(model("w.bin", "8", "24"));
+  EXPECT_NE(e.find("the tensor needs bytes 8..8+24"), std::string::npos) << e;
+  e = importError(model("w.bin", "0", "4611686018427387904"));
+  EXPECT_NE(e.find("length 4611686018427387904 does not match the 24 bytes"), std::string::npos) << e;
+  e = importError(model("w.bin", "-1"));
+  EXPECT_NE(e.find("is not a non-negative integer: '-1'"), std::string::npos) << e;
+  e = importError(model("w.bin", "99999999999999999999"));
+  EXPECT_NE(e.find("is not a non-negative integer"), std::string::npos) << e;
+  e = importError(model("missing.bin"));
+  EXPECT_NE(e.find("cannot open external data file 'missing.bin'"), std::string::npos) << e;
+}
+
+TEST_F(ImporterFiles, ModelFilesMustBeRegular) {
+  std::string e = importError((root_ / "model").string());
+  EXPECT_NE(e.find("cannot read model file '" + (root_ / "model").string() + "': it is a directory"), std::string::npos) << e;
+  e = importError("/dev/zero");
+  EXPECT_NE(e.find("it is a character device"), std::string::npos) << e;
+}
+
+// 5,000 nested subgraphs overflowed the text parser's stack; 100 levels is the limit, text or
+// binary.
+TEST(Importer, DeeplyNestedModelsAreRefused) {
+  std::string open = "node { op_type: \"If\" attribute { name: \"then_branch\" type: GRAPH g { ";
+  std::string close = " } } }";
+  std::string text = "ir_version: 8\nopset_import { version: 17 }\ngraph { ";
+  for (int i = 0; i < 5000; ++i) text += open;
+  for (int i = 0; i < 5000; ++i) text += close;
+  text += " }\n";
+  mlir::MLIRContext ctx;
+  kiln::ImportResult r = kiln::importModelBytes(text, true, ".", ctx);
+  EXPECT_NE(r.error.find("not a valid text-format ONNX model"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("recursion limit of 100"), std::string::npos) << r.error;
+}
+
+}  // namespace
