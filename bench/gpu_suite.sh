@@ -34,6 +34,7 @@
 #                                   # activation; fp32, fp16, bf16) vs the CPU evaluator, the recurrent
 #                                   # node tests vs their expected outputs, and a bidirectional 2-layer
 #                                   # LSTM fp16 vs PyTorch's cuDNN LSTM (bench/lstm_vs_cudnn.py)
+#   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
 #                                   # models, the corpus's ORT-quantized models, one model per op) vs
 #                                   # onnxruntime, timed against the float models' fp16 engines
@@ -45,6 +46,20 @@ set -u
 mode=${1:-check}
 OUT=${OUT:-/tmp/kiln-gpu-out}
 mkdir -p "$OUT"
+# Several modes (one device call, e.g. `gpu_suite.sh quick rnn qops`): each in $OUT/MODE with at
+# most $KILN_MODE_SECONDS_<mode> seconds (default 600), one summary, and every log in
+# $OUT/logs.tgz (a device call returns few files).
+if [ $# -gt 1 ]; then
+  for m in "$@"; do
+    limit_var="KILN_MODE_SECONDS_${m//-/_}"
+    echo "== $m ($(date -u +%T))"
+    OUT="$OUT/$m" timeout "${!limit_var:-600}" bash "$0" "$m" > "$OUT/$m.stdout" 2>&1
+    echo "== $m rc=$? ($(date -u +%T))" >> "$OUT/$m.stdout"
+    cat "$OUT/$m/summary.txt" 2>/dev/null | sed "s/^/$m: /" | cut -c1-400
+  done
+  tar czf "$OUT/logs.tgz" -C "$OUT" --exclude=logs.tgz . 2>/dev/null
+  exit 0
+fi
 bin=${KILN_BIN:-build/bin}
 cases=${KILN_CASES:-build/models/cases}
 zoo=${KILN_ZOO:-/tmp/zoo}
@@ -461,6 +476,16 @@ if [ "$mode" = rnn ]; then
   "$bin/kiln" compile /tmp/rnn_gpu/lstm_bidir_h256.onnx -o /tmp/rnn_h256_fp16.kiln --precision fp16 > /dev/null 2>&1 &&
     run rnn_profile_h256_fp16 "$bin/kiln" run /tmp/rnn_h256_fp16.kiln --iterations 50 --profile
   grep -hE "^(latency|accuracy|device|max abs)" "$OUT/logs/lstm_vs_cudnn.log" >> "$summary"
+fi
+
+# The real-model corpus (models/realmodels; its files from fetch.py, carried in $KILN_CORPUS_DIR,
+# $KILN_CORPUS_ONLY: ids): fp32 and fp16 engines compiled here and run against onnxruntime's
+# references (bounds 1e-4 / 1e-2); the table and corpus.json in $OUT.
+if [ "$mode" = corpus ]; then
+  : > "$summary"
+  KILN_TIMEOUT=${KILN_TIMEOUT:-580} run corpus python3 models/realmodels/run_corpus.py --dir "${KILN_CORPUS_DIR:-.carry/corpus}" \
+    --kiln "$bin/kiln" --gpu --no-eval ${KILN_CORPUS_ONLY:+--only "$KILN_CORPUS_ONLY"} --json "$OUT/corpus.json"
+  grep -vE '^\s*$' "$OUT/logs/corpus.log" >> "$summary"
 fi
 
 if [ "$mode" = conformance ]; then

@@ -5,6 +5,8 @@
 #include "codegen/lowering/Lowering.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "compiler/knobs/Knob.h"
+#include "compiler/quant/Calibration.h"
+#include "compiler/support/Files.h"
 #include "passes/Passes.h"
 #include "runtime/format/EngineFormat.h"
 
