@@ -399,6 +399,8 @@ if [ "$mode" = qops ]; then
   done < "$dir/qops.tsv"
   while IFS=$'\t' read -r name acc; do
     for p in fp32 fp16; do
+      # A float output stored in half is ~5e-4 from the fp32 reference (quantized outputs: exact).
+      [[ $p = fp16 && $acc == rel_l2* ]] && acc="rel_l2<=1e-2"
       run "op_${name}_$p" "$bin/kiln" compile "$dir/ops/$name.onnx" -o /tmp/qops_op.kiln --precision $p &&
         run "op_check_${name}_$p" "$bin/kiln" check /tmp/qops_op.kiln --inputs "$dir/ops/$name.inputs.npz" \
           --reference "$dir/ops/$name.ref.npz" --accuracy "$acc"

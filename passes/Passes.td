@@ -162,6 +162,23 @@ def LowerEinsum : Pass<"kiln-lower-einsum", "mlir::func::FuncOp"> {
   }];
 }
 
+def SplitVariadic : Pass<"kiln-split-variadic", "mlir::func::FuncOp"> {
+  let summary = "Sum/Mean/Max/Min of more than three operands as a tree of three-operand ones";
+  let description = [{
+    The elementwise kernels take one to three operands; an exporter's AddN of many tensors
+    becomes a Sum of all of them. Operands are folded three at a time, level by level (a
+    balanced tree, so fp16 sums add like magnitudes); Mean is the Sum tree divided by n.
+    Broadcasting is unchanged: every op broadcasts its operands as the original did.
+
+    Before:
+      %y = kiln.sum %a, %b, %c, %d, %e
+    After:
+      %0 = kiln.sum %a, %b, %c
+      %1 = kiln.sum %d, %e
+      %y = kiln.sum %0, %1
+  }];
+}
+
 def SplitRecurrent : Pass<"kiln-split-recurrent", "mlir::func::FuncOp"> {
   let summary = "LSTM/GRU/RNN as one input-projection product and kiln.recurrence";
   let description = [{

@@ -12,6 +12,7 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route,
   buildImportCleanupPipeline(pm);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createLowerEinsum());  // its products then canonicalize like any other
+  f.addPass(createSplitVariadic());  // the elementwise kernels take three operands at most
   f.addPass(createLowerQuantizedOps());  // onnxruntime's QLinear/integer ops: Q/DQ and float products
   f.addPass(createSplitRecurrent());  // input projections: products like any other
   f.addPass(createFoldBatchNorm({route, target.arch}));

@@ -12,6 +12,7 @@ output, against onnxruntime fp32). Needs numpy only (Debian's python3). Exit 0 w
 ran as --expect says (default: every model passes every step), 1 otherwise.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -87,6 +88,7 @@ def main():
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--gpu", action="store_true", help="also run the engines (needs a GPU)")
     ap.add_argument("--no-eval", action="store_true", help="skip the CPU evaluator (slow on large models)")
+    ap.add_argument("--jobs", type=int, default=1, help="models at a time")
     ap.add_argument("--json", default="")
     ap.add_argument("--expect", default="", help="JSON {id: {step: 'fail'}} of known failures")
     args = ap.parse_args()
@@ -99,10 +101,8 @@ def main():
     only = set(filter(None, args.only.split(",")))
     expect = json.load(open(args.expect)) if args.expect else {}
     tmp = tempfile.mkdtemp(prefix="kiln-corpus-")
-    results = []
-    for m in manifest["models"]:
-        if only and m["id"] not in only:
-            continue
+
+    def one(m):
         mid, model = m["id"], os.path.join(args.dir, m["onnx"])
         inputs = np.load(os.path.join(args.dir, m["inputs_npz"]))
         ref = os.path.join(args.dir, m["ref_npz"])
@@ -157,7 +157,10 @@ def main():
                 err, why = compare(opath, ref, m["outputs"])
                 step.update({"rel_l2": err, "rc": 0 if err <= FP32_BOUND else 1, "message": why})
             r["steps"]["eval"] = step
-        results.append(r)
+        return r
+
+    def report(r):
+        mid = r["id"]
         cells = []
         for k, s in r["steps"].items():
             cell = "%s:%s" % (k, "ok" if s["rc"] == 0 else "FAIL")
@@ -168,6 +171,14 @@ def main():
         for k, s in r["steps"].items():
             if s["rc"] != 0 and s.get("message"):
                 print("    %s: %s" % (k, s["message"]))
+
+    todo = [m for m in manifest["models"] if not only or m["id"] in only]
+    results = []
+    # Models in parallel (--jobs): kiln runs as subprocesses, so threads suffice.
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for r in pool.map(one, todo):
+            results.append(r)
+            report(r)
     failures = 0
     for r in results:
         for k, s in r["steps"].items():

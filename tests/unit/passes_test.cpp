@@ -146,6 +146,11 @@ TEST(SplitRecurrent, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/split_recurrent.mlir", nested([] { return kiln::createSplitRecurrent(); }), 1e-6);  // (XP is rounded to f32)
 }
 
+// A tree of Sums adds in another order (float32 rounding); Max/Min: exact.
+TEST(SplitVariadic, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/split_variadic.mlir", nested([] { return kiln::createSplitVariadic(); }), 1e-6);
+}
+
 TEST(SimplifyTransposes, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/simplify_transposes.mlir", nested([] { return kiln::createSimplifyTransposes(); }));
 }
