@@ -486,7 +486,7 @@ fi
 if [ "$mode" = corpus ]; then
   : > "$summary"
   KILN_TIMEOUT=${KILN_TIMEOUT:-580} run corpus python3 models/realmodels/run_corpus.py --dir "${KILN_CORPUS_DIR:-.carry/corpus}" \
-    --kiln "$bin/kiln" --gpu --no-eval ${KILN_CORPUS_ONLY:+--only "$KILN_CORPUS_ONLY"} --json "$OUT/corpus.json"
+    --kiln "$bin/kiln" --gpu --no-eval --jobs "${KILN_CORPUS_JOBS:-4}" ${KILN_CORPUS_ONLY:+--only "$KILN_CORPUS_ONLY"} --json "$OUT/corpus.json"
   grep -vE '^\s*$' "$OUT/logs/corpus.log" >> "$summary"
 fi
 
