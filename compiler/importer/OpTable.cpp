@@ -5,10 +5,8 @@
 
 #include "onnx/onnx-ml.pb.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
-#include <mutex>
 
 using namespace mlir;
 
@@ -248,25 +246,27 @@ const std::vector<OpEntry> &opTable() {
 }
 
 std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType, bool *domainKnown) {
-  // The ONNX op types of the dialect's ops, from ODS (Kiln_Op's `onnx`): built once per context.
-  static std::mutex mutex;
-  static llvm::DenseMap<MLIRContext *, llvm::StringMap<OperationName>> maps;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [it, added] = maps.try_emplace(&ctx);
-  if (added)
+  // The ONNX op types of the dialect's ops (ODS, Kiln_Op's `onnx`) → op names: the same for every
+  // context, so read once from the first and kept as names (never as a context's objects: a
+  // context made later may reuse a destroyed one's address, as the tuner's builds do).
+  static const llvm::StringMap<std::string> names = [&] {
+    llvm::StringMap<std::string> m;
     for (RegisteredOperationName op : ctx.getRegisteredOperations())
       if (op.getDialectNamespace() == KilnDialect::getDialectNamespace() && !op.hasTrait<OpTrait::KilnInternal>())
-        if (auto *sem = op.getInterface<ShapeInferenceOpInterface>()) it->second.try_emplace(sem->getOnnxOpType(), op);
-  auto found = it->second.find(onnxType);
+        if (auto *sem = op.getInterface<ShapeInferenceOpInterface>()) m.try_emplace(sem->getOnnxOpType(), op.getStringRef().str());
+    return m;
+  }();
   if (domainKnown) {
     // "domain::Op": does the dialect have ops of that domain at all?
     size_t sep = onnxType.find("::");
     *domainKnown = sep == StringRef::npos;
-    for (auto &entry : it->second)
+    for (auto &entry : names)
       if (!*domainKnown && entry.getKey().starts_with(onnxType.substr(0, sep + 2))) *domainKnown = true;
   }
-  if (found == it->second.end()) return std::nullopt;
-  return found->second;
+  auto found = names.find(onnxType);
+  if (found == names.end()) return std::nullopt;
+  if (std::optional<RegisteredOperationName> op = RegisteredOperationName::lookup(found->second, &ctx)) return OperationName(*op);
+  return std::nullopt;
 }
 
 const OpEntry *findOpEntry(const std::string &domain, const std::string &opType, int64_t opset,

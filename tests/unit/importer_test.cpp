@@ -163,4 +163,30 @@ TEST(Importer, DeeplyNestedModelsAreRefused) {
   EXPECT_NE(r.error.find("recursion limit of 100"), std::string::npos) << r.error;
 }
 
+// The tuner builds one engine after another, each in a fresh context that may sit where the last
+// one did: nothing the importer keeps across calls may point into a destroyed context (a map of
+// op names per context pointer once did, and the tuner's third build crashed on an H100).
+TEST(Importer, FreshContextsOneAfterAnother) {
+  const std::string text =
+      "ir_version: 8\nopset_import { version: 17 }\ngraph { node { input: \"x\" input: \"x\" output: \"s\" op_type: \"Add\" } "
+      "node { input: \"s\" output: \"y\" op_type: \"Relu\" } "
+      "input { name: \"x\" type { tensor_type { elem_type: 1 shape { dim { dim_value: 2 } } } } } "
+      "output { name: \"y\" type { tensor_type { elem_type: 1 shape { dim { dim_value: 2 } } } } } }\n";
+  auto importOnce = [&](int i) {  // (a context on the stack: the same address every round)
+    mlir::MLIRContext context;
+    mlir::MLIRContext *ctx = &context;
+    kiln::ImportResult r = kiln::importModelBytes(text, true, ".", context);
+    ASSERT_TRUE(r.error.empty()) << "round " << i << ": " << r.error;
+    ASSERT_TRUE(r.unsupported.empty()) << "round " << i << ": " << r.unsupported.front();
+    // Every op's name belongs to this context's dialect (a stale name held another's).
+    mlir::Dialect *kiln = ctx->getLoadedDialect("kiln");
+    unsigned ops = 0;
+    r.module->walk([&](mlir::Operation *op) {
+      if (op->getName().getStringRef().starts_with("kiln.")) ops += op->getName().getDialect() == kiln;
+    });
+    EXPECT_EQ(ops, 2u) << "round " << i;
+  };
+  for (int i = 0; i < 50; ++i) importOnce(i);
+}
+
 }  // namespace
