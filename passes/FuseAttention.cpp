@@ -318,8 +318,20 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
     knobs::Route r;
     target::GpuTarget t;
     if (!readRoute(route, getOperation(), r) || !readTarget(arch, getOperation(), t)) return signalPassFailure();
-    // The fused kernel is fp16/bf16 mma.sync: below sm_80 attention stays products and a softmax.
-    if (r.get(kFuseAttention) != "on" || !t.has(target::Feature::MmaHalf)) return;
+    // The fused kernel is fp16/bf16 mma.sync: below sm_80 attention stays products and a softmax
+    // (said once, when the graph has half-precision softmaxes that could have fused).
+    if (r.get(kFuseAttention) != "on") return;
+    if (std::string missing = t.missing(target::Feature::MmaHalf); !missing.empty()) {
+      unsigned half = 0;
+      getOperation().walk([&](SoftmaxOp s) {
+        ops::DType d = tensorTypeOf(s.getType()).dtype;
+        half += d == ops::DType::F16 || d == ops::DType::BF16;
+      });
+      if (half)
+        getOperation().emitRemark("attention not fused (" + missing + "): " + std::to_string(half) +
+                                  " half-precision softmaxes stay matrix products and a softmax");
+      return;
+    }
     SmallVector<Operation *> softmaxes;
     getOperation().walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
     OpBuilder b(&getContext());
