@@ -15,26 +15,38 @@ namespace kiln {
 #define GEN_PASS_DEF_CANONICALIZELINEAR
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kFuseScale, {"fusion.scale", {"on", "off"}, "on",
+KILN_KNOB(kFuseScale, {"fusion.scale",
+                       {"on", "off"},
+                       "on",
                        "Apply a constant scalar Mul/Div of a matrix-product operand to the product's result "
                        "instead (it then joins the product's epilogue; attention's 1/sqrt(d) on Q)",
-                       knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
-KILN_KNOB(kFuseTranspose, {"fusion.transpose", {"on", "off"}, "on",
+                       knobs::Tier::Mixed,
+                       "passes/CanonicalizeLinear.cpp"});
+KILN_KNOB(kFuseTranspose, {"fusion.transpose",
+                           {"on", "off"},
+                           "on",
                            "Read transposed matrix-product operands in place instead of copying them (an fp32 "
                            "batched operand only where cuBLASLt can still take its batch strides)",
-                           knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
+                           knobs::Tier::Mixed,
+                           "passes/CanonicalizeLinear.cpp"});
 
-KILN_KNOB(kGemmSplit, {"gemm.split", {"auto", "on", "off"}, "auto",
+KILN_KNOB(kGemmSplit, {"gemm.split",
+                       {"auto", "on", "off"},
+                       "auto",
                        "Compute column slices of a product with a constant B (a packed QKV projection) as one "
                        "product per slice instead of slicing copies out of one result; auto: for a product that "
                        "stays fp32 (half attention reads the packed result in place) where the products "
                        "below the slices can then read them in place but not the packed result",
-                       knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
-KILN_KNOB(kGemmPad, {"gemm.pad", {"on", "off"}, "on",
+                       knobs::Tier::Mixed,
+                       "passes/CanonicalizeLinear.cpp"});
+KILN_KNOB(kGemmPad, {"gemm.pad",
+                     {"on", "off"},
+                     "on",
                      "Pad the columns of a large matrix product with a constant B (at least 2^20 result "
                      "elements) to a multiple of 8, then slice the result: rows of an odd length (GPT-2's "
                      "50257-word head) keep cuBLASLt off its fast kernels",
-                     knobs::Tier::Mixed, "passes/CanonicalizeLinear.cpp"});
+                     knobs::Tier::Mixed,
+                     "passes/CanonicalizeLinear.cpp"});
 
 namespace {
 
@@ -88,8 +100,7 @@ LogicalResult lowerGemm(GemmOp g, OpBuilder &b) {
     if (!add) return g.emitError(err);
     y = add->getResult(0);
   }
-  if (y.getType() != g.getResult().getType())
-    return g.emitError("internal: lowering Gemm changed its result type");
+  if (y.getType() != g.getResult().getType()) return g.emitError("internal: lowering Gemm changed its result type");
   g.getResult().replaceAllUsesWith(y);
   g->erase();
   return success();
@@ -108,7 +119,8 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32, bo
   if (rank < 2) return false;
   std::vector<int64_t> p = permAttr(t, "perm", rank);
   if (p.size() != rank) return false;
-  std::vector<int64_t> q = isa<TransposedMatMulOp>(mm) ? permAttr(mm, k == 0 ? "perm_a" : "perm_b", rank) : identityPerm(rank);
+  std::vector<int64_t> q =
+      isa<TransposedMatMulOp>(mm) ? permAttr(mm, k == 0 ? "perm_a" : "perm_b", rank) : identityPerm(rank);
   std::vector<int64_t> r(rank);
   for (size_t i = 0; i < rank; ++i) r[i] = p[q[i]];
   auto xType = cast<RankedTensorType>(t.getX().getType());
@@ -157,8 +169,9 @@ bool hoistResultTranspose(Operation *mm, OpBuilder &b) {
     if (isa<AddOp, SubOp, MulOp, DivOp>(u) && !reshape) {
       Value other = u->getOperand(0) == v ? u->getOperand(1) : u->getOperand(0);
       std::vector<int64_t> os = shapeOf(other);
-      bool lastAxisOnly = other != v && u->getResult(0).getType() == v.getType() &&
-                          std::all_of(os.begin(), os.empty() ? os.end() : os.end() - 1, [](int64_t d) { return d == 1; });
+      bool lastAxisOnly =
+          other != v && u->getResult(0).getType() == v.getType() &&
+          std::all_of(os.begin(), os.empty() ? os.end() : os.end() - 1, [](int64_t d) { return d == 1; });
       if (!lastAxisOnly || os.size() > 1) return false;  // ([1, N] would keep a rank the reshape drops)
       chain.push_back(u);
     } else if (isa<ReshapeOp>(u) && !reshape && rankOf(u->getResult(0)) > 0 &&
@@ -185,10 +198,12 @@ bool hoistResultTranspose(Operation *mm, OpBuilder &b) {
     if (op) made.push_back(op);
     return op ? op->getResult(0) : Value();
   };
-  Value ra = keep(createInferred<ReshapeOp>(b, loc, {a, keep(createConstant(b, loc, shape).getDefiningOp())}, {}, &err));
+  Value ra =
+      keep(createInferred<ReshapeOp>(b, loc, {a, keep(createConstant(b, loc, shape).getDefiningOp())}, {}, &err));
   Value ta = ra ? createTranspose(b, loc, ra, p) : Value();
   ta = keep(ta ? ta.getDefiningOp() : nullptr);
-  Value y = ta ? keep(createInferred(b, mm->getLoc(), mm->getName().getStringRef(), {ta, w}, mm->getAttrs(), &err)) : Value();
+  Value y =
+      ta ? keep(createInferred(b, mm->getLoc(), mm->getName().getStringRef(), {ta, w}, mm->getAttrs(), &err)) : Value();
   Value old = mm->getResult(0);
   for (Operation *op : chain) {
     if (!y) break;
@@ -224,7 +239,9 @@ bool foldOperandScale(Operation *mm, unsigned k, OpBuilder &b) {
   if (!scalar(c) || x.getType() != s->getResult(0).getType()) return false;
   b.setInsertionPointAfter(mm);
   std::string err;
-  Operation *scaled = createInferred(b, mm->getLoc(), isa<MulOp>(s) ? MulOp::getOperationName() : DivOp::getOperationName(), {mm->getResult(0), c}, {}, &err);
+  Operation *scaled =
+      createInferred(b, mm->getLoc(), isa<MulOp>(s) ? MulOp::getOperationName() : DivOp::getOperationName(),
+                     {mm->getResult(0), c}, {}, &err);
   if (!scaled || scaled->getResult(0).getType() != mm->getResult(0).getType()) {
     if (scaled) scaled->erase();
     return false;
@@ -298,7 +315,8 @@ bool splitHelps(Value slice, Value packed, int64_t s, int64_t e) {
       if (!after || after->root != packed) continue;
       after->offset -= s;  // (the slice's first column is its memory's first element)
       // (judged as strided batches: pointer-array ones read the packed heads too, but no faster)
-      if (!(before && productReadable(*before, perm, bytes, false)) && productReadable(*after, perm, bytes, false)) return true;
+      if (!(before && productReadable(*before, perm, bytes, false)) && productReadable(*after, perm, bytes, false))
+        return true;
     }
   }
   return false;
@@ -342,13 +360,16 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
       for (Value r : u->getResults()) {
         std::optional<StridedView> view = stridedViewOf(r);
         int64_t s = 0, e = 0;
-        if (view && view->root == top && columnRange(*view, rootShape, s, e)) parts.push_back({r, s, e});
-        else work.push_back(r);
+        if (view && view->root == top && columnRange(*view, rootShape, s, e))
+          parts.push_back({r, s, e});
+        else
+          work.push_back(r);
       }
     }
   }
-  if (parts.empty() ||
-      (onlyWhereItHelps && std::none_of(parts.begin(), parts.end(), [&](const Part &p) { return splitHelps(p.slice, top, p.s, p.e); })))
+  if (parts.empty() || (onlyWhereItHelps && std::none_of(parts.begin(), parts.end(), [&](const Part &p) {
+                          return splitHelps(p.slice, top, p.s, p.e);
+                        })))
     return false;
   std::string err;
   SmallVector<Operation *> made;  // erased again if a part fails (all parts have the same form)
@@ -361,7 +382,8 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
     b.setInsertionPointAfterValue(p.slice);
     Location loc = p.slice.getLoc();
     Operation *n = createInferred(b, mm->getLoc(), mm->getName().getStringRef(),
-                                  {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, p.s, p.e))}, mm->getAttrs(), &err);
+                                  {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, p.s, p.e))},
+                                  mm->getAttrs(), &err);
     if (!n) return fail();
     made.push_back(n);
     Value y = n->getResult(0);
@@ -407,8 +429,9 @@ bool padColumns(Operation *mm, OpBuilder &b) {
   Location loc = mm->getLoc();
   b.setInsertionPoint(mm);
   std::string err;
-  Operation *wide = createInferred(b, loc, mm->getName().getStringRef(),
-                                   {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, 0, N8))}, mm->getAttrs(), &err);
+  Operation *wide =
+      createInferred(b, loc, mm->getName().getStringRef(),
+                     {mm->getOperand(0), createConstant(b, loc, columnsOf(*bt, stored, 0, N8))}, mm->getAttrs(), &err);
   if (!wide) return false;
   auto i64 = [&](int64_t v) {
     ops::Tensor t(ops::DType::I64, {1});
@@ -459,7 +482,8 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
           continue;  // mm was replaced
         }
         for (unsigned k = 0; k < 2; ++k)
-          if ((scales && foldOperandScale(mm, k, b)) || (transposes && foldOperandTranspose(mm, k, b, fp32(mm), pointers))) {
+          if ((scales && foldOperandScale(mm, k, b)) ||
+              (transposes && foldOperandTranspose(mm, k, b, fp32(mm), pointers))) {
             changed = true;
             break;  // mm may have been replaced
           }

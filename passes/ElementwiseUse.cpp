@@ -47,9 +47,12 @@ std::optional<ElementwiseUse> elementwiseUse(Operation *op) {
     if (!isa<NoneType>(v.getType()) && !isa<RankedTensorType>(v.getType())) return std::nullopt;
   target::ElementwiseAttrs ea;
   for (auto &[k, v] : attrsFromOp(op).values) {
-    if (auto *i = std::get_if<int64_t>(&v)) ea.ints[k] = *i;
-    else if (auto *d = std::get_if<double>(&v)) ea.floats[k] = *d;
-    else if (auto *s = std::get_if<std::string>(&v)) ea.strings[k] = *s;
+    if (auto *i = std::get_if<int64_t>(&v))
+      ea.ints[k] = *i;
+    else if (auto *d = std::get_if<double>(&v))
+      ea.floats[k] = *d;
+    else if (auto *s = std::get_if<std::string>(&v))
+      ea.strings[k] = *s;
   }
   ElementwiseUse use;
   // Operands up to the last present one; a missing one before it has no kernel form.

@@ -20,9 +20,9 @@ target::ElemType computeTypeOf(target::ElemType t);
 
 struct ElementwiseUse {
   target::ElementwiseOp op;                 // the table entry
-  std::vector<mlir::Value> inputs;           // the operands it reads, in the entry's order
-  std::vector<std::vector<int64_t>> views;   // each input's broadcast shape: its own, or [C, 1, ...]
-                                             // for per-axis quantization parameters
+  std::vector<mlir::Value> inputs;          // the operands it reads, in the entry's order
+  std::vector<std::vector<int64_t>> views;  // each input's broadcast shape: its own, or [C, 1, ...]
+                                            // for per-axis quantization parameters
 };
 
 // The table entry for `op` (one result) and its inputs; nullopt when codegen has no elementwise

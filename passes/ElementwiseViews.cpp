@@ -8,10 +8,13 @@ namespace kiln {
 #define GEN_PASS_DEF_ELEMENTWISEVIEWS
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kElementwiseViews, {"fusion.views", {"on", "off"}, "on",
+KILN_KNOB(kElementwiseViews, {"fusion.views",
+                              {"on", "off"},
+                              "on",
                               "Elementwise kernels read operands that a Slice or Transpose made (rows kept "
                               "contiguous) in place instead of after a copy",
-                              knobs::Tier::Mixed, "passes/ElementwiseViews.cpp"});
+                              knobs::Tier::Mixed,
+                              "passes/ElementwiseViews.cpp"});
 
 namespace {
 

@@ -11,9 +11,12 @@ namespace kiln {
 #define GEN_PASS_DEF_FOLDBATCHNORM
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kFuseBatchNorm, {"fusion.batchnorm", {"on", "off"}, "on",
+KILN_KNOB(kFuseBatchNorm, {"fusion.batchnorm",
+                           {"on", "off"},
+                           "on",
                            "Fold inference BatchNormalization into the preceding Conv (else a scale-and-shift)",
-                           knobs::Tier::Mixed, "passes/FoldBatchNorm.cpp"});
+                           knobs::Tier::Mixed,
+                           "passes/FoldBatchNorm.cpp"});
 
 namespace {
 
@@ -80,7 +83,8 @@ bool lowerToAffine(BatchNormalizationOp bn, const BatchNormParams &a, OpBuilder 
   std::string err;
   Operation *mul = createInferred<MulOp>(b, bn.getLoc(), {bn.getX(), createConstant(b, bn.getLoc(), s)}, {}, &err);
   if (!mul) return false;
-  Operation *add = createInferred<AddOp>(b, bn.getLoc(), {mul->getResult(0), createConstant(b, bn.getLoc(), t)}, {}, &err);
+  Operation *add =
+      createInferred<AddOp>(b, bn.getLoc(), {mul->getResult(0), createConstant(b, bn.getLoc(), t)}, {}, &err);
   if (!add) return false;
   bn.getResult().replaceAllUsesWith(add->getResult(0));
   bn->erase();

@@ -17,15 +17,21 @@ namespace kiln {
 #define GEN_PASS_DEF_FUSEATTENTION
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kFuseAttention, {"fusion.attention", {"on", "off"}, "on",
+KILN_KNOB(kFuseAttention, {"fusion.attention",
+                           {"on", "off"},
+                           "on",
                            "Run Softmax(scale · Q·Kᵀ + mask) · V (fp16/bf16, head sizes multiples of 8 up to "
                            "128) as one flash-attention kernel: the scores never reach memory",
-                           knobs::Tier::Fast, "passes/FuseAttention.cpp"});
+                           knobs::Tier::Fast,
+                           "passes/FuseAttention.cpp"});
 
-KILN_KNOB(kMergeQkv, {"fusion.qkv", {"on", "off"}, "on",
-                     "Compute a fused attention's Q, K and V projections (one input, constant weights) as "
-                     "one product with the weights side by side, whose columns the kernel reads in place",
-                     knobs::Tier::Mixed, "passes/FuseAttention.cpp"});
+KILN_KNOB(kMergeQkv, {"fusion.qkv",
+                      {"on", "off"},
+                      "on",
+                      "Compute a fused attention's Q, K and V projections (one input, constant weights) as "
+                      "one product with the weights side by side, whose columns the kernel reads in place",
+                      knobs::Tier::Mixed,
+                      "passes/FuseAttention.cpp"});
 
 namespace {
 
@@ -134,7 +140,8 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   auto type = cast<RankedTensorType>(scores.getType());
   Type elem = type.getElementType();
   if (!(elem.isF16() || elem.isBF16()) || type.getRank() < 2) return false;
-  int64_t axis = softmax->getAttrOfType<IntegerAttr>("axis") ? softmax->getAttrOfType<IntegerAttr>("axis").getInt() : -1;
+  int64_t axis =
+      softmax->getAttrOfType<IntegerAttr>("axis") ? softmax->getAttrOfType<IntegerAttr>("axis").getInt() : -1;
   if (axis != -1 && axis != type.getRank() - 1) return false;
   Value p = softmax->getResult(0);
   if (!p.hasOneUse()) return false;
@@ -255,7 +262,8 @@ void mergeProjections(AttentionOp attn, OpBuilder &b) {
     Operation *op = qkv[k]->product;
     if (op == qkv[k - 1]->product || op == first || op->getOperand(0) != first->getOperand(0) ||
         op->getName() != first->getName() || op->getAttrDictionary() != first->getAttrDictionary() ||
-        bool(qkv[k]->biasAdd) != biased || qkv[k]->w.dtype != qkv[0]->w.dtype || qkv[k]->bias.dtype != qkv[0]->bias.dtype)
+        bool(qkv[k]->biasAdd) != biased || qkv[k]->w.dtype != qkv[0]->w.dtype ||
+        qkv[k]->bias.dtype != qkv[0]->bias.dtype)
       return;
   }
   // W stored [N, K] (perm_b = [1, 0]) stacks rows; [K, N] stacks columns row by row.
@@ -265,17 +273,19 @@ void mergeProjections(AttentionOp attn, OpBuilder &b) {
     if (p->w.shape[stored ? 1 : 0] != K || n % 8) return;  // (8: the kernel's column offsets)
     N += n;
   }
-  ops::Tensor w(qkv[0]->w.dtype, stored ? ops::Shape{N, K} : ops::Shape{K, N}), bias(biased ? qkv[0]->bias.dtype : w.dtype, {N});
+  ops::Tensor w(qkv[0]->w.dtype, stored ? ops::Shape{N, K} : ops::Shape{K, N}),
+      bias(biased ? qkv[0]->bias.dtype : w.dtype, {N});
   int64_t col = 0;
   for (auto &p : qkv) {
     int64_t n = p->w.shape[stored ? 0 : 1];
     for (int64_t r = 0; r < K; ++r)
-      for (int64_t j = 0; j < n; ++j) w.f[stored ? (col + j) * K + r : r * N + col + j] = p->w.f[stored ? j * K + r : r * n + j];
+      for (int64_t j = 0; j < n; ++j)
+        w.f[stored ? (col + j) * K + r : r * N + col + j] = p->w.f[stored ? j * K + r : r * n + j];
     for (int64_t j = 0; j < n && biased; ++j) bias.f[col + j] = p->bias.f[j];
     col += n;
   }
   Location loc = first->getLoc();
-  b.setInsertionPoint(attn);  // (after all three products and their shared input)
+  b.setInsertionPoint(attn);      // (after all three products and their shared input)
   SmallVector<Operation *> made;  // erased again if a step fails
   auto keep = [&](Operation *op) {
     if (op) made.push_back(op);
@@ -283,7 +293,8 @@ void mergeProjections(AttentionOp attn, OpBuilder &b) {
   };
   auto constant = [&](const ops::Tensor &t) { return keep(createConstant(b, loc, t).getDefiningOp()); };
   std::string err;
-  Value y = keep(createInferred(b, loc, first->getName().getStringRef(), {first->getOperand(0), constant(w)}, first->getAttrs(), &err));
+  Value y = keep(createInferred(b, loc, first->getName().getStringRef(), {first->getOperand(0), constant(w)},
+                                first->getAttrs(), &err));
   if (y && biased) y = keep(createInferred<AddOp>(b, loc, {y, constant(bias)}, {}, &err));
   Value none = keep(b.create<NoneOp>(loc)), axis = constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {-1}));
   Value slices[3];
@@ -353,7 +364,8 @@ target::AttentionSpec attentionSpecOf(AttentionOp op) {
   for (unsigned k = 0; k < 3; ++k) {
     Value x = op->getOperand(k);
     qkv[k].shape = shapeOf(x), qkv[k].perm = intsAttr(op, perms[k]);
-    if (auto sv = x.getDefiningOp<StridedViewOp>()) qkv[k].strides = intsAttr(sv, "strides"), qkv[k].offset = sv.getOffset().value_or(0);
+    if (auto sv = x.getDefiningOp<StridedViewOp>())
+      qkv[k].strides = intsAttr(sv, "strides"), qkv[k].offset = sv.getOffset().value_or(0);
   }
   target::AttentionSpec s = target::attentionSpec(qkv[0], qkv[1], qkv[2], intsAttr(op, "perm_y"));
   auto typeOf = [](Value v) {

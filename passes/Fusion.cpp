@@ -14,12 +14,18 @@ namespace kiln {
 #define GEN_PASS_DEF_FUSEELEMENTWISE
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kFuseEpilogue, {"fusion.epilogue", {"on", "off"}, "on",
+KILN_KNOB(kFuseEpilogue, {"fusion.epilogue",
+                          {"on", "off"},
+                          "on",
                           "Apply bias, scale, activation and residual adds as a matrix product or "
                           "convolution stores its result",
-                          knobs::Tier::Fast, "passes/Fusion.cpp"});
-KILN_KNOB(kFuseElementwise, {"fusion.elementwise", {"on", "off"}, "on",
-                             "Compute chains of elementwise ops in one kernel", knobs::Tier::Fast,
+                          knobs::Tier::Fast,
+                          "passes/Fusion.cpp"});
+KILN_KNOB(kFuseElementwise, {"fusion.elementwise",
+                             {"on", "off"},
+                             "on",
+                             "Compute chains of elementwise ops in one kernel",
+                             knobs::Tier::Fast,
                              "passes/Fusion.cpp"});
 
 using namespace mlir;
@@ -79,7 +85,8 @@ void buildRegion(ArrayRef<Operation *> ops, StringRef kind, OpBuilder &b) {
 }
 
 bool isProduct(Operation *op) {
-  return isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp, QuantizedConvOp, QuantizedConvNhwcOp>(op);
+  return isa<MatMulOp, TransposedMatMulOp, QuantizedMatMulOp, ConvOp, ConvNhwcOp, QuantizedConvOp, QuantizedConvNhwcOp>(
+      op);
 }
 
 struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
@@ -133,7 +140,8 @@ void dropLaterRequantizeHeads(llvm::DenseSet<Operation *> &region, ArrayRef<Oper
     Head h;
     h.ops.push_back(op);
     Value v = op->getOperand(0);
-    while (v.getDefiningOp() && region.count(v.getDefiningOp()) && onnxTypeOf(v.getDefiningOp()) == "Cast" && v.hasOneUse()) {
+    while (v.getDefiningOp() && region.count(v.getDefiningOp()) && onnxTypeOf(v.getDefiningOp()) == "Cast" &&
+           v.hasOneUse()) {
       h.ops.push_back(v.getDefiningOp());
       v = v.getDefiningOp()->getOperand(0);
     }

@@ -17,11 +17,14 @@ namespace kiln {
 #define GEN_PASS_DEF_HALFSAFETY
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kHalfSafety, {"precision.safety", {"on", "off"}, "on",
+KILN_KNOB(kHalfSafety, {"precision.safety",
+                        {"on", "off"},
+                        "on",
                         "Half-precision routes keep in fp32 what fp16 would get wrong: sums of squares (variances, "
                         "power spectra), exp feeding a sum, 1 - p of probabilities, and (with --check-inputs) every "
                         "op whose values leave fp16's range on those inputs; node.<name>.precision overrides it",
-                        knobs::Tier::Mixed, "passes/HalfSafety.cpp"});
+                        knobs::Tier::Mixed,
+                        "passes/HalfSafety.cpp"});
 
 namespace {
 
@@ -54,14 +57,15 @@ bool isSquare(Operation *op) {
 }
 
 bool isReduction(Operation *op) {
-  return isa<ReduceSumOp, ReduceMeanOp, ReduceSumSquareOp, ReduceL2Op, ReduceL1Op, ReduceLogSumOp, ReduceLogSumExpOp>(op);
+  return isa<ReduceSumOp, ReduceMeanOp, ReduceSumSquareOp, ReduceL2Op, ReduceL1Op, ReduceLogSumOp, ReduceLogSumExpOp>(
+      op);
 }
 
 // Ops that end a statistics chain: their results are back in fp16's range (a standard deviation,
 // a logarithm, a reciprocal square root).
 bool endsStatistics(Operation *op) {
-  return isa<SqrtOp, LogOp, ReciprocalOp>(op) ||
-         (isa<PowOp>(op) && (isConstantNear(op->getOperand(1), 0.5, 0.0) || isConstantNear(op->getOperand(1), -0.5, 0.0)));
+  return isa<SqrtOp, LogOp, ReciprocalOp>(op) || (isa<PowOp>(op) && (isConstantNear(op->getOperand(1), 0.5, 0.0) ||
+                                                                     isConstantNear(op->getOperand(1), -0.5, 0.0)));
 }
 
 class Marker {
@@ -99,7 +103,8 @@ class Marker {
   void expSum(Operation *exp) {
     for (Operation *u : exp->getUsers())
       if (isReduction(u) || isa<DivOp>(u)) {
-        const std::string why = "exp feeding a sum (a softmax or log-sum-exp written out): fp16 overflows for inputs above 11";
+        const std::string why =
+            "exp feeding a sum (a softmax or log-sum-exp written out): fp16 overflows for inputs above 11";
         mark(exp, why);
         mark(u, why);
         for (Operation *v : u->getUsers())
@@ -138,7 +143,8 @@ LogicalResult markByRange(func::FuncOp f, const std::string &path, Marker &marke
   for (unsigned k = 0; k < body.getNumArguments(); ++k) {
     auto name = f.getArgAttrOfType<StringAttr>(k, "kiln.name");
     const io::NpyArray *a = name ? npz.find(name.str()) : nullptr;
-    if (!a) return f.emitError("--check-inputs " + path + " has no array for input '" + (name ? name.str() : "?") + "'");
+    if (!a)
+      return f.emitError("--check-inputs " + path + " has no array for input '" + (name ? name.str() : "?") + "'");
     ops::TensorType t = tensorTypeOf(body.getArgument(k).getType());
     if (io::onnxDtypeForDescr(a->descr) != int32_t(t.dtype) || a->shape != t.shape)
       return f.emitError("--check-inputs: array '" + name.str() + "' is not " + ops::dtypeName(t.dtype) + " " +
@@ -194,9 +200,12 @@ struct HalfSafetyPass : impl::HalfSafetyBase<HalfSafetyPass> {
     SmallVector<Operation *> ops;
     f.walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : r.get(kHalfSafety) == "on" ? ops : SmallVector<Operation *>()) {
-      if (fp16 && (isSquare(op) || isa<ReduceSumSquareOp, ReduceL2Op>(op))) marker.statistics(op);
-      else if (fp16 && isa<ExpOp>(op)) marker.expSum(op);
-      else if (auto sub = dyn_cast<SubOp>(op)) marker.oneMinus(sub);
+      if (fp16 && (isSquare(op) || isa<ReduceSumSquareOp, ReduceL2Op>(op)))
+        marker.statistics(op);
+      else if (fp16 && isa<ExpOp>(op))
+        marker.expSum(op);
+      else if (auto sub = dyn_cast<SubOp>(op))
+        marker.oneMinus(sub);
     }
     if (fp16 && !checkInputs.empty() && failed(markByRange(f, checkInputs, marker))) return signalPassFailure();
   }

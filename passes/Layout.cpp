@@ -15,16 +15,26 @@ namespace kiln {
 #define GEN_PASS_DEF_LAYOUT
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kLayout, {"layout.conv", {"auto", "nchw", "nhwc"}, "auto",
+KILN_KNOB(kLayout, {"layout.conv",
+                    {"auto", "nchw", "nhwc"},
+                    "auto",
                     "Activation layout of convolutions (auto: nhwc for fp32/fp16/bf16, nchw for other types)",
-                    knobs::Tier::Fast, "passes/Layout.cpp", "layout", {"Conv"}});
+                    knobs::Tier::Fast,
+                    "passes/Layout.cpp",
+                    "layout",
+                    {"Conv"}});
 
-KILN_KNOB(kConvAlgo, {"conv.algo", {"auto", "implicit", "im2col"}, "auto",
+KILN_KNOB(kConvAlgo, {"conv.algo",
+                      {"auto", "implicit", "im2col"},
+                      "auto",
                       "How an NHWC convolution with a spatial kernel or stride (group 1) multiplies: implicit "
                       "(kiln's implicit-GEMM kernel reads the image through an im2col view) or im2col (the patches "
                       "written out once, then one matrix product: cuBLASLt's where gemm.tactic allows); auto: "
                       "im2col when the patch matrix is at most 64 MiB (fp16/bf16) or 512 MiB (fp32)",
-                      knobs::Tier::Fast, "passes/Layout.cpp", "algo", {"Conv"}});
+                      knobs::Tier::Fast,
+                      "passes/Layout.cpp",
+                      "algo",
+                      {"Conv"}});
 
 namespace {
 
@@ -79,7 +89,7 @@ bool padChannels(Value &xt, Value &w, OpBuilder &b, Location loc) {
   Value none = b.create<NoneOp>(loc).getResult();
   std::string err;
   Operation *p = createInferred<PadOp>(b, loc, {xt, createConstant(b, loc, pads), none, none},
-                                {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
+                                       {b.getNamedAttr("mode", b.getStringAttr("constant"))}, &err);
   if (!p) return false;
   ops::Shape s8 = wt->shape;
   s8[1] = C8;
@@ -109,22 +119,25 @@ Value convAsGemm(ConvOp conv, Value xt, Value w, const std::string &algo, OpBuil
   if (KH == 1 && KW == 1 && strides == ops::Shape{1, 1} && !padded) return {};
   auto yShape = cast<RankedTensorType>(conv.getResult().getType()).getShape();  // NCHW
   int64_t patchBytes = yShape[0] * yShape[2] * yShape[3] * KH * KW * C * int64_t(xType.getElementTypeBitWidth() / 8);
-  if (algo == "auto" && !(isHalf(xType) ? patchBytes <= kIm2colMaxBytes : isF32(xType) && patchBytes <= kIm2colMaxBytesF32))
+  if (algo == "auto" &&
+      !(isHalf(xType) ? patchBytes <= kIm2colMaxBytes : isF32(xType) && patchBytes <= kIm2colMaxBytesF32))
     return {};
   Location loc = conv.getLoc();
   std::string err;
-  Operation *cols = createInferred<Im2ColOp>(b, loc, {xt},
-                                   {b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({KH, KW})),
-                                    b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
-                                    b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations)),
-                                    b.getNamedAttr("pads", b.getDenseI64ArrayAttr({begin[0], begin[1], end[0], end[1]}))},
-                                   &err);
+  Operation *cols =
+      createInferred<Im2ColOp>(b, loc, {xt},
+                               {b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({KH, KW})),
+                                b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
+                                b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations)),
+                                b.getNamedAttr("pads", b.getDenseI64ArrayAttr({begin[0], begin[1], end[0], end[1]}))},
+                               &err);
   if (!cols) return {};
   ops::Tensor wm(wt->dtype, {KH * KW * C, M});  // [M, C, KH, KW] → [(kh, kw, c), m]
   for (int64_t m = 0; m < M; ++m)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t kh = 0; kh < KH; ++kh)
-        for (int64_t kw = 0; kw < KW; ++kw) wm.f[((kh * KW + kw) * C + c) * M + m] = wt->f[((m * C + c) * KH + kh) * KW + kw];
+        for (int64_t kw = 0; kw < KW; ++kw)
+          wm.f[((kh * KW + kw) * C + c) * M + m] = wt->f[((m * C + c) * KH + kh) * KW + kw];
   Operation *mm = createInferred<MatMulOp>(b, loc, {cols->getResult(0), createConstant(b, loc, wm)}, {}, &err);
   if (!mm) return {};
   if (isa<NoneType>(conv.getB().getType())) return mm->getResult(0);
@@ -163,7 +176,8 @@ bool wrapQuantizedConv(QuantizedConvOp conv, OpBuilder &b) {
   b.setInsertionPoint(conv);
   Value xt = createTranspose(b, conv.getLoc(), conv.getX(), toNhwc(4));
   std::string err;
-  Operation *n = createInferred<QuantizedConvNhwcOp>(b, conv.getLoc(), {xt, conv.getW(), conv.getScale(), conv.getB()}, conv->getAttrs(), &err);
+  Operation *n = createInferred<QuantizedConvNhwcOp>(b, conv.getLoc(), {xt, conv.getW(), conv.getScale(), conv.getB()},
+                                                     conv->getAttrs(), &err);
   if (!n) return false;
   Value y = createTranspose(b, conv.getLoc(), n->getResult(0), toNchw(4));
   conv.getResult().replaceAllUsesWith(y);
@@ -247,13 +261,15 @@ bool sinkThroughPool(Operation *op, OpBuilder &b, bool ncl) {
   std::vector<int64_t> spatial;  // (the channels-last tensor's spatial axes)
   for (int64_t k = 1; k + 1 < r; ++k) spatial.push_back(k);
   if ((t == "MaxPool" && op->getNumResults() == 1) || t == "AveragePool") {
-    n = createInferred(b, op->getLoc(), isa<MaxPoolOp>(op) ? MaxPoolNhwcOp::getOperationName() : AveragePoolNhwcOp::getOperationName(), {x},
-                       op->getAttrs(), &err);
+    n = createInferred(b, op->getLoc(),
+                       isa<MaxPoolOp>(op) ? MaxPoolNhwcOp::getOperationName() : AveragePoolNhwcOp::getOperationName(),
+                       {x}, op->getAttrs(), &err);
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
-    n = createInferred(b, op->getLoc(), isa<GlobalAveragePoolOp>(op) ? ReduceMeanOp::getOperationName() : ReduceMaxOp::getOperationName(), {x},
-                       {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(spatial)),
-                        b.getNamedAttr("keepdims", b.getI64IntegerAttr(1))},
-                       &err);
+    n = createInferred(
+        b, op->getLoc(),
+        isa<GlobalAveragePoolOp>(op) ? ReduceMeanOp::getOperationName() : ReduceMaxOp::getOperationName(), {x},
+        {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(spatial)), b.getNamedAttr("keepdims", b.getI64IntegerAttr(1))},
+        &err);
   }
   if (!n) return false;
   Value y = createTranspose(b, op->getLoc(), n->getResult(0), toNchw(r));

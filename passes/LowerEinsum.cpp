@@ -32,7 +32,8 @@ class Lowering {
   SmallVector<Operation *> made;
 
   Value constInts(const std::vector<int64_t> &v) {
-    return keep(createConstant(b_, loc_, ops::Tensor::fromInts(ops::DType::I64, {int64_t(v.size())}, v)).getDefiningOp());
+    return keep(
+        createConstant(b_, loc_, ops::Tensor::fromInts(ops::DType::I64, {int64_t(v.size())}, v)).getDefiningOp());
   }
   Value reshape(Value x, const std::vector<int64_t> &shape) {
     if (!x || shapeOf(x) == shape) return x;
@@ -47,18 +48,19 @@ class Lowering {
     return {keep(t ? t.getDefiningOp() : nullptr), order};
   }
   // Sums the dims whose labels `keepLabel` rejects.
-  template <typename F>
-  Labelled sumOut(const Labelled &x, F keepLabel) {
+  template <typename F> Labelled sumOut(const Labelled &x, F keepLabel) {
     std::vector<int64_t> axes;
     std::vector<int> rest;
     for (size_t d = 0; d < x.labels.size(); ++d)
-      if (keepLabel(x.labels[d])) rest.push_back(x.labels[d]);
-      else axes.push_back(int64_t(d));
+      if (keepLabel(x.labels[d]))
+        rest.push_back(x.labels[d]);
+      else
+        axes.push_back(int64_t(d));
     if (!x.v || axes.empty()) return x;
-    Value s = keep(createInferred<ReduceSumOp>(b_, loc_, {x.v},
-                                  {b_.getNamedAttr("axes", b_.getDenseI64ArrayAttr(axes)),
-                                   b_.getNamedAttr("keepdims", b_.getI64IntegerAttr(0))},
-                                  &err_));
+    Value s = keep(createInferred<ReduceSumOp>(
+        b_, loc_, {x.v},
+        {b_.getNamedAttr("axes", b_.getDenseI64ArrayAttr(axes)), b_.getNamedAttr("keepdims", b_.getI64IntegerAttr(0))},
+        &err_));
     return {s, rest};
   }
   // The diagonal of each label x has twice: both dims moved last (by position: transpose()
@@ -83,8 +85,9 @@ class Lowering {
       shape.pop_back();
       shape.back() = n * n;
       Value flat = reshape(t, shape);
-      Value sl = flat ? keep(createInferred<SliceOp>(b_, loc_, {flat, constInts({0}), constInts({n * n}), constInts({-1}), constInts({n + 1})},
-                                            {}, &err_))
+      Value sl = flat ? keep(createInferred<SliceOp>(
+                            b_, loc_, {flat, constInts({0}), constInts({n * n}), constInts({-1}), constInts({n + 1})},
+                            {}, &err_))
                       : Value();
       x = {sl, labels};
       d = size_t(-1);  // start over: the dims moved
@@ -94,8 +97,7 @@ class Lowering {
   // a·b over their shared labels: those `needed` later stay (batch dims), the rest are summed.
   Labelled contract(const Labelled &a, const Labelled &b, const std::vector<int> &needed) {
     std::vector<int> batch, left, right, inner;
-    for (int l : a.labels)
-      (has(b.labels, l) ? (has(needed, l) ? batch : inner) : left).push_back(l);
+    for (int l : a.labels) (has(b.labels, l) ? (has(needed, l) ? batch : inner) : left).push_back(l);
     for (int l : b.labels)
       if (!has(a.labels, l)) right.push_back(l);
     auto concat = [](std::vector<int> x, const std::vector<int> &y, const std::vector<int> &z) {

@@ -57,7 +57,7 @@ Value combinedScale(OpBuilder &builder, Operation *op, const Dequant &a, const D
 // Replaces `op` by the quantized op `name`(operands) when it infers op's result type; otherwise
 // (shapes or types the 8-bit form does not cover) leaves op as it is.
 void replaceWithQuantized(OpBuilder &builder, Operation *op, StringRef name, ArrayRef<Value> operands,
-                     ArrayRef<NamedAttribute> attrs) {
+                          ArrayRef<NamedAttribute> attrs) {
   std::string error;
   Operation *q = createInferred(builder, op->getLoc(), name, operands, attrs, &error);
   if (!q || q->getResult(0).getType() != op->getResult(0).getType()) {
@@ -75,7 +75,8 @@ void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
   if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
   OpBuilder builder(op);
   Value s = combinedScale(builder, op, a, b, m);
-  replaceWithQuantized(builder, op, QuantizedConvOp::getOperationName(), {a.data, b.data, s, op->getOperand(2)}, op->getAttrs());
+  replaceWithQuantized(builder, op, QuantizedConvOp::getOperationName(), {a.data, b.data, s, op->getOperand(2)},
+                       op->getAttrs());
 }
 
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
@@ -86,11 +87,14 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       if (t == "MatMul" || t == "TransposedMatMul" || t == "Conv") products.push_back(op);
     });
     std::vector<std::string> noKernel, notInt8Form;  // node names
-    auto isDequantized = [](Value v) { return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear"; };
+    auto isDequantized = [](Value v) {
+      return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear";
+    };
     for (Operation *op : products) {
       auto a = dequantOf(op->getOperand(0), true), b = dequantOf(op->getOperand(1));
       // int8 (A may be uint8) with int8, or fp8 with fp8.
-      bool sameFamily = a && b && (elementDtype(a->data) == ops::DType::F8E4M3) == (elementDtype(b->data) == ops::DType::F8E4M3);
+      bool sameFamily =
+          a && b && (elementDtype(a->data) == ops::DType::F8E4M3) == (elementDtype(b->data) == ops::DType::F8E4M3);
       bool plain = a && a->zeroPoint == 0 && elementDtype(a->data) != ops::DType::U8;
       if (!sameFamily || a->scale.size() != 1 || (onnxTypeOf(op) == "Conv" && !plain)) {
         // (Convolutions take int8/fp8 activations without a zero point: a padded tap must be 0.)
@@ -133,7 +137,8 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       getOperation().emitRemark(std::to_string(noKernel.size()) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "
                                 "kernel needs K % 16 == 0 and operands read along K (convolutions: 2-D, "
-                                "ungrouped, C % 16 == 0)" + nameList(noKernel));
+                                "ungrouped, C % 16 == 0)" +
+                                nameList(noKernel));
   }
 };
 

@@ -80,7 +80,8 @@ struct Rewriter {
         attrs.push_back(intAttr("axis", *axis));
         // DequantizeLinear wants scale and zero point of one shape: a per-tensor side is spread.
         int64_t n = shapeOf(x)[size_t(*axis)];
-        if (numElementsOf(s) == 1) s = make<ExpandOp>({reshape(s, {1}), constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {n}))});
+        if (numElementsOf(s) == 1)
+          s = make<ExpandOp>({reshape(s, {1}), constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {n}))});
         if (!isNone(z) && numElementsOf(z) == 1)
           z = make<ExpandOp>({reshape(z, {1}), constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {n}))});
         s = reshape(s, {n});
@@ -88,7 +89,9 @@ struct Rewriter {
       }
       return make<DequantizeLinearOp>({x, s, z}, attrs);
     }
-    auto param = [&](Value p) { return numElementsOf(p) == 1 ? reshape(p, {}) : paramShape ? reshape(p, *paramShape) : p; };
+    auto param = [&](Value p) {
+      return numElementsOf(p) == 1 ? reshape(p, {}) : paramShape ? reshape(p, *paramShape) : p;
+    };
     Value v = cast(x, ops::DType::F32);
     if (!isNone(zp)) v = make<SubOp>({v, cast(param(zp), ops::DType::F32)});
     if (scale) v = make<MulOp>({v, param(scale)});
@@ -240,11 +243,14 @@ bool expand(Operation *op) {
       } else {
         s = r.make<MulOp>({r.make<MulOp>({r.scalar(ops::DType::F32, alpha), r.reshape(in(1), {})}), in(4)});
       }
-      c = r.dequantize(in(6), s, Value(), std::nullopt, numElementsOf(s) == 1 ? std::nullopt : std::optional<ops::Shape>(ops::Shape{n}));
+      c = r.dequantize(in(6), s, Value(), std::nullopt,
+                       numElementsOf(s) == 1 ? std::nullopt : std::optional<ops::Shape>(ops::Shape{n}));
     }
     Value y = r.make<GemmOp>({a, b, c}, attrsExcept(op, {}));
-    if (!isNone(in(8))) y = r.quantize(y, in(7), in(8), out(0));
-    else if (!isNone(in(7))) y = r.make<DivOp>({y, r.reshape(in(7), {})});
+    if (!isNone(in(8)))
+      y = r.quantize(y, in(7), in(8), out(0));
+    else if (!isNone(in(7)))
+      y = r.make<DivOp>({y, r.reshape(in(7), {})});
     return replace(op, {y}, r);
   }
   if (isa<QLinearAddOp, QLinearMulOp>(op)) {
@@ -313,8 +319,8 @@ bool expand(Operation *op) {
 // below 2^24), with the scale that multiplies their float result moved onto the operands.
 
 struct FloatUse {
-  Operation *cast;   // Cast<f32> of the sums (or of sums + bias)
-  Value bias;        // int32 added to the sums before the Cast, or null
+  Operation *cast;  // Cast<f32> of the sums (or of sums + bias)
+  Value bias;       // int32 added to the sums before the Cast, or null
 };
 
 // Cast<f32>(P) and Cast<f32>(Add(P, bias)) uses of the integer product P; nullopt if P has another
@@ -332,7 +338,8 @@ std::optional<std::vector<FloatUse>> floatUses(Operation *p) {
     }
     if (!isa<AddOp>(u) || u->getOperand(0) == u->getOperand(1)) return std::nullopt;
     Value other = u->getOperand(0) == p->getResult(0) ? u->getOperand(1) : u->getOperand(0);
-    if (dtypeOfValue(other) != ops::DType::I32 || shapeOf(u->getResult(0)) != shapeOf(p->getResult(0))) return std::nullopt;
+    if (dtypeOfValue(other) != ops::DType::I32 || shapeOf(u->getResult(0)) != shapeOf(p->getResult(0)))
+      return std::nullopt;
     for (Operation *c : u->getResult(0).getUsers()) {
       if (!isF32Cast(c)) return std::nullopt;
       uses.push_back({c, other});
@@ -406,7 +413,8 @@ bool lowerIntegerProduct(Operation *p, std::vector<std::string> &kept) {
     Value s;
     if (mul) {
       s = mul->getOperand(0) == u.cast->getResult(0) ? mul->getOperand(1) : mul->getOperand(0);
-      if (s != u.cast->getResult(0) && shapeOf(mul->getResult(0)) == ys) split = splitScale(s, channelAxis, channels, rank);
+      if (s != u.cast->getResult(0) && shapeOf(mul->getResult(0)) == ys)
+        split = splitScale(s, channelAxis, channels, rank);
     }
     if (split) {
       Rewriter m(mul);

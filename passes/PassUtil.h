@@ -99,7 +99,8 @@ inline bool eightBitKernelTakes(mlir::Operation *op, bool constantB) {
   if (!at || !bt || at.getRank() < 2 || bt.getRank() < 2) return false;
   auto perm = [&](const char *name, int64_t rank) {
     std::vector<int64_t> p;
-    if (auto a = op->getAttrOfType<mlir::DenseI64ArrayAttr>(name)) p.assign(a.asArrayRef().begin(), a.asArrayRef().end());
+    if (auto a = op->getAttrOfType<mlir::DenseI64ArrayAttr>(name))
+      p.assign(a.asArrayRef().begin(), a.asArrayRef().end());
     if (p.empty())
       for (int64_t d = 0; d < rank; ++d) p.push_back(d);
     return p;

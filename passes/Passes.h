@@ -26,8 +26,7 @@ void buildImportCleanupPipeline(mlir::OpPassManager &pm);
 
 // The graph as calibration observes it and int8 quantization rewrites it: cleanup, BatchNorm
 // folding, canonical matrix products. Range keys name this graph's products.
-void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route,
-                              const target::GpuTarget &target = {});
+void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target = {});
 // Post-training quantization of the route's int8/fp8 products (precision=int8|fp8, or per node):
 // the calibration file (`kiln calibrate`) and the node names (regex) of products kept float.
 // QDQ models get their 8-bit products without either.

@@ -11,10 +11,10 @@ namespace kiln {
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target) {
   buildImportCleanupPipeline(pm);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  f.addPass(createLowerEinsum());  // its products then canonicalize like any other
-  f.addPass(createSplitVariadic());  // the elementwise kernels take three operands at most
+  f.addPass(createLowerEinsum());        // its products then canonicalize like any other
+  f.addPass(createSplitVariadic());      // the elementwise kernels take three operands at most
   f.addPass(createLowerQuantizedOps());  // onnxruntime's QLinear/integer ops: Q/DQ and float products
-  f.addPass(createSplitRecurrent());  // input projections: products like any other
+  f.addPass(createSplitRecurrent());     // input projections: products like any other
   f.addPass(createFoldBatchNorm({route, target.arch}));
   f.addPass(createCanonicalizeLinear({route, target.arch}));
   FoldConstantsOptions keepQuantizedWeights;  // beta · C of lowered Gemms, BN constants
@@ -31,7 +31,7 @@ static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &rou
   f.addPass(createPropagateQdq());
   f.addPass(createLowerQdq());
   f.addPass(createFoldConstants());
-  f.addPass(mlir::createCSEPass());  // one QuantizeLinear per tensor and scale
+  f.addPass(mlir::createCSEPass());            // one QuantizeLinear per tensor and scale
   f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users
 }
 
@@ -39,7 +39,8 @@ bool routeQuantizes(const knobs::Route &route) {
   for (auto &[knob, value] : route.values()) {
     std::string node;
     const knobs::KnobDef *def = nullptr;
-    if ((value == "int8" || value == "fp8") && (knob == "precision" || (knobs::parseNodeKnob(knob, &node, &def) && def->name == "precision")))
+    if ((value == "int8" || value == "fp8") &&
+        (knob == "precision" || (knobs::parseNodeKnob(knob, &node, &def) && def->name == "precision")))
       return true;
   }
   return false;
@@ -61,8 +62,8 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
   f.addPass(createLayout({route, target.arch}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
   f.addPass(createSimplifyTransposes());
-  f.addPass(mlir::createCSEPass());  // one transpose per value (the layout pass adds one per use)
-  f.addPass(mlir::createCanonicalizerPass());  // dead ops and constants
+  f.addPass(mlir::createCSEPass());                      // one transpose per value (the layout pass adds one per use)
+  f.addPass(mlir::createCanonicalizerPass());            // dead ops and constants
   f.addPass(createFuseAttention({route, target.arch}));  // before kernel regions hide the softmax's producers
   // Elementwise regions first, so an epilogue can take a whole region (GELU's DAG uses the
   // product's result twice, which a chain of single uses would not reach).

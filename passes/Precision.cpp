@@ -14,11 +14,16 @@ namespace kiln {
 #define GEN_PASS_DEF_PRECISION
 #include "passes/Passes.h.inc"
 
-KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16", "int8", "fp8"}, "fp32",
+KILN_KNOB(kPrecision, {"precision",
+                       {"fp32", "fp16", "bf16", "int8", "fp8"},
+                       "fp32",
                        "Storage precision of float tensors (matrix products, reductions and normalisations "
                        "accumulate in fp32); int8 / fp8: matrix products on int8 / fp8 e4m3 tensor cores "
                        "(sm_89+ for fp8) from a calibration (--calib), the rest fp16",
-                       knobs::Tier::Fast, "passes/Precision.cpp", "precision", {"Conv", "MatMul", "Gemm"}});
+                       knobs::Tier::Fast,
+                       "passes/Precision.cpp",
+                       "precision",
+                       {"Conv", "MatMul", "Gemm"}});
 
 namespace {
 
@@ -42,7 +47,10 @@ bool keepsF32(Operation *op, unsigned operand) {
 class Converter {
  public:
   Converter(func::FuncOp f, const std::string &precision, const knobs::Route &route)
-      : f_(f), global_(precision), half_(precision == "fp16" ? ops::DType::F16 : ops::DType::BF16), route_(route),
+      : f_(f),
+        global_(precision),
+        half_(precision == "fp16" ? ops::DType::F16 : ops::DType::BF16),
+        route_(route),
         b_(f.getContext()) {}
 
   LogicalResult run() {
@@ -80,7 +88,8 @@ class Converter {
 
   Value cast(Value v, ops::DType to, Location loc) {
     std::string err;
-    Operation *c = createInferred<CastOp>(b_, loc, {v}, {b_.getNamedAttr("to", b_.getI64IntegerAttr(int64_t(to)))}, &err);
+    Operation *c =
+        createInferred<CastOp>(b_, loc, {v}, {b_.getNamedAttr("to", b_.getI64IntegerAttr(int64_t(to)))}, &err);
     inserted_.insert(c);
     return c->getResult(0);
   }
@@ -111,8 +120,10 @@ class Converter {
     for (OpOperand &o : op->getOpOperands()) {
       auto t = tensorTypeOf(o.get().getType());
       // A float32 island's result reaches the next island as it was, not through half.
-      if (auto it = islandResults_.find(o.get()); it != islandResults_.end()) o.set(it->second);
-      else if (t.dtype == half_ && wasF32_.count(o.get())) o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
+      if (auto it = islandResults_.find(o.get()); it != islandResults_.end())
+        o.set(it->second);
+      else if (t.dtype == half_ && wasF32_.count(o.get()))
+        o.set(cast(o.get(), ops::DType::F32, op->getLoc()));
     }
     std::string err;
     if (!reinferResultTypes(op, &err)) return op->emitError(err);
@@ -120,9 +131,11 @@ class Converter {
     for (Value r : op->getResults()) {
       // Users that also run in fp32 read the fp32 value (a chain of islands never goes through
       // fp16 between its ops); the others read it cast down.
-      if (!isF32Tensor(r.getType()) || llvm::all_of(r.getUsers(), [&](Operation *u) { return runsInFp32(u); })) continue;
+      if (!isF32Tensor(r.getType()) || llvm::all_of(r.getUsers(), [&](Operation *u) { return runsInFp32(u); }))
+        continue;
       Value c = cast(r, half_, op->getLoc());
-      r.replaceUsesWithIf(c, [&](OpOperand &use) { return use.getOwner() != c.getDefiningOp() && !runsInFp32(use.getOwner()); });
+      r.replaceUsesWithIf(
+          c, [&](OpOperand &use) { return use.getOwner() != c.getDefiningOp() && !runsInFp32(use.getOwner()); });
       wasF32_.insert(c);
       islandResults_[c] = r;
     }
@@ -147,7 +160,8 @@ class Converter {
       op->removeAttr(kKeepFp32Attr);
       // A reason: kiln-half-safety's (said in a remark); a unit mark: the quantization arithmetic
       // kiln-lower-quantized-ops made, which rounds as onnxruntime's only in fp32 (quiet).
-      if (auto why = dyn_cast<StringAttr>(mark)) return island(op, why.str() + " (node." + node + ".precision=fp16 overrides)");
+      if (auto why = dyn_cast<StringAttr>(mark))
+        return island(op, why.str() + " (node." + node + ".precision=fp16 overrides)");
       return island(op, "");
     }
     // An int8/fp8 product scales its sums (and adds a conv's bias) in fp32; its result is
@@ -185,7 +199,7 @@ class Converter {
   OpBuilder b_;
   llvm::DenseMap<Operation *, Value> halfConstants_;
   llvm::DenseSet<Operation *> inserted_;
-  llvm::DenseSet<Value> wasF32_;  // half values standing for float32 ones of the original graph
+  llvm::DenseSet<Value> wasF32_;                // half values standing for float32 ones of the original graph
   llvm::DenseMap<Value, Value> islandResults_;  // half cast of a float32 island's result → the result
 };
 

@@ -48,8 +48,8 @@ std::optional<PerTensorQdq> perTensorDq(Value v) { return perTensorQdq(v.getDefi
 bool isLayoutOnly(Operation *op) {
   std::string t = onnxTypeOf(op);
   if (t == "MaxPool") return op->getNumResults() == 1;  // (not with Indices)
-  return t == "Reshape" || t == "Transpose" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze" ||
-         t == "Slice" || t == "Concat" || t == "Identity";
+  return t == "Reshape" || t == "Transpose" || t == "Flatten" || t == "Squeeze" || t == "Unsqueeze" || t == "Slice" ||
+         t == "Concat" || t == "Identity";
 }
 
 // L(DQ(x), rest) → DQ(L(x, rest)), when L's kiln op takes x's type (int8, uint8, fp8).

@@ -21,7 +21,7 @@ using namespace mlir;
 struct Format {
   const char *name;  // the precision knob's value
   ops::DType type;
-  double qmax;       // int8: 127 (symmetric, -128 unused); float8e4m3fn: its largest finite value
+  double qmax;  // int8: 127 (symmetric, -128 unused); float8e4m3fn: its largest finite value
 };
 constexpr Format kInt8{"int8", ops::DType::I8, 127.0}, kFp8{"fp8", ops::DType::F8E4M3, 448.0};
 
@@ -69,7 +69,8 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
     // 8-bit products the target has no instructions for are refused up front, naming the node.
     bool refused = false;
     for (auto &[op, format] : products)
-      if (std::string why = t.missing(format == &kInt8 ? target::Feature::MmaInt8 : target::Feature::Fp8); !why.empty()) {
+      if (std::string why = t.missing(format == &kInt8 ? target::Feature::MmaInt8 : target::Feature::Fp8);
+          !why.empty()) {
         op->emitError(std::string("precision ") + format->name + ": " + why);
         refused = true;
       }
@@ -130,9 +131,10 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
       quantizeWeights(*weight, *axis, *fmt, wq, ws);
       Value wqv = createConstant(b, loc, wq), wsv = createConstant(b, loc, ws);
       Value noZeroPoint = b.create<NoneOp>(loc).getResult();
-      Operation *wdq = dq ? createInferred<DequantizeLinearOp>(b, loc, {wqv, wsv, noZeroPoint},
-                                           {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis))}, &error)
-                          : nullptr;
+      Operation *wdq =
+          dq ? createInferred<DequantizeLinearOp>(b, loc, {wqv, wsv, noZeroPoint},
+                                                  {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis))}, &error)
+             : nullptr;
       if (!wdq) {
         op->emitError(std::string(fmt->name) + " quantization: " + error);
         return signalPassFailure();
@@ -148,8 +150,10 @@ struct QuantizeProductsPass : impl::QuantizeProductsBase<QuantizeProductsPass> {
       note += count(activationProducts) + " without a constant float weight stay float" + nameList(activationProducts);
     if (!noRange.empty()) note += count(noRange) + " without a calibrated range stay float" + nameList(noRange);
     if (!noKernel.empty())
-      note += count(noKernel) + " stay float: no 8-bit kernel (K or a convolution's C not a multiple of 16, grouped "
-                                "convolutions)" + nameList(noKernel);
+      note += count(noKernel) +
+              " stay float: no 8-bit kernel (K or a convolution's C not a multiple of 16, grouped "
+              "convolutions)" +
+              nameList(noKernel);
     if (!kept.empty()) note += count(kept) + " kept float (keep-float)" + nameList(kept);
     f.emitRemark(note);
   }

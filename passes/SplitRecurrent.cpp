@@ -90,7 +90,10 @@ bool split(Operation *op, OpBuilder &b) {
     return false;
   }
   auto operand = [&](unsigned k) { return k < op->getNumOperands() ? op->getOperand(k) : Value(); };
-  auto present = [&](unsigned k) { Value v = operand(k); return v && !isa<NoneType>(v.getType()); };
+  auto present = [&](unsigned k) {
+    Value v = operand(k);
+    return v && !isa<NoneType>(v.getType());
+  };
   Value x = op->getOperand(0), w = op->getOperand(1), r = op->getOperand(2);
   if (!isa<RankedTensorType>(x.getType())) return false;
   const int64_t D = cfg.numDirections, G = ops::rnnGates(cell);
@@ -136,8 +139,13 @@ bool split(Operation *op, OpBuilder &b) {
   }
   Value none = s.none();
   const bool lstm = cell == ops::RnnCell::Lstm;
-  SmallVector<Value> operands = {xp, rr, rb ? rb : none, present(4) ? operand(4) : none, present(5) ? operand(5) : none,
-                                 lstm && present(6) ? operand(6) : none, lstm && present(7) ? operand(7) : none};
+  SmallVector<Value> operands = {xp,
+                                 rr,
+                                 rb ? rb : none,
+                                 present(4) ? operand(4) : none,
+                                 present(5) ? operand(5) : none,
+                                 lstm && present(6) ? operand(6) : none,
+                                 lstm && present(7) ? operand(7) : none};
   SmallVector<NamedAttribute> newAttrs = {b.getNamedAttr("cell", b.getStringAttr(ops::rnnCellName(cell)))};
   for (NamedAttribute a : op->getAttrs())
     if (a.getName() != "cell") newAttrs.push_back(a);

@@ -17,8 +17,7 @@ using namespace mlir;
 constexpr unsigned kMaxOperands = 3;
 
 // Folds `operands` with OpT, three at a time, level by level (a balanced tree: depth log3 n).
-template <class OpT>
-Value tree(OpBuilder &b, Location loc, SmallVector<Value> operands, std::string &err) {
+template <class OpT> Value tree(OpBuilder &b, Location loc, SmallVector<Value> operands, std::string &err) {
   while (operands.size() > kMaxOperands) {
     SmallVector<Value> next;
     for (size_t i = 0; i < operands.size(); i += kMaxOperands) {
@@ -49,9 +48,12 @@ struct SplitVariadicPass : impl::SplitVariadicBase<SplitVariadicPass> {
       SmallVector<Value> operands(op->getOperands());
       std::string err;
       Value r;
-      if (isa<SumOp>(op)) r = tree<SumOp>(b, loc, operands, err);
-      else if (isa<MaxOp>(op)) r = tree<MaxOp>(b, loc, operands, err);
-      else if (isa<MinOp>(op)) r = tree<MinOp>(b, loc, operands, err);
+      if (isa<SumOp>(op))
+        r = tree<SumOp>(b, loc, operands, err);
+      else if (isa<MaxOp>(op))
+        r = tree<MaxOp>(b, loc, operands, err);
+      else if (isa<MinOp>(op))
+        r = tree<MinOp>(b, loc, operands, err);
       else if (Value sum = tree<SumOp>(b, loc, operands, err)) {  // Mean: the sum over n
         ops::DType t = tensorTypeOf(sum.getType()).dtype;
         Value n = createConstant(b, loc, ops::Tensor::fromDoubles(t, {}, {double(operands.size())}));

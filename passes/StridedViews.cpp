@@ -14,13 +14,16 @@
 
 namespace kiln {
 
-KILN_KNOB(kBatchPointers, {"gemm.batch_pointers", {"on", "off"}, "on",
+KILN_KNOB(kBatchPointers, {"gemm.batch_pointers",
+                           {"on", "off"},
+                           "on",
                            "Batched cuBLASLt products whose operands no single batch stride walks (BERT's "
                            "batch-first attention heads read in place, broadcast batch dims) take cuBLASLt's "
                            "pointer-array batches, their addresses built once per context, instead of copying "
                            "the heads out (kiln-product-views) or running on kiln's kernel; not for operands "
                            "that are the engine's inputs or outputs",
-                           knobs::Tier::Mixed, "passes/StridedViews.cpp"});
+                           knobs::Tier::Mixed,
+                           "passes/StridedViews.cpp"});
 
 using namespace mlir;
 
@@ -48,8 +51,10 @@ Dim collapsed(const Dim &d) {
   Dim r;
   for (const Atom &a : d) {
     if (a.size == 1) continue;
-    if (!r.empty() && r.back().stride == a.size * a.stride) r.back() = {r.back().size * a.size, a.stride};
-    else r.push_back(a);
+    if (!r.empty() && r.back().stride == a.size * a.stride)
+      r.back() = {r.back().size * a.size, a.stride};
+    else
+      r.push_back(a);
   }
   if (r.empty()) r.push_back({1, 0});
   if (std::any_of(d.begin(), d.end(), [](const Atom &a) { return a.size == 0; })) r = {{0, 0}};
@@ -122,8 +127,10 @@ std::optional<Layout> through(Operation *d, Value v, Layout l) {
     int64_t i = idx->getInt(0) < 0 ? idx->getInt(0) + a->size : idx->getInt(0);
     if (i < 0 || i >= a->size) return std::nullopt;
     l.offset += i * a->stride;
-    if (idx->rank() == 0) l.dims.erase(l.dims.begin() + long(axis));
-    else l.dims[axis] = {{1, 0}};
+    if (idx->rank() == 0)
+      l.dims.erase(l.dims.begin() + long(axis));
+    else
+      l.dims[axis] = {{1, 0}};
     return l;
   }
   if (auto sl = dyn_cast<SliceOp>(d)) {
@@ -146,7 +153,8 @@ std::optional<Layout> through(Operation *d, Value v, Layout l) {
     size_t axis = size_t(normalized(sp.getAxis().value_or(0), l.dims.size()));
     Atom *a = single(l, axis);
     if (!a || axis >= out.size()) return std::nullopt;
-    for (unsigned j = 0; j < cast<OpResult>(v).getResultNumber(); ++j) l.offset += shapeOf(d->getResult(j))[axis] * a->stride;
+    for (unsigned j = 0; j < cast<OpResult>(v).getResultNumber(); ++j)
+      l.offset += shapeOf(d->getResult(j))[axis] * a->stride;
     a->size = out[axis];
     return l;
   }
@@ -199,10 +207,10 @@ std::optional<StridedView> stridedViewOf(Value v, int64_t rootRowLength) {
 Value createStridedView(OpBuilder &b, Location loc, const StridedView &view, Type type) {
   std::string err;
   Operation *sv = createInferred<StridedViewOp>(b, loc, {view.root},
-                                 {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(view.shape)),
-                                  b.getNamedAttr("strides", b.getDenseI64ArrayAttr(view.strides)),
-                                  b.getNamedAttr("offset", b.getI64IntegerAttr(view.offset))},
-                                 &err);
+                                                {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(view.shape)),
+                                                 b.getNamedAttr("strides", b.getDenseI64ArrayAttr(view.strides)),
+                                                 b.getNamedAttr("offset", b.getI64IntegerAttr(view.offset))},
+                                                &err);
   if (sv && sv->getResult(0).getType() == type) return sv->getResult(0);
   if (sv) sv->erase();
   return {};

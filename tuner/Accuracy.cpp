@@ -94,7 +94,8 @@ bool parseConstraints(const std::string &text, std::vector<Constraint> &out, std
     bool known = false;
     for (const char *m : metrics) known = known || c.metric == m;
     if (!known) {
-      error = "accuracy term '" + term + "': unknown metric '" + c.metric + "' (max_abs, max_rel, l0, rel_l2, cos, top1)";
+      error =
+          "accuracy term '" + term + "': unknown metric '" + c.metric + "' (max_abs, max_rel, l0, rel_l2, cos, top1)";
       return false;
     }
     std::string val = expr.substr(valAt);
@@ -149,8 +150,8 @@ std::vector<std::string> violations(const std::vector<Constraint> &constraints,
 std::string metricsToJson(const std::vector<std::pair<std::string, Metrics>> &metrics) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto &[name, x] : metrics)
-    j[name] = {{"max_abs", x.maxAbs}, {"max_rel", x.maxRel}, {"l0", x.l0},     {"rel_l2", x.relL2},
-               {"cos", x.cos},        {"top1", x.top1},     {"nan_mismatch", x.nanMismatch}};
+    j[name] = {{"max_abs", x.maxAbs}, {"max_rel", x.maxRel},          {"l0", x.l0}, {"rel_l2", x.relL2}, {"cos", x.cos},
+               {"top1", x.top1},      {"nan_mismatch", x.nanMismatch}};
   return j.dump();
 }
 

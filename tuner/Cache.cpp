@@ -77,7 +77,8 @@ std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, 
   }
   if (::stat(path.c_str(), &st) != 0) {
     if (mode != Open::Create) {
-      error = "cannot open cache '" + path + "': no such file" + (mode == Open::ReadOnly ? "" : " (kiln tune or cache import creates one)");
+      error = "cannot open cache '" + path + "': no such file" +
+              (mode == Open::ReadOnly ? "" : " (kiln tune or cache import creates one)");
       return nullptr;
     }
     size_t slash = path.find_last_of('/');
@@ -89,8 +90,9 @@ std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, 
     error = "cannot open cache '" + path + "': it is " + support::fileKind(path) + ", not a regular file";
     return nullptr;
   }
-  int flags = SQLITE_OPEN_FULLMUTEX | (mode == Open::ReadOnly ? SQLITE_OPEN_READONLY
-                                                                : SQLITE_OPEN_READWRITE | (mode == Open::Create ? SQLITE_OPEN_CREATE : 0));
+  int flags = SQLITE_OPEN_FULLMUTEX |
+              (mode == Open::ReadOnly ? SQLITE_OPEN_READONLY
+                                      : SQLITE_OPEN_READWRITE | (mode == Open::Create ? SQLITE_OPEN_CREATE : 0));
   if (sqlite3_open_v2(path.c_str(), &c->db_, flags, nullptr) != SQLITE_OK) {
     error = "cannot open cache '" + path + "': " + (c->db_ ? sqlite3_errmsg(c->db_) : "out of memory");
     return nullptr;
@@ -127,7 +129,8 @@ std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, 
   int version = 0;
   {
     Stmt s;
-    if (sqlite3_prepare_v2(c->db_, "SELECT value FROM kiln_meta WHERE key = 'schema_version'", -1, &s.s, nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(c->db_, "SELECT value FROM kiln_meta WHERE key = 'schema_version'", -1, &s.s, nullptr) ==
+            SQLITE_OK &&
         sqlite3_step(s.s) == SQLITE_ROW)
       version = std::atoi(text(s.s, 0).c_str());
   }
@@ -138,7 +141,8 @@ std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, 
     return nullptr;
   }
   // Migrations from older versions go here (version 1 is the first).
-  std::string set = "INSERT OR REPLACE INTO kiln_meta VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "');";
+  std::string set =
+      "INSERT OR REPLACE INTO kiln_meta VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "');";
   if (!c->exec(kSchema, error) || !c->exec(set.c_str(), error) || !c->exec("COMMIT;", error)) {
     std::string e2;
     c->exec("ROLLBACK;", e2);
@@ -195,7 +199,8 @@ bool Cache::insert(const CacheRow &row, bool replace, bool &added, std::string &
                             : "INSERT OR IGNORE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?)";
   bool ok = sqlite3_prepare_v2(db_, sql, -1, &s.s, nullptr) == SQLITE_OK;
   if (ok) {
-    const std::string *t[] = {&row.key.modelHash, &row.key.shapes, &row.key.route, &row.key.environment, &v.status, &v.reason};
+    const std::string *t[] = {&row.key.modelHash,   &row.key.shapes, &row.key.route,
+                              &row.key.environment, &v.status,       &v.reason};
     for (int i = 0; i < 6; ++i) sqlite3_bind_text(s.s, i + 1, t[i]->c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(s.s, 7, v.medianMs);
     sqlite3_bind_double(s.s, 8, v.p90Ms);
@@ -229,10 +234,11 @@ bool Cache::storeAll(const std::vector<CacheRow> &rows, std::string &error) {
 
 bool Cache::rows(std::vector<CacheRow> &out, std::string &error, const std::string &modelPrefix) {
   Stmt s;
-  if (sqlite3_prepare_v2(db_,
-                         "SELECT model_hash, shapes, route, environment, status, reason, median_ms, p90_ms, min_ms, runs, "
-                         "metrics, created FROM measurements WHERE model_hash LIKE ? || '%' ORDER BY model_hash, route",
-                         -1, &s.s, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          db_,
+          "SELECT model_hash, shapes, route, environment, status, reason, median_ms, p90_ms, min_ms, runs, "
+          "metrics, created FROM measurements WHERE model_hash LIKE ? || '%' ORDER BY model_hash, route",
+          -1, &s.s, nullptr) != SQLITE_OK) {
     error = path_ + ": " + sqlite3_errmsg(db_);
     return false;
   }
@@ -261,7 +267,8 @@ bool Cache::rows(std::vector<CacheRow> &out, std::string &error, const std::stri
 bool Cache::gc(const std::string &keepKilnVersion, int64_t &deleted, std::string &error) {
   Stmt s;
   if (!exec("BEGIN IMMEDIATE;", error)) return false;
-  bool ok = sqlite3_prepare_v2(db_, "DELETE FROM measurements WHERE instr(environment, ?) = 0", -1, &s.s, nullptr) == SQLITE_OK;
+  bool ok = sqlite3_prepare_v2(db_, "DELETE FROM measurements WHERE instr(environment, ?) = 0", -1, &s.s, nullptr) ==
+            SQLITE_OK;
   std::string needle = "kiln=" + keepKilnVersion + ";";
   if (ok) {
     sqlite3_bind_text(s.s, 1, needle.c_str(), -1, SQLITE_TRANSIENT);
@@ -310,10 +317,12 @@ bool Cache::integrityCheck(std::string &result) {
 std::string rowsToJsonLines(const std::vector<CacheRow> &rows) {
   std::string out;
   for (const CacheRow &r : rows) {
-    nlohmann::json j = {{"model_hash", r.key.modelHash}, {"shapes", r.key.shapes},   {"route", r.key.route},
-                        {"environment", r.key.environment}, {"status", r.m.status}, {"reason", r.m.reason},
-                        {"median_ms", r.m.medianMs},       {"p90_ms", r.m.p90Ms},   {"min_ms", r.m.minMs},
-                        {"runs", r.m.runs},                {"metrics", r.m.metrics}, {"created", r.m.created}};
+    nlohmann::json j = {{"model_hash", r.key.modelHash}, {"shapes", r.key.shapes},
+                        {"route", r.key.route},          {"environment", r.key.environment},
+                        {"status", r.m.status},          {"reason", r.m.reason},
+                        {"median_ms", r.m.medianMs},     {"p90_ms", r.m.p90Ms},
+                        {"min_ms", r.m.minMs},           {"runs", r.m.runs},
+                        {"metrics", r.m.metrics},        {"created", r.m.created}};
     out += j.dump() + "\n";
   }
   return out;
@@ -336,7 +345,8 @@ bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std:
       r.m.p90Ms = j.value("p90_ms", 0.0);
       r.m.minMs = j.value("min_ms", 0.0);
       // (a float where an integer belongs is an error: converting 1e300 to int64 is undefined)
-      if (j.contains("runs") && !j.at("runs").is_number_integer()) throw std::invalid_argument("'runs' is not an integer");
+      if (j.contains("runs") && !j.at("runs").is_number_integer())
+        throw std::invalid_argument("'runs' is not an integer");
       r.m.runs = j.value("runs", int64_t(0));
       r.m.metrics = j.value("metrics", "");
       r.m.created = j.value("created", "");

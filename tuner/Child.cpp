@@ -14,8 +14,9 @@
 
 namespace kiln::tuner {
 
-bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env, const std::string &outPath,
-           const std::string &errPath, double timeoutSeconds, Child &child, std::string &error) {
+bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
+           const std::string &outPath, const std::string &errPath, double timeoutSeconds, Child &child,
+           std::string &error) {
   std::vector<char *> args;
   for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);

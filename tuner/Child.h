@@ -20,8 +20,9 @@ struct Child {
 };
 
 // Starts argv[0] with the extra environment variables. False with `error` if it cannot start.
-bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env, const std::string &outPath,
-           const std::string &errPath, double timeoutSeconds, Child &child, std::string &error);
+bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
+           const std::string &outPath, const std::string &errPath, double timeoutSeconds, Child &child,
+           std::string &error);
 
 // Non-blocking: true once the child has ended (killed at its deadline: timedOut). exitCode is
 // the exit status, or 128 + signal.

@@ -82,7 +82,11 @@ std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t
       int64_t k = mask ? int64_t(i % row < row - row / 4) : int64_t(rng() % uint64_t(std::max<int64_t>(intHigh, 1)));
       switch (t.dtype) {
         case 1: std::memcpy(p, &f, 4); break;
-        case 11: { double d = f; std::memcpy(p, &d, 8); break; }
+        case 11: {
+          double d = f;
+          std::memcpy(p, &d, 8);
+          break;
+        }
         case 10: {  // float16 by rounding through the bit pattern (|f| in [0.25, 1]: normal)
           uint32_t u;
           std::memcpy(&u, &f, 4);
@@ -90,7 +94,11 @@ std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t
           std::memcpy(p, &h, 2);
           break;
         }
-        case 16: { uint16_t h = uint16_t(__builtin_bit_cast(uint32_t, f) >> 16); std::memcpy(p, &h, 2); break; }
+        case 16: {
+          uint16_t h = uint16_t(__builtin_bit_cast(uint32_t, f) >> 16);
+          std::memcpy(p, &h, 2);
+          break;
+        }
         case 9: *p = uint8_t(k != 0); break;
         default: std::memcpy(p, &k, std::min<size_t>(es, 8)); break;
       }
@@ -181,9 +189,11 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
       size_t bytes = std::max<size_t>(size_t(numElements(t.shape)) * dtypeSize(t.dtype), 1);
       if ((res = cu.cuMemAlloc(&m.buffers[size_t(i)], bytes)) != CUDA_SUCCESS) {
         m.buffers[size_t(i)] = 0;
-        return m.fail(res, ("allocating " + std::to_string(bytes) + " bytes for '" + t.name + "'").c_str(), error), nullptr;
+        return m.fail(res, ("allocating " + std::to_string(bytes) + " bytes for '" + t.name + "'").c_str(), error),
+               nullptr;
       }
-      if (kiln_status s = kiln_context_set_tensor_address(m.context, t.name.c_str(), reinterpret_cast<void *>(m.buffers[size_t(i)]))) {
+      if (kiln_status s = kiln_context_set_tensor_address(m.context, t.name.c_str(),
+                                                          reinterpret_cast<void *>(m.buffers[size_t(i)]))) {
         error = kiln_status_message(s);
         return nullptr;
       }
@@ -198,7 +208,7 @@ std::string EngineRunner::route() const { return kiln_engine_route(impl_->engine
 
 std::string dtypeName(int32_t dtype) {
   static const std::map<int32_t, const char *> names = {
-      {1, "float32"}, {2, "uint8"},   {3, "int8"},     {4, "uint16"}, {5, "int16"},  {6, "int32"},    {7, "int64"},
+      {1, "float32"}, {2, "uint8"},    {3, "int8"},     {4, "uint16"},  {5, "int16"},   {6, "int32"},    {7, "int64"},
       {9, "bool"},    {10, "float16"}, {11, "float64"}, {12, "uint32"}, {13, "uint64"}, {16, "bfloat16"}};
   auto it = names.find(dtype);
   return it != names.end() ? it->second : "dtype " + std::to_string(dtype);
@@ -226,7 +236,8 @@ bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string 
     }
     size_t bytes = size_t(numElements(want.shape)) * dtypeSize(want.dtype);
     if (it->data.size() != bytes) {
-      error = "input '" + want.name + "' holds " + std::to_string(it->data.size()) + " bytes, expected " + std::to_string(bytes);
+      error = "input '" + want.name + "' holds " + std::to_string(it->data.size()) + " bytes, expected " +
+              std::to_string(bytes);
       return false;
     }
     CUresult r = m.cu->cuMemcpyHtoD(m.buffers[size_t(m.ioIndex[k])], it->data.data(), bytes);
@@ -240,7 +251,8 @@ bool EngineRunner::run(std::vector<HostTensor> &outputs, std::string &error) {
   outputs = outputs_;
   for (size_t k = 0; k < outputs_.size(); ++k) {
     size_t bytes = size_t(numElements(outputs_[k].shape)) * dtypeSize(outputs_[k].dtype);
-    CUresult r = m.cu->cuMemsetD8(m.buffers[size_t(m.ioIndex[inputs_.size() + k])], 0xff, bytes);  // NaN: unwritten shows
+    CUresult r =
+        m.cu->cuMemsetD8(m.buffers[size_t(m.ioIndex[inputs_.size() + k])], 0xff, bytes);  // NaN: unwritten shows
     if (r != CUDA_SUCCESS) return m.fail(r, "poisoning the outputs", error);
   }
   if (kiln_status s = kiln_context_enqueue(m.context, m.stream)) {
@@ -252,7 +264,8 @@ bool EngineRunner::run(std::vector<HostTensor> &outputs, std::string &error) {
   for (size_t k = 0; k < outputs.size(); ++k) {
     HostTensor &t = outputs[k];
     t.data.resize(size_t(numElements(t.shape)) * dtypeSize(t.dtype));
-    if ((r = m.cu->cuMemcpyDtoH(t.data.data(), m.buffers[size_t(m.ioIndex[inputs_.size() + k])], t.data.size())) != CUDA_SUCCESS)
+    if ((r = m.cu->cuMemcpyDtoH(t.data.data(), m.buffers[size_t(m.ioIndex[inputs_.size() + k])], t.data.size())) !=
+        CUDA_SUCCESS)
       return m.fail(r, "downloading an output", error);
   }
   return true;
@@ -276,7 +289,10 @@ bool EngineRunner::time(int warmup, int iterations, Timing &timing, std::string 
   bool ok = true;
   for (int i = 0; i < iterations && ok; ++i) {
     float ms = 0;
-    if ((r = cu.cuEventRecord(a, m.stream)) != CUDA_SUCCESS) { ok = m.fail(r, "cuEventRecord", error); break; }
+    if ((r = cu.cuEventRecord(a, m.stream)) != CUDA_SUCCESS) {
+      ok = m.fail(r, "cuEventRecord", error);
+      break;
+    }
     if (kiln_status s = kiln_context_enqueue(m.context, m.stream)) {
       error = kiln_status_message(s);
       ok = false;
@@ -302,7 +318,8 @@ bool EngineRunner::profile(int runs, std::vector<LaunchTime> &out, std::string &
     error = kiln_status_message(s);
     return false;
   }
-  std::vector<std::vector<kiln_launch_profile>> all(size_t(std::max(runs, 1)), std::vector<kiln_launch_profile>(size_t(count)));
+  std::vector<std::vector<kiln_launch_profile>> all(size_t(std::max(runs, 1)),
+                                                    std::vector<kiln_launch_profile>(size_t(count)));
   for (auto &r : all)
     if (kiln_status s = kiln_context_profile(m.context, m.stream, r.data(), count, &count)) {
       error = kiln_status_message(s);

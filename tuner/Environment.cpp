@@ -27,8 +27,10 @@ bool environmentFingerprint(int device, const std::string &kilnVersion, std::str
   std::string why;
   const CublasLt *lt = cublasLt(why);
   out = "gpu=" + std::string(name) + ";sm=" + std::to_string(major * 10 + minor) + ";sms=" + std::to_string(sms) +
-        ";memclk_khz=" + std::to_string(memclk) + ";driver=" + std::to_string(driver) + ";nvrtc=" + codegen::nvrtcVersionString() +
-        ";cublaslt=" + (lt ? std::to_string(lt->cublasLtGetVersion()) : std::string("none")) + ";kiln=" + kilnVersion + ";";
+        ";memclk_khz=" + std::to_string(memclk) + ";driver=" + std::to_string(driver) +
+        ";nvrtc=" + codegen::nvrtcVersionString() +
+        ";cublaslt=" + (lt ? std::to_string(lt->cublasLtGetVersion()) : std::string("none")) + ";kiln=" + kilnVersion +
+        ";";
   return true;
 }
 

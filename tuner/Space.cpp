@@ -52,7 +52,8 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       }
       any = true;
       if (claimedBy.count(k.name)) {
-        error = "knob " + quote(k.name) + " is matched by route terms " + quote(claimedBy[k.name]) + " and " + quote(term);
+        error =
+            "knob " + quote(k.name) + " is matched by route terms " + quote(claimedBy[k.name]) + " and " + quote(term);
         return false;
       }
       claimedBy[k.name] = term;
@@ -61,11 +62,14 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       bool quantizedDropped = false;  // int8/fp8 values left out for want of a calibration
       for (const std::string &v : k.def->domain) {
         if (!valueRe.fullMatch(v, why)) continue;
-        if (!withCalibration && k.def->name == "precision" && (v == "int8" || v == "fp8")) quantizedDropped = true;
-        else d.values.push_back(v);
+        if (!withCalibration && k.def->name == "precision" && (v == "int8" || v == "fp8"))
+          quantizedDropped = true;
+        else
+          d.values.push_back(v);
       }
       if (d.values.empty() && quantizedDropped) {
-        error = "route term " + quote(term) + " leaves knob " + quote(k.name) + " only int8/fp8, which need --calib FILE (kiln calibrate)";
+        error = "route term " + quote(term) + " leaves knob " + quote(k.name) +
+                " only int8/fp8, which need --calib FILE (kiln calibrate)";
         return false;
       }
       if (d.values.empty()) {
@@ -77,7 +81,8 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       // The base route: a global knob at its default when selected, else the first selected
       // value; a per-node instance unset (it inherits the global value).
       const std::string &dflt = k.def->defaultValue;
-      if (k.node.empty()) d.base = std::find(d.values.begin(), d.values.end(), dflt) != d.values.end() ? dflt : d.values.front();
+      if (k.node.empty())
+        d.base = std::find(d.values.begin(), d.values.end(), dflt) != d.values.end() ? dflt : d.values.front();
       out.dims.push_back(d);
     }
     if (!any) {

@@ -51,9 +51,11 @@ void moduleIo(mlir::ModuleOp m, std::vector<HostTensor> &ins, std::vector<HostTe
       v.push_back({name ? name.str() : fallback, static_cast<int32_t>(t.dtype), t.shape, {}});
     };
     for (unsigned k = 0; k < f.getNumArguments(); ++k)
-      add(ins, f.getArgument(k).getType(), f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name"), "input" + std::to_string(k));
+      add(ins, f.getArgument(k).getType(), f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name"),
+          "input" + std::to_string(k));
     for (unsigned k = 0; k < f.getNumResults(); ++k)
-      add(outs, f.getResultTypes()[k], f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name"), "output" + std::to_string(k));
+      add(outs, f.getResultTypes()[k], f.getResultAttrOfType<mlir::StringAttr>(k, "kiln.name"),
+          "output" + std::to_string(k));
   });
 }
 
@@ -76,7 +78,8 @@ bool checkReference(const std::string &path, const std::vector<HostTensor> &file
       return false;
     }
     if (it->shape != o.shape) {
-      error = path + ": output '" + o.name + "' has shape " + ops::shapeString(it->shape) + ", the model's is " + ops::shapeString(o.shape);
+      error = path + ": output '" + o.name + "' has shape " + ops::shapeString(it->shape) + ", the model's is " +
+              ops::shapeString(o.shape);
       return false;
     }
   }
@@ -142,7 +145,8 @@ class Session {
   // The files this tune reads, which -o must not replace.
   std::vector<std::string> inputFiles() const {
     std::string ignored;
-    return {o_.model, o_.reference, o_.inputs, o_.calib, o_.cachePath.empty() ? defaultCachePath(ignored) : o_.cachePath};
+    return {o_.model, o_.reference, o_.inputs, o_.calib,
+            o_.cachePath.empty() ? defaultCachePath(ignored) : o_.cachePath};
   }
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   bool outOfTime() const { return o_.timeBudgetSeconds > 0 && elapsed() > o_.timeBudgetSeconds; }
@@ -162,9 +166,9 @@ class Session {
   std::vector<uint8_t> refEngine_;       // the fp32 default route's engine
   std::vector<HostTensor> modelInputs_;  // names, dtypes and shapes (no data)
   std::vector<HostTensor> givenInputs_;  // from --inputs or the reference file
-  std::map<std::string, size_t> done_;  // route → result index
-  size_t total_ = 0, measured_ = 0;     // candidates planned; results that were measured (not cached)
-  double measuringSince_ = 0;           // elapsed() when measuring began
+  std::map<std::string, size_t> done_;   // route → result index
+  size_t total_ = 0, measured_ = 0;      // candidates planned; results that were measured (not cached)
+  double measuringSince_ = 0;            // elapsed() when measuring began
 };
 
 void Session::progress() {
@@ -174,8 +178,10 @@ void Session::progress() {
   for (const CandidateResult &r : report_.results) {
     if (r.m.status.empty()) continue;  // in flight
     ++p.done;
-    if (r.m.status != "ok") ++p.failed;
-    else if (p.bestMs == 0 || r.m.medianMs < p.bestMs) p.bestMs = r.m.medianMs, p.bestRoute = r.route;
+    if (r.m.status != "ok")
+      ++p.failed;
+    else if (p.bestMs == 0 || r.m.medianMs < p.bestMs)
+      p.bestMs = r.m.medianMs, p.bestRoute = r.route;
   }
   if (measured_ > 0 && p.total >= p.done)
     p.etaSeconds = (elapsed() - measuringSince_) / double(measured_) * double(p.total - p.done);
@@ -216,7 +222,8 @@ bool Session::prepareInputs(std::string &error) {
   return writeTensors(inputsNpz_, inputs, error);
 }
 
-bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vector<HostTensor> &outs, std::string &error) {
+bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vector<HostTensor> &outs,
+                              std::string &error) {
   std::vector<HostTensor> refFile;
   if (!o_.reference.empty() &&
       (!readTensors(o_.reference, refFile, error) || !checkReference(o_.reference, refFile, ins, outs, error)))
@@ -225,7 +232,8 @@ bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vec
     if (!named(ins, t.name)) reference_.push_back(t);
   // Inputs: given, else the reference file's, else (none here) random.
   std::string from = o_.inputs;
-  bool inReference = !refFile.empty() && std::all_of(ins.begin(), ins.end(), [&](auto &t) { return named(refFile, t.name); });
+  bool inReference =
+      !refFile.empty() && std::all_of(ins.begin(), ins.end(), [&](auto &t) { return named(refFile, t.name); });
   if (from.empty() && inReference) from = o_.reference;
   if (from.empty()) {
     if (!o_.reference.empty()) {
@@ -235,8 +243,10 @@ bool Session::readTensorFiles(const std::vector<HostTensor> &ins, const std::vec
     return true;
   }
   std::vector<HostTensor> all;
-  if (from == o_.reference) all = refFile;
-  else if (!readTensors(from, all, error)) return false;
+  if (from == o_.reference)
+    all = refFile;
+  else if (!readTensors(from, all, error))
+    return false;
   for (auto &t : ins) {
     const HostTensor *it = named(all, t.name);
     if (!it) {
@@ -259,8 +269,8 @@ bool Session::computeReference(std::string &error) {
   readBytes(inputsNpz_, inBytes);
   std::string dir = cache_->path();
   dir = dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
-  std::string refPath = (dir.empty() ? "." : dir) + "/references/" + modelHash_ + "-" + hashOf(shapes_ + report_.environment) +
-                        "-" + hashOf(inBytes) + ".npz";
+  std::string refPath = (dir.empty() ? "." : dir) + "/references/" + modelHash_ + "-" +
+                        hashOf(shapes_ + report_.environment) + "-" + hashOf(inBytes) + ".npz";
   std::vector<HostTensor> cached;
   std::string ignore;
   if (readTensors(refPath, cached, ignore)) {
@@ -270,8 +280,8 @@ bool Session::computeReference(std::string &error) {
     std::string eng = work_ + "/reference.kiln";
     if (!writeBytes(eng, refEngine_, error)) return false;
     Child c;
-    if (!spawn({selfExecutable(), "run", eng, "--inputs", inputsNpz_, "--outputs", work_ + "/reference.npz", "--warmup", "0",
-                "--iterations", "1"},
+    if (!spawn({selfExecutable(), "run", eng, "--inputs", inputsNpz_, "--outputs", work_ + "/reference.npz", "--warmup",
+                "0", "--iterations", "1"},
                {{"CUDA_VISIBLE_DEVICES", visible_.at(o_.devices.front())}}, work_ + "/ref.out", work_ + "/ref.err",
                o_.timeoutSeconds, c, error))
       return false;
@@ -279,7 +289,8 @@ bool Session::computeReference(std::string &error) {
     bool timedOut;
     wait(c, code, timedOut);
     if (timedOut || code != 0) {
-      error = "the reference engine failed: " + (timedOut ? std::string("timeout") : readText(work_ + "/ref.err", 2000));
+      error =
+          "the reference engine failed: " + (timedOut ? std::string("timeout") : readText(work_ + "/ref.err", 2000));
       return false;
     }
     if (!readTensors(work_ + "/reference.npz", cached, error)) return false;
@@ -329,8 +340,7 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(readText(child.outPath));
-    } catch (...) {
-    }
+    } catch (...) {}
     if (!j.contains("latency_ms") || !readTensors(outNpz, outs, error)) {
       m.status = "run_failed";
       m.reason = error.empty() ? "no timing in the child's output" : error;
@@ -376,7 +386,8 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     for (auto it = running.begin(); it != running.end();) {
       int code;
       bool timedOut;
-      if (block) wait(it->second.child, code, timedOut);
+      if (block)
+        wait(it->second.child, code, timedOut);
       else if (!finished(it->second.child, code, timedOut)) {
         ++it;
         continue;
@@ -403,7 +414,8 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
         r.fromCache = true;
         if (r.m.status == "ok" || r.m.status == "inaccurate") judge(route, r.m);
         report_.results.push_back(r);
-        log("[" + std::to_string(report_.results.size()) + "] " + r.m.status + " (cache)  " + (route.empty() ? "(default route)" : route));
+        log("[" + std::to_string(report_.results.size()) + "] " + r.m.status + " (cache)  " +
+            (route.empty() ? "(default route)" : route));
         progress();
         continue;
       }
@@ -444,9 +456,10 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     Running run;
     run.result = index;
     run.outNpz = stem + ".npz";
-    if (!spawn({selfExecutable(), "run", stem + ".kiln", "--inputs", inputsNpz_, "--outputs", run.outNpz, "--json", "--warmup",
-                std::to_string(o_.warmup), "--iterations", std::to_string(o_.iterations)},
-               {{"CUDA_VISIBLE_DEVICES", visible_.at(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds, run.child, error)) {
+    if (!spawn({selfExecutable(), "run", stem + ".kiln", "--inputs", inputsNpz_, "--outputs", run.outNpz, "--json",
+                "--warmup", std::to_string(o_.warmup), "--iterations", std::to_string(o_.iterations)},
+               {{"CUDA_VISIBLE_DEVICES", visible_.at(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds,
+               run.child, error)) {
       report_.results[index].m = {"run_failed", error};
       log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
       progress();
@@ -460,14 +473,18 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
 TuneReport Session::run() {
   // The target, the model and the route expression (no GPU).
   std::string targetError;
-  if (auto t = target::GpuTarget::parse(o_.arch, targetError)) target_ = *t;
-  else return report_.error = "--arch: " + targetError, report_;
+  if (auto t = target::GpuTarget::parse(o_.arch, targetError))
+    target_ = *t;
+  else
+    return report_.error = "--arch: " + targetError, report_;
   if (!o_.output.empty())
-    if (auto why = support::checkOutputPath(o_.output, inputFiles()); !why.empty()) return report_.error = "-o: " + why, report_;
+    if (auto why = support::checkOutputPath(o_.output, inputFiles()); !why.empty())
+      return report_.error = "-o: " + why, report_;
   if (o_.maxCandidates < 1 || uint64_t(o_.maxCandidates) > kMaxPlannedCandidates)
     return report_.error = "--max-candidates " + std::to_string(o_.maxCandidates) + " is " +
-                           (o_.maxCandidates < 1 ? "not a positive count" : "more than the " + std::to_string(kMaxPlannedCandidates) +
-                                                                                " candidates a search may plan") +
+                           (o_.maxCandidates < 1 ? "not a positive count"
+                                                 : "more than the " + std::to_string(kMaxPlannedCandidates) +
+                                                       " candidates a search may plan") +
                            " (use --search fast or mixed, or narrow the expression)",
            report_;
   ImportOptions io;
@@ -487,17 +504,22 @@ TuneReport Session::run() {
   std::vector<knobs::Route> plan;
   if (o_.search == "fast" || o_.search == "mixed") {
     plan = space.fast();
-    report_.plannedNote = o_.search == "fast" ? "fast search" : "mixed search, first phase (fast); then combinations of the knobs that helped";
+    report_.plannedNote = o_.search == "fast"
+                              ? "fast search"
+                              : "mixed search, first phase (fast); then combinations of the knobs that helped";
   } else if (o_.search == "full") {
     if (space.fullCount() > uint64_t(o_.maxCandidates)) {
       char count[64];
       uint64_t n = space.fullCount();
-      if (n == UINT64_MAX) std::snprintf(count, sizeof count, "%.3g", space.fullCountApprox());
-      else std::snprintf(count, sizeof count, "%llu", (unsigned long long)n);
-      return report_.error = std::string("a full search of this route expression has ") + count +
-                             " candidates, more than --max-candidates " + std::to_string(o_.maxCandidates) +
-                             ": use --search fast or mixed, narrow the expression, or raise --max-candidates (at most " +
-                             std::to_string(kMaxPlannedCandidates) + ")",
+      if (n == UINT64_MAX)
+        std::snprintf(count, sizeof count, "%.3g", space.fullCountApprox());
+      else
+        std::snprintf(count, sizeof count, "%llu", (unsigned long long)n);
+      return report_.error =
+                 std::string("a full search of this route expression has ") + count +
+                 " candidates, more than --max-candidates " + std::to_string(o_.maxCandidates) +
+                 ": use --search fast or mixed, narrow the expression, or raise --max-candidates (at most " +
+                 std::to_string(kMaxPlannedCandidates) + ")",
              report_;
     }
     plan = space.full();
@@ -508,7 +530,8 @@ TuneReport Session::run() {
   for (auto &r : plan) report_.planned.push_back(r.canonical());
   // A rough estimate: per candidate about three times the lowering (code generation and
   // compilation on a warm cache) plus a child's start, warm-up and runs (~5 s).
-  report_.estimatedSeconds = double(plan.size()) * (3 * lowerSeconds + 5) / double(std::max<size_t>(o_.devices.size(), 1));
+  report_.estimatedSeconds =
+      double(plan.size()) * (3 * lowerSeconds + 5) / double(std::max<size_t>(o_.devices.size(), 1));
   if (!o_.accuracy.empty()) {
     std::vector<Constraint> c;
     if (!parseConstraints(o_.accuracy, c, report_.error)) return report_;
@@ -567,8 +590,10 @@ TuneReport Session::run() {
   std::vector<uint8_t> inBytes, refBytes;
   readBytes(inputsNpz_, inBytes);
   inputsKey_ = shapes_ + "|inputs=" + hashOf(inBytes) + "|reference=";
-  if (o_.reference.empty()) inputsKey_ += "fp32-default-route";
-  else if (readBytes(o_.reference, refBytes)) inputsKey_ += hashOf(refBytes);
+  if (o_.reference.empty())
+    inputsKey_ += "fp32-default-route";
+  else if (readBytes(o_.reference, refBytes))
+    inputsKey_ += hashOf(refBytes);
   // int8 engines depend on the calibration file too.
   std::vector<uint8_t> calibBytes;
   if (!o_.calib.empty() && readBytes(o_.calib, calibBytes)) inputsKey_ += "|calib=" + hashOf(calibBytes);
@@ -589,7 +614,8 @@ TuneReport Session::run() {
         r.set(space.dims[d].knob, v, &e);
         if (r.canonical() == space.base().canonical()) continue;
         auto it = done_.find(r.canonical());
-        if (it != done_.end() && report_.results[it->second].m.status == "ok" && report_.results[it->second].m.medianMs < base->medianMs) {
+        if (it != done_.end() && report_.results[it->second].m.status == "ok" &&
+            report_.results[it->second].m.medianMs < base->medianMs) {
           helped.push_back(d);
           break;
         }
@@ -600,8 +626,8 @@ TuneReport Session::run() {
         log("mixed search: " + (count == UINT64_MAX ? std::string("more than 2^64") : std::to_string(count)) +
             " combinations exceed --max-candidates; measuring the first " + std::to_string(o_.maxCandidates));
       std::vector<knobs::Route> combos = space.combinations(helped, uint64_t(o_.maxCandidates));
-      log("mixed search: combining " + std::to_string(helped.size()) + " knobs that helped (" + std::to_string(combos.size()) +
-          " routes)");
+      log("mixed search: combining " + std::to_string(helped.size()) + " knobs that helped (" +
+          std::to_string(combos.size()) + " routes)");
       total_ += combos.size();
       measure(combos);
     }

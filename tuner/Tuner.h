@@ -37,7 +37,7 @@ struct TuneOptions {
   bool dryRun = false, readCache = true;
   bool allowExternalOutside = false;  // the model's external data may lie outside its folder
   std::string kilnVersion;
-  std::function<void(const std::string &)> log;  // progress lines
+  std::function<void(const std::string &)> log;           // progress lines
   std::function<void(const struct Progress &)> progress;  // after every candidate's result
 };
 
@@ -46,7 +46,7 @@ struct Progress {
   size_t done = 0, total = 0, failed = 0;  // failed: anything but ok
   double bestMs = 0;                       // 0: no accurate candidate yet
   std::string bestRoute;
-  double etaSeconds = -1;                  // -1: not known yet
+  double etaSeconds = -1;  // -1: not known yet
 };
 
 struct CandidateResult {
@@ -57,9 +57,9 @@ struct CandidateResult {
 };
 
 struct TuneReport {
-  std::string error;         // non-empty: the tune could not run (bad model, expression, cache...)
+  std::string error;                 // non-empty: the tune could not run (bad model, expression, cache...)
   std::vector<std::string> planned;  // candidate routes of the plan (mixed: its fast phase)
-  std::string plannedNote;   // what the count means
+  std::string plannedNote;           // what the count means
   double estimatedSeconds = 0;
   std::string environment;
   std::vector<CandidateResult> results;

@@ -261,14 +261,16 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
     for (size_t d = 0; d < bs.size(); ++d) e += (bdims[d] - 1) * std::abs(bs[d]);
     return e;
   };
-  int64_t bound = std::max({extent(bq, s.Sq, s.q.rowStride, s.D, s.q.offset), extent(bk, s.Sk, s.k.rowStride, s.D, s.k.offset),
-                            extent(bv, s.Sk, s.v.rowStride, s.Dv, s.v.offset), extent(by, s.Sq, s.y.rowStride, s.Dv, s.y.offset),
-                            s.hasMask ? extent(bm, s.Sq, mrs, s.Sk * std::max<int64_t>(mcs, 1)) : 0});
+  int64_t bound =
+      std::max({extent(bq, s.Sq, s.q.rowStride, s.D, s.q.offset), extent(bk, s.Sk, s.k.rowStride, s.D, s.k.offset),
+                extent(bv, s.Sk, s.v.rowStride, s.Dv, s.v.offset), extent(by, s.Sq, s.y.rowStride, s.Dv, s.y.offset),
+                s.hasMask ? extent(bm, s.Sq, mrs, s.Sk * std::max<int64_t>(mcs, 1)) : 0});
   const int64_t dp = (s.D + 15) / 16 * 16, dvp = (s.Dv + 15) / 16 * 16;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   std::string src = "// kiln attention: [" + std::to_string(nbatch) + "] Sq " + std::to_string(s.Sq) + ", Sk " +
                     std::to_string(s.Sk) + ", D " + std::to_string(s.D) + ", Dv " + std::to_string(s.Dv) +
-                    (s.hasMask ? ", masked" : "") + (s.causal ? ", causal (diagonal " + std::to_string(s.diagonal) + ")" : "") + "\n";
+                    (s.hasMask ? ", masked" : "") +
+                    (s.causal ? ", causal (diagonal " + std::to_string(s.diagonal) + ")" : "") + "\n";
   src += kDevicePrelude;
   src += "#define KILN_INT8 0\n#define KILN_FP8 0\n";
   src += mmaHelpers(s.type);
@@ -291,7 +293,8 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   src += "__device__ constexpr LI BSM[] = " + arrayLit(bm) + ";\n";
   src += std::string("#define HAS_MASK ") + (s.hasMask ? "1" : "0") + "\n";
   src += std::string("#define CAUSAL ") + (s.causal ? "1" : "0") + "\nconstexpr LI DIAG = " + L(s.diagonal) + ";\n";
-  src += "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n#define KILN_SPLIT " + std::to_string(s.keySplit) + "\n";
+  src +=
+      "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n#define KILN_SPLIT " + std::to_string(s.keySplit) + "\n";
   std::string body = replaceAll(kAttentionBody, "PACK_TYPE", s.type == ElemType::BF16 ? "bf16x2" : "f16x2");
   body = replaceAll(body, "KILN_MASK_PARAM",
                     s.hasMask ? std::string("const ") + storageTypeName(s.maskType) + "* __restrict__ MASK," : "");

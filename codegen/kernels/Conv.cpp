@@ -132,8 +132,8 @@ KernelLaunch emitConv2d(const Conv2dSpec &in) {
   Conv2dSpec s = in;
   if (s.group < 1 || s.C % s.group != 0 || s.M % s.group != 0)
     throw std::invalid_argument("conv: C and M must be multiples of group");
-  if (s.N < 1 || s.C < 1 || s.M < 1 || s.KH < 1 || s.KW < 1 || s.strideH < 1 || s.strideW < 1 ||
-      s.dilationH < 1 || s.dilationW < 1 || s.padTop < 0 || s.padLeft < 0 || s.H < 0 || s.W < 0)
+  if (s.N < 1 || s.C < 1 || s.M < 1 || s.KH < 1 || s.KW < 1 || s.strideH < 1 || s.strideW < 1 || s.dilationH < 1 ||
+      s.dilationW < 1 || s.padTop < 0 || s.padLeft < 0 || s.H < 0 || s.W < 0)
     throw std::invalid_argument("conv: bad geometry");
   if (s.OH == 0) s.OH = convOutSize(s.H, s.KH, s.strideH, s.padTop, s.padBottom, s.dilationH);
   if (s.OW == 0) s.OW = convOutSize(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW);
@@ -145,7 +145,10 @@ KernelLaunch emitConv2d(const Conv2dSpec &in) {
   if (mpt == 0) {
     mpt = 1;
     for (int c : {8, 4, 2})
-      if (mg % c == 0) { mpt = c; break; }
+      if (mg % c == 0) {
+        mpt = c;
+        break;
+      }
   }
   if (mpt < 1 || mg % mpt != 0) throw std::invalid_argument("conv: channelsPerThread must divide M / group");
   int64_t wper = (s.C / s.group) * s.KH * s.KW;
@@ -156,10 +159,10 @@ KernelLaunch emitConv2d(const Conv2dSpec &in) {
   std::vector<int64_t> outShape = {s.N, s.M, s.OH, s.OW};
   checkProgram(epi, outShape);
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
-  std::string src = "// kiln conv2d: x[" + std::to_string(s.N) + "," + std::to_string(s.C) + "," +
-                    std::to_string(s.H) + "," + std::to_string(s.W) + "] w[" + std::to_string(s.M) + "," +
-                    std::to_string(s.C / s.group) + "," + std::to_string(s.KH) + "," + std::to_string(s.KW) +
-                    "] group " + std::to_string(s.group) + ", epilogue of " + std::to_string(epi.numInputs()) + " inputs\n";
+  std::string src = "// kiln conv2d: x[" + std::to_string(s.N) + "," + std::to_string(s.C) + "," + std::to_string(s.H) +
+                    "," + std::to_string(s.W) + "] w[" + std::to_string(s.M) + "," + std::to_string(s.C / s.group) +
+                    "," + std::to_string(s.KH) + "," + std::to_string(s.KW) + "] group " + std::to_string(s.group) +
+                    ", epilogue of " + std::to_string(epi.numInputs()) + " inputs\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
   src += "constexpr long long N = " + L(s.N) + ", C = " + L(s.C) + ", H = " + L(s.H) + ", W = " + L(s.W) +
@@ -189,8 +192,8 @@ KernelLaunch emitConv2dNhwc(const Conv2dSpec &in) {
   Conv2dSpec s = in;
   if (s.group < 1 || s.C % s.group != 0 || s.M % s.group != 0)
     throw std::invalid_argument("conv: C and M must be multiples of group");
-  if (s.N < 1 || s.C < 1 || s.M < 1 || s.KH < 1 || s.KW < 1 || s.strideH < 1 || s.strideW < 1 ||
-      s.dilationH < 1 || s.dilationW < 1 || s.padTop < 0 || s.padLeft < 0 || s.H < 0 || s.W < 0)
+  if (s.N < 1 || s.C < 1 || s.M < 1 || s.KH < 1 || s.KW < 1 || s.strideH < 1 || s.strideW < 1 || s.dilationH < 1 ||
+      s.dilationW < 1 || s.padTop < 0 || s.padLeft < 0 || s.H < 0 || s.W < 0)
     throw std::invalid_argument("conv: bad geometry");
   if (s.OH == 0) s.OH = convOutSize(s.H, s.KH, s.strideH, s.padTop, s.padBottom, s.dilationH);
   if (s.OW == 0) s.OW = convOutSize(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW);
@@ -203,17 +206,18 @@ KernelLaunch emitConv2dNhwc(const Conv2dSpec &in) {
   const bool depthwise = s.group == s.C && s.M == s.C;
   int v = depthwise && s.C % vmax == 0 ? vmax : 1;
   auto L = [](int64_t x) { return std::to_string(x) + "LL"; };
-  std::string src = "// kiln conv2d nhwc: x[" + std::to_string(s.N) + "," + std::to_string(s.H) + "," + std::to_string(s.W) +
-                    "," + std::to_string(s.C) + "] M " + std::to_string(s.M) + " k " + std::to_string(s.KH) + "x" +
-                    std::to_string(s.KW) + " group " + std::to_string(s.group) + "\n";
+  std::string src = "// kiln conv2d nhwc: x[" + std::to_string(s.N) + "," + std::to_string(s.H) + "," +
+                    std::to_string(s.W) + "," + std::to_string(s.C) + "] M " + std::to_string(s.M) + " k " +
+                    std::to_string(s.KH) + "x" + std::to_string(s.KW) + " group " + std::to_string(s.group) + "\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
   src += "constexpr long long N = " + L(s.N) + ", C = " + L(s.C) + ", H = " + L(s.H) + ", W = " + L(s.W) +
          ", M = " + L(s.M) + ", GROUP = " + L(s.group) + ", OH = " + L(s.OH) + ", OW = " + L(s.OW) + ";\n";
-  src += "constexpr int KH = " + std::to_string(s.KH) + ", KW = " + std::to_string(s.KW) + ", SH = " +
-         std::to_string(s.strideH) + ", SW = " + std::to_string(s.strideW) + ", PT = " + std::to_string(s.padTop) +
-         ", PL = " + std::to_string(s.padLeft) + ", DH = " + std::to_string(s.dilationH) + ", DW = " +
-         std::to_string(s.dilationW) + ", V = " + std::to_string(v) + ";\n";
+  src += "constexpr int KH = " + std::to_string(s.KH) + ", KW = " + std::to_string(s.KW) +
+         ", SH = " + std::to_string(s.strideH) + ", SW = " + std::to_string(s.strideW) +
+         ", PT = " + std::to_string(s.padTop) + ", PL = " + std::to_string(s.padLeft) +
+         ", DH = " + std::to_string(s.dilationH) + ", DW = " + std::to_string(s.dilationW) +
+         ", V = " + std::to_string(v) + ";\n";
   src += std::string("#define DEPTHWISE_VEC ") + (v > 1 ? "1" : "0") + "\n";
   std::string body = replaceAll(kConvNhwcBody, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
   src += replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "long long", "L", "e", "y[L]"));

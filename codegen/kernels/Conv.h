@@ -35,9 +35,9 @@ struct Conv2dSpec {
   int64_t dilationH = 1, dilationW = 1;
   int64_t OH = 0, OW = 0;  // 0: computed with padBottom/padRight
   int64_t padBottom = 0, padRight = 0;
-  ElemType type = ElemType::F32;     // x and w storage
+  ElemType type = ElemType::F32;  // x and w storage
   ElemType outType = ElemType::F32;
-  FusedProgram epilogue;             // result empty: y = acc
+  FusedProgram epilogue;      // result empty: y = acc
   int channelsPerThread = 0;  // NCHW: MPT; 0 = automatic
 };
 

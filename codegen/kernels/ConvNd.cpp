@@ -16,7 +16,8 @@ KernelLaunch emitConvNd(const ConvNdSpec &s) {
     throw std::invalid_argument("conv: spatial attributes of different lengths");
   if (s.group < 1 || s.C % s.group != 0 || s.M % s.group != 0)
     throw std::invalid_argument("conv: C and M must be multiples of group");
-  if (s.type == ElemType::F8E4M3 || !isFloatType(s.type)) throw std::invalid_argument("conv: needs f32, f16 or bf16 data");
+  if (s.type == ElemType::F8E4M3 || !isFloatType(s.type))
+    throw std::invalid_argument("conv: needs f32, f16 or bf16 data");
   for (size_t d = 0; d < n; ++d)
     if (s.kernel[d] < 1 || s.strides[d] < 1 || s.dilations[d] < 1 || s.padBegin[d] < 0 || s.out[d] < 0)
       throw std::invalid_argument("conv: bad geometry");
@@ -39,18 +40,21 @@ KernelLaunch emitConvNd(const ConvNdSpec &s) {
          std::to_string(epi.numInputs()) + " inputs\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
-  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ x, const T* __restrict__ w, " +
+  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ x, const T* "
+         "__restrict__ w, " +
          programParams(epi, "e") + "OT* __restrict__ y) {\n";
   src += "  for (long long L = (long long)blockIdx.x * blockDim.x + threadIdx.x; L < " + intLiteral(total) +
          "; L += (long long)gridDim.x * blockDim.x) {\n";
   src += "    long long r_ = L;\n";
   for (size_t d = n; d-- > 0;)
-    src += "    const long long o" + std::to_string(d) + " = r_ % " + intLiteral(s.out[d]) + "; r_ /= " + intLiteral(s.out[d]) + ";\n";
+    src += "    const long long o" + std::to_string(d) + " = r_ % " + intLiteral(s.out[d]) +
+           "; r_ /= " + intLiteral(s.out[d]) + ";\n";
   src += "    const long long m = r_ % " + intLiteral(s.M) + ", b = r_ / " + intLiteral(s.M) + ";\n";
   src += "    const long long g = m / " + intLiteral(mg) + ";\n";
   src += "    float accum = 0.f;\n";
   src += "    for (long long c = 0; c < " + intLiteral(cg) + "; ++c) {\n";
-  src += "      const T* xc = x + b * " + intLiteral(xst[0]) + " + (g * " + intLiteral(cg) + " + c) * " + intLiteral(xst[1]) + ";\n";
+  src += "      const T* xc = x + b * " + intLiteral(xst[0]) + " + (g * " + intLiteral(cg) + " + c) * " +
+         intLiteral(xst[1]) + ";\n";
   src += "      const T* wc = w + m * " + intLiteral(wst[0]) + " + c * " + intLiteral(wst[1]) + ";\n";
   std::string indent = "      ";
   for (size_t d = 0; d < n; ++d) {

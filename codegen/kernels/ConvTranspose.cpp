@@ -40,8 +40,8 @@ KernelLaunch emitConvTranspose(const ConvTransposeSpec &s) {
     std::string t = "t" + D, stride = intLiteral(s.strides[d]);
     b += indent + "const long long " + t + " = " + o + " + " + intLiteral(s.padBegin[d]) + " - k" + D + " * " +
          intLiteral(s.dilations[d]) + ";\n";
-    b += indent + "if (" + t + " < 0 || " + t + " % " + stride + " != 0 || " + t + " / " + stride + " >= " +
-         intLiteral(s.in[d]) + ") continue;\n";
+    b += indent + "if (" + t + " < 0 || " + t + " % " + stride + " != 0 || " + t + " / " + stride +
+         " >= " + intLiteral(s.in[d]) + ") continue;\n";
     xo = "(" + xo + ") * " + intLiteral(s.in[d]) + " + t" + D + " / " + intLiteral(s.strides[d]);
     wo = "(" + wo + ") * " + intLiteral(s.kernel[d]) + " + k" + D;
   }

@@ -15,7 +15,7 @@
 namespace kiln::codegen {
 
 struct ConvTransposeSpec {
-  int64_t N = 1, C = 1, M = 1, group = 1;  // M: output channels
+  int64_t N = 1, C = 1, M = 1, group = 1;                              // M: output channels
   std::vector<int64_t> in, out, kernel, strides, dilations, padBegin;  // per spatial axis
   bool hasBias = false;
   ElemType type = ElemType::F32;

@@ -24,7 +24,9 @@ const char *wordType(ElemType t) {
 
 // The words of vectorized copies: the 16-byte one is declared in each kernel that uses it.
 const char *kWord16Decl = "struct __align__(16) kiln_w16 { unsigned long long a, b; };\n";
-const char *vectorWordType(int64_t bytes) { return bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int"; }
+const char *vectorWordType(int64_t bytes) {
+  return bytes == 16 ? "kiln_w16" : bytes == 8 ? "unsigned long long" : "unsigned int";
+}
 
 // Elements per 16, 8 or 4-byte word, the widest holding at least 2 elements whose count divides
 // `len`; 1: none.
@@ -87,9 +89,10 @@ KernelLaunch emitCopy(const CopySpec &s) {
   std::string src = std::string("// kiln copy: ") + std::to_string(total) + " elements of " +
                     std::to_string(elemSize(s.type)) + " bytes" + (s.gather ? ", gather" : "") + "\n";
   src += kWord16Decl;
-  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const " + std::string(w) +
-         "* __restrict__ in, ";
-  if (s.gather) src += std::string("const ") + (s.indexType == ElemType::I64 ? "long long" : "int") + "* __restrict__ indices, ";
+  src +=
+      "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const " + std::string(w) + "* __restrict__ in, ";
+  if (s.gather)
+    src += std::string("const ") + (s.indexType == ElemType::I64 ? "long long" : "int") + "* __restrict__ indices, ";
   src += std::string(w) + "* __restrict__ out) {\n";
   const int vec = s.gather ? 1 : vectorWidth(space, s.inOffset, s.outOffset, elemSize(s.type));
   if (vec > 1) {
@@ -100,13 +103,15 @@ KernelLaunch emitCopy(const CopySpec &s) {
     for (auto &st : vs.strides)
       for (size_t d = 0; d + 1 < st.size(); ++d) st[d] /= vec;
     std::string vw = vectorWordType(bytes);
-    src += "  if (((((unsigned long long)in) | ((unsigned long long)out)) & " + std::to_string(bytes - 1) + ") == 0) {\n";
+    src +=
+        "  if (((((unsigned long long)in) | ((unsigned long long)out)) & " + std::to_string(bytes - 1) + ") == 0) {\n";
     src += "    const " + vw + "* __restrict__ vin = reinterpret_cast<const " + vw + "*>(in);\n";
     src += "    " + vw + "* __restrict__ vout = reinterpret_cast<" + vw + "*>(out);\n";
-    src += "    for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < " + std::to_string(total / vec) +
-           "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
+    src += "    for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < " +
+           std::to_string(total / vec) + "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
     src += offsetCode(vs, {"oi", "oo"}, idx, "i");
-    src += "      vout[" + std::to_string(s.outOffset / vec) + " + oo] = vin[" + std::to_string(s.inOffset / vec) + " + oi];\n";
+    src += "      vout[" + std::to_string(s.outOffset / vec) + " + oo] = vin[" + std::to_string(s.inOffset / vec) +
+           " + oi];\n";
     src += "    }\n    return;\n  }\n";
   }
   src += "  const " + idx + " n = " + std::to_string(total) + ";\n";
@@ -156,8 +161,7 @@ CopySpec sliceCopy(const std::vector<int64_t> &inShape, const std::vector<int64_
   s.dims = outShape;
   for (size_t d = 0; d < r; ++d) {
     if (steps[d] == 0) throw std::invalid_argument("slice: zero step");
-    if (outShape[d] > 0 && (starts[d] < 0 || starts[d] >= inShape[d] ||
-                            starts[d] + (outShape[d] - 1) * steps[d] < 0 ||
+    if (outShape[d] > 0 && (starts[d] < 0 || starts[d] >= inShape[d] || starts[d] + (outShape[d] - 1) * steps[d] < 0 ||
                             starts[d] + (outShape[d] - 1) * steps[d] >= inShape[d]))
       throw std::invalid_argument("slice: out of range");
     if (outShape[d] > 0) s.inOffset += starts[d] * st[d];
@@ -166,8 +170,8 @@ CopySpec sliceCopy(const std::vector<int64_t> &inShape, const std::vector<int64_
   return s;
 }
 
-CopySpec concatCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, int axis,
-                    int64_t offset, ElemType t) {
+CopySpec concatCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, int axis, int64_t offset,
+                    ElemType t) {
   if (inShape.size() != outShape.size() || axis < 0 || axis >= int(inShape.size()) ||
       offset + inShape[axis] > outShape[axis])
     throw std::invalid_argument("concat: shapes");
@@ -209,9 +213,18 @@ CopySpec gatherCopy(const std::vector<int64_t> &dataShape, int axis, const std::
   std::vector<int64_t> st = contiguousStrides(dataShape);
   CopySpec s;
   s.type = t;
-  for (int d = 0; d < axis; ++d) { s.dims.push_back(dataShape[d]); s.inStrides.push_back(st[d]); }
-  for (int64_t d : indicesShape) { s.dims.push_back(d); s.inStrides.push_back(0); }
-  for (size_t d = axis + 1; d < dataShape.size(); ++d) { s.dims.push_back(dataShape[d]); s.inStrides.push_back(st[d]); }
+  for (int d = 0; d < axis; ++d) {
+    s.dims.push_back(dataShape[d]);
+    s.inStrides.push_back(st[d]);
+  }
+  for (int64_t d : indicesShape) {
+    s.dims.push_back(d);
+    s.inStrides.push_back(0);
+  }
+  for (size_t d = axis + 1; d < dataShape.size(); ++d) {
+    s.dims.push_back(dataShape[d]);
+    s.inStrides.push_back(st[d]);
+  }
   s.gather = true;
   s.gatherBegin = axis;
   s.gatherRank = static_cast<int>(indicesShape.size());
@@ -242,17 +255,22 @@ KernelLaunch emitPad(const PadSpec &s) {
     int64_t dim = s.inShape[d];
     int64_t lo = std::max<int64_t>(0, -s.before[d]);
     int64_t len = dim - lo - std::max<int64_t>(0, -s.after[d]);
-    std::string c = "    { long long c = r_ % " + std::to_string(out[d]) + "LL; r_ /= " + std::to_string(out[d]) + "LL;";
+    std::string c =
+        "    { long long c = r_ % " + std::to_string(out[d]) + "LL; r_ /= " + std::to_string(out[d]) + "LL;";
     c += " long long x = c - (" + std::to_string(s.before[d]) + "LL);";
     if (s.mode == "constant") {
       c += " inside = inside && x >= 0 && x < " + std::to_string(dim) + "LL;";
     } else {
       c += " long long j = x - " + std::to_string(lo) + "LL;";
-      if (s.mode == "edge") c += " j = j < 0 ? 0 : j > " + std::to_string(len - 1) + "LL ? " + std::to_string(len - 1) + "LL : j;";
-      else if (s.mode == "wrap") c += " j = floor_mod(j, " + std::to_string(std::max<int64_t>(len, 1)) + "LL);";
-      else if (len == 1) c += " j = 0;";
-      else c += " j = floor_mod(j, " + std::to_string(2 * (len - 1)) + "LL); if (j >= " + std::to_string(len) + "LL) j = " +
-                std::to_string(2 * (len - 1)) + "LL - j;";
+      if (s.mode == "edge")
+        c += " j = j < 0 ? 0 : j > " + std::to_string(len - 1) + "LL ? " + std::to_string(len - 1) + "LL : j;";
+      else if (s.mode == "wrap")
+        c += " j = floor_mod(j, " + std::to_string(std::max<int64_t>(len, 1)) + "LL);";
+      else if (len == 1)
+        c += " j = 0;";
+      else
+        c += " j = floor_mod(j, " + std::to_string(2 * (len - 1)) + "LL); if (j >= " + std::to_string(len) +
+             "LL) j = " + std::to_string(2 * (len - 1)) + "LL - j;";
       c += " x = j + " + std::to_string(lo) + "LL;";
     }
     return c + " src += x * " + std::to_string(inStrides[d]) + "LL; }\n";
@@ -263,7 +281,8 @@ KernelLaunch emitPad(const PadSpec &s) {
   src += "typedef " + std::string(storageTypeName(s.type)) + " T;\n";
   src += kWord16Decl;
   src += "KILN_DEV long long floor_mod(long long a, long long b) { long long m = a % b; return m < 0 ? m + b : m; }\n";
-  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ in, T* __restrict__ out) {\n";
+  src += "extern \"C\" __global__ void __launch_bounds__(256) KILN_ENTRY(const T* __restrict__ in, T* __restrict__ "
+         "out) {\n";
   // Constant padding: words of `vec` consecutive elements along the last dim per thread (the
   // outer coordinates decoded once per word; 16/8/4-byte stores) when the output is aligned.
   const int vec = s.mode == "constant" && r > 0 ? wordElems(out[r - 1], elemSize(s.type)) : 1;
@@ -312,8 +331,8 @@ KernelLaunch emitIm2Col(const Im2ColSpec &s) {
     int64_t cw = s.C / v;
     std::string r = "    const " + w + "* __restrict__ vin = reinterpret_cast<const " + w + "*>(in);\n";
     r += "    " + w + "* __restrict__ vout = reinterpret_cast<" + w + "*>(out);\n";
-    r += "    for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < " + L(total / v) + "; i += (" +
-         idx + ")gridDim.x * blockDim.x) {\n";
+    r += "    for (" + idx + " i = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x; i < " + L(total / v) +
+         "; i += (" + idx + ")gridDim.x * blockDim.x) {\n";
     r += "      " + idx + " t = i;\n";
     r += "      const int c = (int)(t % " + L(cw) + "); t /= " + L(cw) + ";\n";
     r += "      const int kw = (int)(t % " + L(s.KW) + "); t /= " + L(s.KW) + ";\n";
@@ -323,8 +342,8 @@ KernelLaunch emitIm2Col(const Im2ColSpec &s) {
     r += "      const int ih = oh * " + L(s.strideH) + " + kh * " + L(s.dilationH) + " - " + L(s.padTop) + ";\n";
     r += "      const int iw = ow * " + L(s.strideW) + " + kw * " + L(s.dilationW) + " - " + L(s.padLeft) + ";\n";
     r += "      " + w + " x = {};\n";
-    r += "      if ((unsigned)ih < " + L(s.H) + "u && (unsigned)iw < " + L(s.W) + "u) x = vin[((t * " + L(s.H) + " + ih) * " +
-         L(s.W) + " + iw) * " + L(cw) + " + c];\n";
+    r += "      if ((unsigned)ih < " + L(s.H) + "u && (unsigned)iw < " + L(s.W) + "u) x = vin[((t * " + L(s.H) +
+         " + ih) * " + L(s.W) + " + iw) * " + L(cw) + " + c];\n";
     r += "      vout[i] = x;\n    }\n";
     return r;
   };

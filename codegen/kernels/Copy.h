@@ -20,8 +20,8 @@ namespace kiln::codegen {
 
 struct CopySpec {
   ElemType type = ElemType::F32;
-  std::vector<int64_t> dims;        // the iteration space
-  std::vector<int64_t> inStrides;   // per dim (elements; 0 = broadcast, negative allowed)
+  std::vector<int64_t> dims;       // the iteration space
+  std::vector<int64_t> inStrides;  // per dim (elements; 0 = broadcast, negative allowed)
   int64_t inOffset = 0;
   std::vector<int64_t> outStrides;  // empty: row-major over `dims`
   int64_t outOffset = 0;
@@ -38,14 +38,16 @@ struct CopySpec {
 KernelLaunch emitCopy(const CopySpec &spec);
 
 // Builders for the ops above (shapes row-major; every result is an ordinary CopySpec).
-CopySpec transposeCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &perm, ElemType t = ElemType::F32);
+CopySpec transposeCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &perm,
+                       ElemType t = ElemType::F32);
 // starts: resolved, in range; steps non-zero; outShape: the sliced sizes per axis.
 CopySpec sliceCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &starts,
                    const std::vector<int64_t> &steps, const std::vector<int64_t> &outShape, ElemType t = ElemType::F32);
 // One Concat input of shape inShape written at `offset` along `axis` of the result outShape.
-CopySpec concatCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, int axis,
-                    int64_t offset, ElemType t = ElemType::F32);
-CopySpec expandCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, ElemType t = ElemType::F32);
+CopySpec concatCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape, int axis, int64_t offset,
+                    ElemType t = ElemType::F32);
+CopySpec expandCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &outShape,
+                    ElemType t = ElemType::F32);
 CopySpec tileCopy(const std::vector<int64_t> &inShape, const std::vector<int64_t> &repeats, ElemType t = ElemType::F32);
 // Gather(data, indices, axis): out = data[..., indices[...], ...].
 CopySpec gatherCopy(const std::vector<int64_t> &dataShape, int axis, const std::vector<int64_t> &indicesShape,

@@ -29,7 +29,8 @@ FusedProgram programOf(const ElementwiseSpec &s) {
   for (size_t k = 0; k < n; ++k) {
     p.inputShapes.push_back(s.inputShapes[k]);
     p.inputTypes.push_back(types[k]);
-    p.body.push_back(std::string("const ") + computeTypeName(types[k]) + " " + vars[k] + " = x" + std::to_string(k) + ";");
+    p.body.push_back(std::string("const ") + computeTypeName(types[k]) + " " + vars[k] + " = x" + std::to_string(k) +
+                     ";");
   }
   p.result = "(" + s.expr + ")";
   return p;
@@ -85,8 +86,8 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
     src += "  if (" + aligned + ") {\n";
     for (size_t k = 0; k < n; ++k)
       if (scalarIn[k])
-        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " s" + std::to_string(k) + " = kiln_ld(in" +
-               std::to_string(k) + "[0]);\n";
+        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " s" + std::to_string(k) +
+               " = kiln_ld(in" + std::to_string(k) + "[0]);\n";
     src += "    for (" + idx + " i = first; i < n / " + w + "; i += step) {\n";
     for (size_t k = 0; k < n; ++k)
       if (!scalarIn[k])
@@ -100,7 +101,8 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
              (scalarIn[k] ? "s" + std::to_string(k) : "kiln_ld(v" + std::to_string(k) + ".v[l])") + ";\n";
     for (auto &st : p.body) src += "        " + st + "\n";
     src += "        r.v[l] = " + storeExpr(spec.outType, p.result) + ";\n      }\n";
-    src += "      reinterpret_cast<kiln_vec<" + std::string(storageTypeName(spec.outType)) + ", " + w + ">*>(out)[i] = r;\n";
+    src += "      reinterpret_cast<kiln_vec<" + std::string(storageTypeName(spec.outType)) + ", " + w +
+           ">*>(out)[i] = r;\n";
     src += "    }\n    return;\n  }\n";
   }
   // Scalar path: four elements per thread per pass while all four exist, their loads issued
@@ -124,12 +126,12 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   return k;
 }
 
-KernelLaunch emitElementwiseOp(const std::string &opType,
-                               const std::vector<std::vector<int64_t>> &inputShapes,
+KernelLaunch emitElementwiseOp(const std::string &opType, const std::vector<std::vector<int64_t>> &inputShapes,
                                const ElementwiseAttrs &attrs, ElemType dataType) {
   auto op = lookupElementwiseOp(opType, static_cast<int>(inputShapes.size()), attrs, dataType);
-  if (!op) throw std::invalid_argument("elementwise: no kernel for " + opType + " with " +
-                                       std::to_string(inputShapes.size()) + " inputs");
+  if (!op)
+    throw std::invalid_argument("elementwise: no kernel for " + opType + " with " + std::to_string(inputShapes.size()) +
+                                " inputs");
   ElementwiseSpec s;
   s.expr = op->expr;
   s.inputShapes = inputShapes;

@@ -34,17 +34,16 @@ struct ElementwiseSpec {
   // General form (used when program.result is set): any number of inputs and statements
   // (FusedProgram.h); expr, inputShapes and inputTypes are then ignored.
   FusedProgram program;
-  std::vector<int64_t> outShape;                  // empty: the broadcast of the inputs
+  std::vector<int64_t> outShape;  // empty: the broadcast of the inputs
   ElemType outType = ElemType::F32;
-  bool allowVectorized = true;                    // 16-byte path when every input is full-size or a scalar
+  bool allowVectorized = true;  // 16-byte path when every input is full-size or a scalar
 };
 
 // Throws std::invalid_argument on bad specs (arity, shapes that do not broadcast).
 KernelLaunch emitElementwise(const ElementwiseSpec &spec);
 
 // Convenience: lookup + emit. Throws std::invalid_argument for an unknown op.
-KernelLaunch emitElementwiseOp(const std::string &opType,
-                               const std::vector<std::vector<int64_t>> &inputShapes,
+KernelLaunch emitElementwiseOp(const std::string &opType, const std::vector<std::vector<int64_t>> &inputShapes,
                                const ElementwiseAttrs &attrs = {}, ElemType dataType = ElemType::F32);
 
 }  // namespace kiln::codegen

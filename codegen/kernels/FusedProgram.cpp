@@ -11,7 +11,8 @@ namespace kiln::codegen {
 
 using namespace kernels;
 
-std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType storage, const std::vector<int64_t> &strides) {
+std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType storage,
+                                  const std::vector<int64_t> &strides) {
   p_.inputShapes.push_back(shape);
   p_.inputTypes.push_back(storage);
   if (!strides.empty() || !p_.inputStrides.empty()) {
@@ -63,7 +64,8 @@ void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, b
 std::string programParams(const FusedProgram &p, const std::string &param) {
   std::string s;
   for (size_t k = 0; k < p.numInputs(); ++k)
-    s += std::string("const ") + storageTypeName(p.inputTypes[k]) + "* __restrict__ " + param + std::to_string(k) + ", ";
+    s +=
+        std::string("const ") + storageTypeName(p.inputTypes[k]) + "* __restrict__ " + param + std::to_string(k) + ", ";
   return s;
 }
 
@@ -74,7 +76,8 @@ std::string programElementCode(const FusedProgram &p, const std::vector<int64_t>
   if (p.numInputs()) {
     StridedSpace space;
     space.dims = outShape;
-    for (size_t k = 0; k < p.numInputs(); ++k) space.strides.push_back(broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k)));
+    for (size_t k = 0; k < p.numInputs(); ++k)
+      space.strides.push_back(broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k)));
     space = coalesce(space);
     std::vector<std::string> names;
     for (size_t k = 0; k < p.numInputs(); ++k) names.push_back("o" + std::to_string(k));

@@ -23,7 +23,8 @@ KernelLaunch emitIndexKernel(const IndexKernelSpec &s) {
   src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") KILN_ENTRY(";
   for (size_t k = 0; k < s.params.size(); ++k) {
     const auto &p = s.params[k];
-    src += std::string(k ? ", " : "") + (p.output ? "" : "const ") + storageTypeName(p.type) + "* __restrict__ " + p.name;
+    src +=
+        std::string(k ? ", " : "") + (p.output ? "" : "const ") + storageTypeName(p.type) + "* __restrict__ " + p.name;
   }
   src += ") {\n";
   src += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " + std::to_string(total) +
@@ -31,7 +32,8 @@ KernelLaunch emitIndexKernel(const IndexKernelSpec &s) {
   src += "    long long r_ = i;\n";
   for (size_t d = s.space.size(); d-- > 0;) {
     std::string c = "c" + std::to_string(d), n = std::to_string(s.space[d]) + "LL";
-    src += d ? "    const long long " + c + " = r_ % " + n + "; r_ /= " + n + ";\n" : "    const long long " + c + " = r_;\n";
+    src += d ? "    const long long " + c + " = r_ % " + n + "; r_ /= " + n + ";\n"
+             : "    const long long " + c + " = r_;\n";
   }
   src += "    (void)r_;\n";
   src += s.body;

@@ -24,12 +24,12 @@ struct IndexKernelParam {
 };
 
 struct IndexKernelSpec {
-  std::string kind;                     // entry name: kiln_<kind>_<hash>
-  std::string comment;                  // first line of the source (what the kernel computes)
-  std::vector<int64_t> space;           // the iteration space (empty: one point)
+  std::string kind;            // entry name: kiln_<kind>_<hash>
+  std::string comment;         // first line of the source (what the kernel computes)
+  std::vector<int64_t> space;  // the iteration space (empty: one point)
   std::vector<IndexKernelParam> params;
-  std::string prologue;                 // file-scope code before the kernel (constant tables)
-  std::string body;                     // per point: sees c0.., i and the params
+  std::string prologue;  // file-scope code before the kernel (constant tables)
+  std::string body;      // per point: sees c0.., i and the params
 };
 
 // Throws std::invalid_argument on a bad spec (negative dims, no outputs).

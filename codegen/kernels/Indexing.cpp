@@ -33,7 +33,8 @@ KernelLaunch emitTrilu(const std::vector<int64_t> &shape, int64_t k, bool upper,
   s.space = shape;
   s.params = {{"x", type}, {"y", type, true}};
   std::string diff = "c" + std::to_string(r - 1) + " - c" + std::to_string(r - 2);
-  s.body = "    y[i] = (" + diff + (upper ? " >= " : " <= ") + intLiteral(k) + ") ? x[i] : " + storeExpr(type, "0") + ";\n";
+  s.body =
+      "    y[i] = (" + diff + (upper ? " >= " : " <= ") + intLiteral(k) + ") ? x[i] : " + storeExpr(type, "0") + ";\n";
   return emitIndexKernel(s);
 }
 
@@ -80,8 +81,8 @@ KernelLaunch emitOneHot(const std::vector<int64_t> &indicesShape, int64_t depth,
   std::string off = "0LL";
   for (size_t d = 0, k = 0; d < out.size(); ++d)
     if (int(d) != axis) off += " + c" + std::to_string(d) + " * " + intLiteral(st[k++]);
-  s.body = "    long long v = (long long)idx[" + off + "];\n    if (v < 0) v += " + intLiteral(depth) + ";\n    y[i] = values[v == c" +
-           std::to_string(axis) + " ? 1 : 0];\n";
+  s.body = "    long long v = (long long)idx[" + off + "];\n    if (v < 0) v += " + intLiteral(depth) +
+           ";\n    y[i] = values[v == c" + std::to_string(axis) + " ? 1 : 0];\n";
   return emitIndexKernel(s);
 }
 

@@ -182,8 +182,7 @@ StridedSpace coalesce(StridedSpace s) {
       return e;
     }
     bool merge = !out.dims.empty();
-    for (size_t k = 0; merge && k < s.strides.size(); ++k)
-      merge = out.strides[k].back() == s.strides[k][d] * s.dims[d];
+    for (size_t k = 0; merge && k < s.strides.size(); ++k) merge = out.strides[k].back() == s.strides[k][d] * s.dims[d];
     if (merge) {
       out.dims.back() *= s.dims[d];
       for (size_t k = 0; k < s.strides.size(); ++k) out.strides[k].back() = s.strides[k][d];
@@ -195,8 +194,8 @@ StridedSpace coalesce(StridedSpace s) {
   return out;
 }
 
-std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names,
-                       const std::string &idxType, const std::string &linear) {
+std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names, const std::string &idxType,
+                       const std::string &linear) {
   std::vector<int64_t> contiguous = contiguousStrides(s.dims);
   std::vector<bool> direct(names.size());
   bool anyStrided = false;
@@ -225,19 +224,22 @@ std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &na
   return code;
 }
 
-std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &outShape,
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, const std::vector<int64_t> &outShape,
                                       const std::vector<int64_t> &memStrides) {
   if (shape.size() > outShape.size()) throw std::invalid_argument("broadcast: input rank exceeds output rank");
-  if (!memStrides.empty() && memStrides.size() != shape.size()) throw std::invalid_argument("broadcast: one stride per dim");
+  if (!memStrides.empty() && memStrides.size() != shape.size())
+    throw std::invalid_argument("broadcast: one stride per dim");
   std::vector<int64_t> inStrides = memStrides.empty() ? contiguousStrides(shape) : memStrides;
   std::vector<int64_t> st(outShape.size(), 0);
   size_t off = outShape.size() - shape.size();
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == outShape[off + d]) st[off + d] = shape[d] == 1 ? 0 : inStrides[d];
-    else if (shape[d] == 1) st[off + d] = 0;
-    else throw std::invalid_argument("broadcast: dim " + std::to_string(shape[d]) + " vs " +
-                                     std::to_string(outShape[off + d]));
+    if (shape[d] == outShape[off + d])
+      st[off + d] = shape[d] == 1 ? 0 : inStrides[d];
+    else if (shape[d] == 1)
+      st[off + d] = 0;
+    else
+      throw std::invalid_argument("broadcast: dim " + std::to_string(shape[d]) + " vs " +
+                                  std::to_string(outShape[off + d]));
   }
   return st;
 }

@@ -59,14 +59,13 @@ StridedSpace coalesce(StridedSpace s);
 // CUDA statements that decompose the linear index `linear` (of type `idxType`) over `s.dims` and
 // declare `idxType <names[k]>` = the element offset of operand k. Operands whose strides are the
 // row-major strides of the whole space get `linear` itself.
-std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names,
-                       const std::string &idxType, const std::string &linear);
+std::string offsetCode(const StridedSpace &s, const std::vector<std::string> &names, const std::string &idxType,
+                       const std::string &linear);
 
 // Broadcast strides of an input `shape` right-aligned to `outShape` (numpy rules): the input's
 // own element strides `memStrides` (default: row-major) for its dims, 0 where it broadcasts;
 // throws std::invalid_argument when it does not broadcast.
-std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape,
-                                      const std::vector<int64_t> &outShape,
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &shape, const std::vector<int64_t> &outShape,
                                       const std::vector<int64_t> &memStrides = {});
 
 // "int" when every offset fits in 31 bits, else "long long".

@@ -479,16 +479,21 @@ std::string stagedStore(const FusedProgram &epi, const std::vector<int64_t> &out
     const std::string w = std::to_string(ve);
     for (size_t k = 0; k < epi.numInputs(); ++k) {
       std::string K = std::to_string(k), T = storageTypeName(epi.inputTypes[k]);
-      if (kind[k] == 0) vec += std::string("            const ") + computeTypeName(epi.inputTypes[k]) + " s" + K + " = kiln_ld(e" + K + "[rb" + K + "]);\n";
+      if (kind[k] == 0)
+        vec += std::string("            const ") + computeTypeName(epi.inputTypes[k]) + " s" + K + " = kiln_ld(e" + K +
+               "[rb" + K + "]);\n";
       if (kind[k] == 1)
-        vec += "            const kiln_vec<" + T + ", " + w + "> v" + K + " = *reinterpret_cast<const kiln_vec<" + T + ", " + w +
-               ">*>(e" + K + " + rb" + K + " + (IDX)gn);\n";
+        vec += "            const kiln_vec<" + T + ", " + w + "> v" + K + " = *reinterpret_cast<const kiln_vec<" + T +
+               ", " + w + ">*>(e" + K + " + rb" + K + " + (IDX)gn);\n";
     }
-    vec += "            kiln_vec<OT, " + w + "> res;\n#pragma unroll\n            for (int e = 0; e < " + w + "; ++e) {\n";
+    vec +=
+        "            kiln_vec<OT, " + w + "> res;\n#pragma unroll\n            for (int e = 0; e < " + w + "; ++e) {\n";
     vec += "              const float acc = cs[e];\n";
     for (size_t k = 0; k < epi.numInputs(); ++k) {
       std::string K = std::to_string(k);
-      std::string v = kind[k] == 0 ? "s" + K : kind[k] == 1 ? "kiln_ld(v" + K + ".v[e])" : "kiln_ld(e" + K + "[rb" + K + " + (IDX)gn + e])";
+      std::string v = kind[k] == 0   ? "s" + K
+                      : kind[k] == 1 ? "kiln_ld(v" + K + ".v[e])"
+                                     : "kiln_ld(e" + K + "[rb" + K + " + (IDX)gn + e])";
       vec += std::string("              const ") + computeTypeName(epi.inputTypes[k]) + " x" + K + " = " + v + ";\n";
     }
     for (auto &st : epi.body) vec += "              " + st + "\n";
@@ -503,7 +508,9 @@ std::string stagedStore(const FusedProgram &epi, const std::vector<int64_t> &out
 
 }  // namespace
 
-std::vector<std::string> matMulTiles() { return {"256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"}; }
+std::vector<std::string> matMulTiles() {
+  return {"256x128", "128x256", "128x128", "128x64", "64x128", "64x64", "32x32"};
+}
 
 // 8-bit operands as pairs of bytes along K: the fp16 kernel's tiles, 16-byte copies and ldmatrix
 // then move int8/fp8 data unchanged. Needs K-contiguous A (or an NHWC image with C % 16 == 0) and
@@ -515,10 +522,13 @@ void packInt8Pairs(MatMulSpec &s) {
   bool aOk = s.conv ? s.conv->C % 16 == 0 : s.a.colStride == 1 && s.a.rowStride % 2 == 0 && even(s.a.batchStrides);
   bool bOk = s.b.rowStride == 1 && s.b.colStride % 2 == 0 && even(s.b.batchStrides);
   if (!aOk || !bOk || s.K % 16 != 0)
-    throw std::invalid_argument("8-bit matmul: needs K-contiguous operands (NHWC with C % 16 == 0 for convolutions) and K % 16 == 0");
+    throw std::invalid_argument(
+        "8-bit matmul: needs K-contiguous operands (NHWC with C % 16 == 0 for convolutions) and K % 16 == 0");
   s.K /= 2;
-  if (s.conv) s.conv->C /= 2;
-  else s.a.rowStride /= 2;
+  if (s.conv)
+    s.conv->C /= 2;
+  else
+    s.a.rowStride /= 2;
   s.b.colStride /= 2;
   for (int64_t &x : s.a.batchStrides) x /= 2;
   for (int64_t &x : s.b.batchStrides) x /= 2;
@@ -528,11 +538,14 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   MatMulSpec s = in;
   if (s.M < 0 || s.N < 0 || s.K < 0) throw std::invalid_argument("matmul: negative size");
   if (s.int8) s.type = ElemType::F16;  // 8-bit pairs travel as 16-bit elements (packInt8Pairs)
-  if (s.fp8 && (!s.int8 || s.aUnsigned || s.aOffset)) throw std::invalid_argument("matmul: fp8 takes two e4m3 operands (int8 = true, no zero point)");
+  if (s.fp8 && (!s.int8 || s.aUnsigned || s.aOffset))
+    throw std::invalid_argument("matmul: fp8 takes two e4m3 operands (int8 = true, no zero point)");
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
   const bool f64 = s.type == ElemType::F64;
-  if (!mma && s.type != ElemType::F32 && !f64) throw std::invalid_argument("matmul: operands must be f32, f64, f16 or bf16");
-  if (f64 != (s.outType == ElemType::F64)) throw std::invalid_argument("matmul: f64 operands take an f64 result (and only they)");
+  if (!mma && s.type != ElemType::F32 && !f64)
+    throw std::invalid_argument("matmul: operands must be f32, f64, f16 or bf16");
+  if (f64 != (s.outType == ElemType::F64))
+    throw std::invalid_argument("matmul: f64 operands take an f64 result (and only they)");
   if (!isFloatType(s.outType) && !f64 && s.outType != ElemType::I8 && s.outType != ElemType::U8)
     throw std::invalid_argument("matmul: the result must be a float type or 8-bit (a quantizing epilogue)");
   size_t br = s.batchShape.size();
@@ -543,8 +556,10 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   std::vector<int64_t> cont = contiguousStrides(s.batchShape);
   if (s.a.rowStride == 0 && s.a.colStride == 1) s.a.rowStride = s.K;
   if (s.b.rowStride == 0 && s.b.colStride == 1) s.b.rowStride = s.N;
-  if (s.a.batchStrides.empty()) for (int64_t c : cont) s.a.batchStrides.push_back(c * s.M * s.K);
-  if (s.b.batchStrides.empty()) for (int64_t c : cont) s.b.batchStrides.push_back(c * s.K * s.N);
+  if (s.a.batchStrides.empty())
+    for (int64_t c : cont) s.a.batchStrides.push_back(c * s.M * s.K);
+  if (s.b.batchStrides.empty())
+    for (int64_t c : cont) s.b.batchStrides.push_back(c * s.K * s.N);
   if (s.conv) {
     const ConvGeometry &g = *s.conv;
     if (s.M != g.N * g.OH * g.OW || s.K != g.KH * g.KW * g.C || br != 0)
@@ -566,10 +581,13 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   checkProgram(epi, outShape);
 
   std::string tile = s.tile.empty() || s.tile == "auto" ? autoTile(s, nbatch, mma) : s.tile;
-  std::string src = "// kiln matmul (" + std::string(s.int8 ? (s.fp8 ? "fp8 e4m3 tensor cores, K in pairs" : "int8 tensor cores, K in pairs") : mma ? "tensor cores" : "simt") + "): [" + std::to_string(nbatch) +
-                    "] " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
-                    (s.conv ? " im2col" : "") + " tile " + tile + ", epilogue of " + std::to_string(epi.numInputs()) +
-                    " inputs\n";
+  std::string src = "// kiln matmul (" +
+                    std::string(s.int8 ? (s.fp8 ? "fp8 e4m3 tensor cores, K in pairs" : "int8 tensor cores, K in pairs")
+                                : mma  ? "tensor cores"
+                                       : "simt") +
+                    "): [" + std::to_string(nbatch) + "] " + std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                    std::to_string(s.K) + (s.conv ? " im2col" : "") + " tile " + tile + ", epilogue of " +
+                    std::to_string(epi.numInputs()) + " inputs\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
   src += std::string("typedef ") + (f64 ? "double" : "float") + " ACC;\n";  // (fma: float and double overloads)
@@ -579,12 +597,13 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
     for (size_t d = 0; d < bs.size(); ++d) e += std::abs((bdims[d] - 1) * bs[d]);
     return e;
   };
-  int64_t bound = std::max({nbatch * s.M * s.N, extent(s.a, sa, s.M, s.K), extent(s.b, sb, s.K, s.N), s.M * s.K, s.K * s.N});
+  int64_t bound =
+      std::max({nbatch * s.M * s.N, extent(s.a, sa, s.M, s.K), extent(s.b, sb, s.K, s.N), s.M * s.K, s.K * s.N});
   if (s.conv) bound = std::max(bound, s.conv->N * s.conv->H * s.conv->W * s.conv->C);
   for (auto &in : epi.inputShapes) bound = std::max(bound, numElementsOf(in));
   src += "typedef " + indexType(bound + (int64_t(1) << 20)) + " LI;\n";
-  src += "constexpr LI M = " + std::to_string(s.M) + "LL, N = " + std::to_string(s.N) + "LL, K = " +
-         std::to_string(s.K) + "LL, NBATCH = " + std::to_string(nbatch) + "LL;\n";
+  src += "constexpr LI M = " + std::to_string(s.M) + "LL, N = " + std::to_string(s.N) +
+         "LL, K = " + std::to_string(s.K) + "LL, NBATCH = " + std::to_string(nbatch) + "LL;\n";
   src += "constexpr LI RSA = " + std::to_string(s.a.rowStride) + "LL, CSA = " + std::to_string(s.a.colStride) +
          "LL, RSB = " + std::to_string(s.b.rowStride) + "LL, CSB = " + std::to_string(s.b.colStride) + "LL;\n";
   src += "constexpr int BRANK = " + std::to_string(bdims.size()) + ";\n";
@@ -613,7 +632,8 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   if (!mma) {
     Tile t = simtTile(tile);
     src += "constexpr int BM = " + std::to_string(t.bm) + ", BN = " + std::to_string(t.bn) + ";\n";
-    src += std::string("#define A_MCONTIG ") + (aMContig ? "1" : "0") + "\n#define B_KCONTIG " + (bKContig ? "1" : "0") + "\n";
+    src += std::string("#define A_MCONTIG ") + (aMContig ? "1" : "0") + "\n#define B_KCONTIG " +
+           (bKContig ? "1" : "0") + "\n";
     body = kSimtBody;
     k.block = {256, 1, 1};
     k.grid = {static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.N, t.bn))),
@@ -621,11 +641,16 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   } else {
     Tile t = mmaTile(tile);
     bool vecA, vecB;
-    if (s.conv) vecA = s.conv->C % 8 == 0;
-    else if (aMContig) vecA = s.a.colStride % 8 == 0 && all8(sa) && s.M % 8 == 0;
-    else vecA = s.a.colStride == 1 && s.a.rowStride % 8 == 0 && all8(sa) && s.K % 8 == 0;
-    if (bKContig) vecB = s.b.colStride % 8 == 0 && all8(sb) && s.K % 8 == 0;
-    else vecB = s.b.colStride == 1 && s.b.rowStride % 8 == 0 && all8(sb) && s.N % 8 == 0;
+    if (s.conv)
+      vecA = s.conv->C % 8 == 0;
+    else if (aMContig)
+      vecA = s.a.colStride % 8 == 0 && all8(sa) && s.M % 8 == 0;
+    else
+      vecA = s.a.colStride == 1 && s.a.rowStride % 8 == 0 && all8(sa) && s.K % 8 == 0;
+    if (bKContig)
+      vecB = s.b.colStride % 8 == 0 && all8(sb) && s.K % 8 == 0;
+    else
+      vecB = s.b.colStride == 1 && s.b.rowStride % 8 == 0 && all8(sb) && s.N % 8 == 0;
     const bool aSmemM = vecA && aMContig, bSmemK = !vecB || bKContig;
     int stages = s.stages ? s.stages : (t.bm * t.bn >= 128 * 128 ? 3 : 4);
     if (stages < 2 || stages > 4) throw std::invalid_argument("matmul: stages must be 2, 3 or 4");
@@ -634,8 +659,9 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
     int64_t bStage = (bSmemK ? t.bn : bk) * ((bSmemK ? bk : t.bn) + pad);
     int64_t smem = stages * (aStage + bStage) * 2;
     if (smem > 227 * 1024) throw std::invalid_argument("matmul: tile and stages need too much shared memory");
-    src += "constexpr int BM = " + std::to_string(t.bm) + ", BN = " + std::to_string(t.bn) + ", WM = " +
-           std::to_string(t.wm) + ", WN = " + std::to_string(t.wn) + ", STAGES = " + std::to_string(stages) + ";\n";
+    src += "constexpr int BM = " + std::to_string(t.bm) + ", BN = " + std::to_string(t.bn) +
+           ", WM = " + std::to_string(t.wm) + ", WN = " + std::to_string(t.wn) +
+           ", STAGES = " + std::to_string(stages) + ";\n";
     src += std::string("#define VEC_A ") + (vecA ? "1" : "0") + "\n#define VEC_B " + (vecB ? "1" : "0") +
            "\n#define A_MCONTIG " + (aSmemM ? "1" : "0") + "\n#define B_KCONTIG " + (bSmemK ? "1" : "0") +
            "\n#define A_ELEM_MFAST " + (aMContig ? "1" : "0") + "\n#define B_ELEM_NFAST " +
@@ -652,13 +678,18 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   body = replaceAll(body, "KILN_BATCH_OFFSETS", kBatchOffsets);
   body = replaceAll(body, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
   body = replaceAll(body, "KILN_QSCALE_PARAM",
-                    !s.int8 ? "" : s.aOffset ? "const float* __restrict__ QSCALE, const int* __restrict__ QOFF,"
-                                             : "const float* __restrict__ QSCALE,");
+                    !s.int8     ? ""
+                    : s.aOffset ? "const float* __restrict__ QSCALE, const int* __restrict__ QOFF,"
+                                : "const float* __restrict__ QSCALE,");
   body = replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "LI", "L", "e", "C[L]"));
   src += body;
   if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
     throw std::invalid_argument("matmul: M too large for grid.y");
-  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(!in.int8 ? s.type : in.fp8 ? ElemType::F8E4M3 : in.aUnsigned ? ElemType::U8 : ElemType::I8), src);
+  KernelLaunch out = finalizeKernel(std::string(mma ? "mma_" : "mm_") + typeTag(!in.int8       ? s.type
+                                                                                : in.fp8       ? ElemType::F8E4M3
+                                                                                : in.aUnsigned ? ElemType::U8
+                                                                                               : ElemType::I8),
+                                    src);
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;
@@ -761,12 +792,11 @@ MatMulSpec matMulSpecFromShapes(const std::vector<int64_t> &aShape, const std::v
   return s;
 }
 
-MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape,
-                              bool hasC, const std::vector<int64_t> &cShape, bool transA, bool transB,
-                              float alpha, float beta) {
+MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape, bool hasC,
+                              const std::vector<int64_t> &cShape, bool transA, bool transB, float alpha, float beta) {
   if (aShape.size() != 2 || bShape.size() != 2) throw std::invalid_argument("gemm: A and B must be 2-D");
-  MatMulSpec s = transposedMatMulSpec(aShape, transA ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{},
-                                      bShape, transB ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{});
+  MatMulSpec s = transposedMatMulSpec(aShape, transA ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{}, bShape,
+                                      transB ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{});
   std::string v = alpha == 1.f ? "acc" : floatLiteral(alpha) + " * acc";
   if (hasC && beta != 0.f) {
     (void)broadcastStrides(cShape, {s.M, s.N});

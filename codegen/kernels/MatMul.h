@@ -49,16 +49,16 @@ struct ConvGeometry {
 
 struct MatMulSpec {
   int64_t M = 1, N = 1, K = 1;
-  std::vector<int64_t> batchShape;  // output batch dims
-  MatrixView a, b;                  // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
-  std::optional<ConvGeometry> conv; // A is the im2col view of an image (then `a` is unused)
-  ElemType type = ElemType::F32;    // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
-  ElemType outType = ElemType::F32;  // a float type (F8E4M3 too), or I8/U8 after a QuantizeLinear epilogue
-  FusedProgram epilogue;            // result empty: C = acc
-  std::vector<int64_t> outShape;    // epilogue broadcast shape; empty: batchShape + [M, N]
-  std::string tile;                 // "auto" or empty: chosen from the sizes; else one of matMulTiles()
+  std::vector<int64_t> batchShape;            // output batch dims
+  MatrixView a, b;                            // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
+  std::optional<ConvGeometry> conv;           // A is the im2col view of an image (then `a` is unused)
+  ElemType type = ElemType::F32;              // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
+  ElemType outType = ElemType::F32;           // a float type (F8E4M3 too), or I8/U8 after a QuantizeLinear epilogue
+  FusedProgram epilogue;                      // result empty: C = acc
+  std::vector<int64_t> outShape;              // epilogue broadcast shape; empty: batchShape + [M, N]
+  std::string tile;                           // "auto" or empty: chosen from the sizes; else one of matMulTiles()
   int smCount = target::GpuTarget().smCount;  // the target's SMs: auto tiles give it a full wave of blocks
-  int stages = 0;                   // tensor-core pipeline depth (2..4); 0: automatic
+  int stages = 0;                             // tensor-core pipeline depth (2..4); 0: automatic
   // A and B hold 8-bit values: tensor cores (mma.sync m16n8k32 s8, int32 sums; or with `fp8`
   // e4m3, fp32 sums), `acc` = sum · scale[n] with scale an extra fp32 [N] kernel parameter after
   // B. `type` is ignored.
@@ -82,13 +82,13 @@ MatMulSpec matMulSpecFromShapes(const std::vector<int64_t> &aShape, const std::v
 // are given (`aStrides`, `bStrides`: a strided view read in place).
 MatMulSpec transposedMatMulSpec(const std::vector<int64_t> &aShape, const std::vector<int64_t> &permA,
                                 const std::vector<int64_t> &bShape, const std::vector<int64_t> &permB,
-                                std::vector<int64_t> *outShape = nullptr, const std::vector<int64_t> *aStrides = nullptr,
+                                std::vector<int64_t> *outShape = nullptr,
+                                const std::vector<int64_t> *aStrides = nullptr,
                                 const std::vector<int64_t> *bStrides = nullptr);
 
 // ONNX Gemm: A, B 2-D; C (hasC) broadcasts to [M, N]; alpha · A'B' + beta · C as the epilogue.
-MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape,
-                              bool hasC, const std::vector<int64_t> &cShape, bool transA, bool transB,
-                              float alpha, float beta);
+MatMulSpec gemmSpecFromShapes(const std::vector<int64_t> &aShape, const std::vector<int64_t> &bShape, bool hasC,
+                              const std::vector<int64_t> &cShape, bool transA, bool transB, float alpha, float beta);
 
 // The tiles ("BMxBN"): the domain of the gemm.tile knob. The fp32 kernels have no 256-wide
 // tiles (they use 128x128 instead); the tensor-core kernels no 32x32 (they use 64x64).

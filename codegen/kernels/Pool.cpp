@@ -103,20 +103,20 @@ KernelLaunch emitPool2d(const Pool2dSpec &in) {
   if (s.OW == 0) s.OW = convOutSize(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW);
   if (s.H * s.W >= (int64_t(1) << 31)) throw std::invalid_argument("pool: image too large");
   bool isMax = s.kind == PoolKind::Max;
-  std::string src = std::string("// kiln pool2d: ") + (isMax ? "max" : "average") + " x[" + std::to_string(s.N) +
-                    "," + std::to_string(s.C) + "," + std::to_string(s.H) + "," + std::to_string(s.W) + "] k " +
+  std::string src = std::string("// kiln pool2d: ") + (isMax ? "max" : "average") + " x[" + std::to_string(s.N) + "," +
+                    std::to_string(s.C) + "," + std::to_string(s.H) + "," + std::to_string(s.W) + "] k " +
                     std::to_string(s.KH) + "x" + std::to_string(s.KW) + "\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\n";
   src += std::string("#define KILN_NHWC ") + (s.nhwc ? "1" : "0") + "\n";
   src += "constexpr long long N = " + intLiteral(s.N) + ", C = " + intLiteral(s.C) + ", OH = " + intLiteral(s.OH) +
          ", OW = " + intLiteral(s.OW) + ";\n";
-  src += "constexpr int H = " + std::to_string(s.H) + ", W = " + std::to_string(s.W) + ", KH = " +
-         std::to_string(s.KH) + ", KW = " + std::to_string(s.KW) + ", SH = " + std::to_string(s.strideH) +
-         ", SW = " + std::to_string(s.strideW) + ", PT = " + std::to_string(s.padTop) + ", PL = " +
-         std::to_string(s.padLeft) + ", PB = " + std::to_string(s.padBottom) + ", PR = " +
-         std::to_string(s.padRight) + ", DH = " + std::to_string(s.dilationH) + ", DW = " +
-         std::to_string(s.dilationW) + ";\n";
+  src += "constexpr int H = " + std::to_string(s.H) + ", W = " + std::to_string(s.W) +
+         ", KH = " + std::to_string(s.KH) + ", KW = " + std::to_string(s.KW) + ", SH = " + std::to_string(s.strideH) +
+         ", SW = " + std::to_string(s.strideW) + ", PT = " + std::to_string(s.padTop) +
+         ", PL = " + std::to_string(s.padLeft) + ", PB = " + std::to_string(s.padBottom) +
+         ", PR = " + std::to_string(s.padRight) + ", DH = " + std::to_string(s.dilationH) +
+         ", DW = " + std::to_string(s.dilationW) + ";\n";
   src += std::string("#define KILN_MAX ") + (isMax ? "1" : "0") + "\n";
   src += std::string("#define KILN_INDICES ") + (s.indicesOutput ? "1" : "0") + "\n";
   src += std::string("#define KILN_COL_MAJOR ") + (s.columnMajorIndices ? "1" : "0") + "\n";
@@ -147,7 +147,8 @@ KernelLaunch emitPoolNd(const PoolNdSpec &s) {
   std::string &b = k.body;
   // As the 2-D kernel: the first maximum wins and a NaN never replaces a value; averages divide by
   // the taps inside the input (count_include_pad: inside the padded input).
-  b += s.max ? "    float best = -kiln_inf();\n    bool any = false;\n" : "    float sum = 0.f;\n    long long taps = 0;\n";
+  b += s.max ? "    float best = -kiln_inf();\n    bool any = false;\n"
+             : "    float sum = 0.f;\n    long long taps = 0;\n";
   std::string off = "c0 * " + intLiteral(s.C) + " + c1", indent = "    ", inside = "true";
   for (size_t d = 0; d < n; ++d) {
     std::string D = std::to_string(d);
@@ -156,7 +157,8 @@ KernelLaunch emitPoolNd(const PoolNdSpec &s) {
     b += indent + "const long long p" + D + " = c" + std::to_string(d + 2) + " * " + intLiteral(s.strides[d]) + " - " +
          intLiteral(s.padBegin[d]) + " + k" + D + " * " + intLiteral(s.dilations[d]) + ";\n";
     if (s.countIncludePad && !s.max)
-      b += indent + "if (p" + D + " < -" + intLiteral(s.padBegin[d]) + " || p" + D + " >= " + intLiteral(s.in[d] + s.padEnd[d]) + ") continue;\n";
+      b += indent + "if (p" + D + " < -" + intLiteral(s.padBegin[d]) + " || p" + D +
+           " >= " + intLiteral(s.in[d] + s.padEnd[d]) + ") continue;\n";
     else
       b += indent + "if (p" + D + " < 0 || p" + D + " >= " + intLiteral(s.in[d]) + ") continue;\n";
     inside += " && p" + D + " >= 0 && p" + D + " < " + intLiteral(s.in[d]);

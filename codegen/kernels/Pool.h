@@ -25,12 +25,12 @@ struct Pool2dSpec {
   int64_t strideH = 1, strideW = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
   int64_t dilationH = 1, dilationW = 1;
-  int64_t OH = 0, OW = 0;  // 0: floor mode from the pads
-  bool countIncludePad = false;  // AveragePool
-  bool indicesOutput = false;    // MaxPool's optional Indices (int64; NCHW only)
+  int64_t OH = 0, OW = 0;           // 0: floor mode from the pads
+  bool countIncludePad = false;     // AveragePool
+  bool indicesOutput = false;       // MaxPool's optional Indices (int64; NCHW only)
   bool columnMajorIndices = false;  // storage_order 1: the spatial offset in Indices is w * H + h
-  ElemType type = ElemType::F32; // x and y storage (arithmetic in fp32)
-  bool nhwc = false;             // x [N, H, W, C], y [N, OH, OW, C]
+  ElemType type = ElemType::F32;    // x and y storage (arithmetic in fp32)
+  bool nhwc = false;                // x [N, H, W, C], y [N, OH, OW, C]
 };
 
 KernelLaunch emitPool2d(const Pool2dSpec &spec);

@@ -30,8 +30,19 @@
 namespace kiln::codegen {
 
 enum class RecurrentCell { Lstm, Gru, Rnn };
-enum class RecurrentAct { Sigmoid, Tanh, Relu, HardSigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, Elu,
-                          Softsign, Softplus };
+enum class RecurrentAct {
+  Sigmoid,
+  Tanh,
+  Relu,
+  HardSigmoid,
+  Affine,
+  LeakyRelu,
+  ThresholdedRelu,
+  ScaledTanh,
+  Elu,
+  Softsign,
+  Softplus
+};
 struct RecurrentActivation {
   RecurrentAct kind = RecurrentAct::Sigmoid;
   float alpha = 0, beta = 0;
@@ -42,9 +53,9 @@ struct RecurrenceSpec {
   int64_t T = 1, B = 1, H = 1, D = 1;  // steps, batch, hidden size, directions (1 or 2)
   bool reverse[2] = {false, true};     // per direction
   bool layout1 = false;
-  ElemType type = ElemType::F32;       // XP, R, RB, states, P and outputs (F32, F16, BF16)
-  RecurrentActivation acts[2][3];      // per direction: LSTM f, g, h; GRU f, g; RNN f
-  float clip = -1;                     // <= 0: none
+  ElemType type = ElemType::F32;   // XP, R, RB, states, P and outputs (F32, F16, BF16)
+  RecurrentActivation acts[2][3];  // per direction: LSTM f, g, h; GRU f, g; RNN f
+  float clip = -1;                 // <= 0: none
   bool inputForget = false, linearBeforeReset = false;
   bool hasRB = false, hasSeqLens = false, seqLensI64 = false, hasH0 = false, hasC0 = false, hasP = false;
   bool writeY = true, writeYh = false, writeYc = false;
@@ -52,12 +63,12 @@ struct RecurrenceSpec {
 
 // How a recurrence runs on a target: chosen by planRecurrence, overridable for tests.
 struct RecurrencePlan {
-  int cluster = 1;             // CTAs per (direction, batch chunk), sharing the hidden units
-  int64_t batchChunk = 16;     // batch rows per cluster
-  bool tensorCores = false;    // mma.sync for h·Rᵀ (fp16/bf16, H % 16 == 0)
-  bool weightsInShared = true; // R slice resident in shared memory
+  int cluster = 1;              // CTAs per (direction, batch chunk), sharing the hidden units
+  int64_t batchChunk = 16;      // batch rows per cluster
+  bool tensorCores = false;     // mma.sync for h·Rᵀ (fp16/bf16, H % 16 == 0)
+  bool weightsInShared = true;  // R slice resident in shared memory
   int threads = 256;
-  uint32_t sharedBytes = 0;    // dynamic shared memory per CTA
+  uint32_t sharedBytes = 0;      // dynamic shared memory per CTA
   std::string describe() const;  // "cluster 8, 16 rows, tensor cores, R in shared memory (97 KiB)"
 };
 

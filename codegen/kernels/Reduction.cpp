@@ -12,13 +12,19 @@ using namespace kernels;
 
 bool rowOpFromName(const std::string &opType, RowOp *op) {
   static const std::map<std::string, RowOp> names = {
-      {"Softmax", RowOp::Softmax},       {"LogSoftmax", RowOp::LogSoftmax},
+      {"Softmax", RowOp::Softmax},
+      {"LogSoftmax", RowOp::LogSoftmax},
       {"LayerNormalization", RowOp::LayerNorm},
-      {"ReduceSum", RowOp::Sum},         {"ReduceMean", RowOp::Mean},
-      {"ReduceMax", RowOp::Max},         {"ReduceMin", RowOp::Min},
-      {"ReduceProd", RowOp::Prod},       {"ReduceSumSquare", RowOp::SumSquare},
-      {"ReduceL1", RowOp::L1},           {"ReduceL2", RowOp::L2},
-      {"ReduceLogSum", RowOp::LogSum},   {"ReduceLogSumExp", RowOp::LogSumExp},
+      {"ReduceSum", RowOp::Sum},
+      {"ReduceMean", RowOp::Mean},
+      {"ReduceMax", RowOp::Max},
+      {"ReduceMin", RowOp::Min},
+      {"ReduceProd", RowOp::Prod},
+      {"ReduceSumSquare", RowOp::SumSquare},
+      {"ReduceL1", RowOp::L1},
+      {"ReduceL2", RowOp::L2},
+      {"ReduceLogSum", RowOp::LogSum},
+      {"ReduceLogSumExp", RowOp::LogSumExp},
   };
   auto it = names.find(opType);
   if (it == names.end()) return false;
@@ -82,8 +88,10 @@ const char *opName(RowOp op) {
 
 // The loop over a thread's elements of the row: `body` sees `j` (column) and `p` (slot).
 static std::string rowLoop(const std::string &body, bool full) {
-  return std::string(full ? "#pragma unroll\n" : "#pragma unroll 4\n") + "    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
-         " if (j < COLS) { " + body + " } }\n";
+  return std::string(full ? "#pragma unroll\n" : "#pragma unroll 4\n") +
+         "    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
+         " if (j < COLS) { " +
+         body + " } }\n";
 }
 
 KernelLaunch emitRowReduction(const RowReductionSpec &s) {
@@ -91,29 +99,32 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   const bool norm = s.op == RowOp::LayerNorm || s.op == RowOp::InstanceNorm;
   if (norm && s.inner != 1) throw std::invalid_argument("row reduction: a normalization needs inner == 1");
   if (s.op == RowOp::InstanceNorm && (s.channels < 1 || !s.hasBias || s.statsOutputs))
-    throw std::invalid_argument("row reduction: InstanceNormalization needs channels, a bias and no statistics outputs");
+    throw std::invalid_argument(
+        "row reduction: InstanceNormalization needs channels, a bias and no statistics outputs");
   const int64_t rows = s.outer * s.inner;
   int T, rpb, block;
   if (s.inner > 1) {
-    T = 1; rpb = 256; block = 256;
+    T = 1;
+    rpb = 256;
+    block = 256;
   } else {
     T = s.threadsPerRow;
     if (T == 0) T = s.cols <= 1024 ? 32 : s.cols <= 4096 ? 256 : s.cols <= 8192 ? 512 : 1024;
-    if (T != 32 && (T % 32 != 0 || T > 1024)) throw std::invalid_argument("row reduction: threadsPerRow must be 32..1024, a multiple of 32");
+    if (T != 32 && (T % 32 != 0 || T > 1024))
+      throw std::invalid_argument("row reduction: threadsPerRow must be 32..1024, a multiple of 32");
     rpb = T == 32 ? 8 : 1;
     block = T * rpb;
   }
   int64_t per = (s.cols + T - 1) / T;
-  bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm ||
-                   s.op == RowOp::LogSumExp;
+  bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm || s.op == RowOp::LogSumExp;
   bool cache = normalize && per <= 32;
 
-  std::string src = std::string("// kiln row kernel: ") + opName(s.op) + " over [" + std::to_string(s.outer) +
-                    ", " + std::to_string(s.cols) + ", " + std::to_string(s.inner) + "]\n";
+  std::string src = std::string("// kiln row kernel: ") + opName(s.op) + " over [" + std::to_string(s.outer) + ", " +
+                    std::to_string(s.cols) + ", " + std::to_string(s.inner) + "]\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " XT;\ntypedef " + storageTypeName(s.outType) +
-         " OT;\ntypedef " + storageTypeName(s.statsType) + " ST;\ntypedef " + (s.type == ElemType::F64 ? "double" : "float") +
-         " AT;\n";
+         " OT;\ntypedef " + storageTypeName(s.statsType) + " ST;\ntypedef " +
+         (s.type == ElemType::F64 ? "double" : "float") + " AT;\n";
   src += "constexpr long long ROWS = " + std::to_string(rows) + "LL, COLS = " + std::to_string(s.cols) +
          "LL, INNER = " + std::to_string(s.inner) + "LL;\n";
   src += "constexpr int T = " + std::to_string(T) + ", RPB = " + std::to_string(rpb) + ";\n";
@@ -132,7 +143,8 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   } else {
     params += "OT* __restrict__ out";
   }
-  src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
+  src +=
+      "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
   src += "  __shared__ AT sm[32];\n";
   src += "  const int t = T == 1 ? 0 : (int)(threadIdx.x % T);\n";
   src += "  const long long sub = T == 1 ? threadIdx.x : threadIdx.x / T;\n";
@@ -157,7 +169,8 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
       src += "    sum = row_reduce<0>(sum, sm);\n";
       if (s.op == RowOp::Softmax)
-        src += "    const AT inv_sum = (AT)1 / sum;\n    " + forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
+        src += "    const AT inv_sum = (AT)1 / sum;\n    " +
+               forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
       else
         src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
       break;
@@ -174,7 +187,8 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
       src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
                               (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");");
-      if (s.statsOutputs) src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
+      if (s.statsOutputs)
+        src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
       break;
     }
     case RowOp::LogSumExp:
@@ -191,14 +205,35 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       int k = 0;
       switch (s.op) {
         case RowOp::Sum: step = "acc += xv;"; break;
-        case RowOp::Mean: step = "acc += xv;"; fin = "acc / (AT)COLS"; break;
-        case RowOp::Max: init = "-kiln_inf()"; step = "acc = kiln_max(acc, xv);"; k = 2; break;
-        case RowOp::Min: init = "kiln_inf()"; step = "acc = kiln_min(acc, xv);"; k = 3; break;
-        case RowOp::Prod: init = "(AT)1"; step = "acc *= xv;"; k = 4; break;
+        case RowOp::Mean:
+          step = "acc += xv;";
+          fin = "acc / (AT)COLS";
+          break;
+        case RowOp::Max:
+          init = "-kiln_inf()";
+          step = "acc = kiln_max(acc, xv);";
+          k = 2;
+          break;
+        case RowOp::Min:
+          init = "kiln_inf()";
+          step = "acc = kiln_min(acc, xv);";
+          k = 3;
+          break;
+        case RowOp::Prod:
+          init = "(AT)1";
+          step = "acc *= xv;";
+          k = 4;
+          break;
         case RowOp::SumSquare: step = "acc += xv * xv;"; break;
         case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
-        case RowOp::L2: step = "acc += xv * xv;"; fin = "kiln_sqrt(acc)"; break;
-        case RowOp::LogSum: step = "acc += xv;"; fin = "kiln_log(acc)"; break;
+        case RowOp::L2:
+          step = "acc += xv * xv;";
+          fin = "kiln_sqrt(acc)";
+          break;
+        case RowOp::LogSum:
+          step = "acc += xv;";
+          fin = "kiln_log(acc)";
+          break;
         default: break;
       }
       src += "    AT acc = " + init + ";\n";
@@ -213,8 +248,10 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   KernelLaunch k = finalizeKernel("row", src);
   k.block = {static_cast<uint32_t>(block), 1, 1};
   k.grid = {gridStrideBlocks(rows, rpb, 65535), 1, 1};
-  if (norm) k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
-  else k.numParams = 2;
+  if (norm)
+    k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
+  else
+    k.numParams = 2;
   return k;
 }
 

@@ -29,9 +29,20 @@
 namespace kiln::codegen {
 
 enum class RowOp {
-  Softmax, LogSoftmax, LayerNorm,
+  Softmax,
+  LogSoftmax,
+  LayerNorm,
   InstanceNorm,  // LayerNorm's statistics per row, scale and bias per channel: row % channels
-  Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp,
+  Sum,
+  Mean,
+  Max,
+  Min,
+  Prod,
+  SumSquare,
+  L1,
+  L2,
+  LogSum,
+  LogSumExp,
 };
 
 struct RowReductionSpec {

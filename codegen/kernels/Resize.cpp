@@ -34,7 +34,8 @@ KernelLaunch emitResize(const ResizeKernelSpec &s) {
       continue;
     }
     tapped.push_back(int(a));
-    b += "    const long long e" + A + " = " + std::to_string(off) + "LL + c" + A + " * " + std::to_string(s.taps[a]) + "LL;\n";
+    b += "    const long long e" + A + " = " + std::to_string(off) + "LL + c" + A + " * " + std::to_string(s.taps[a]) +
+         "LL;\n";
     off += s.outShape[a] * s.taps[a];
   }
   b += "    bool ext = false;\n";

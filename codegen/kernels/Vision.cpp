@@ -33,13 +33,10 @@ void requireIndex(ElemType t, const std::string &op) {
 }
 
 // `v` clamped into [0, n) after adding n to a negative value (code).
-std::string resolved(const std::string &v, int64_t n) {
-  return "kiln_resolve((long long)(" + v + "), " + L(n) + ")";
-}
+std::string resolved(const std::string &v, int64_t n) { return "kiln_resolve((long long)(" + v + "), " + L(n) + ")"; }
 
-const char *kResolve =
-    "static __device__ __forceinline__ long long kiln_resolve(long long v, long long n) {\n"
-    "  if (v < 0) v += n;\n  return v < 0 ? 0 : v >= n ? n - 1 : v;\n}\n";
+const char *kResolve = "static __device__ __forceinline__ long long kiln_resolve(long long v, long long n) {\n"
+                       "  if (v < 0) v += n;\n  return v < 0 ? 0 : v >= n ? n - 1 : v;\n}\n";
 
 // The scatter reduction applied to `ref` with `u` (both as loaded values).
 std::string reduceStmt(const std::string &red, ElemType t, const std::string &ref, const std::string &u) {
@@ -108,14 +105,16 @@ KernelLaunch emitScatterNd(const std::vector<int64_t> &data, const std::vector<i
   std::string off = "0LL";
   for (int64_t k = 0; k < last; ++k)
     off += " + " + resolved("idx[j * " + L(last) + " + " + L(k) + "]", data[size_t(k)]) + " * " + L(st[size_t(k)]);
-  std::string apply = "      const auto u_raw = upd[j * " + L(slice) + " + e]; (void)u_raw;\n      const auto u = kiln_ld(u_raw); (void)u;\n      " +
+  std::string apply = "      const auto u_raw = upd[j * " + L(slice) +
+                      " + e]; (void)u_raw;\n      const auto u = kiln_ld(u_raw); (void)u;\n      " +
                       reduceStmt(red, type, "y[" + off + " + e]", "u") + "\n";
   if (red == "none") {
     s.space = {tuples * slice};
     s.body = "    const long long j = i / " + L(slice) + ", e = i % " + L(slice) + ";\n    {\n" + apply + "    }\n";
   } else {
     s.space = {slice};
-    s.body = "    const long long e = i;\n    for (long long j = 0; j < " + L(tuples) + "; ++j) {\n" + apply + "    }\n";
+    s.body =
+        "    const long long e = i;\n    for (long long j = 0; j < " + L(tuples) + "; ++j) {\n" + apply + "    }\n";
   }
   return emitIndexKernel(s);
 }
@@ -190,10 +189,11 @@ static __device__ AT gs_cubic2(AT x) { const AT A = -0.75; return ((A * x - 5 * 
 )CUDA";
   std::string H = L(g.H), W = L(g.W);
   s.body = "    const long long gi = ((c0 * " + L(g.Ho) + " + c2) * " + L(g.Wo) + " + c3) * 2;\n";
-  s.body += "    const AT ix = gs_unnorm((AT)kiln_ld(grid[gi]), " + W + "), iy = gs_unnorm((AT)kiln_ld(grid[gi + 1]), " + H + ");\n";
+  s.body += "    const AT ix = gs_unnorm((AT)kiln_ld(grid[gi]), " + W +
+            "), iy = gs_unnorm((AT)kiln_ld(grid[gi + 1]), " + H + ");\n";
   s.body += "    const auto* img = x + (c0 * " + L(g.C) + " + c1) * " + L(g.H * g.W) + ";\n";
-  s.body += "    auto at = [&](long long r, long long c) -> AT { return (r >= 0 && r < " + H + " && c >= 0 && c < " + W +
-            ") ? (AT)kiln_ld(img[r * " + W + " + c]) : (AT)0; };\n";
+  s.body += "    auto at = [&](long long r, long long c) -> AT { return (r >= 0 && r < " + H + " && c >= 0 && c < " +
+            W + ") ? (AT)kiln_ld(img[r * " + W + " + c]) : (AT)0; };\n";
   s.body += "    AT v = 0;\n";
   if (cubic) {
     s.body += "    const AT x0 = floor(ix), y0 = floor(iy), tx = ix - x0, ty = iy - y0;\n";
@@ -209,8 +209,9 @@ static __device__ AT gs_cubic2(AT x) { const AT A = -0.75; return ((A * x - 5 * 
     } else {
       s.body += "    const AT x0 = floor(sx), y0 = floor(sy), fx = sx - x0, fy = sy - y0;\n";
       s.body += "    const long long cc = (long long)x0, rr = (long long)y0;\n";
-      s.body += "    v = at(rr, cc) * (1 - fx) * (1 - fy) + at(rr, cc + 1) * fx * (1 - fy) + at(rr + 1, cc) * (1 - fx) * fy +"
-                " at(rr + 1, cc + 1) * fx * fy;\n";
+      s.body +=
+          "    v = at(rr, cc) * (1 - fx) * (1 - fy) + at(rr, cc + 1) * fx * (1 - fy) + at(rr + 1, cc) * (1 - fx) * fy +"
+          " at(rr + 1, cc + 1) * fx * fy;\n";
     }
   }
   s.body += "    y[i] = " + store(g.type, "v") + ";\n";
@@ -223,7 +224,8 @@ KernelLaunch emitRoiAlign(const RoiAlignSpec &r) {
   requireFloat(r.roisType, "RoiAlign");
   IndexKernelSpec s;
   s.kind = "roi_align";
-  s.comment = std::string("RoiAlign ") + (r.average ? "avg" : "max") + (r.halfPixel ? ", half_pixel" : ", output_half_pixel");
+  s.comment =
+      std::string("RoiAlign ") + (r.average ? "avg" : "max") + (r.halfPixel ? ", half_pixel" : ", output_half_pixel");
   s.space = {r.R, r.C, r.OH, r.OW};
   s.params = {{"x", r.type}, {"rois", r.roisType}, {"bidx", r.indexType}, {"y", r.type, true}};
   s.prologue = "typedef " + arith(r.type) + " AT;\n";
@@ -232,13 +234,15 @@ KernelLaunch emitRoiAlign(const RoiAlignSpec &r) {
                   floatLiteral(r.spatialScale) + ";\n";
   b += "    long long n = (long long)bidx[c0];\n    n = n < 0 ? 0 : n >= " + L(r.N) + " ? " + L(r.N - 1) + " : n;\n";
   b += "    const AT x0 = (AT)kiln_ld(rois[c0 * 4]) * scale - off, y0 = (AT)kiln_ld(rois[c0 * 4 + 1]) * scale - off;\n";
-  b += "    AT rw = (AT)kiln_ld(rois[c0 * 4 + 2]) * scale - off - x0, rh = (AT)kiln_ld(rois[c0 * 4 + 3]) * scale - off - y0;\n";
+  b += "    AT rw = (AT)kiln_ld(rois[c0 * 4 + 2]) * scale - off - x0, rh = (AT)kiln_ld(rois[c0 * 4 + 3]) * scale - off "
+       "- y0;\n";
   if (!r.halfPixel) b += "    rw = rw > (AT)1 ? rw : (AT)1; rh = rh > (AT)1 ? rh : (AT)1;\n";
   b += "    const AT bh = rh / (AT)" + L(r.OH) + ", bw = rw / (AT)" + L(r.OW) + ";\n";
   if (r.samplingRatio > 0)
     b += "    const long long gh = " + L(r.samplingRatio) + ", gw = " + L(r.samplingRatio) + ";\n";
   else
-    b += "    const long long gh = (long long)ceil(rh / (AT)" + L(r.OH) + "), gw = (long long)ceil(rw / (AT)" + L(r.OW) + ");\n";
+    b += "    const long long gh = (long long)ceil(rh / (AT)" + L(r.OH) + "), gw = (long long)ceil(rw / (AT)" +
+         L(r.OW) + ");\n";
   b += "    const AT count = (AT)(gh * gw > 1 ? gh * gw : 1);\n";
   b += "    const auto* img = x + (n * " + L(r.C) + " + c1) * " + L(r.H * r.W) + ";\n";
   b += std::string("    AT acc = ") + (r.average ? "0" : "-kiln_inf()") + ";\n    bool any = false;\n";
@@ -252,10 +256,10 @@ KernelLaunch emitRoiAlign(const RoiAlignSpec &r) {
   b += "        if (yl >= " + H + " - 1) { yh = yl = " + H + " - 1; yy = (AT)yl; } else yh = yl + 1;\n";
   b += "        if (xl >= " + W + " - 1) { xh = xl = " + W + " - 1; xx = (AT)xl; } else xh = xl + 1;\n";
   b += "        const AT ly = yy - (AT)yl, lx = xx - (AT)xl, hy = 1 - ly, hx = 1 - lx;\n";
-  b += "        const AT w1 = hy * hx * (AT)kiln_ld(img[yl * " + W + " + xl]), w2 = hy * lx * (AT)kiln_ld(img[yl * " + W +
-       " + xh]);\n";
-  b += "        const AT w3 = ly * hx * (AT)kiln_ld(img[yh * " + W + " + xl]), w4 = ly * lx * (AT)kiln_ld(img[yh * " + W +
-       " + xh]);\n";
+  b += "        const AT w1 = hy * hx * (AT)kiln_ld(img[yl * " + W + " + xl]), w2 = hy * lx * (AT)kiln_ld(img[yl * " +
+       W + " + xh]);\n";
+  b += "        const AT w3 = ly * hx * (AT)kiln_ld(img[yh * " + W + " + xl]), w4 = ly * lx * (AT)kiln_ld(img[yh * " +
+       W + " + xh]);\n";
   b += r.average ? "        v = w1 + w2 + w3 + w4;\n" : "        v = fmax(fmax(w1, w2), fmax(w3, w4));\n";
   b += "      }\n";
   b += r.average ? "      acc += v;\n" : "      acc = fmax(acc, v);\n";
@@ -291,13 +295,14 @@ KernelLaunch emitUnpoolScatter(int64_t in, const std::vector<int64_t> &unpooled,
   std::vector<int64_t> ust = contiguousStrides(unpooled), ost = contiguousStrides(out);
   s.body += "    long long to = 0;\n    bool inside = true;\n";
   for (size_t d = 0; d < out.size(); ++d)
-    s.body += "    { const long long c = (j / " + L(ust[d]) + ") % " + L(unpooled[d]) + "; inside = inside && c < " + L(out[d]) +
-              "; to += c * " + L(ost[d]) + "; }\n";
+    s.body += "    { const long long c = (j / " + L(ust[d]) + ") % " + L(unpooled[d]) + "; inside = inside && c < " +
+              L(out[d]) + "; to += c * " + L(ost[d]) + "; }\n";
   s.body += "    if (inside) y[to] = x[i];\n";
   return emitIndexKernel(s);
 }
 
-KernelLaunch emitLrn(const std::vector<int64_t> &shape, int64_t size, float alpha, float beta, float bias, ElemType type) {
+KernelLaunch emitLrn(const std::vector<int64_t> &shape, int64_t size, float alpha, float beta, float bias,
+                     ElemType type) {
   requireFloat(type, "LRN");
   if (shape.size() < 2 || size < 1) throw std::invalid_argument("LRN: bad shape or size");
   int64_t C = shape[1], inner = numElementsOf(shape) / (shape[0] * C);
@@ -309,11 +314,14 @@ KernelLaunch emitLrn(const std::vector<int64_t> &shape, int64_t size, float alph
   s.params = {{"x", type}, {"y", type, true}};
   s.prologue = "typedef " + arith(type) + " AT;\n";
   s.body = "    AT sum = 0;\n    const long long base = c0 * " + L(C * inner) + " + c2;\n";
-  s.body += "    const long long a = c1 - " + L(lo) + " < 0 ? 0 : c1 - " + L(lo) + ", b = c1 + " + L(hi) + " > " + L(C - 1) +
-            " ? " + L(C - 1) + " : c1 + " + L(hi) + ";\n";
-  s.body += "    for (long long j = a; j <= b; ++j) { const AT v = (AT)kiln_ld(x[base + j * " + L(inner) + "]); sum += v * v; }\n";
-  s.body += "    y[i] = " + store(type, "(AT)kiln_ld(x[i]) / pow((AT)" + floatLiteral(bias) + " + (AT)" + floatLiteral(alpha) +
-                                        " / (AT)" + L(size) + " * sum, (AT)" + floatLiteral(beta) + ")") + ";\n";
+  s.body += "    const long long a = c1 - " + L(lo) + " < 0 ? 0 : c1 - " + L(lo) + ", b = c1 + " + L(hi) + " > " +
+            L(C - 1) + " ? " + L(C - 1) + " : c1 + " + L(hi) + ";\n";
+  s.body += "    for (long long j = a; j <= b; ++j) { const AT v = (AT)kiln_ld(x[base + j * " + L(inner) +
+            "]); sum += v * v; }\n";
+  s.body += "    y[i] = " +
+            store(type, "(AT)kiln_ld(x[i]) / pow((AT)" + floatLiteral(bias) + " + (AT)" + floatLiteral(alpha) +
+                            " / (AT)" + L(size) + " * sum, (AT)" + floatLiteral(beta) + ")") +
+            ";\n";
   return emitIndexKernel(s);
 }
 

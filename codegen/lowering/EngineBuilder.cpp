@@ -50,8 +50,7 @@ void Lowering::lowerOp(Operation *op) {
       .Default([&](Operation *) {
         if (isFusableElementwise(op)) return lowerElementwise({op}, out);
         if (!lowerPooling(op) && !lowerReduction(op) && !lowerDataMovement(op) && !lowerIndexing(op) &&
-            !lowerVision(op) &&
-            !lowerRecurrent(op))
+            !lowerVision(op) && !lowerRecurrent(op))
           throw std::invalid_argument("no GPU kernel for this op yet");
       });
 }

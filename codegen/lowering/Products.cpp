@@ -55,7 +55,8 @@ void Lowering::lowerConvNd(Operation *anchor, const FusedProgram &epi, const std
   s.strides = intsOr(attrs, "strides", Shape(n, 1)), s.dilations = intsOr(attrs, "dilations", Shape(n, 1));
   s.padBegin = windowPads(attrs, s.in, s.out, s.kernel, s.strides, s.dilations).first;
   s.type = elemTypeOf(anchor->getOperand(0)), s.outType = elemTypeOf(result);
-  if (elemTypeOf(anchor->getOperand(1)) != s.type) throw std::invalid_argument("convolution operands of different types");
+  if (elemTypeOf(anchor->getOperand(1)) != s.type)
+    throw std::invalid_argument("convolution operands of different types");
   s.epilogue = epi;
   addLaunch(anchor, emitConvNd(s), params);
 }

@@ -32,8 +32,9 @@ RecurrentAct actOf(ops::RnnActKind k) {
 
 bool Lowering::lowerRecurrent(Operation *op) {
   if (isa<LSTMOp, GRUOp, RNNOp, DynamicQuantizeLSTMOp>(op))
-    throw std::invalid_argument("the layer was not split into its input projection and recurrence "
-                                "(kiln-split-recurrent; DynamicQuantizeLSTM needs constant weights and quantization parameters)");
+    throw std::invalid_argument(
+        "the layer was not split into its input projection and recurrence "
+        "(kiln-split-recurrent; DynamicQuantizeLSTM needs constant weights and quantization parameters)");
   if (!isa<RecurrenceOp>(op)) return false;
   ops::Attrs attrs = attrsFromOp(op);
   ops::RnnCell cell = ops::rnnCellOf(attrs.getString("cell", ""));
@@ -42,7 +43,9 @@ bool Lowering::lowerRecurrent(Operation *op) {
   auto present = [&](unsigned k) { return !isa<NoneType>(operands[k].getType()); };
   Shape xp = shapeOf(operands[0]), r = shapeOf(operands[1]);
   RecurrenceSpec s;
-  s.cell = cell == ops::RnnCell::Lstm ? RecurrentCell::Lstm : cell == ops::RnnCell::Gru ? RecurrentCell::Gru : RecurrentCell::Rnn;
+  s.cell = cell == ops::RnnCell::Lstm  ? RecurrentCell::Lstm
+           : cell == ops::RnnCell::Gru ? RecurrentCell::Gru
+                                       : RecurrentCell::Rnn;
   s.layout1 = cfg.layout == 1;
   s.T = s.layout1 ? xp[1] : xp[0], s.B = s.layout1 ? xp[0] : xp[1];
   s.H = r[2], s.D = cfg.numDirections;

@@ -28,7 +28,8 @@ bool Lowering::lowerVision(Operation *op) {
   int64_t r = int64_t(x.size());
 
   if (isa<GatherNDOp>(op)) {
-    addLaunch(op, emitGatherNd(x, shapeOf(operands[1]), attrs.getInt("batch_dims", 0), et), {operands[0], operands[1], out});
+    addLaunch(op, emitGatherNd(x, shapeOf(operands[1]), attrs.getInt("batch_dims", 0), et),
+              {operands[0], operands[1], out});
   } else if (isa<ScatterNDOp, ScatterElementsOp, ScatterOp>(op)) {
     // The data copied into the output, then the updates applied in place.
     addLaunch(op, emitScatterCopy(product(x, 0, x.size()), et), {operands[0], out});
@@ -62,7 +63,8 @@ bool Lowering::lowerVision(Operation *op) {
     Shape unpooled = {x[0], x[1]};
     Shape k = attrs.getInts("kernel_shape", {}), st = intsOr(attrs, "strides", Shape(x.size() - 2, 1));
     Shape pads = intsOr(attrs, "pads", Shape(2 * (x.size() - 2), 0));
-    if (k.size() != x.size() - 2) throw std::invalid_argument("MaxUnpool: kernel_shape must have one value per spatial axis");
+    if (k.size() != x.size() - 2)
+      throw std::invalid_argument("MaxUnpool: kernel_shape must have one value per spatial axis");
     for (size_t d = 0; d + 2 < x.size(); ++d)
       unpooled.push_back((x[d + 2] - 1) * st[d] + k[d] - pads[d] - pads[d + x.size() - 2]);
     addLaunch(op, emitFillZero(product(outShape, 0, outShape.size()), et), {out});
@@ -78,8 +80,8 @@ bool Lowering::lowerVision(Operation *op) {
     addLaunch(op, emitRowReduction(s), {operands[0], operands[1], operands[2], out});
   } else if (isa<LRNOp>(op)) {
     addLaunch(op,
-              emitLrn(x, attrs.getInt("size"), float(attrs.getFloat("alpha", 1e-4)), float(attrs.getFloat("beta", 0.75)),
-                      float(attrs.getFloat("bias", 1.0)), et),
+              emitLrn(x, attrs.getInt("size"), float(attrs.getFloat("alpha", 1e-4)),
+                      float(attrs.getFloat("beta", 0.75)), float(attrs.getFloat("bias", 1.0)), et),
               {operands[0], out});
   } else if (isa<MeanVarianceNormalizationOp>(op)) {
     std::vector<int64_t> axes = attrs.getInts("axes", {0, 2, 3});
@@ -121,7 +123,8 @@ bool Lowering::lowerVision(Operation *op) {
     int64_t axis = attrs.getInt("axis", 1);
     if (axis < 0) axis += r;
     DftSpec s;
-    s.outer = product(x, 0, size_t(axis)), s.len = x[size_t(axis)], s.inner = product(x, size_t(axis) + 1, x.size() - 1);
+    s.outer = product(x, 0, size_t(axis)), s.len = x[size_t(axis)],
+    s.inner = product(x, size_t(axis) + 1, x.size() - 1);
     s.channels = x.back(), s.outLen = outShape[size_t(axis)];
     s.n = s.len;
     if (present(1)) {
@@ -140,9 +143,12 @@ bool Lowering::lowerVision(Operation *op) {
     if (!step || step->size() != 1) throw std::invalid_argument("STFT: frame_step must be a one-element constant");
     s.step = step->getInt(0);
     s.window = present(2);
-    if (s.window) s.frameLength = shapeOf(operands[2])[0];
-    else if (auto fl = present(3) ? constantValue(operands[3]) : std::nullopt) s.frameLength = fl->getInt(0);
-    else throw std::invalid_argument("STFT: frame_length must be a constant");
+    if (s.window)
+      s.frameLength = shapeOf(operands[2])[0];
+    else if (auto fl = present(3) ? constantValue(operands[3]) : std::nullopt)
+      s.frameLength = fl->getInt(0);
+    else
+      throw std::invalid_argument("STFT: frame_length must be a constant");
     s.type = et;
     std::vector<Value> params = {operands[0]};
     if (s.window) params.push_back(operands[2]);
@@ -161,7 +167,8 @@ bool Lowering::lowerVision(Operation *op) {
     for (unsigned k : {1u, 2u}) {
       if (!present(k)) continue;
       std::string v = names[params.size()];
-      e = k == 1 ? "(" + e + " < " + v + " ? " + v + " : " + e + ")" : "(" + e + " > " + v + " ? " + v + " : " + e + ")";
+      e = k == 1 ? "(" + e + " < " + v + " ? " + v + " : " + e + ")"
+                 : "(" + e + " > " + v + " ? " + v + " : " + e + ")";
       params.push_back(operands[k]);
       s.inputShapes.push_back(shapeOf(operands[k]));
       s.inputTypes.push_back(elemTypeOf(operands[k]));

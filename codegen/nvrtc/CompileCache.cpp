@@ -176,7 +176,11 @@ bool CompileCache::readEntry(uint64_t key, uint64_t check, CompileOutput &out) {
       kHeaderSize + cubinSize + ptxSize + logSize != data.size())
     return corrupt();
   if (hash64(data.data() + kHeaderSize, data.size() - kHeaderSize) != getU64(p + 56)) return corrupt();
-  if (cubinSize < 4 || std::memcmp(data.data() + kHeaderSize, "\x7f" "ELF", 4) != 0) return corrupt();
+  if (cubinSize < 4 || std::memcmp(data.data() + kHeaderSize,
+                                   "\x7f"
+                                   "ELF",
+                                   4) != 0)
+    return corrupt();
   const char *q = data.data() + kHeaderSize;
   out = CompileOutput();
   out.cubin.assign(q, q + cubinSize);

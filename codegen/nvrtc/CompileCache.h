@@ -87,8 +87,8 @@ class CompileCache {
   bool lookup(const std::string &source, const std::string &name, const std::string &arch,
               const CompileOptions &options, CompileOutput &out);
   // Stores a successful output; returns false (and sets *error) when it could not be written.
-  bool store(const std::string &source, const std::string &name, const std::string &arch,
-             const CompileOptions &options, const CompileOutput &out, std::string *error = nullptr);
+  bool store(const std::string &source, const std::string &name, const std::string &arch, const CompileOptions &options,
+             const CompileOutput &out, std::string *error = nullptr);
 
   // lookup, else compile and store. *hit tells which happened.
   CompileOutput getOrCompile(const std::string &source, const std::string &name, const std::string &arch,

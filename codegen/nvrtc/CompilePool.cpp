@@ -119,8 +119,9 @@ std::string describeExit(pid_t pid) {
   do r = waitpid(pid, &status, 0);
   while (r < 0 && errno == EINTR);
   if (r != pid) return "exited";
-  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
-                                  strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   return "exited";
 }
@@ -243,9 +244,9 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
 
   unsigned jobs = options_.jobs ? options_.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, pending.size()));
-  bool useProcesses = options_.parallelism == CompileParallelism::Processes ||
-                      (options_.parallelism == CompileParallelism::Auto && !options_.compiler && jobs > 1 &&
-                       pending.size() >= 2);
+  bool useProcesses =
+      options_.parallelism == CompileParallelism::Processes ||
+      (options_.parallelism == CompileParallelism::Auto && !options_.compiler && jobs > 1 && pending.size() >= 2);
   size_t nextPending = 0;
 
   // 2a. Forked worker processes (see CompilePool.h for why).
@@ -381,10 +382,9 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
 
   for (const CompiledKernel &k : result.kernels) {
     if (k.output.ok()) continue;
-    std::string where = k.launches.size() == 1
-                            ? " [launch " + std::to_string(k.firstLaunch) + "]"
-                            : " [launches " + std::to_string(k.firstLaunch) + " and " +
-                                  std::to_string(k.launches.size() - 1) + " more]";
+    std::string where = k.launches.size() == 1 ? " [launch " + std::to_string(k.firstLaunch) + "]"
+                                               : " [launches " + std::to_string(k.firstLaunch) + " and " +
+                                                     std::to_string(k.launches.size() - 1) + " more]";
     result.errors.push_back(k.output.error + where);
   }
   result.compiled = compiled.load();

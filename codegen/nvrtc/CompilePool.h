@@ -52,10 +52,10 @@ struct CompilePoolOptions {
 
 struct CompiledKernel {
   std::string entry;
-  uint64_t sourceHash = 0;     // hash64(source)
-  size_t firstLaunch = 0;      // index of the first launch using this kernel
+  uint64_t sourceHash = 0;       // hash64(source)
+  size_t firstLaunch = 0;        // index of the first launch using this kernel
   std::vector<size_t> launches;  // every launch using it, ascending
-  CompileOutput output;        // output.error non-empty when this kernel failed
+  CompileOutput output;          // output.error non-empty when this kernel failed
   bool cacheHit = false;
 };
 
@@ -64,11 +64,11 @@ struct CompilePoolResult {
   std::vector<size_t> kernelOfLaunch;   // launch index -> index into kernels
   // One message per failed kernel, in kernel order; each names the kernel and its first launch.
   std::vector<std::string> errors;
-  size_t cacheHits = 0;  // kernels served from the cache
-  size_t compiled = 0;   // kernels handed to NVRTC (successfully or not)
-  unsigned jobs = 0;     // workers actually used (0 when everything hit the cache)
+  size_t cacheHits = 0;    // kernels served from the cache
+  size_t compiled = 0;     // kernels handed to NVRTC (successfully or not)
+  unsigned jobs = 0;       // workers actually used (0 when everything hit the cache)
   bool processes = false;  // the workers were forked processes
-  double seconds = 0;    // wall time of compile()
+  double seconds = 0;      // wall time of compile()
   bool ok() const { return errors.empty(); }
 };
 

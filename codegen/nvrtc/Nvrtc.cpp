@@ -41,8 +41,7 @@ struct NvrtcApi {
   long long fileSize = -1, fileMtime = -1;  // of loadedFrom: tells patch releases apart
 };
 
-template <typename Fn>
-bool resolve(void *handle, const char *symbol, Fn &fn, std::string &missing) {
+template <typename Fn> bool resolve(void *handle, const char *symbol, Fn &fn, std::string &missing) {
   fn = reinterpret_cast<Fn>(dlsym(handle, symbol));
   if (!fn) missing += std::string(missing.empty() ? "" : ", ") + symbol;
   return fn != nullptr;
@@ -86,8 +85,8 @@ std::string loadFrom(const std::string &path, NvrtcApi &api) {
            "; kiln needs NVRTC 12 or newer (CUDA 13 toolkit)";
   }
   int n = 0;
-  if (api.getNumSupportedArchs && api.getSupportedArchs && api.getNumSupportedArchs(&n) == NVRTC_SUCCESS &&
-      n > 0 && n < 1024) {
+  if (api.getNumSupportedArchs && api.getSupportedArchs && api.getNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 &&
+      n < 1024) {
     api.archs.resize(n);
     if (api.getSupportedArchs(api.archs.data()) != NVRTC_SUCCESS) api.archs.clear();
     std::sort(api.archs.begin(), api.archs.end());
@@ -194,9 +193,8 @@ std::vector<std::string> ptxEntries(const std::string &ptx) {
 }
 
 // One NVRTC invocation. Fills cubin/ptx/log of `out` as requested; returns "" or the error.
-std::string runNvrtc(const NvrtcApi &a, const std::string &source, const std::string &name,
-                     const std::string &target, const std::vector<std::string> &options, bool wantCubin,
-                     bool wantPtx, CompileOutput &out) {
+std::string runNvrtc(const NvrtcApi &a, const std::string &source, const std::string &name, const std::string &target,
+                     const std::vector<std::string> &options, bool wantCubin, bool wantPtx, CompileOutput &out) {
   nvrtcProgram prog = nullptr;
   std::string file = name + ".cu";
   nvrtcResult r = a.createProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr);
@@ -229,7 +227,11 @@ std::string runNvrtc(const NvrtcApi &a, const std::string &source, const std::st
       out.cubin.resize(n);
       r = a.getCUBIN(prog, out.cubin.data());
     }
-    if (r != NVRTC_SUCCESS || n < 4 || std::memcmp(out.cubin.data(), "\x7f" "ELF", 4) != 0) {
+    if (r != NVRTC_SUCCESS || n < 4 ||
+        std::memcmp(out.cubin.data(),
+                    "\x7f"
+                    "ELF",
+                    4) != 0) {
       out.cubin.clear();
       err = "NVRTC produced no cubin for kernel '" + name + "' (" + target + ")" +
             (r != NVRTC_SUCCESS ? ": " + resultName(a, r) : std::string());
@@ -314,8 +316,7 @@ std::string validateArch(const std::string &arch) {
   if (!parseArch(arch, n, suffix))
     return "invalid GPU architecture '" + arch +
            "': expected sm_<major><minor> such as sm_90 (sm_75...sm_121, optional 'a' or 'f' suffix)";
-  if (n < 75 || n > 121)
-    return "unsupported GPU architecture '" + arch + "': kiln targets sm_75...sm_121";
+  if (n < 75 || n > 121) return "unsupported GPU architecture '" + arch + "': kiln targets sm_75...sm_121";
   if (const NvrtcApi *a = api()) {
     if (!a->archs.empty() && !std::binary_search(a->archs.begin(), a->archs.end(), n)) {
       std::string list;
@@ -384,8 +385,7 @@ CompileOutput compileKernel(const std::string &source, const std::string &name, 
         std::string found;
         for (const std::string &e : entries) found += (found.empty() ? "" : ", ") + e;
         out.error = "kernel '" + name + "' compiled for " + arch + ", but the module has no entry named '" + name +
-                    "' (entries: " + (found.empty() ? "none" : found) +
-                    "); declare it extern \"C\" __global__";
+                    "' (entries: " + (found.empty() ? "none" : found) + "); declare it extern \"C\" __global__";
       }
     }
   } catch (const std::exception &e) {

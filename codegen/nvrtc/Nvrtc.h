@@ -100,8 +100,8 @@ std::vector<std::string> nvrtcOptions(const std::string &arch, const CompileOpti
 // Compiles one translation unit whose kernel entry is `name` (an extern "C" __global__ function)
 // for `arch` ("sm_90"). Never throws; on failure `error` says what happened, naming the kernel:
 //   "NVRTC failed to compile kernel 'add_f32' for sm_90 (NVRTC_ERROR_COMPILATION):\n<log>".
-CompileOutput compileKernel(const std::string &source, const std::string &name,
-                            const std::string &arch, const CompileOptions &options = {});
+CompileOutput compileKernel(const std::string &source, const std::string &name, const std::string &arch,
+                            const CompileOptions &options = {});
 
 // Held shared by every NVRTC call kiln makes and exclusively by CompilePool while it forks
 // worker processes, so no thread is inside NVRTC (holding its internal locks) at fork time.

@@ -109,8 +109,7 @@ MemoryPlan planMemory(const std::vector<BufferRequest> &reqs, int64_t alignment)
   std::vector<size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
   // Largest first; ties by definition order so the plan is deterministic.
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return reqs[a].bytes > reqs[b].bytes; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return reqs[a].bytes > reqs[b].bytes; });
   int64_t ops = 1;
   for (auto &q : reqs) ops = std::max(ops, std::max(q.firstUse, q.lastUse) + 1);
   // Offsets are multiples of the alignment, so conflicts are decided in alignment units: a buffer

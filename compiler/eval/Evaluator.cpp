@@ -11,24 +11,20 @@ namespace kiln {
 
 std::optional<std::string> evaluateOp(Operation *op, const std::vector<const ops::Tensor *> &operands,
                                       std::vector<ops::Tensor> &results) {
-  if (auto u = dyn_cast<UnsupportedOp>(op))
-    return describeOp(op) + " is not supported: " + u.getReason().str();
+  if (auto u = dyn_cast<UnsupportedOp>(op)) return describeOp(op) + " is not supported: " + u.getReason().str();
   auto sem = dyn_cast<ShapeInferenceOpInterface>(op);
   if (!sem) return "cannot evaluate " + op->getName().getStringRef().str();
   ops::Attrs attrs = attrsFromOp(op);
   ops::EvalContext ctx{operands, attrs, static_cast<int>(op->getNumResults())};
-  if (auto err = ops::evaluate(sem.getOnnxOpType().str(), ctx, results))
-    return describeOp(op) + ": " + *err;
+  if (auto err = ops::evaluate(sem.getOnnxOpType().str(), ctx, results)) return describeOp(op) + ": " + *err;
   if (results.size() != op->getNumResults())
-    return describeOp(op) + ": kernel produced " + std::to_string(results.size()) +
-           " results, the op has " + std::to_string(op->getNumResults());
+    return describeOp(op) + ": kernel produced " + std::to_string(results.size()) + " results, the op has " +
+           std::to_string(op->getNumResults());
   for (unsigned k = 0; k < results.size(); ++k) {
     ops::TensorType want = tensorTypeOf(op->getResult(k).getType());
-    if (want.dtype != ops::DType::Undefined &&
-        (want.dtype != results[k].dtype || want.shape != results[k].shape))
-      return describeOp(op) + ": kernel result #" + std::to_string(k) + " is " +
-             ops::dtypeName(results[k].dtype) + " " + ops::shapeString(results[k].shape) +
-             " but the op's type says " + ops::dtypeName(want.dtype) + " " +
+    if (want.dtype != ops::DType::Undefined && (want.dtype != results[k].dtype || want.shape != results[k].shape))
+      return describeOp(op) + ": kernel result #" + std::to_string(k) + " is " + ops::dtypeName(results[k].dtype) +
+             " " + ops::shapeString(results[k].shape) + " but the op's type says " + ops::dtypeName(want.dtype) + " " +
              ops::shapeString(want.shape);
   }
   return std::nullopt;
@@ -40,8 +36,7 @@ static std::optional<std::string> evaluateBlock(Block &body, const std::vector<o
                                                 std::vector<ops::Tensor> &outputs, const OpObserver &observe,
                                                 const ResultObserver &onResults) {
   if (inputs.size() != body.getNumArguments())
-    return "function takes " + std::to_string(body.getNumArguments()) + " inputs, got " +
-           std::to_string(inputs.size());
+    return "function takes " + std::to_string(body.getNumArguments()) + " inputs, got " + std::to_string(inputs.size());
   llvm::DenseMap<Value, ops::Tensor> env;
   // Remaining uses per value, to free intermediates early.
   llvm::DenseMap<Value, int64_t> usesLeft;

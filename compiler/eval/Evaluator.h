@@ -18,8 +18,7 @@ namespace kiln {
 
 // Evaluates one kiln op; `operands` holds nullptr for `none` operands. Returns an error message
 // naming the node on failure.
-std::optional<std::string> evaluateOp(mlir::Operation *op,
-                                      const std::vector<const ops::Tensor *> &operands,
+std::optional<std::string> evaluateOp(mlir::Operation *op, const std::vector<const ops::Tensor *> &operands,
                                       std::vector<ops::Tensor> &results);
 
 // Sees each op (constants excepted, ops inside kiln.fused regions included) with its operand
@@ -32,10 +31,8 @@ using ResultObserver = std::function<void(mlir::Operation *, const std::vector<o
 
 // Evaluates a function of kiln ops on `inputs` (in argument order); intermediate values are freed
 // after their last use so large models fit in memory.
-std::optional<std::string> evaluateFunction(mlir::func::FuncOp f,
-                                            const std::vector<ops::Tensor> &inputs,
-                                            std::vector<ops::Tensor> &outputs,
-                                            const OpObserver &observe = nullptr,
+std::optional<std::string> evaluateFunction(mlir::func::FuncOp f, const std::vector<ops::Tensor> &inputs,
+                                            std::vector<ops::Tensor> &outputs, const OpObserver &observe = nullptr,
                                             const ResultObserver &onResults = nullptr);
 
 // If every operand of `op` is a constant and its results hold at most `maxElements` elements in

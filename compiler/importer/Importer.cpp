@@ -28,8 +28,7 @@ void registerKilnDialects(MLIRContext &ctx) {
   ctx.getOrLoadDialect<func::FuncDialect>();
 }
 
-std::string parseShapeOverrides(const std::string &spec,
-                                std::map<std::string, std::vector<int64_t>> &out) {
+std::string parseShapeOverrides(const std::string &spec, std::map<std::string, std::vector<int64_t>> &out) {
   std::string item;
   std::stringstream ss(spec);
   while (std::getline(ss, item, item.find(';') != std::string::npos ? ';' : ',')) {
@@ -39,16 +38,14 @@ std::string parseShapeOverrides(const std::string &spec,
       item = sep == std::string::npos ? "" : item.substr(sep + 1);
       if (part.empty()) continue;
       size_t colon = part.rfind(':');
-      if (colon == std::string::npos || colon == 0)
-        return "bad --shapes entry '" + part + "': expected NAME:D1xD2x...";
+      if (colon == std::string::npos || colon == 0) return "bad --shapes entry '" + part + "': expected NAME:D1xD2x...";
       std::string name = part.substr(0, colon), dims = part.substr(colon + 1);
       std::vector<int64_t> shape;
       std::stringstream ds(dims);
       for (std::string d; std::getline(ds, d, 'x');) {
         char *end = nullptr;
         long long v = std::strtoll(d.c_str(), &end, 10);
-        if (d.empty() || *end != '\0' || v < 0)
-          return "bad dimension '" + d + "' in --shapes entry '" + part + "'";
+        if (d.empty() || *end != '\0' || v < 0) return "bad dimension '" + d + "' in --shapes entry '" + part + "'";
         shape.push_back(v);
       }
       if (dims == "scalar") shape.clear();
@@ -85,8 +82,7 @@ class GraphImporter {
 
  private:
   std::string importInitializers(const onnx::GraphProto &g);
-  std::string declareInputs(const onnx::GraphProto &g, SmallVectorImpl<Type> &types,
-                            std::vector<std::string> &names);
+  std::string declareInputs(const onnx::GraphProto &g, SmallVectorImpl<Type> &types, std::vector<std::string> &names);
   std::string sortNodes(const onnx::GraphProto &g, std::vector<int> &order);
   std::string importNode(const onnx::NodeProto &n, ImportResult &result);
   std::string importConstantNode(const onnx::NodeProto &n);
@@ -112,7 +108,7 @@ class GraphImporter {
   std::map<std::string, int64_t> domainOpsets_;
   std::map<std::string, Value> values_;  // ONNX tensor name → SSA value
   Value none_;
-  std::string scope_;   // prefix of node names imported from subgraphs ("loop/iter3/")
+  std::string scope_;  // prefix of node names imported from subgraphs ("loop/iter3/")
   int subgraphDepth_ = 0;
   size_t unrolledNodes_ = 0;  // nodes imported from subgraphs so far (bounded)
 };
@@ -183,11 +179,11 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
       for (int k = 0; k < tt.shape().dim_size(); ++k) {
         const auto &d = tt.shape().dim(k);
         if (!d.has_dim_value() || d.dim_value() < 0) {
-          std::string sym = d.has_dim_param() ? "'" + d.dim_param() + "'"
-                            : d.has_dim_value() ? "(declared " + std::to_string(d.dim_value()) + ")" : "unknown";
-          return "graph input '" + in.name() + "' has symbolic dimension " + sym + " at axis " +
-                 std::to_string(k) + "; dynamic shapes are not supported: pass --shapes " + in.name() + ":" +
-                 [&] {
+          std::string sym = d.has_dim_param()   ? "'" + d.dim_param() + "'"
+                            : d.has_dim_value() ? "(declared " + std::to_string(d.dim_value()) + ")"
+                                                : "unknown";
+          return "graph input '" + in.name() + "' has symbolic dimension " + sym + " at axis " + std::to_string(k) +
+                 "; dynamic shapes are not supported: pass --shapes " + in.name() + ":" + [&] {
                    std::string s;
                    for (int j = 0; j < tt.shape().dim_size(); ++j)
                      s += (j ? "x" : "") + (tt.shape().dim(j).has_dim_value() && tt.shape().dim(j).dim_value() >= 0
@@ -247,7 +243,8 @@ std::string GraphImporter::sortNodes(const onnx::GraphProto &g, std::vector<int>
   for (int i = 0; i < g.node_size(); ++i) {
     for (const auto &o : g.node(i).output()) {
       if (o.empty()) continue;
-      if (defined.count(o)) return nodeLabel(g.node(i)) + " produces '" + o + "', which is a graph input or initializer";
+      if (defined.count(o))
+        return nodeLabel(g.node(i)) + " produces '" + o + "', which is a graph input or initializer";
       auto [it, fresh] = producer.emplace(o, i);
       if (!fresh)
         return "tensor '" + o + "' is produced by both " + nodeLabel(g.node(it->second)) + " and " +
@@ -287,8 +284,7 @@ std::string GraphImporter::sortNodes(const onnx::GraphProto &g, std::vector<int>
   return "";
 }
 
-std::string GraphImporter::convertAttribute(const onnx::AttributeProto &a, Attribute &out,
-                                            bool forUnsupported) {
+std::string GraphImporter::convertAttribute(const onnx::AttributeProto &a, Attribute &out, bool forUnsupported) {
   using A = onnx::AttributeProto;
   switch (a.type()) {
     case A::INT: out = b_.getI64IntegerAttr(a.i()); return "";
@@ -328,15 +324,19 @@ std::string GraphImporter::importConstantNode(const onnx::NodeProto &n) {
   Location loc = locFor(displayName(n));
   RawTensor raw;
   if (a.name() == "value") {
-    if (auto err = readTensorProto(a.t(), baseDir_, raw, opts_.allowExternalOutside); !err.empty()) return nodeLabel(n) + ": " + err;
+    if (auto err = readTensorProto(a.t(), baseDir_, raw, opts_.allowExternalOutside); !err.empty())
+      return nodeLabel(n) + ": " + err;
     values_[n.output(0)] = constantFrom(raw, n.output(0), loc);
     return "";
   }
   ops::Tensor t;
-  if (a.name() == "value_float") t = ops::Tensor::scalar(ops::DType::F32, a.f());
-  else if (a.name() == "value_int") t = ops::Tensor::fromInts(ops::DType::I64, {}, {a.i()});
+  if (a.name() == "value_float")
+    t = ops::Tensor::scalar(ops::DType::F32, a.f());
+  else if (a.name() == "value_int")
+    t = ops::Tensor::fromInts(ops::DType::I64, {}, {a.i()});
   else if (a.name() == "value_floats")
-    t = ops::Tensor::fromDoubles(ops::DType::F32, {a.floats_size()}, std::vector<double>(a.floats().begin(), a.floats().end()));
+    t = ops::Tensor::fromDoubles(ops::DType::F32, {a.floats_size()},
+                                 std::vector<double>(a.floats().begin(), a.floats().end()));
   else if (a.name() == "value_ints")
     t = ops::Tensor::fromInts(ops::DType::I64, {a.ints_size()}, std::vector<int64_t>(a.ints().begin(), a.ints().end()));
   else
@@ -376,21 +376,24 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
       attrs.push_back(b_.getNamedAttr(a.name(), v));
     }
     SmallVector<Type> resultTypes(n.output_size(), UnrankedTensorType::get(b_.getF32Type()));
-    auto op = b_.create<UnsupportedOp>(loc, resultTypes, operands, b_.getStringAttr(n.op_type()),
-                                       b_.getStringAttr(domain), b_.getI64IntegerAttr(opset),
-                                       b_.getStringAttr(reason), b_.getDictionaryAttr(attrs));
+    auto op =
+        b_.create<UnsupportedOp>(loc, resultTypes, operands, b_.getStringAttr(n.op_type()), b_.getStringAttr(domain),
+                                 b_.getI64IntegerAttr(opset), b_.getStringAttr(reason), b_.getDictionaryAttr(attrs));
     for (int k = 0; k < n.output_size(); ++k)
       if (!n.output(k).empty()) values_[n.output(k)] = op->getResult(k);
-    result.unsupported.push_back(displayName(n) + " (" +
-                                 (domain.empty() ? "" : domain + "::") + n.op_type() + "): " + reason);
+    result.unsupported.push_back(displayName(n) + " (" + (domain.empty() ? "" : domain + "::") + n.op_type() +
+                                 "): " + reason);
     return std::string();
   };
 
   if (!kilnOp || (known && !entry) || (domain.empty() && opset < kMinOpset && !entry)) {
     std::string reason;
-    if (!domain.empty() && domain != "ai.onnx.ml" && !known && !domainHasOps) reason = "custom domain '" + domain + "'";
-    else if (kilnOp && (known || opset < kMinOpset)) reason = "not supported at opset " + std::to_string(opset);
-    else reason = "no kiln op for " + (domain.empty() ? std::string("ai.onnx") : domain) + "::" + n.op_type();
+    if (!domain.empty() && domain != "ai.onnx.ml" && !known && !domainHasOps)
+      reason = "custom domain '" + domain + "'";
+    else if (kilnOp && (known || opset < kMinOpset))
+      reason = "not supported at opset " + std::to_string(opset);
+    else
+      reason = "no kiln op for " + (domain.empty() ? std::string("ai.onnx") : domain) + "::" + n.op_type();
     return makeUnsupported(reason);
   }
 
@@ -423,8 +426,8 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
     if (types.size() != op->getNumResults()) {
       size_t declared = op->getNumResults();
       op->erase();
-      return nodeLabel(n) + ": the node has " + std::to_string(declared) + " outputs, kiln's " +
-             n.op_type() + " produces " + std::to_string(types.size());
+      return nodeLabel(n) + ": the node has " + std::to_string(declared) + " outputs, kiln's " + n.op_type() +
+             " produces " + std::to_string(types.size());
     }
     for (unsigned k = 0; k < types.size(); ++k) op->getResult(k).setType(types[k]);
   }
@@ -451,9 +454,9 @@ std::string GraphImporter::importNode(const onnx::NodeProto &n, ImportResult &re
 
 namespace {
 
-constexpr int kMaxSubgraphDepth = 64;           // nested If/Loop/Scan bodies
+constexpr int kMaxSubgraphDepth = 64;             // nested If/Loop/Scan bodies
 constexpr int64_t kMaxUnrolledIterations = 4096;  // Loop/Scan iterations unrolled at import
-constexpr size_t kMaxUnrolledNodes = 1 << 20;   // nodes imported from subgraphs in all
+constexpr size_t kMaxUnrolledNodes = 1 << 20;     // nodes imported from subgraphs in all
 
 const onnx::GraphProto *graphAttr(const onnx::NodeProto &n, const char *name) {
   for (const auto &a : n.attribute())
@@ -519,14 +522,18 @@ std::string GraphImporter::importSubgraph(const onnx::GraphProto &g, ArrayRef<Va
   outputs.clear();
   for (int k = 0; err.empty() && k < g.output_size(); ++k) {
     auto it = values_.find(g.output(k).name());
-    if (it == values_.end()) err = "subgraph output '" + g.output(k).name() + "' is not produced by any node";
-    else outputs.push_back(it->second);
+    if (it == values_.end())
+      err = "subgraph output '" + g.output(k).name() + "' is not produced by any node";
+    else
+      outputs.push_back(it->second);
   }
   --subgraphDepth_;
   scope_ = outerScope;
   for (auto &[name, v] : saved) {
-    if (v) values_[name] = *v;
-    else values_.erase(name);
+    if (v)
+      values_[name] = *v;
+    else
+      values_.erase(name);
   }
   return err;
 }
@@ -613,7 +620,8 @@ std::string GraphImporter::importControlFlow(const onnx::NodeProto &n, ImportRes
       if (thenOuts[k].getType() != elseOuts[k].getType())
         return fail("the condition must be a compile-time constant here: it is known only at run time and output " +
                     std::to_string(k) + " is " + typeText(thenOuts[k]) + " in the then branch but " +
-                    typeText(elseOuts[k]) + " in the else branch (bind the inputs it depends on with --constant-inputs)");
+                    typeText(elseOuts[k]) +
+                    " in the else branch (bind the inputs it depends on with --constant-inputs)");
       Value w = create(WhereOp(), {cond, thenOuts[k], elseOuts[k]}, {});
       if (!w) return fail(err);
       outs.push_back(w);
@@ -635,7 +643,8 @@ std::string GraphImporter::importControlFlow(const onnx::NodeProto &n, ImportRes
     bool cond = true;
     if (Value c0 = input(1)) {
       auto c = constantValue(c0);
-      if (!c || c->size() != 1) return fail("the initial condition must be a compile-time constant (kiln unrolls loops)");
+      if (!c || c->size() != 1)
+        return fail("the initial condition must be a compile-time constant (kiln unrolls loops)");
       cond = c->getInt(0) != 0;
     }
     if (!trips && !cond) trips = 0;
@@ -647,8 +656,9 @@ std::string GraphImporter::importControlFlow(const onnx::NodeProto &n, ImportRes
     for (; cond && (!trips || i < *trips); ++i) {
       if (i >= kMaxUnrolledIterations)
         return fail("more than " + std::to_string(kMaxUnrolledIterations) + " iterations to unroll");
-      SmallVector<Value> ins = {b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::I64, {}, {i}), &ctx_)),
-                                b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::Bool, {}, {1}), &ctx_))};
+      SmallVector<Value> ins = {
+          b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::I64, {}, {i}), &ctx_)),
+          b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::Bool, {}, {1}), &ctx_))};
       ins.append(carried.begin(), carried.end());
       SmallVector<Value> outs;
       if (auto e = importSubgraph(*body, ins, outs, name + "/iter" + std::to_string(i) + "/", result); !e.empty())
@@ -684,8 +694,10 @@ std::string GraphImporter::importControlFlow(const onnx::NodeProto &n, ImportRes
   const int64_t nState = n.input_size() - nScan;
   if (nScan < 1 || nState < 0) return fail("num_scan_inputs does not fit the inputs");
   const int64_t nScanOut = n.output_size() - nState;
-  auto inAxes = intsAttrOf(n, "scan_input_axes", size_t(nScan), 0), inDirs = intsAttrOf(n, "scan_input_directions", size_t(nScan), 0);
-  auto outAxes = intsAttrOf(n, "scan_output_axes", size_t(nScanOut), 0), outDirs = intsAttrOf(n, "scan_output_directions", size_t(nScanOut), 0);
+  auto inAxes = intsAttrOf(n, "scan_input_axes", size_t(nScan), 0),
+       inDirs = intsAttrOf(n, "scan_input_directions", size_t(nScan), 0);
+  auto outAxes = intsAttrOf(n, "scan_output_axes", size_t(nScanOut), 0),
+       outDirs = intsAttrOf(n, "scan_output_directions", size_t(nScanOut), 0);
   if (int64_t(inAxes.size()) != nScan || int64_t(inDirs.size()) != nScan || int64_t(outAxes.size()) != nScanOut ||
       int64_t(outDirs.size()) != nScanOut)
     return fail("scan axes and directions must have one entry per scan input and output");
@@ -712,7 +724,8 @@ std::string GraphImporter::importControlFlow(const onnx::NodeProto &n, ImportRes
     for (int64_t k = 0; k < nScan; ++k) {
       int64_t at = inDirs[size_t(k)] ? length - 1 - t : t;
       Value index = b_.create<ConstantOp>(loc, attrFromTensor(ops::Tensor::fromInts(ops::DType::I64, {}, {at}), &ctx_));
-      Value slice = create(GatherOp(), {scanIn[size_t(k)], index}, {b_.getNamedAttr("axis", b_.getI64IntegerAttr(inAxes[size_t(k)]))});
+      Value slice = create(GatherOp(), {scanIn[size_t(k)], index},
+                           {b_.getNamedAttr("axis", b_.getI64IntegerAttr(inAxes[size_t(k)]))});
       if (!slice) return fail(err);
       ins.push_back(slice);
     }
@@ -755,8 +768,7 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     }
   }
   if (!haveDefault) {
-    if (model.ir_version() >= 3 || model.opset_import_size())
-      return failWith("the model imports no ai.onnx opset");
+    if (model.ir_version() >= 3 || model.opset_import_size()) return failWith("the model imports no ai.onnx opset");
     opset_ = 1;
   }
   if (opset_ < kOldestOpset || opset_ > kMaxOpset)
@@ -770,8 +782,9 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
   ModuleOp module = *result.module;
   module->setAttr("kiln.opset", b_.getI64IntegerAttr(opset_));
   if (!model.producer_name().empty())
-    module->setAttr("kiln.producer", b_.getStringAttr(model.producer_version().empty() ? model.producer_name()
-                                                                      : model.producer_name() + " " + model.producer_version()));
+    module->setAttr("kiln.producer", b_.getStringAttr(model.producer_version().empty()
+                                                          ? model.producer_name()
+                                                          : model.producer_name() + " " + model.producer_version()));
 
   b_.setInsertionPointToEnd(module.getBody());
   // Inputs first so the function signature is known; initializers become constants in its body.
@@ -786,8 +799,8 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     values_.clear();
     if (!err.empty()) return failWith(err);
   }
-  auto func = b_.create<func::FuncOp>(locFor(g.name().empty() ? "main" : g.name()), "main",
-                                      b_.getFunctionType(argTypes, {}));
+  auto func =
+      b_.create<func::FuncOp>(locFor(g.name().empty() ? "main" : g.name()), "main", b_.getFunctionType(argTypes, {}));
   Block *body = func.addEntryBlock();
   for (unsigned k = 0; k < argNames.size(); ++k) {
     func.setArgAttr(k, "kiln.name", b_.getStringAttr(argNames[k]));
@@ -811,7 +824,8 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     if (!match) {
       auto text = [](ops::DType t, const std::vector<int64_t> &dims) {
         std::string r = std::string(ops::dtypeName(t)) + " [";
-        for (size_t k = 0; k < dims.size(); ++k) r += (k ? "x" : "") + (dims[k] < 0 ? std::string("?") : std::to_string(dims[k]));
+        for (size_t k = 0; k < dims.size(); ++k)
+          r += (k ? "x" : "") + (dims[k] < 0 ? std::string("?") : std::to_string(dims[k]));
         return r + "]";
       };
       std::vector<int64_t> declared;
@@ -838,13 +852,14 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     // runs anyway: the computed one wins, with a warning naming the output and both.
     if (auto rt = dyn_cast<RankedTensorType>(v.getType()); rt && o.type().has_tensor_type()) {
       const auto &tt = o.type().tensor_type();
-      std::string computed = std::string(ops::dtypeName(dtypeOf(rt.getElementType()))) + " " +
-                             ops::shapeString(tensorTypeOf(rt).shape);
+      std::string computed =
+          std::string(ops::dtypeName(dtypeOf(rt.getElementType()))) + " " + ops::shapeString(tensorTypeOf(rt).shape);
       if (tt.elem_type() != 0 && elementTypeOf(static_cast<ops::DType>(tt.elem_type()), &ctx_) != rt.getElementType()) {
         std::string declared = onnx::TensorProto_DataType_IsValid(tt.elem_type())
-                                   ? onnx::TensorProto_DataType_Name(tt.elem_type()) : std::to_string(tt.elem_type());
-        result.warnings.push_back("graph output '" + o.name() + "' is declared " + declared + " but computes " + computed +
-                                  " (the computed type is used)");
+                                   ? onnx::TensorProto_DataType_Name(tt.elem_type())
+                                   : std::to_string(tt.elem_type());
+        result.warnings.push_back("graph output '" + o.name() + "' is declared " + declared + " but computes " +
+                                  computed + " (the computed type is used)");
       } else if (tt.has_shape()) {
         bool mismatch = tt.shape().dim_size() != rt.getRank();
         for (int k = 0; !mismatch && k < tt.shape().dim_size(); ++k)
@@ -854,12 +869,13 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
           std::string declared;
           for (int k = 0; k < tt.shape().dim_size(); ++k) {
             const auto &d = tt.shape().dim(k);
-            declared += (k ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value())
-                                          : d.has_dim_param() ? d.dim_param() : std::string("?"));
+            declared += (k ? "x" : "") + (d.has_dim_value()   ? std::to_string(d.dim_value())
+                                          : d.has_dim_param() ? d.dim_param()
+                                                              : std::string("?"));
           }
           result.warnings.push_back("graph output '" + o.name() + "' is declared with shape " +
-                                    (declared.empty() ? std::string("[] (a scalar)") : declared) +
-                                    " but computes " + computed + " (the computed shape is used)");
+                                    (declared.empty() ? std::string("[] (a scalar)") : declared) + " but computes " +
+                                    computed + " (the computed shape is used)");
         }
       }
     }
@@ -902,8 +918,8 @@ ImportResult importModelFile(const std::string &path, MLIRContext &ctx, const Im
   return imp.run(model);
 }
 
-ImportResult importModelBytes(const std::string &data, bool text, const std::string &baseDir,
-                              MLIRContext &ctx, const ImportOptions &opts) {
+ImportResult importModelBytes(const std::string &data, bool text, const std::string &baseDir, MLIRContext &ctx,
+                              const ImportOptions &opts) {
   registerKilnDialects(ctx);
   onnx::ModelProto model;
   if (auto err = parseModel(data, text, "<memory>", model); !err.empty()) {

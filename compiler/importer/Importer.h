@@ -42,15 +42,13 @@ struct ImportResult {
 };
 
 // Parses "x:1x3x224x224,mask:1x128" (also ';'-separated). Returns "" or an error.
-std::string parseShapeOverrides(const std::string &spec,
-                                std::map<std::string, std::vector<int64_t>> &out);
+std::string parseShapeOverrides(const std::string &spec, std::map<std::string, std::vector<int64_t>> &out);
 
 void registerKilnDialects(mlir::MLIRContext &ctx);
 
-ImportResult importModelFile(const std::string &path, mlir::MLIRContext &ctx,
-                             const ImportOptions &opts = {});
+ImportResult importModelFile(const std::string &path, mlir::MLIRContext &ctx, const ImportOptions &opts = {});
 // From bytes in memory (binary or text format); external data is read relative to `baseDir`.
-ImportResult importModelBytes(const std::string &data, bool text, const std::string &baseDir,
-                              mlir::MLIRContext &ctx, const ImportOptions &opts = {});
+ImportResult importModelBytes(const std::string &data, bool text, const std::string &baseDir, mlir::MLIRContext &ctx,
+                              const ImportOptions &opts = {});
 
 }  // namespace kiln

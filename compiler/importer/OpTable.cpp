@@ -7,14 +7,11 @@
 
 #include "llvm/ADT/StringMap.h"
 
-
 using namespace mlir;
 
 namespace kiln {
 
-bool NodeImport::has(size_t k) const {
-  return k < operands.size() && !isa<NoneType>(operands[k].getType());
-}
+bool NodeImport::has(size_t k) const { return k < operands.size() && !isa<NoneType>(operands[k].getType()); }
 
 std::optional<std::vector<int64_t>> NodeImport::constInts(size_t k) const {
   if (!has(k)) return std::nullopt;
@@ -42,8 +39,7 @@ static Normalizer inputToAttr(size_t k, const char *name) {
   return [k, name](NodeImport &n) {
     if (n.has(k)) {
       auto v = n.constInts(k);
-      if (!v)
-        return n.fail(std::string("input '") + name + "' must be a compile-time constant");
+      if (!v) return n.fail(std::string("input '") + name + "' must be a compile-time constant");
       n.attrs.set(name, n.builder.getDenseI64ArrayAttr(*v));
     }
     if (n.operands.size() > k) n.operands.resize(k);
@@ -75,8 +71,7 @@ static std::optional<double> floatAttr(NodeImport &n, const char *name) {
 static bool clipLegacy(NodeImport &n) {
   Value x = n.operands[0];
   auto mn = floatAttr(n, "min"), mx = floatAttr(n, "max");
-  n.operands = {x, mn ? n.constScalarLike(x, *mn) : n.noneValue,
-                mx ? n.constScalarLike(x, *mx) : n.noneValue};
+  n.operands = {x, mn ? n.constScalarLike(x, *mn) : n.noneValue, mx ? n.constScalarLike(x, *mx) : n.noneValue};
   n.attrs.erase("min");
   n.attrs.erase("max");
   return true;
@@ -110,8 +105,7 @@ static std::vector<int64_t> intsAttr(NodeImport &n, const char *name) {
 static bool sliceLegacy(NodeImport &n) {
   Value x = n.operands[0];
   auto starts = intsAttr(n, "starts"), ends = intsAttr(n, "ends"), axes = intsAttr(n, "axes");
-  n.operands = {x, n.constI64(starts), n.constI64(ends), axes.empty() ? n.noneValue : n.constI64(axes),
-                n.noneValue};
+  n.operands = {x, n.constI64(starts), n.constI64(ends), axes.empty() ? n.noneValue : n.constI64(axes), n.noneValue};
   n.attrs.erase("starts");
   n.attrs.erase("ends");
   n.attrs.erase("axes");
@@ -197,7 +191,7 @@ const std::vector<OpEntry> &opTable() {
     add("Dropout", kMinOpset, 11, chain({dropAttrs({"ratio", "is_test"}), optional(3)}));
     add("Dropout", 12, kMaxOpset, optional(3));
     // Vision, losses, signal processing: optional inputs filled; older defaults made explicit.
-    add("Scatter", 9, 10);  // (deprecated by ScatterElements at 11)
+    add("Scatter", 9, 10);                       // (deprecated by ScatterElements at 11)
     add("RoiAlign", 10, 15, [](NodeImport &n) {  // opset 10's sampling grid has no half-pixel shift
       if (!n.attrs.get("coordinate_transformation_mode"))
         n.attrs.set("coordinate_transformation_mode", n.builder.getStringAttr("output_half_pixel"));
@@ -213,9 +207,17 @@ const std::vector<OpEntry> &opTable() {
     add("STFT", 17, kMaxOpset, optional(4));
     // Opsets 1–6: ops whose meaning is today's, less the `consumed_inputs` attribute of opsets < 6
     // (a memory-reuse hint). Binary ops are not here: before opset 7 they broadcast by attribute.
-    for (const char *op : {"Elu", "Selu", "HardSigmoid", "Softplus", "Softsign", "Relu", "LeakyRelu", "Sigmoid", "Tanh",
-                           "Not", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Identity",
-                           "GlobalAveragePool", "GlobalMaxPool", "InstanceNormalization"}) {
+    for (const char *op : {"Elu",           "Selu",
+                           "HardSigmoid",   "Softplus",
+                           "Softsign",      "Relu",
+                           "LeakyRelu",     "Sigmoid",
+                           "Tanh",          "Not",
+                           "Abs",           "Neg",
+                           "Exp",           "Log",
+                           "Sqrt",          "Reciprocal",
+                           "Floor",         "Ceil",
+                           "Identity",      "GlobalAveragePool",
+                           "GlobalMaxPool", "InstanceNormalization"}) {
       add(op, kOldestOpset, kMinOpset - 1, dropAttrs({"consumed_inputs"}));
       add(op, kMinOpset, kMaxOpset);
     }
@@ -253,7 +255,8 @@ std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType, 
     llvm::StringMap<std::string> m;
     for (RegisteredOperationName op : ctx.getRegisteredOperations())
       if (op.getDialectNamespace() == KilnDialect::getDialectNamespace() && !op.hasTrait<OpTrait::KilnInternal>())
-        if (auto *sem = op.getInterface<ShapeInferenceOpInterface>()) m.try_emplace(sem->getOnnxOpType(), op.getStringRef().str());
+        if (auto *sem = op.getInterface<ShapeInferenceOpInterface>())
+          m.try_emplace(sem->getOnnxOpType(), op.getStringRef().str());
     return m;
   }();
   if (domainKnown) {
@@ -265,12 +268,12 @@ std::optional<OperationName> importableOp(MLIRContext &ctx, StringRef onnxType, 
   }
   auto found = names.find(onnxType);
   if (found == names.end()) return std::nullopt;
-  if (std::optional<RegisteredOperationName> op = RegisteredOperationName::lookup(found->second, &ctx)) return OperationName(*op);
+  if (std::optional<RegisteredOperationName> op = RegisteredOperationName::lookup(found->second, &ctx))
+    return OperationName(*op);
   return std::nullopt;
 }
 
-const OpEntry *findOpEntry(const std::string &domain, const std::string &opType, int64_t opset,
-                           bool *anyVersion) {
+const OpEntry *findOpEntry(const std::string &domain, const std::string &opType, int64_t opset, bool *anyVersion) {
   std::string d = domain == "ai.onnx" ? "" : domain;
   if (anyVersion) *anyVersion = false;
   for (const OpEntry &e : opTable()) {

@@ -30,18 +30,25 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
 
 static bool supportedDType(int t) {
   switch (static_cast<ops::DType>(t)) {
-    case ops::DType::F32: case ops::DType::F64: case ops::DType::F16: case ops::DType::BF16:
-    case ops::DType::I8: case ops::DType::I16: case ops::DType::I32: case ops::DType::I64:
-    case ops::DType::U8: case ops::DType::U16: case ops::DType::U32: case ops::DType::U64:
-    case ops::DType::Bool: case ops::DType::F8E4M3:
-      return true;
-    default:
-      return false;
+    case ops::DType::F32:
+    case ops::DType::F64:
+    case ops::DType::F16:
+    case ops::DType::BF16:
+    case ops::DType::I8:
+    case ops::DType::I16:
+    case ops::DType::I32:
+    case ops::DType::I64:
+    case ops::DType::U8:
+    case ops::DType::U16:
+    case ops::DType::U32:
+    case ops::DType::U64:
+    case ops::DType::Bool:
+    case ops::DType::F8E4M3: return true;
+    default: return false;
   }
 }
 
-template <typename Src, typename Dst>
-static void packAs(const Src &values, std::vector<char> &bytes) {
+template <typename Src, typename Dst> static void packAs(const Src &values, std::vector<char> &bytes) {
   bytes.resize(values.size() * sizeof(Dst));
   for (int k = 0; k < values.size(); ++k) {
     Dst v = static_cast<Dst>(values.Get(k));
@@ -103,8 +110,12 @@ int openBeneath(int dirFd, const std::string &location) {
 }
 
 std::string fileKindOf(mode_t m) {
-  return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-       : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+  return S_ISDIR(m)    ? "a directory"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO"
+         : S_ISSOCK(m) ? "a socket"
+                       : "not a regular file";
 }
 
 std::string readExternal(const onnx::TensorProto &p, const std::string &baseDir, bool allowOutside,
@@ -137,15 +148,16 @@ std::string readExternal(const onnx::TensorProto &p, const std::string &baseDir,
     }
     if (location[0] == '/' || dotdot)
       return where + ": the location must be a relative path inside the model's folder, without '..' "
-             "(--allow-external-outside reads it anyway)";
+                     "(--allow-external-outside reads it anyway)";
     Fd dir(::open(baseDir.empty() ? "." : baseDir.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECTORY));
     if (dir.fd < 0) return "cannot open the model's folder '" + baseDir + "': " + std::strerror(errno);
     fd = openBeneath(dir.fd, location);
     if (fd < 0 && (errno == EXDEV || errno == ELOOP))
       return where + ": a symbolic link on the way leads out of the model's folder "
-             "(--allow-external-outside follows it)";
+                     "(--allow-external-outside follows it)";
   }
-  if (fd < 0) return "cannot open external data file '" + location + "' (in '" + baseDir + "'): " + std::strerror(errno);
+  if (fd < 0)
+    return "cannot open external data file '" + location + "' (in '" + baseDir + "'): " + std::strerror(errno);
   Fd file(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) return "cannot read " + where + ": " + std::strerror(errno);
@@ -175,10 +187,9 @@ std::string readExternal(const onnx::TensorProto &p, const std::string &baseDir,
 std::string readTensorProto(const onnx::TensorProto &p, const std::string &baseDir, RawTensor &out,
                             bool allowExternalOutside) {
   if (!supportedDType(p.data_type()))
-    return "unsupported tensor data type " +
-           (onnx::TensorProto_DataType_IsValid(p.data_type())
-                ? onnx::TensorProto_DataType_Name(p.data_type())
-                : std::to_string(p.data_type()));
+    return "unsupported tensor data type " + (onnx::TensorProto_DataType_IsValid(p.data_type())
+                                                  ? onnx::TensorProto_DataType_Name(p.data_type())
+                                                  : std::to_string(p.data_type()));
   out.dtype = static_cast<ops::DType>(p.data_type());
   out.shape.assign(p.dims().begin(), p.dims().end());
   int64_t n = 1;
@@ -204,18 +215,21 @@ std::string readTensorProto(const onnx::TensorProto &p, const std::string &baseD
       case DT::I32: packAs<decltype(p.int32_data()), int32_t>(p.int32_data(), out.bytes); break;
       case DT::I16: packAs<decltype(p.int32_data()), int16_t>(p.int32_data(), out.bytes); break;
       // float16/bfloat16 elements are their bit patterns in int32_data.
-      case DT::U16: case DT::F16: case DT::BF16:
-        packAs<decltype(p.int32_data()), uint16_t>(p.int32_data(), out.bytes); break;
+      case DT::U16:
+      case DT::F16:
+      case DT::BF16: packAs<decltype(p.int32_data()), uint16_t>(p.int32_data(), out.bytes); break;
       case DT::I8: packAs<decltype(p.int32_data()), int8_t>(p.int32_data(), out.bytes); break;
-      case DT::U8: case DT::Bool: case DT::F8E4M3:  // (float8: bit patterns)
-        packAs<decltype(p.int32_data()), uint8_t>(p.int32_data(), out.bytes); break;
+      case DT::U8:
+      case DT::Bool:
+      case DT::F8E4M3:  // (float8: bit patterns)
+        packAs<decltype(p.int32_data()), uint8_t>(p.int32_data(), out.bytes);
+        break;
       default: return "unsupported tensor data type";
     }
   }
   if (static_cast<int64_t>(out.bytes.size()) != expected)
-    return "tensor data has " + std::to_string(out.bytes.size()) + " bytes, its type " +
-           ops::dtypeName(out.dtype) + " " + ops::shapeString(out.shape) + " needs " +
-           std::to_string(expected);
+    return "tensor data has " + std::to_string(out.bytes.size()) + " bytes, its type " + ops::dtypeName(out.dtype) +
+           " " + ops::shapeString(out.shape) + " needs " + std::to_string(expected);
   return "";
 }
 

@@ -9,7 +9,7 @@
 namespace onnx {
 class TensorProto;
 class ModelProto;
-}
+}  // namespace onnx
 
 namespace kiln {
 
@@ -25,8 +25,8 @@ struct RawTensor {
 // elsewhere inside it, never out), to a regular file (a FIFO or device is refused without
 // blocking) whose size covers offset + length. `allowExternalOutside` lifts the folder rules
 // (not the file checks). Returns "" on success, else the reason (naming the location).
-std::string readTensorProto(const onnx::TensorProto &proto, const std::string &baseDir,
-                            RawTensor &out, bool allowExternalOutside = false);
+std::string readTensorProto(const onnx::TensorProto &proto, const std::string &baseDir, RawTensor &out,
+                            bool allowExternalOutside = false);
 
 // Loads a model from binary protobuf or, for `.onnxtxt`/`.pbtxt`/`.txt`, protobuf text format.
 // Returns "" on success, else the reason (names the file).

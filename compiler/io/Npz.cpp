@@ -44,8 +44,7 @@ std::string canonicalDescr(const std::string &d, std::string *why) {
     return std::string();
   };
   if (d.size() >= 2 && d[1] == 'O') return fail("object dtype '" + d + "' is not supported");
-  if (d.size() < 3 || std::string("<>|=").find(d[0]) == std::string::npos)
-    return fail("unsupported dtype '" + d + "'");
+  if (d.size() < 3 || std::string("<>|=").find(d[0]) == std::string::npos) return fail("unsupported dtype '" + d + "'");
   char order = d[0];
   std::string bits = d.substr(2);
   static const char *const kKnown[] = {"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"};
@@ -106,9 +105,12 @@ class HeaderParser {
         if (!parseString(descr)) return fail(error, "malformed npy header: 'descr' is not a string");
         haveDescr = true;
       } else if (key == "fortran_order") {
-        if (eatWord("True")) fortran = true;
-        else if (eatWord("False")) fortran = false;
-        else return fail(error, "malformed npy header: 'fortran_order' is not a bool");
+        if (eatWord("True"))
+          fortran = true;
+        else if (eatWord("False"))
+          fortran = false;
+        else
+          return fail(error, "malformed npy header: 'fortran_order' is not a bool");
         haveOrder = true;
       } else if (key == "shape") {
         if (!parseShape(shape)) return fail(error, "malformed npy header: 'shape' is not a tuple of ints");
@@ -248,8 +250,8 @@ bool parseNpyHeader(const uint8_t *data, size_t size, NpyHeader &h, std::string 
   uint64_t headerLen = data[8] | (data[9] << 8);
   if (major >= 2) headerLen |= (uint64_t(data[10]) << 16) | (uint64_t(data[11]) << 24);
   if (headerLen > size - prefix) {
-    error = "truncated npy header (declares " + std::to_string(headerLen) + " bytes, " +
-            std::to_string(size - prefix) + " present)";
+    error = "truncated npy header (declares " + std::to_string(headerLen) + " bytes, " + std::to_string(size - prefix) +
+            " present)";
     return false;
   }
   const char *text = reinterpret_cast<const char *>(data + prefix);
@@ -265,8 +267,8 @@ bool parseNpyHeader(const uint8_t *data, size_t size, NpyHeader &h, std::string 
     return false;
   }
   if (need != size - h.dataOffset) {
-    error = "data size mismatch: shape " + shapeString(h.shape) + " of " + h.descr + " needs " +
-            std::to_string(need) + " bytes, found " + std::to_string(size - h.dataOffset);
+    error = "data size mismatch: shape " + shapeString(h.shape) + " of " + h.descr + " needs " + std::to_string(need) +
+            " bytes, found " + std::to_string(size - h.dataOffset);
     return false;
   }
   return true;
@@ -354,7 +356,10 @@ std::string encodeEntryName(const std::string &name) {
 // (numpy keeps a '%' as it is) come back unchanged.
 std::string decodeEntryName(const std::string &name) {
   auto hexValue = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
   };
   std::string out;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -569,8 +574,8 @@ bool locateData(InputFile &f, const CentralDirectory &cd, std::vector<ZipEntry> 
       return false;
     };
     uint8_t h[kLocalLen];
-    if (e.localOffset > cd.offset || cd.offset - e.localOffset < kLocalLen ||
-        !f.read(e.localOffset, h, kLocalLen) || rd32(h) != kLocalSig)
+    if (e.localOffset > cd.offset || cd.offset - e.localOffset < kLocalLen || !f.read(e.localOffset, h, kLocalLen) ||
+        rd32(h) != kLocalSig)
       return fail("local header not found at offset " + std::to_string(e.localOffset));
     uint64_t nameLen = rd16(h + 26), extraLen = rd16(h + 28);
     uint64_t start = e.localOffset + kLocalLen + nameLen + extraLen;
@@ -817,10 +822,10 @@ std::string centralHeader(const WrittenEntry &e) {
   put32(h, sat32(e.size));
   put16(h, e.name.size());
   put16(h, extra.size());
-  put16(h, 0);                 // comment
-  put16(h, 0);                 // disk
-  put16(h, 0);                 // internal attributes
-  put32(h, 0100644u << 16);    // external: regular file, rw-r--r--
+  put16(h, 0);               // comment
+  put16(h, 0);               // disk
+  put16(h, 0);               // internal attributes
+  put32(h, 0100644u << 16);  // external: regular file, rw-r--r--
   put32(h, sat32(e.offset));
   return h + e.name + extra;
 }
@@ -995,8 +1000,8 @@ bool writeNpz(const std::string &path, const Npz &npz, std::string &error, const
       const NpyArray &a = npz.arrays[i].second;
       const std::string &header = headers[i];
       WrittenEntry e{encodeEntryName(npz.arrays[i].first) + ".npy", 0, header.size() + a.data.size(), f.offset()};
-      e.crc = crcUpdate(crcUpdate(0, reinterpret_cast<const uint8_t *>(header.data()), header.size()),
-                        a.data.data(), a.data.size());
+      e.crc = crcUpdate(crcUpdate(0, reinterpret_cast<const uint8_t *>(header.data()), header.size()), a.data.data(),
+                        a.data.size());
       f.write(localHeader(e));
       f.write(header);
       f.write(a.data.data(), a.data.size());  // straight from the array: no copy of large data

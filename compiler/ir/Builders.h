@@ -20,7 +20,8 @@ mlir::Operation *createInferred(mlir::OpBuilder &b, mlir::Location loc, llvm::St
 // from the class, so a misspelt op is a compile error.
 template <class OpT>
 mlir::Operation *createInferred(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange operands,
-                                llvm::ArrayRef<mlir::NamedAttribute> attrs, std::string *error, unsigned numResults = 1) {
+                                llvm::ArrayRef<mlir::NamedAttribute> attrs, std::string *error,
+                                unsigned numResults = 1) {
   return createInferred(b, loc, OpT::getOperationName(), operands, attrs, error, numResults);
 }
 

@@ -32,8 +32,7 @@ static std::string typeString(Type t) {
   return os.str();
 }
 
-LogicalResult inferResultTypes(Operation *op, StringRef onnxName, SmallVectorImpl<Type> &types,
-                               std::string &error) {
+LogicalResult inferResultTypes(Operation *op, StringRef onnxName, SmallVectorImpl<Type> &types, std::string &error) {
   OperandInfo info = operandInfo(op);
   for (size_t k = 0; k < info.types.size(); ++k) {
     // Operands downstream of an unsupported op have no known type: nothing can be inferred.
@@ -42,8 +41,8 @@ LogicalResult inferResultTypes(Operation *op, StringRef onnxName, SmallVectorImp
       return failure();
     }
     if (info.types[k].dtype == ops::DType::Undefined && !isa<NoneType>(op->getOperand(k).getType())) {
-      error = "operand #" + std::to_string(k) + " has unsupported element type " +
-              typeString(op->getOperand(k).getType());
+      error =
+          "operand #" + std::to_string(k) + " has unsupported element type " + typeString(op->getOperand(k).getType());
       return failure();
     }
   }
@@ -74,8 +73,7 @@ LogicalResult verifyInferredTypes(Operation *op, StringRef onnxName) {
     return op->emitOpError(error);
   }
   if (types.size() != op->getNumResults())
-    return op->emitOpError() << "has " << op->getNumResults() << " results but its operands imply "
-                             << types.size();
+    return op->emitOpError() << "has " << op->getNumResults() << " results but its operands imply " << types.size();
   for (unsigned k = 0; k < types.size(); ++k)
     if (types[k] != op->getResult(k).getType())
       return op->emitOpError() << "result #" << k << " has type " << op->getResult(k).getType()

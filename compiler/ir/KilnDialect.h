@@ -28,8 +28,7 @@ mlir::LogicalResult verifyInferredTypes(mlir::Operation *op, llvm::StringRef onn
 
 namespace mlir::OpTrait {
 // Marks kiln's own ops (Kiln_Internal in KilnOps.td): the importer never makes them.
-template <typename ConcreteType>
-class KilnInternal : public TraitBase<ConcreteType, KilnInternal> {};
+template <typename ConcreteType> class KilnInternal : public TraitBase<ConcreteType, KilnInternal> {};
 }  // namespace mlir::OpTrait
 #include "compiler/ir/KilnInterfaces.h.inc"
 

@@ -124,8 +124,10 @@ static ops::AttrValue convertAttr(Attribute a) {
   if (auto i = dyn_cast<IntegerAttr>(a)) return i.getValue().getSExtValue();
   if (auto f = dyn_cast<FloatAttr>(a)) return f.getValueAsDouble();
   if (auto s = dyn_cast<StringAttr>(a)) return s.getValue().str();
-  if (auto ia = dyn_cast<DenseI64ArrayAttr>(a)) return std::vector<int64_t>(ia.asArrayRef().begin(), ia.asArrayRef().end());
-  if (auto fa = dyn_cast<DenseF32ArrayAttr>(a)) return std::vector<double>(fa.asArrayRef().begin(), fa.asArrayRef().end());
+  if (auto ia = dyn_cast<DenseI64ArrayAttr>(a))
+    return std::vector<int64_t>(ia.asArrayRef().begin(), ia.asArrayRef().end());
+  if (auto fa = dyn_cast<DenseF32ArrayAttr>(a))
+    return std::vector<double>(fa.asArrayRef().begin(), fa.asArrayRef().end());
   if (auto e = dyn_cast<ElementsAttr>(a)) return tensorFromAttr(e);
   if (auto arr = dyn_cast<ArrayAttr>(a)) {
     std::vector<std::string> strs;

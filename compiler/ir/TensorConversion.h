@@ -31,8 +31,7 @@ ops::Tensor tensorFromAttr(mlir::ElementsAttr attr);
 std::vector<uint8_t> bytesFromAttr(mlir::ElementsAttr attr);
 mlir::ElementsAttr attrFromTensor(const ops::Tensor &t, mlir::MLIRContext *ctx);
 // A dense_resource attribute holding a copy of raw little-endian element bytes.
-mlir::ElementsAttr resourceAttrFromBytes(mlir::RankedTensorType type, llvm::StringRef name,
-                                         llvm::ArrayRef<char> bytes);
+mlir::ElementsAttr resourceAttrFromBytes(mlir::RankedTensorType type, llvm::StringRef name, llvm::ArrayRef<char> bytes);
 
 // The op's attributes as registry attributes (ints, floats, strings, arrays, tensors).
 ops::Attrs attrsFromOp(mlir::Operation *op);

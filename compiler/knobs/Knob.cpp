@@ -133,8 +133,10 @@ bool Route::set(const std::string &name, const std::string &value, std::string *
     if (error) *error = "knob '" + name + "' has no value '" + value + "' (domain: " + domainText(*def) + ")";
     return false;
   }
-  if (node.empty() && value == def->defaultValue) values_.erase(name);
-  else values_[name] = value;
+  if (node.empty() && value == def->defaultValue)
+    values_.erase(name);
+  else
+    values_[name] = value;
   return true;
 }
 

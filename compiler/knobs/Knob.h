@@ -33,7 +33,7 @@ struct KnobDef {
   std::string defaultValue;         // one of domain
   std::string help;
   Tier tier = Tier::Fast;
-  std::string owner;                // the file that reads it ("passes/Precision.cpp")
+  std::string owner;  // the file that reads it ("passes/Precision.cpp")
   // Per-node instances: `node.<node>.<nodeSuffix>` for nodes whose ONNX op type is in nodeOps.
   std::string nodeSuffix;
   std::vector<std::string> nodeOps;
@@ -58,9 +58,9 @@ struct NodeRef {
 
 // One concrete knob of a model: a global knob, or a per-node instance of one.
 struct KnobInstance {
-  std::string name;   // "gemm.tile" or "node./layer1/conv2.tile"
+  std::string name;  // "gemm.tile" or "node./layer1/conv2.tile"
   const KnobDef *def;
-  std::string node;   // "" for a global knob
+  std::string node;  // "" for a global knob
 };
 
 // Every knob instance for a model with these nodes (globals first, then per-node instances

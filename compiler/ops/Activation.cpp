@@ -60,8 +60,8 @@ std::vector<TensorType> preluShape(const ShapeContext &ctx) {
   checkKind(op, "X", x.dtype, Kind::Numeric);
   checkSameDtype(op, "X", x.dtype, "slope", slope.dtype);
   Shape b = broadcastOrFail(op, {x.shape, slope.shape});
-  check(b == x.shape, op + ": slope of shape " + shapeString(slope.shape) +
-                          " does not broadcast to X's shape " + shapeString(x.shape));
+  check(b == x.shape, op + ": slope of shape " + shapeString(slope.shape) + " does not broadcast to X's shape " +
+                          shapeString(x.shape));
   return {x};
 }
 
@@ -97,9 +97,7 @@ std::vector<Tensor> geluKernel(const EvalContext &ctx) {
   const Tensor &x = ctx.in(0);
   if (ctx.attrs.getString("approximate", "none") == "tanh") {
     const double c = std::sqrt(2.0 / 3.14159265358979323846);  // sqrt(2/pi)
-    return {mapFloat(x, [c](double v) {
-      return 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v)));
-    })};
+    return {mapFloat(x, [c](double v) { return 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v))); })};
   }
   return {mapFloat(x, [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); })};
 }
@@ -179,65 +177,76 @@ constexpr double kSeluGamma = 1.05070102214813232421875;
 
 KILN_REGISTER_OP({"Relu", unaryShape("Relu", Kind::Numeric), reluKernel, perElementFlops(1)});
 KILN_REGISTER_OP({"LeakyRelu", unaryShape("LeakyRelu", Kind::Float),
-                  floatActivation("LeakyRelu", [](const Attrs &a) {
-                    double alpha = a.getFloat("alpha", 0.01);
-                    return [alpha](double x) { return x < 0 ? alpha * x : x; };
-                  }),
+                  floatActivation("LeakyRelu",
+                                  [](const Attrs &a) {
+                                    double alpha = a.getFloat("alpha", 0.01);
+                                    return [alpha](double x) { return x < 0 ? alpha * x : x; };
+                                  }),
                   perElementFlops(2)});
 KILN_REGISTER_OP({"PRelu", preluShape, preluKernel, perElementFlops(2)});
-KILN_REGISTER_OP({"Sigmoid", unaryShape("Sigmoid", Kind::Float),
-                  unaryFloatKernel("Sigmoid", sigmoid), perElementFlops(kT)});
+KILN_REGISTER_OP({"Sigmoid", unaryShape("Sigmoid", Kind::Float), unaryFloatKernel("Sigmoid", sigmoid),
+                  perElementFlops(kT)});
 KILN_REGISTER_OP({"Tanh", unaryShape("Tanh", Kind::Float),
                   unaryFloatKernel("Tanh", [](double x) { return std::tanh(x); }), perElementFlops(kT)});
 KILN_REGISTER_OP({"Gelu", geluShape, geluKernel, perElementFlops(2 * kT)});
 KILN_REGISTER_OP({"HardSigmoid", unaryShape("HardSigmoid", Kind::Float),
-                  floatActivation("HardSigmoid", [](const Attrs &a) {
-                    double alpha = a.getFloat("alpha", 0.2), beta = a.getFloat("beta", 0.5);
-                    return [alpha, beta](double x) { return std::max(0.0, std::min(1.0, alpha * x + beta)); };
-                  }),
+                  floatActivation("HardSigmoid",
+                                  [](const Attrs &a) {
+                                    double alpha = a.getFloat("alpha", 0.2), beta = a.getFloat("beta", 0.5);
+                                    return [alpha, beta](double x) {
+                                      return std::max(0.0, std::min(1.0, alpha * x + beta));
+                                    };
+                                  }),
                   perElementFlops(4)});
 // HardSwish(x) = x * HardSigmoid(x) with alpha = 1/6, beta = 0.5.
 KILN_REGISTER_OP({"HardSwish", unaryShape("HardSwish", Kind::Float),
-                  unaryFloatKernel("HardSwish", [](double x) {
-                    return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
-                  }),
+                  unaryFloatKernel("HardSwish",
+                                   [](double x) { return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5)); }),
                   perElementFlops(5)});
 KILN_REGISTER_OP({"Clip", clipShape, clipKernel, perElementFlops(2)});
-KILN_REGISTER_OP({"Softplus", unaryShape("Softplus", Kind::Float),
-                  unaryFloatKernel("Softplus", softplus), perElementFlops(2 * kT)});
+KILN_REGISTER_OP({"Softplus", unaryShape("Softplus", Kind::Float), unaryFloatKernel("Softplus", softplus),
+                  perElementFlops(2 * kT)});
 KILN_REGISTER_OP({"Softsign", unaryShape("Softsign", Kind::Float),
-                  unaryFloatKernel("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }),
-                  perElementFlops(3)});
+                  unaryFloatKernel("Softsign", [](double x) { return x / (1.0 + std::fabs(x)); }), perElementFlops(3)});
 // Mish(x) = x * tanh(softplus(x)).
 KILN_REGISTER_OP({"Mish", unaryShape("Mish", Kind::Float),
                   unaryFloatKernel("Mish", [](double x) { return x * std::tanh(softplus(x)); }),
                   perElementFlops(3 * kT)});
 KILN_REGISTER_OP({"Elu", unaryShape("Elu", Kind::Float),
-                  floatActivation("Elu", [](const Attrs &a) {
-                    double alpha = a.getFloat("alpha", 1.0);
-                    return [alpha](double x) { return x < 0 ? alpha * std::expm1(x) : x; };
-                  }),
+                  floatActivation("Elu",
+                                  [](const Attrs &a) {
+                                    double alpha = a.getFloat("alpha", 1.0);
+                                    return [alpha](double x) { return x < 0 ? alpha * std::expm1(x) : x; };
+                                  }),
                   perElementFlops(kT)});
 KILN_REGISTER_OP({"Selu", unaryShape("Selu", Kind::Float),
-                  floatActivation("Selu", [](const Attrs &a) {
-                    double alpha = a.getFloat("alpha", kSeluAlpha), gamma = a.getFloat("gamma", kSeluGamma);
-                    return [alpha, gamma](double x) { return gamma * (x > 0 ? x : alpha * std::expm1(x)); };
-                  }),
+                  floatActivation("Selu",
+                                  [](const Attrs &a) {
+                                    double alpha = a.getFloat("alpha", kSeluAlpha),
+                                           gamma = a.getFloat("gamma", kSeluGamma);
+                                    return [alpha, gamma](double x) {
+                                      return gamma * (x > 0 ? x : alpha * std::expm1(x));
+                                    };
+                                  }),
                   perElementFlops(kT)});
 // Celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 KILN_REGISTER_OP({"Celu", celuShape,
-                  floatActivation("Celu", [](const Attrs &a) {
-                    double alpha = a.getFloat("alpha", 1.0);
-                    return [alpha](double x) {
-                      return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha));
-                    };
-                  }, celuShape),
+                  floatActivation(
+                      "Celu",
+                      [](const Attrs &a) {
+                        double alpha = a.getFloat("alpha", 1.0);
+                        return [alpha](double x) {
+                          return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha));
+                        };
+                      },
+                      celuShape),
                   perElementFlops(kT)});
 KILN_REGISTER_OP({"ThresholdedRelu", unaryShape("ThresholdedRelu", Kind::Float),
-                  floatActivation("ThresholdedRelu", [](const Attrs &a) {
-                    double alpha = a.getFloat("alpha", 1.0);
-                    return [alpha](double x) { return x > alpha ? x : 0.0; };
-                  }),
+                  floatActivation("ThresholdedRelu",
+                                  [](const Attrs &a) {
+                                    double alpha = a.getFloat("alpha", 1.0);
+                                    return [alpha](double x) { return x > alpha ? x : 0.0; };
+                                  }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Shrink", unaryShape("Shrink", Kind::Numeric), shrinkKernel, perElementFlops(2)});
 

@@ -27,16 +27,14 @@ struct ConvGeometry {
 
 // Validation common to Conv and ConvTranspose: ranks, dtypes, group, kernel_shape, strides,
 // dilations. `weightInAxis` is the weight axis holding input channels (Conv: 1, ConvTranspose: 0).
-ConvGeometry commonGeometry(const std::string &op, const TensorType &x, const TensorType &w,
-                            const Attrs &attrs) {
+ConvGeometry commonGeometry(const std::string &op, const TensorType &x, const TensorType &w, const Attrs &attrs) {
   check(isFloat(x.dtype), op + ": input X must be a floating-point tensor, got " + dtypeName(x.dtype));
-  check(w.dtype == x.dtype, op + ": weight W has dtype " + std::string(dtypeName(w.dtype)) +
-                                " but X has " + dtypeName(x.dtype));
-  check(x.shape.size() >= 3, op + ": input X must have rank >= 3 (N, C, spatial...), got shape " +
-                                 shapeString(x.shape));
-  check(w.shape.size() == x.shape.size(), op + ": weight W has rank " +
-                                              std::to_string(w.shape.size()) + " but X has rank " +
-                                              std::to_string(x.shape.size()));
+  check(w.dtype == x.dtype,
+        op + ": weight W has dtype " + std::string(dtypeName(w.dtype)) + " but X has " + dtypeName(x.dtype));
+  check(x.shape.size() >= 3,
+        op + ": input X must have rank >= 3 (N, C, spatial...), got shape " + shapeString(x.shape));
+  check(w.shape.size() == x.shape.size(), op + ": weight W has rank " + std::to_string(w.shape.size()) +
+                                              " but X has rank " + std::to_string(x.shape.size()));
   ConvGeometry g;
   size_t n = x.shape.size() - 2;
   g.batch = x.shape[0];
@@ -46,12 +44,11 @@ ConvGeometry commonGeometry(const std::string &op, const TensorType &x, const Te
   g.inSpatial.assign(x.shape.begin() + 2, x.shape.end());
   g.kernel.assign(w.shape.begin() + 2, w.shape.end());
   for (int64_t k : g.kernel)
-    check(k >= 1 && k <= kMaxAttr, op + ": weight W has an empty or huge kernel, shape " +
-                                       shapeString(w.shape));
+    check(k >= 1 && k <= kMaxAttr, op + ": weight W has an empty or huge kernel, shape " + shapeString(w.shape));
   if (attrs.has("kernel_shape")) {
     std::vector<int64_t> ks = attrs.getInts("kernel_shape");
-    check(ks == g.kernel, op + ": kernel_shape " + listString(ks) +
-                              " does not match the weight's spatial dims " + listString(g.kernel));
+    check(ks == g.kernel, op + ": kernel_shape " + listString(ks) + " does not match the weight's spatial dims " +
+                              listString(g.kernel));
   }
   g.strides = spatialAttr(op, attrs, "strides", n, 1, 1);
   g.dilations = spatialAttr(op, attrs, "dilations", n, 1, 1);
@@ -64,15 +61,13 @@ ConvGeometry convGeometry(const TensorType &x, const TensorType &w, const Attrs 
   size_t n = g.inSpatial.size();
   g.outChannels = w.shape[0];
   check(g.inChannels % g.group == 0, "Conv: input has " + std::to_string(g.inChannels) +
-                                         " channels, not divisible by group=" +
-                                         std::to_string(g.group));
+                                         " channels, not divisible by group=" + std::to_string(g.group));
   check(w.shape[1] * g.group == g.inChannels,
         "Conv: input has " + std::to_string(g.inChannels) + " channels but the weight expects " +
             std::to_string(w.shape[1] * g.group) + " (W.shape[1]=" + std::to_string(w.shape[1]) +
             ", group=" + std::to_string(g.group) + ")");
   check(g.outChannels % g.group == 0, "Conv: weight has " + std::to_string(g.outChannels) +
-                                          " output channels, not divisible by group=" +
-                                          std::to_string(g.group));
+                                          " output channels, not divisible by group=" + std::to_string(g.group));
   std::string autoPad = attrs.getString("auto_pad", "NOTSET");
   g.padBegin.assign(n, 0);
   g.padEnd.assign(n, 0);
@@ -104,8 +99,7 @@ ConvGeometry convGeometry(const TensorType &x, const TensorType &w, const Attrs 
 }
 
 void checkBias(const std::string &op, const TensorType &b, DType dt, int64_t channels) {
-  check(b.dtype == dt, op + ": bias B has dtype " + std::string(dtypeName(b.dtype)) +
-                           " but X has " + dtypeName(dt));
+  check(b.dtype == dt, op + ": bias B has dtype " + std::string(dtypeName(b.dtype)) + " but X has " + dtypeName(dt));
   check(b.shape == Shape{channels}, op + ": bias B must have shape " + std::to_string(channels) +
                                         " (one per output channel), got " + shapeString(b.shape));
 }
@@ -193,11 +187,9 @@ ConvGeometry convTransposeGeometry(const TensorType &x, const TensorType &w, con
   ConvGeometry g = commonGeometry(op, x, w, attrs);
   size_t n = g.inSpatial.size();
   check(w.shape[0] == g.inChannels, "ConvTranspose: input has " + std::to_string(g.inChannels) +
-                                        " channels but the weight's first dim is " +
-                                        std::to_string(w.shape[0]));
+                                        " channels but the weight's first dim is " + std::to_string(w.shape[0]));
   check(g.inChannels % g.group == 0, "ConvTranspose: input has " + std::to_string(g.inChannels) +
-                                         " channels, not divisible by group=" +
-                                         std::to_string(g.group));
+                                         " channels, not divisible by group=" + std::to_string(g.group));
   g.outChannels = w.shape[1] * g.group;
   std::vector<int64_t> outPad = spatialAttr(op, attrs, "output_padding", n, 0, 0);
 
@@ -205,17 +197,14 @@ ConvGeometry convTransposeGeometry(const TensorType &x, const TensorType &w, con
   Shape full(n);
   for (size_t i = 0; i < n; ++i) {
     check(g.inSpatial[i] >= 1 && g.inSpatial[i] <= kMaxAttr && g.kernel[i] <= kMaxAttr,
-          "ConvTranspose: spatial input and kernel sizes must be in [1, 2^31], got " +
-              shapeString(x.shape) + " and " + shapeString(w.shape));
-    full[i] = g.strides[i] * (g.inSpatial[i] - 1) + outPad[i] +
-              (g.kernel[i] - 1) * g.dilations[i] + 1;
+          "ConvTranspose: spatial input and kernel sizes must be in [1, 2^31], got " + shapeString(x.shape) + " and " +
+              shapeString(w.shape));
+    full[i] = g.strides[i] * (g.inSpatial[i] - 1) + outPad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
   }
 
   std::string autoPad = attrs.getString("auto_pad", "NOTSET");
-  check(autoPad == "NOTSET" || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" ||
-            autoPad == "VALID",
-        "ConvTranspose: unknown auto_pad '" + autoPad +
-            "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+  check(autoPad == "NOTSET" || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" || autoPad == "VALID",
+        "ConvTranspose: unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
   g.padBegin.assign(n, 0);
   g.padEnd.assign(n, 0);
   if (attrs.has("output_shape")) {
@@ -256,8 +245,7 @@ ConvGeometry convTransposeGeometry(const TensorType &x, const TensorType &w, con
   for (size_t i = 0; i < n; ++i) {
     g.outSpatial[i] = full[i] - g.padBegin[i] - g.padEnd[i];
     check(g.outSpatial[i] >= 1, "ConvTranspose: the pads remove the whole output along spatial axis " +
-                                    std::to_string(i) + " (size " + std::to_string(full[i]) +
-                                    " before padding)");
+                                    std::to_string(i) + " (size " + std::to_string(full[i]) + " before padding)");
   }
   return g;
 }

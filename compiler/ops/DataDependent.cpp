@@ -26,8 +26,10 @@ const Tensor &dataValue(const ShapeContext &ctx, size_t k, const std::string &op
 }
 
 void copyElem(Tensor &dst, int64_t di, const Tensor &src, int64_t si) {
-  if (dst.isFloating()) dst.f[di] = src.f[si];
-  else dst.i[di] = src.i[si];
+  if (dst.isFloating())
+    dst.f[di] = src.f[si];
+  else
+    dst.i[di] = src.i[si];
 }
 
 // =============================================================================================
@@ -63,8 +65,8 @@ std::vector<Tensor> nonZeroEval(const EvalContext &ctx) {
 
 std::vector<int64_t> compressKept(const Tensor &cond, int64_t dim, const std::string &op) {
   check(cond.rank() == 1, op + ": condition must be 1-D");
-  check(cond.size() <= dim, op + ": condition has " + std::to_string(cond.size()) + " entries, the axis only " +
-                                std::to_string(dim));
+  check(cond.size() <= dim,
+        op + ": condition has " + std::to_string(cond.size()) + " entries, the axis only " + std::to_string(dim));
   std::vector<int64_t> kept;
   for (int64_t k = 0; k < cond.size(); ++k)
     if (valueAt(cond, k) != 0) kept.push_back(k);
@@ -78,8 +80,7 @@ std::vector<TensorType> compressShape(const ShapeContext &ctx) {
   const Shape &x = ctx.inputs[0].shape;
   check(ctx.inputs[1].dtype == DType::Bool, op + ": condition must be bool, got " + dtypeName(ctx.inputs[1].dtype));
   const Tensor &cond = dataValue(ctx, 1, op, "condition");
-  if (!ctx.attrs.has("axis"))
-    return {{ctx.inputs[0].dtype, {int64_t(compressKept(cond, numElements(x), op).size())}}};
+  if (!ctx.attrs.has("axis")) return {{ctx.inputs[0].dtype, {int64_t(compressKept(cond, numElements(x), op).size())}}};
   check(!x.empty(), op + ": input must have rank >= 1 with an axis");
   size_t axis = size_t(normalizeAxis(ctx.attrs.getInt("axis"), int64_t(x.size())));
   Shape out = x;
@@ -104,7 +105,8 @@ std::vector<Tensor> compressEval(const EvalContext &ctx) {
   int64_t n = int64_t(kept.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < inner; ++i) copyElem(y, (o * n + j) * inner + i, x, (o * x.shape[axis] + kept[size_t(j)]) * inner + i);
+      for (int64_t i = 0; i < inner; ++i)
+        copyElem(y, (o * n + j) * inner + i, x, (o * x.shape[axis] + kept[size_t(j)]) * inner + i);
   return {y};
 }
 
@@ -226,7 +228,8 @@ Tensor nms(const std::vector<const Tensor *> &in, const Attrs &attrs) {
       for (int64_t k : cand) {
         if (int64_t(kept.size()) >= maxOut) break;
         bool drop = false;
-        for (int64_t s : kept) drop = drop || suppressedBy(boxes.f.data() + (b * N + k) * 4, boxes.f.data() + (b * N + s) * 4, center, iou);
+        for (int64_t s : kept)
+          drop = drop || suppressedBy(boxes.f.data() + (b * N + k) * 4, boxes.f.data() + (b * N + s) * 4, center, iou);
         if (!drop) kept.push_back(k);
       }
       for (int64_t k : kept) rows.insert(rows.end(), {b, c, k});

@@ -27,14 +27,12 @@ void checkSupported(const std::string &op, const TensorType &t, const std::strin
   check(t.dtype != DType::Undefined, op + ": input " + what + " is required");
 }
 
-template <typename ShapeFnT>
-std::vector<TensorType> shapeOf(ShapeFnT fn, const EvalContext &ctx) {
+template <typename ShapeFnT> std::vector<TensorType> shapeOf(ShapeFnT fn, const EvalContext &ctx) {
   return fn(shapeContextOf(ctx));
 }
 
 // The constant value of input k, which the shape function needs.
-const Tensor &constInput(const ShapeContext &ctx, size_t k, const std::string &op,
-                         const std::string &what) {
+const Tensor &constInput(const ShapeContext &ctx, size_t k, const std::string &op, const std::string &what) {
   check(ctx.present(k), op + ": input '" + what + "' is required");
   const Tensor *v = k < ctx.values.size() ? ctx.values[k] : nullptr;
   check(v != nullptr, op + ": the '" + what + "' input must be a compile-time constant");
@@ -43,16 +41,14 @@ const Tensor &constInput(const ShapeContext &ctx, size_t k, const std::string &o
 
 // An integer tensor of rank <= 1 as a list (shape, starts, pads, repeats, ...).
 std::vector<int64_t> intList(const Tensor &t, const std::string &op, const std::string &what) {
-  check(isInteger(t.dtype), op + ": input '" + what + "' must be an integer tensor, got " +
-                                dtypeName(t.dtype));
+  check(isInteger(t.dtype), op + ": input '" + what + "' must be an integer tensor, got " + dtypeName(t.dtype));
   check(t.rank() <= 1, op + ": input '" + what + "' must be 1-D, got shape " + shapeString(t.shape));
   return t.toInts();
 }
 
 // A scalar (or one-element) tensor's value.
 double scalarOf(const Tensor &t, const std::string &op, const std::string &what) {
-  check(t.size() == 1, op + ": input '" + what + "' must hold exactly one value, got shape " +
-                           shapeString(t.shape));
+  check(t.size() == 1, op + ": input '" + what + "' must hold exactly one value, got shape " + shapeString(t.shape));
   return t.get(0);
 }
 
@@ -71,8 +67,7 @@ Tensor withShape(const Tensor &src, const Shape &shape) {
 }
 
 // Calls fn(flatIndex, coords) for every element of `shape` in row-major order.
-template <typename Fn>
-void forEachCoord(const Shape &shape, Fn fn) {
+template <typename Fn> void forEachCoord(const Shape &shape, Fn fn) {
   int64_t total = numElements(shape);
   std::vector<int64_t> c(shape.size(), 0);
   for (int64_t idx = 0; idx < total; ++idx) {
@@ -86,8 +81,8 @@ void forEachCoord(const Shape &shape, Fn fn) {
 
 // `axis` in [-rank, rank) → [0, rank), failing with the op's name otherwise.
 int64_t axisOf(const std::string &op, int64_t axis, int64_t rank, const std::string &what = "axis") {
-  check(axis >= -rank && axis < rank, op + ": " + what + " " + std::to_string(axis) +
-                                          " is out of range for rank " + std::to_string(rank));
+  check(axis >= -rank && axis < rank,
+        op + ": " + what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -162,8 +157,8 @@ std::vector<TensorType> flattenShape(const ShapeContext &ctx) {
   const Shape &s = ctx.inputs[0].shape;
   int64_t r = static_cast<int64_t>(s.size());
   int64_t axis = ctx.attrs.getInt("axis", 1);
-  check(axis >= -r && axis <= r, "Flatten: axis " + std::to_string(axis) +
-                                     " is out of range for rank " + std::to_string(r));
+  check(axis >= -r && axis <= r,
+        "Flatten: axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
   if (axis < 0) axis += r;
   int64_t outer = numElements(Shape(s.begin(), s.begin() + axis));
   int64_t inner = numElements(Shape(s.begin() + axis, s.end()));
@@ -190,9 +185,9 @@ std::vector<TensorType> reshapeShape(const ShapeContext &ctx) {
       inferAxis = static_cast<int64_t>(k);
       out[k] = 1;
     } else if (v == 0 && !allowZero) {
-      check(k < in.size(), "Reshape: shape " + listString(target) + " has 0 at position " +
-                               std::to_string(k) + " but the input " + shapeString(in) +
-                               " has only " + std::to_string(in.size()) + " dims to copy");
+      check(k < in.size(), "Reshape: shape " + listString(target) + " has 0 at position " + std::to_string(k) +
+                               " but the input " + shapeString(in) + " has only " + std::to_string(in.size()) +
+                               " dims to copy");
       out[k] = in[k];
     } else {
       check(v >= 0, "Reshape: invalid dimension " + std::to_string(v) + " in shape " + listString(target));
@@ -203,19 +198,17 @@ std::vector<TensorType> reshapeShape(const ShapeContext &ctx) {
   checkDims("Reshape", out);
   int64_t inSize = numElements(in);
   if (inferAxis >= 0) {
-    check(!hasZero, "Reshape: shape " + listString(target) +
-                        " cannot contain both 0 and -1 when allowzero=1");
+    check(!hasZero, "Reshape: shape " + listString(target) + " cannot contain both 0 and -1 when allowzero=1");
     int64_t known = numElements(out);
-    check(known != 0, "Reshape: cannot infer the -1 in shape " + listString(target) +
-                          " because the other dims have zero elements");
-    check(inSize % known == 0, "Reshape: cannot reshape " + shapeString(in) + " (" +
-                                   std::to_string(inSize) + " elements) to " + listString(target));
+    check(known != 0,
+          "Reshape: cannot infer the -1 in shape " + listString(target) + " because the other dims have zero elements");
+    check(inSize % known == 0, "Reshape: cannot reshape " + shapeString(in) + " (" + std::to_string(inSize) +
+                                   " elements) to " + listString(target));
     out[inferAxis] = inSize / known;
   }
-  check(numElements(out) == inSize, "Reshape: cannot reshape " + shapeString(in) + " (" +
-                                        std::to_string(inSize) + " elements) to " +
-                                        shapeString(out) + " (" +
-                                        std::to_string(numElements(out)) + " elements)");
+  check(numElements(out) == inSize, "Reshape: cannot reshape " + shapeString(in) + " (" + std::to_string(inSize) +
+                                        " elements) to " + shapeString(out) + " (" + std::to_string(numElements(out)) +
+                                        " elements)");
   return {{ctx.inputs[0].dtype, out}};
 }
 std::vector<Tensor> reshapeEval(const EvalContext &ctx) {
@@ -234,8 +227,8 @@ std::vector<TensorType> squeezeShape(const ShapeContext &ctx) {
   } else {
     for (int64_t a : axes) {
       int64_t n = axisOf("Squeeze", a, r, "axes entry");
-      check(in[n] == 1, "Squeeze: cannot squeeze axis " + std::to_string(a) + " of shape " +
-                            shapeString(in) + ": its size is " + std::to_string(in[n]) + ", not 1");
+      check(in[n] == 1, "Squeeze: cannot squeeze axis " + std::to_string(a) + " of shape " + shapeString(in) +
+                            ": its size is " + std::to_string(in[n]) + ", not 1");
       drop[n] = true;
     }
   }
@@ -278,15 +271,13 @@ std::vector<int64_t> transposePerm(const ShapeContext &ctx) {
   std::vector<int64_t> perm;
   for (int64_t k = r - 1; k >= 0; --k) perm.push_back(k);
   perm = ctx.attrs.getInts("perm", perm);
-  check(static_cast<int64_t>(perm.size()) == r, "Transpose: perm " + listString(perm) +
-                                                    " has " + std::to_string(perm.size()) +
-                                                    " entries but the input has rank " +
+  check(static_cast<int64_t>(perm.size()) == r, "Transpose: perm " + listString(perm) + " has " +
+                                                    std::to_string(perm.size()) + " entries but the input has rank " +
                                                     std::to_string(r));
   std::vector<bool> seen(r, false);
   for (int64_t &p : perm) {
-    check(p >= -r && p < r && !seen[p < 0 ? p + r : p],
-          "Transpose: perm " + listString(ctx.attrs.getInts("perm", {})) + " is not a permutation of 0.." +
-              std::to_string(r - 1));
+    check(p >= -r && p < r && !seen[p < 0 ? p + r : p], "Transpose: perm " + listString(ctx.attrs.getInts("perm", {})) +
+                                                            " is not a permutation of 0.." + std::to_string(r - 1));
     if (p < 0) p += r;
     seen[p] = true;
   }
@@ -320,8 +311,7 @@ std::vector<Tensor> transposeEval(const EvalContext &ctx) {
 
 std::vector<TensorType> concatShape(const ShapeContext &ctx) {
   check(!ctx.inputs.empty(), "Concat: needs at least one input");
-  for (size_t k = 0; k < ctx.inputs.size(); ++k)
-    checkSupported("Concat", ctx.inputs[k], "#" + std::to_string(k));
+  for (size_t k = 0; k < ctx.inputs.size(); ++k) checkSupported("Concat", ctx.inputs[k], "#" + std::to_string(k));
   const TensorType &first = ctx.inputs[0];
   int64_t r = static_cast<int64_t>(first.shape.size());
   check(r >= 1, "Concat: inputs must have rank >= 1");
@@ -331,14 +321,13 @@ std::vector<TensorType> concatShape(const ShapeContext &ctx) {
   out[axis] = 0;
   for (size_t k = 0; k < ctx.inputs.size(); ++k) {
     const TensorType &t = ctx.inputs[k];
-    check(t.dtype == first.dtype, "Concat: input #" + std::to_string(k) + " has dtype " +
-                                      dtypeName(t.dtype) + " but input #0 has " +
-                                      dtypeName(first.dtype));
+    check(t.dtype == first.dtype, "Concat: input #" + std::to_string(k) + " has dtype " + dtypeName(t.dtype) +
+                                      " but input #0 has " + dtypeName(first.dtype));
     bool same = t.shape.size() == first.shape.size();
     for (int64_t d = 0; same && d < r; ++d) same = d == axis || t.shape[d] == first.shape[d];
     check(same, "Concat: input #" + std::to_string(k) + " has shape " + shapeString(t.shape) +
-                    ", incompatible with input #0 " + shapeString(first.shape) +
-                    " for concatenation along axis " + std::to_string(axis));
+                    ", incompatible with input #0 " + shapeString(first.shape) + " for concatenation along axis " +
+                    std::to_string(axis));
     out[axis] += t.shape[axis];
   }
   return {{first.dtype, out}};
@@ -367,9 +356,9 @@ std::vector<int64_t> splitSizes(const ShapeContext &ctx, int64_t dim) {
   check(n >= 1, "Split: needs at least one output");
   std::vector<int64_t> split = ctx.attrs.getInts("split", {});
   if (!split.empty()) {
-    check(static_cast<int64_t>(split.size()) == n,
-          "Split: split " + listString(split) + " has " + std::to_string(split.size()) +
-              " entries but the node has " + std::to_string(n) + " outputs");
+    check(static_cast<int64_t>(split.size()) == n, "Split: split " + listString(split) + " has " +
+                                                       std::to_string(split.size()) + " entries but the node has " +
+                                                       std::to_string(n) + " outputs");
     int64_t sum = 0;
     for (int64_t s : split) {
       check(s >= 0, "Split: split sizes must be non-negative, got " + listString(split));
@@ -381,12 +370,12 @@ std::vector<int64_t> splitSizes(const ShapeContext &ctx, int64_t dim) {
   }
   if (ctx.attrs.has("num_outputs"))
     check(ctx.attrs.getInt("num_outputs") == n,
-          "Split: num_outputs=" + std::to_string(ctx.attrs.getInt("num_outputs")) +
-              " but the node has " + std::to_string(n) + " outputs");
+          "Split: num_outputs=" + std::to_string(ctx.attrs.getInt("num_outputs")) + " but the node has " +
+              std::to_string(n) + " outputs");
   int64_t chunk = (dim + n - 1) / n;
   int64_t last = dim - chunk * (n - 1);
-  check(last >= 0, "Split: cannot split an axis of size " + std::to_string(dim) + " into " +
-                       std::to_string(n) + " parts");
+  check(last >= 0,
+        "Split: cannot split an axis of size " + std::to_string(dim) + " into " + std::to_string(n) + " parts");
   std::vector<int64_t> sizes(n, chunk);
   sizes.back() = last;
   return sizes;
@@ -437,17 +426,17 @@ std::vector<SliceAxis> sliceParams(const ShapeContext &ctx) {
   int64_t r = static_cast<int64_t>(in.size());
   std::vector<int64_t> starts = intList(constInput(ctx, 1, "Slice", "starts"), "Slice", "starts");
   std::vector<int64_t> ends = intList(constInput(ctx, 2, "Slice", "ends"), "Slice", "ends");
-  check(starts.size() == ends.size(), "Slice: starts has " + std::to_string(starts.size()) +
-                                          " values but ends has " + std::to_string(ends.size()));
+  check(starts.size() == ends.size(),
+        "Slice: starts has " + std::to_string(starts.size()) + " values but ends has " + std::to_string(ends.size()));
   size_t n = starts.size();
   std::vector<int64_t> axes, steps(n, 1);
   for (size_t k = 0; k < n; ++k) axes.push_back(static_cast<int64_t>(k));
   if (ctx.present(3)) axes = intList(constInput(ctx, 3, "Slice", "axes"), "Slice", "axes");
   if (ctx.present(4)) steps = intList(constInput(ctx, 4, "Slice", "steps"), "Slice", "steps");
-  check(axes.size() == n, "Slice: axes has " + std::to_string(axes.size()) +
-                              " values but starts has " + std::to_string(n));
-  check(steps.size() == n, "Slice: steps has " + std::to_string(steps.size()) +
-                               " values but starts has " + std::to_string(n));
+  check(axes.size() == n,
+        "Slice: axes has " + std::to_string(axes.size()) + " values but starts has " + std::to_string(n));
+  check(steps.size() == n,
+        "Slice: steps has " + std::to_string(steps.size()) + " values but starts has " + std::to_string(n));
   std::vector<SliceAxis> p(r);
   for (int64_t d = 0; d < r; ++d) p[d].count = in[d];
   std::vector<bool> seen(r, false);
@@ -468,8 +457,7 @@ std::vector<SliceAxis> sliceParams(const ShapeContext &ctx) {
     } else {
       s = std::max<int64_t>(0, std::min(s, dim - 1));
       e = std::max<int64_t>(-1, std::min(e, dim - 1));
-      int64_t mag = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
-                                                                : -step;
+      int64_t mag = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
       count = dim > 0 && s > e ? 1 + (s - e - 1) / mag : 0;
     }
     p[a] = {s, step, count};
@@ -508,8 +496,8 @@ void checkIndices(const std::string &op, const TensorType &t) {
 
 // Index value `v` into an axis of size `dim`, negative values counting from the end.
 int64_t resolveIndex(const std::string &op, int64_t v, int64_t dim) {
-  check(v >= -dim && v < dim, op + ": index " + std::to_string(v) +
-                                  " is out of range for an axis of size " + std::to_string(dim));
+  check(v >= -dim && v < dim,
+        op + ": index " + std::to_string(v) + " is out of range for an axis of size " + std::to_string(dim));
   return v < 0 ? v + dim : v;
 }
 
@@ -550,13 +538,13 @@ std::vector<TensorType> gatherElementsShape(const ShapeContext &ctx) {
   checkIndices("GatherElements", ctx.inputs[1]);
   const Shape &d = ctx.inputs[0].shape, &i = ctx.inputs[1].shape;
   check(!d.empty(), "GatherElements: data must have rank >= 1");
-  check(i.size() == d.size(), "GatherElements: indices " + shapeString(i) +
-                                  " must have the same rank as data " + shapeString(d));
+  check(i.size() == d.size(),
+        "GatherElements: indices " + shapeString(i) + " must have the same rank as data " + shapeString(d));
   int64_t axis = axisOf("GatherElements", ctx.attrs.getInt("axis", 0), static_cast<int64_t>(d.size()));
   for (size_t k = 0; k < d.size(); ++k)
-    check(static_cast<int64_t>(k) == axis || i[k] <= d[k],
-          "GatherElements: indices " + shapeString(i) + " are larger than data " + shapeString(d) +
-              " along axis " + std::to_string(k));
+    check(static_cast<int64_t>(k) == axis || i[k] <= d[k], "GatherElements: indices " + shapeString(i) +
+                                                               " are larger than data " + shapeString(d) +
+                                                               " along axis " + std::to_string(k));
   if (ctx.values.size() > 1 && ctx.values[1])
     for (int64_t v : ctx.values[1]->i) resolveIndex("GatherElements", v, d[axis]);
   return {{ctx.inputs[0].dtype, i}};
@@ -570,9 +558,7 @@ std::vector<Tensor> gatherElementsEval(const EvalContext &ctx) {
   forEachCoord(outShape, [&](int64_t idx, const std::vector<int64_t> &c) {
     int64_t src = 0;
     for (size_t k = 0; k < c.size(); ++k) {
-      int64_t v = static_cast<int64_t>(k) == axis
-                      ? resolveIndex("GatherElements", ind.i[idx], x.shape[k])
-                      : c[k];
+      int64_t v = static_cast<int64_t>(k) == axis ? resolveIndex("GatherElements", ind.i[idx], x.shape[k]) : c[k];
       src += v * xs[k];
     }
     copyElem(y, idx, x, src);
@@ -586,8 +572,7 @@ std::vector<Tensor> gatherElementsEval(const EvalContext &ctx) {
 std::vector<TensorType> expandShape(const ShapeContext &ctx) {
   checkSupported("Expand", ctx.present(0) ? ctx.inputs[0] : TensorType{}, "input");
   std::vector<int64_t> shape = intList(constInput(ctx, 1, "Expand", "shape"), "Expand", "shape");
-  for (int64_t d : shape)
-    check(d >= 0, "Expand: shape " + listString(shape) + " has a negative dimension");
+  for (int64_t d : shape) check(d >= 0, "Expand: shape " + listString(shape) + " has a negative dimension");
   checkDims("Expand", shape);
   Shape out;
   try {
@@ -610,8 +595,7 @@ std::vector<TensorType> tileShape(const ShapeContext &ctx) {
   checkSupported("Tile", ctx.present(0) ? ctx.inputs[0] : TensorType{}, "input");
   const Shape &in = ctx.inputs[0].shape;
   std::vector<int64_t> reps = intList(constInput(ctx, 1, "Tile", "repeats"), "Tile", "repeats");
-  check(reps.size() == in.size(), "Tile: repeats " + listString(reps) + " has " +
-                                      std::to_string(reps.size()) +
+  check(reps.size() == in.size(), "Tile: repeats " + listString(reps) + " has " + std::to_string(reps.size()) +
                                       " values but the input has rank " + std::to_string(in.size()));
   Shape out(in.size());
   for (size_t k = 0; k < in.size(); ++k) {
@@ -655,9 +639,8 @@ std::vector<PadAxis> padParams(const ShapeContext &ctx) {
     for (int64_t k = 0; k < r; ++k) axes.push_back(k);
   }
   size_t n = axes.size();
-  check(pads.size() == 2 * n, "Pad: pads " + listString(pads) + " has " +
-                                  std::to_string(pads.size()) + " values, expected " +
-                                  std::to_string(2 * n) + " (begin and end for each of " +
+  check(pads.size() == 2 * n, "Pad: pads " + listString(pads) + " has " + std::to_string(pads.size()) +
+                                  " values, expected " + std::to_string(2 * n) + " (begin and end for each of " +
                                   std::to_string(n) + " axes)");
   std::vector<PadAxis> p(r);
   std::vector<bool> seen(r, false);
@@ -666,11 +649,10 @@ std::vector<PadAxis> padParams(const ShapeContext &ctx) {
     check(!seen[a], "Pad: axes " + listString(axes) + " repeat an axis");
     seen[a] = true;
     p[a] = {pads[k], pads[k + n]};
-    check(pads[k] >= -kMaxDim && pads[k] <= kMaxDim && pads[k + n] >= -kMaxDim &&
-              pads[k + n] <= kMaxDim && in[a] <= kMaxDim,
+    check(pads[k] >= -kMaxDim && pads[k] <= kMaxDim && pads[k + n] >= -kMaxDim && pads[k + n] <= kMaxDim &&
+              in[a] <= kMaxDim,
           "Pad: pads " + listString(pads) + " are too large");
-    check(in[a] + pads[k] + pads[k + n] >= 0, "Pad: pads " + listString(pads) +
-                                                  " crop more than the whole axis " +
+    check(in[a] + pads[k] + pads[k + n] >= 0, "Pad: pads " + listString(pads) + " crop more than the whole axis " +
                                                   std::to_string(a) + " of shape " + shapeString(in));
   }
   return p;
@@ -687,9 +669,9 @@ std::vector<TensorType> padShape(const ShapeContext &ctx) {
   checkSupported("Pad", ctx.present(0) ? ctx.inputs[0] : TensorType{}, "data");
   std::string mode = padMode(ctx.attrs);
   if (ctx.present(2))
-    check(ctx.inputs[2].dtype == ctx.inputs[0].dtype,
-          "Pad: constant_value has dtype " + std::string(dtypeName(ctx.inputs[2].dtype)) +
-              " but data has " + dtypeName(ctx.inputs[0].dtype));
+    check(ctx.inputs[2].dtype == ctx.inputs[0].dtype, "Pad: constant_value has dtype " +
+                                                          std::string(dtypeName(ctx.inputs[2].dtype)) +
+                                                          " but data has " + dtypeName(ctx.inputs[0].dtype));
   const Shape &in = ctx.inputs[0].shape;
   std::vector<PadAxis> p = padParams(ctx);
   Shape out(in.size());
@@ -698,8 +680,7 @@ std::vector<TensorType> padShape(const ShapeContext &ctx) {
     int64_t kept = in[k] - std::max<int64_t>(0, -p[k].before) - std::max<int64_t>(0, -p[k].after);
     bool grows = p[k].before > 0 || p[k].after > 0;
     check(mode == "constant" || !grows || kept > 0,
-          "Pad: " + mode + " mode cannot pad axis " + std::to_string(k) +
-              ", which has no elements left to copy from");
+          "Pad: " + mode + " mode cannot pad axis " + std::to_string(k) + ", which has no elements left to copy from");
   }
   checkDims("Pad", out);
   return {{ctx.inputs[0].dtype, out}};
@@ -713,8 +694,7 @@ std::vector<Tensor> padEval(const EvalContext &ctx) {
   Shape xs = x.strides();
   Tensor fill(x.dtype, {1});
   if (ctx.present(2) && ctx.in(2).size() > 0) {
-    check(ctx.in(2).size() == 1, "Pad: constant_value must hold one value, got shape " +
-                                     shapeString(ctx.in(2).shape));
+    check(ctx.in(2).size() == 1, "Pad: constant_value must hold one value, got shape " + shapeString(ctx.in(2).shape));
     copyElem(fill, 0, ctx.in(2), 0);
   }
   Tensor y(x.dtype, outShape);
@@ -795,17 +775,14 @@ std::vector<Tensor> sizeEval(const EvalContext &ctx) {
 Tensor constantOfShapeValue(const Attrs &attrs) {
   const Tensor *v = attrs.getTensor("value");
   if (!v) return Tensor(DType::F32, {1});
-  check(v->size() == 1, "ConstantOfShape: attribute 'value' must hold one element, got shape " +
-                            shapeString(v->shape));
+  check(v->size() == 1, "ConstantOfShape: attribute 'value' must hold one element, got shape " + shapeString(v->shape));
   check(v->dtype != DType::String, "ConstantOfShape: string values are not supported");
   return *v;
 }
 
 std::vector<TensorType> constantOfShapeShape(const ShapeContext &ctx) {
-  std::vector<int64_t> shape =
-      intList(constInput(ctx, 0, "ConstantOfShape", "shape"), "ConstantOfShape", "shape");
-  for (int64_t d : shape)
-    check(d >= 0, "ConstantOfShape: shape " + listString(shape) + " has a negative dimension");
+  std::vector<int64_t> shape = intList(constInput(ctx, 0, "ConstantOfShape", "shape"), "ConstantOfShape", "shape");
+  for (int64_t d : shape) check(d >= 0, "ConstantOfShape: shape " + listString(shape) + " has a negative dimension");
   checkDims("ConstantOfShape", shape);
   return {{constantOfShapeValue(ctx.attrs).dtype, shape}};
 }
@@ -843,13 +820,12 @@ std::vector<TensorType> rangeShape(const ShapeContext &ctx) {
   const Tensor *v[3];
   for (int k = 0; k < 3; ++k) {
     v[k] = &constInput(ctx, k, "Range", names[k]);
-    check(v[k]->size() == 1, std::string("Range: '") + names[k] +
-                                 "' must be a scalar, got shape " + shapeString(v[k]->shape));
+    check(v[k]->size() == 1,
+          std::string("Range: '") + names[k] + "' must be a scalar, got shape " + shapeString(v[k]->shape));
   }
   DType t = v[0]->dtype;
   check(t == DType::F32 || t == DType::F64 || t == DType::I16 || t == DType::I32 || t == DType::I64,
-        std::string("Range: unsupported dtype ") + dtypeName(t) +
-            " (expected float, double, int16, int32 or int64)");
+        std::string("Range: unsupported dtype ") + dtypeName(t) + " (expected float, double, int16, int32 or int64)");
   check(v[1]->dtype == t && v[2]->dtype == t, "Range: start, limit and delta must have the same dtype");
   Shape out{rangeCount(*v[0], *v[1], *v[2])};
   checkDims("Range", out);
@@ -878,8 +854,7 @@ DType eyeLikeDType(const ShapeContext &ctx) {
 }
 std::vector<TensorType> eyeLikeShape(const ShapeContext &ctx) {
   checkSupported("EyeLike", ctx.present(0) ? ctx.inputs[0] : TensorType{}, "input");
-  check(ctx.inputs[0].shape.size() == 2,
-        "EyeLike: input must be 2-D, got shape " + shapeString(ctx.inputs[0].shape));
+  check(ctx.inputs[0].shape.size() == 2, "EyeLike: input must be 2-D, got shape " + shapeString(ctx.inputs[0].shape));
   return {{eyeLikeDType(ctx), ctx.inputs[0].shape}};
 }
 std::vector<Tensor> eyeLikeEval(const EvalContext &ctx) {
@@ -975,11 +950,9 @@ int64_t cumsumAxis(const Tensor &axisT, int64_t rank) {
 std::vector<TensorType> cumsumShape(const ShapeContext &ctx) {
   check(ctx.present(0), "CumSum: input 'x' is required");
   const TensorType &x = ctx.inputs[0];
-  check(isFloat(x.dtype) || isInteger(x.dtype),
-        std::string("CumSum: x must be numeric, got ") + dtypeName(x.dtype));
+  check(isFloat(x.dtype) || isInteger(x.dtype), std::string("CumSum: x must be numeric, got ") + dtypeName(x.dtype));
   check(ctx.present(1), "CumSum: input 'axis' is required");
-  if (ctx.values.size() > 1 && ctx.values[1])
-    cumsumAxis(*ctx.values[1], static_cast<int64_t>(x.shape.size()));
+  if (ctx.values.size() > 1 && ctx.values[1]) cumsumAxis(*ctx.values[1], static_cast<int64_t>(x.shape.size()));
   return {x};
 }
 std::vector<Tensor> cumsumEval(const EvalContext &ctx) {
@@ -1000,11 +973,20 @@ std::vector<Tensor> cumsumEval(const EvalContext &ctx) {
         int64_t j = reverse ? dim - 1 - s : s;
         int64_t idx = (o * dim + j) * inner + e;
         if (!exclusive) {
-          if (x.isFloating()) facc += x.f[idx]; else iacc += static_cast<uint64_t>(x.i[idx]);
+          if (x.isFloating())
+            facc += x.f[idx];
+          else
+            iacc += static_cast<uint64_t>(x.i[idx]);
         }
-        if (x.isFloating()) y.set(idx, facc); else y.setInt(idx, static_cast<int64_t>(iacc));
+        if (x.isFloating())
+          y.set(idx, facc);
+        else
+          y.setInt(idx, static_cast<int64_t>(iacc));
         if (exclusive) {
-          if (x.isFloating()) facc += x.f[idx]; else iacc += static_cast<uint64_t>(x.i[idx]);
+          if (x.isFloating())
+            facc += x.f[idx];
+          else
+            iacc += static_cast<uint64_t>(x.i[idx]);
         }
       }
     }
@@ -1056,8 +1038,8 @@ std::vector<TensorType> spaceToDepthShape(const ShapeContext &ctx) {
   const Shape &s = ctx.inputs[0].shape;
   check(s.size() == 4, "SpaceToDepth: input must be 4-D (N, C, H, W), got shape " + shapeString(s));
   int64_t b = blockSize("SpaceToDepth", ctx.attrs);
-  check(s[2] % b == 0 && s[3] % b == 0, "SpaceToDepth: height and width of " + shapeString(s) +
-                                            " must be divisible by blocksize " + std::to_string(b));
+  check(s[2] % b == 0 && s[3] % b == 0,
+        "SpaceToDepth: height and width of " + shapeString(s) + " must be divisible by blocksize " + std::to_string(b));
   return {{ctx.inputs[0].dtype, {s[0], s[1] * b * b, s[2] / b, s[3] / b}}};
 }
 std::vector<Tensor> spaceToDepthEval(const EvalContext &ctx) {

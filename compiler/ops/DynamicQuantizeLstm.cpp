@@ -34,7 +34,10 @@ std::vector<TensorType> dqlstmShape(const ShapeContext &ctx, RnnConfig *cfgOut, 
   checkInputs(kOp, ctx, 3, 12);
   for (size_t k : {8, 9, 10, 11})
     check(ctx.present(k), kOp + ": required input #" + std::to_string(k) + " (" +
-                              (k == 8 ? "W_scale" : k == 9 ? "W_zero_point" : k == 10 ? "R_scale" : "R_zero_point") +
+                              (k == 8    ? "W_scale"
+                               : k == 9  ? "W_zero_point"
+                               : k == 10 ? "R_scale"
+                                         : "R_zero_point") +
                               ") is missing");
   check(!ctx.attrs.has("layout"), kOp + ": has no layout attribute");
   RnnConfig cfg = rnnConfig(kOp, RnnCell::Lstm, ctx.attrs);
@@ -48,13 +51,13 @@ std::vector<TensorType> dqlstmShape(const ShapeContext &ctx, RnnConfig *cfgOut, 
   check(r.shape.size() == 3 && r.shape[1] > 0 && r.shape[2] == 4 * r.shape[1],
         kOp + ": R must have shape [num_directions, hidden_size, 4*hidden_size], got " + shapeString(r.shape));
   s.H = r.shape[1];
-  check(!cfg.hidden || cfg.hidden == s.H, kOp + ": hidden_size " + std::to_string(cfg.hidden) +
-                                              " disagrees with R of shape " + shapeString(r.shape));
+  check(!cfg.hidden || cfg.hidden == s.H,
+        kOp + ": hidden_size " + std::to_string(cfg.hidden) + " disagrees with R of shape " + shapeString(r.shape));
   cfg.hidden = s.H;
   const int64_t G = 4 * s.H;
   auto shapeIs = [&](const TensorType &t, const Shape &want, const char *what) {
-    check(t.shape == want, kOp + ": " + what + " must have shape " + shapeString(want) + ", got " +
-                               shapeString(t.shape));
+    check(t.shape == want,
+          kOp + ": " + what + " must have shape " + shapeString(want) + ", got " + shapeString(t.shape));
   };
   shapeIs(r, {s.D, s.H, G}, "R");
   shapeIs(w, {s.D, s.I, G}, "W");
@@ -65,11 +68,13 @@ std::vector<TensorType> dqlstmShape(const ShapeContext &ctx, RnnConfig *cfgOut, 
   const char *qn[] = {"W_scale", "W_zero_point", "R_scale", "R_zero_point"};
   for (size_t k = 0; k < 4; ++k) {
     const TensorType &t = ctx.inputs[8 + k];
-    check(t.shape == Shape{s.D} || t.shape == Shape{s.D, G},
-          kOp + ": " + qn[k] + " must have shape " + shapeString({s.D}) + " or " + shapeString({s.D, G}) +
-              ", got " + shapeString(t.shape));
-    if (k % 2 == 0) check(t.dtype == DType::F32, kOp + ": " + qn[k] + " must be float32");
-    else check(t.dtype == (k == 1 ? w.dtype : r.dtype), kOp + ": " + qn[k] + " must have its weights' dtype");
+    check(t.shape == Shape{s.D} || t.shape == Shape{s.D, G}, kOp + ": " + qn[k] + " must have shape " +
+                                                                 shapeString({s.D}) + " or " + shapeString({s.D, G}) +
+                                                                 ", got " + shapeString(t.shape));
+    if (k % 2 == 0)
+      check(t.dtype == DType::F32, kOp + ": " + qn[k] + " must be float32");
+    else
+      check(t.dtype == (k == 1 ? w.dtype : r.dtype), kOp + ": " + qn[k] + " must have its weights' dtype");
   }
   Shape state{s.D, s.B, s.H};
   if (ctx.present(4)) {
@@ -121,9 +126,7 @@ std::vector<Tensor> dqlstmKernel(const EvalContext &ctx) {
   std::vector<Tensor> out;
   for (const TensorType &t : types) out.emplace_back(t.dtype, t.shape);
   // Per-column parameter k of direction d (per-direction tensors repeat one value).
-  auto param = [&](const Tensor &t, int64_t d, int64_t n) {
-    return t.rank() == 1 ? t.get(d) : t.get(d * G + n);
-  };
+  auto param = [&](const Tensor &t, int64_t d, int64_t n) { return t.rank() == 1 ? t.get(d) : t.get(d * G + n); };
   auto clip = [&](float v) { return cfg.clip > 0 ? std::max(-float(cfg.clip), std::min(float(cfg.clip), v)) : v; };
   std::vector<float> xs(x.f.begin(), x.f.end());
   std::vector<int32_t> qx, qh;
@@ -150,8 +153,8 @@ std::vector<Tensor> dqlstmKernel(const EvalContext &ctx) {
     std::vector<int64_t> len(size_t(B), T);
     for (int64_t b = 0; seq && b < B; ++b) {
       len[b] = seq->getInt(b);
-      check(len[b] >= 0 && len[b] <= T, kOp + ": sequence_lens[" + std::to_string(b) + "] = " +
-                                            std::to_string(len[b]) + " is outside [0, " + std::to_string(T) + "]");
+      check(len[b] >= 0 && len[b] <= T, kOp + ": sequence_lens[" + std::to_string(b) + "] = " + std::to_string(len[b]) +
+                                            " is outside [0, " + std::to_string(T) + "]");
     }
     const float *pp = nullptr;
     std::vector<float> pv;
@@ -200,8 +203,9 @@ std::vector<Tensor> dqlstmKernel(const EvalContext &ctx) {
 
 }  // namespace
 
-KILN_REGISTER_OP({"com.microsoft::DynamicQuantizeLSTM", [](const ShapeContext &c) { return dqlstmShape(c, nullptr, nullptr); },
-                  dqlstmKernel, [](const ShapeContext &c, const std::vector<TensorType> &) {
+KILN_REGISTER_OP({"com.microsoft::DynamicQuantizeLSTM",
+                  [](const ShapeContext &c) { return dqlstmShape(c, nullptr, nullptr); }, dqlstmKernel,
+                  [](const ShapeContext &c, const std::vector<TensorType> &) {
                     QuantDims s;
                     dqlstmShape(c, nullptr, &s);
                     return 2 * s.T * s.B * s.D * 4 * s.H * (s.I + s.H);

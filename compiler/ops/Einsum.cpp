@@ -88,8 +88,8 @@ EinsumEquation parseEinsum(const std::string &equation, const std::vector<int64_
     Term out = parseTerm(eq.substr(arrow + 2), equation);
     for (size_t j = 0; j < out.letters.size(); ++j) {
       int l = out.letters[j];
-      check(count[static_cast<size_t>(l)] > 0, "Einsum: output label '" + eq.substr(arrow + 2) + "' of '" + equation +
-                                                    "' names a label no input has");
+      check(count[static_cast<size_t>(l)] > 0,
+            "Einsum: output label '" + eq.substr(arrow + 2) + "' of '" + equation + "' names a label no input has");
       check(std::count(out.letters.begin(), out.letters.end(), l) == 1,
             "Einsum: a label appears twice in the output of '" + equation + "'");
     }
@@ -125,10 +125,12 @@ std::vector<int64_t> labelSizes(const EinsumEquation &eq, const std::vector<Tens
     for (size_t d = 0; d < eq.inputs[k].size(); ++d) {
       int l = eq.inputs[k][d];
       int64_t &s = size[static_cast<size_t>(l)], n = in[k].shape[d];
-      if (s < 0 || (l >= kLetters && s == 1)) s = n;
+      if (s < 0 || (l >= kLetters && s == 1))
+        s = n;
       else
-        check(n == s || (l >= kLetters && n == 1), "Einsum: a label is " + std::to_string(s) + " long in one input and " +
-                                                       std::to_string(n) + " in input " + std::to_string(k));
+        check(n == s || (l >= kLetters && n == 1), "Einsum: a label is " + std::to_string(s) +
+                                                       " long in one input and " + std::to_string(n) + " in input " +
+                                                       std::to_string(k));
     }
   return size;
 }
@@ -146,7 +148,8 @@ Resolved resolve(const std::vector<TensorType> &inputs, const Attrs &attrs) {
   for (size_t k = 0; k < inputs.size(); ++k) {
     const TensorType &t = inputs[k];
     check(t.dtype != DType::Undefined, "Einsum: input " + std::to_string(k) + " is missing");
-    check(isFloat(t.dtype) || isInteger(t.dtype), std::string("Einsum: inputs must be numeric, got ") + dtypeName(t.dtype));
+    check(isFloat(t.dtype) || isInteger(t.dtype),
+          std::string("Einsum: inputs must be numeric, got ") + dtypeName(t.dtype));
     check(t.dtype == inputs[0].dtype, "Einsum: every input must have the same dtype");
     ranks.push_back(static_cast<int64_t>(t.shape.size()));
   }
@@ -206,12 +209,17 @@ std::vector<Tensor> einsumEval(const EvalContext &ctx) {
       for (size_t k = 0; k < ctx.inputs.size(); ++k) {
         int64_t idx = 0;
         for (auto [l, st] : walks[k]) idx += at[static_cast<size_t>(l)] * st;
-        if (floating) fp *= ctx.in(k).f[static_cast<size_t>(idx)];
-        else ip *= static_cast<uint64_t>(ctx.in(k).i[static_cast<size_t>(idx)]);
+        if (floating)
+          fp *= ctx.in(k).f[static_cast<size_t>(idx)];
+        else
+          ip *= static_cast<uint64_t>(ctx.in(k).i[static_cast<size_t>(idx)]);
       }
       facc += fp, iacc += ip;
     }
-    if (floating) y.set(o, facc); else y.setInt(o, static_cast<int64_t>(iacc));
+    if (floating)
+      y.set(o, facc);
+    else
+      y.setInt(o, static_cast<int64_t>(iacc));
   }
   return {y};
 }

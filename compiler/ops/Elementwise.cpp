@@ -85,8 +85,8 @@ std::vector<Tensor> notKernel(const EvalContext &ctx) {
 
 // Shape of a two-input broadcasting op. Both inputs must be of `kind`; if `sameDtype`, of one
 // dtype. The result has dtype `outDtype` (Undefined: the first input's dtype).
-std::vector<TensorType> binaryTypes(const std::string &op, const ShapeContext &ctx, Kind kind,
-                                    bool sameDtype, DType outDtype) {
+std::vector<TensorType> binaryTypes(const std::string &op, const ShapeContext &ctx, Kind kind, bool sameDtype,
+                                    DType outDtype) {
   checkInputs(op, ctx, 2, 2);
   checkOutputs(op, ctx, 1);
   const TensorType &a = ctx.inputs[0], &b = ctx.inputs[1];
@@ -97,8 +97,7 @@ std::vector<TensorType> binaryTypes(const std::string &op, const ShapeContext &c
   return {{outDtype == DType::Undefined ? a.dtype : outDtype, out}};
 }
 
-ShapeFn binaryShape(std::string op, Kind kind, DType outDtype = DType::Undefined,
-                    bool sameDtype = true) {
+ShapeFn binaryShape(std::string op, Kind kind, DType outDtype = DType::Undefined, bool sameDtype = true) {
   return [=](const ShapeContext &ctx) { return binaryTypes(op, ctx, kind, sameDtype, outDtype); };
 }
 
@@ -245,8 +244,7 @@ EvalFn compareKernel(std::string op, Kind kind, FloatCmpFn ff, IntCmpFn fi) {
   return [shape, ff, fi](const EvalContext &ctx) {
     BinaryEval e(shape, ctx);
     for (int64_t k = 0; k < e.out.size(); ++k) {
-      bool r = e.a.isFloating() ? ff(e.a.f[e.ia[k]], e.b.f[e.ib[k]])
-                                : fi(e.a.dtype, e.a.i[e.ia[k]], e.b.i[e.ib[k]]);
+      bool r = e.a.isFloating() ? ff(e.a.f[e.ia[k]], e.b.f[e.ib[k]]) : fi(e.a.dtype, e.a.i[e.ia[k]], e.b.i[e.ib[k]]);
       e.out.i[k] = r;
     }
     return std::vector<Tensor>{e.out};
@@ -297,18 +295,24 @@ EvalFn variadicKernel(std::string op, Kind kind, Fold fold) {
         double acc = ctx.in(0).f[maps[0][k]];
         for (size_t j = 1; j < n; ++j) {
           double v = ctx.in(j).f[maps[j][k]];
-          if (fold == Fold::Sum || fold == Fold::Mean) acc += v;
-          else if (std::isnan(acc) || std::isnan(v)) acc = std::nan("");  // NaN propagates
-          else acc = (fold == Fold::Min) ? std::min(acc, v) : std::max(acc, v);
+          if (fold == Fold::Sum || fold == Fold::Mean)
+            acc += v;
+          else if (std::isnan(acc) || std::isnan(v))
+            acc = std::nan("");  // NaN propagates
+          else
+            acc = (fold == Fold::Min) ? std::min(acc, v) : std::max(acc, v);
         }
         out.set(k, fold == Fold::Mean ? acc / static_cast<double>(n) : acc);
       } else {
         int64_t acc = ctx.in(0).i[maps[0][k]];
         for (size_t j = 1; j < n; ++j) {
           int64_t v = ctx.in(j).i[maps[j][k]];
-          if (fold == Fold::Sum) acc = wrapAdd(acc, v);
-          else if (fold == Fold::Min) acc = intLess(t.dtype, v, acc) ? v : acc;
-          else acc = intLess(t.dtype, acc, v) ? v : acc;
+          if (fold == Fold::Sum)
+            acc = wrapAdd(acc, v);
+          else if (fold == Fold::Min)
+            acc = intLess(t.dtype, v, acc) ? v : acc;
+          else
+            acc = intLess(t.dtype, acc, v) ? v : acc;
         }
         out.setInt(k, acc);
       }
@@ -320,8 +324,7 @@ EvalFn variadicKernel(std::string op, Kind kind, Fold fold) {
 FlopsFn variadicFlops() {
   return [](const ShapeContext &ctx, const std::vector<TensorType> &outs) -> int64_t {
     if (outs.empty() || ctx.inputs.empty()) return 0;
-    return static_cast<int64_t>(std::max<size_t>(ctx.inputs.size() - 1, 1)) *
-           numElements(outs[0].shape);
+    return static_cast<int64_t>(std::max<size_t>(ctx.inputs.size() - 1, 1)) * numElements(outs[0].shape);
   };
 }
 
@@ -343,13 +346,14 @@ std::vector<Tensor> whereKernel(const EvalContext &ctx) {
   TensorType t = whereShape(shapeContextOf(ctx)).at(0);
   const Tensor &c = ctx.in(0), &x = ctx.in(1), &y = ctx.in(2);
   Tensor out(t.dtype, t.shape);
-  auto mc = broadcastMap(c.shape, t.shape), mx = broadcastMap(x.shape, t.shape),
-       my = broadcastMap(y.shape, t.shape);
+  auto mc = broadcastMap(c.shape, t.shape), mx = broadcastMap(x.shape, t.shape), my = broadcastMap(y.shape, t.shape);
   for (int64_t k = 0; k < out.size(); ++k) {
     const Tensor &src = c.i[mc[k]] ? x : y;
     int64_t idx = c.i[mc[k]] ? mx[k] : my[k];
-    if (out.isFloating()) out.f[k] = src.f[idx];
-    else out.i[k] = src.i[idx];
+    if (out.isFloating())
+      out.f[k] = src.f[idx];
+    else
+      out.i[k] = src.i[idx];
   }
   return {out};
 }
@@ -360,12 +364,23 @@ std::vector<Tensor> whereKernel(const EvalContext &ctx) {
 // The dtype named by an ONNX TensorProto.DataType value, or a clear failure.
 DType castTarget(const std::string &op, int64_t to) {
   switch (to) {
-    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12:
-    case 13: case 16:
-      return static_cast<DType>(to);
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 9:
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+    case 16: return static_cast<DType>(to);
     case 8: fail(op + ": casting to string is not supported");
-    default: fail(op + ": unsupported target dtype " + std::to_string(to) +
-                  " (supported: float, integer and bool types; not string, complex or float8)");
+    default:
+      fail(op + ": unsupported target dtype " + std::to_string(to) +
+           " (supported: float, integer and bool types; not string, complex or float8)");
   }
 }
 
@@ -421,31 +436,57 @@ std::vector<Tensor> castLikeKernel(const EvalContext &ctx) {
 constexpr int64_t kT = kTranscendentalFlops;
 
 // Float-only unary math.
-KILN_REGISTER_OP({"Sqrt", unaryShape("Sqrt", Kind::Float), unaryFloatKernel("Sqrt", [](double x) { return std::sqrt(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Exp", unaryShape("Exp", Kind::Float), unaryFloatKernel("Exp", [](double x) { return std::exp(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Log", unaryShape("Log", Kind::Float), unaryFloatKernel("Log", [](double x) { return std::log(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Reciprocal", unaryShape("Reciprocal", Kind::Float), unaryFloatKernel("Reciprocal", [](double x) { return 1.0 / x; }), perElementFlops(1)});
-KILN_REGISTER_OP({"Floor", unaryShape("Floor", Kind::Float), unaryFloatKernel("Floor", [](double x) { return std::floor(x); }), perElementFlops(1)});
-KILN_REGISTER_OP({"Ceil", unaryShape("Ceil", Kind::Float), unaryFloatKernel("Ceil", [](double x) { return std::ceil(x); }), perElementFlops(1)});
+KILN_REGISTER_OP({"Sqrt", unaryShape("Sqrt", Kind::Float),
+                  unaryFloatKernel("Sqrt", [](double x) { return std::sqrt(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Exp", unaryShape("Exp", Kind::Float), unaryFloatKernel("Exp", [](double x) { return std::exp(x); }),
+                  perElementFlops(kT)});
+KILN_REGISTER_OP({"Log", unaryShape("Log", Kind::Float), unaryFloatKernel("Log", [](double x) { return std::log(x); }),
+                  perElementFlops(kT)});
+KILN_REGISTER_OP({"Reciprocal", unaryShape("Reciprocal", Kind::Float),
+                  unaryFloatKernel("Reciprocal", [](double x) { return 1.0 / x; }), perElementFlops(1)});
+KILN_REGISTER_OP({"Floor", unaryShape("Floor", Kind::Float),
+                  unaryFloatKernel("Floor", [](double x) { return std::floor(x); }), perElementFlops(1)});
+KILN_REGISTER_OP({"Ceil", unaryShape("Ceil", Kind::Float),
+                  unaryFloatKernel("Ceil", [](double x) { return std::ceil(x); }), perElementFlops(1)});
 // Round: halves go to the nearest even integer (nearbyint in the default rounding mode).
-KILN_REGISTER_OP({"Round", unaryShape("Round", Kind::Float), unaryFloatKernel("Round", [](double x) { return std::nearbyint(x); }), perElementFlops(1)});
-KILN_REGISTER_OP({"Sin", unaryShape("Sin", Kind::Float), unaryFloatKernel("Sin", [](double x) { return std::sin(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Cos", unaryShape("Cos", Kind::Float), unaryFloatKernel("Cos", [](double x) { return std::cos(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Tan", unaryShape("Tan", Kind::Float), unaryFloatKernel("Tan", [](double x) { return std::tan(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Asin", unaryShape("Asin", Kind::Float), unaryFloatKernel("Asin", [](double x) { return std::asin(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Acos", unaryShape("Acos", Kind::Float), unaryFloatKernel("Acos", [](double x) { return std::acos(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Atan", unaryShape("Atan", Kind::Float), unaryFloatKernel("Atan", [](double x) { return std::atan(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Sinh", unaryShape("Sinh", Kind::Float), unaryFloatKernel("Sinh", [](double x) { return std::sinh(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Cosh", unaryShape("Cosh", Kind::Float), unaryFloatKernel("Cosh", [](double x) { return std::cosh(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Asinh", unaryShape("Asinh", Kind::Float), unaryFloatKernel("Asinh", [](double x) { return std::asinh(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Acosh", unaryShape("Acosh", Kind::Float), unaryFloatKernel("Acosh", [](double x) { return std::acosh(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Atanh", unaryShape("Atanh", Kind::Float), unaryFloatKernel("Atanh", [](double x) { return std::atanh(x); }), perElementFlops(kT)});
-KILN_REGISTER_OP({"Erf", unaryShape("Erf", Kind::Float), unaryFloatKernel("Erf", [](double x) { return std::erf(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Round", unaryShape("Round", Kind::Float),
+                  unaryFloatKernel("Round", [](double x) { return std::nearbyint(x); }), perElementFlops(1)});
+KILN_REGISTER_OP({"Sin", unaryShape("Sin", Kind::Float), unaryFloatKernel("Sin", [](double x) { return std::sin(x); }),
+                  perElementFlops(kT)});
+KILN_REGISTER_OP({"Cos", unaryShape("Cos", Kind::Float), unaryFloatKernel("Cos", [](double x) { return std::cos(x); }),
+                  perElementFlops(kT)});
+KILN_REGISTER_OP({"Tan", unaryShape("Tan", Kind::Float), unaryFloatKernel("Tan", [](double x) { return std::tan(x); }),
+                  perElementFlops(kT)});
+KILN_REGISTER_OP({"Asin", unaryShape("Asin", Kind::Float),
+                  unaryFloatKernel("Asin", [](double x) { return std::asin(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Acos", unaryShape("Acos", Kind::Float),
+                  unaryFloatKernel("Acos", [](double x) { return std::acos(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Atan", unaryShape("Atan", Kind::Float),
+                  unaryFloatKernel("Atan", [](double x) { return std::atan(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Sinh", unaryShape("Sinh", Kind::Float),
+                  unaryFloatKernel("Sinh", [](double x) { return std::sinh(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Cosh", unaryShape("Cosh", Kind::Float),
+                  unaryFloatKernel("Cosh", [](double x) { return std::cosh(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Asinh", unaryShape("Asinh", Kind::Float),
+                  unaryFloatKernel("Asinh", [](double x) { return std::asinh(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Acosh", unaryShape("Acosh", Kind::Float),
+                  unaryFloatKernel("Acosh", [](double x) { return std::acosh(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Atanh", unaryShape("Atanh", Kind::Float),
+                  unaryFloatKernel("Atanh", [](double x) { return std::atanh(x); }), perElementFlops(kT)});
+KILN_REGISTER_OP({"Erf", unaryShape("Erf", Kind::Float), unaryFloatKernel("Erf", [](double x) { return std::erf(x); }),
+                  perElementFlops(kT)});
 
 // Numeric unary ops with an exact integer path.
-KILN_REGISTER_OP({"Abs", unaryShape("Abs", Kind::Numeric), numericUnaryKernel("Abs", [](double x) { return std::fabs(x); }, intAbs), perElementFlops(1)});
-KILN_REGISTER_OP({"Neg", unaryShape("Neg", Kind::Numeric), numericUnaryKernel("Neg", [](double x) { return -x; }, intNeg), perElementFlops(1)});
-KILN_REGISTER_OP({"Sign", unaryShape("Sign", Kind::Numeric), numericUnaryKernel("Sign", signOf, intSign), perElementFlops(1)});
+KILN_REGISTER_OP({"Abs", unaryShape("Abs", Kind::Numeric),
+                  numericUnaryKernel(
+                      "Abs", [](double x) { return std::fabs(x); }, intAbs),
+                  perElementFlops(1)});
+KILN_REGISTER_OP({"Neg", unaryShape("Neg", Kind::Numeric),
+                  numericUnaryKernel(
+                      "Neg", [](double x) { return -x; }, intNeg),
+                  perElementFlops(1)});
+KILN_REGISTER_OP({"Sign", unaryShape("Sign", Kind::Numeric), numericUnaryKernel("Sign", signOf, intSign),
+                  perElementFlops(1)});
 
 KILN_REGISTER_OP({"IsNaN", floatPredicateShape("IsNaN"), isNaNKernel, perElementFlops(1)});
 KILN_REGISTER_OP({"IsInf", floatPredicateShape("IsInf"), isInfKernel, perElementFlops(1)});
@@ -453,57 +494,73 @@ KILN_REGISTER_OP({"Not", unaryShape("Not", Kind::Bool), notKernel, perElementFlo
 
 // Binary arithmetic.
 KILN_REGISTER_OP({"Add", binaryShape("Add", Kind::Numeric),
-                  arithKernel("Add", [](double a, double b) { return a + b; },
-                              [](DType, int64_t a, int64_t b) { return wrapAdd(a, b); }),
+                  arithKernel(
+                      "Add", [](double a, double b) { return a + b; },
+                      [](DType, int64_t a, int64_t b) { return wrapAdd(a, b); }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Sub", binaryShape("Sub", Kind::Numeric),
-                  arithKernel("Sub", [](double a, double b) { return a - b; },
-                              [](DType, int64_t a, int64_t b) { return wrapSub(a, b); }),
+                  arithKernel(
+                      "Sub", [](double a, double b) { return a - b; },
+                      [](DType, int64_t a, int64_t b) { return wrapSub(a, b); }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Mul", binaryShape("Mul", Kind::Numeric),
-                  arithKernel("Mul", [](double a, double b) { return a * b; },
-                              [](DType, int64_t a, int64_t b) { return wrapMul(a, b); }),
+                  arithKernel(
+                      "Mul", [](double a, double b) { return a * b; },
+                      [](DType, int64_t a, int64_t b) { return wrapMul(a, b); }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Div", binaryShape("Div", Kind::Numeric),
-                  arithKernel("Div", [](double a, double b) { return a / b; }, intDiv),
+                  arithKernel(
+                      "Div", [](double a, double b) { return a / b; }, intDiv),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Mod", modShape(), modKernel, perElementFlops(1)});
-KILN_REGISTER_OP({"Pow", binaryShape("Pow", Kind::Numeric, DType::Undefined, /*sameDtype=*/false),
-                  powKernel, perElementFlops(kT)});
+KILN_REGISTER_OP({"Pow", binaryShape("Pow", Kind::Numeric, DType::Undefined, /*sameDtype=*/false), powKernel,
+                  perElementFlops(kT)});
 KILN_REGISTER_OP({"BitShift", bitShiftShape(), bitShiftKernel, perElementFlops(1)});
 
 // Logic.
-KILN_REGISTER_OP({"And", binaryShape("And", Kind::Bool), logicKernel("And", [](bool a, bool b) { return a && b; }), perElementFlops(1)});
-KILN_REGISTER_OP({"Or", binaryShape("Or", Kind::Bool), logicKernel("Or", [](bool a, bool b) { return a || b; }), perElementFlops(1)});
-KILN_REGISTER_OP({"Xor", binaryShape("Xor", Kind::Bool), logicKernel("Xor", [](bool a, bool b) { return a != b; }), perElementFlops(1)});
+KILN_REGISTER_OP({"And", binaryShape("And", Kind::Bool), logicKernel("And", [](bool a, bool b) { return a && b; }),
+                  perElementFlops(1)});
+KILN_REGISTER_OP({"Or", binaryShape("Or", Kind::Bool), logicKernel("Or", [](bool a, bool b) { return a || b; }),
+                  perElementFlops(1)});
+KILN_REGISTER_OP({"Xor", binaryShape("Xor", Kind::Bool), logicKernel("Xor", [](bool a, bool b) { return a != b; }),
+                  perElementFlops(1)});
 
 // Comparisons.
 KILN_REGISTER_OP({"Equal", binaryShape("Equal", Kind::Any, DType::Bool),
-                  compareKernel("Equal", Kind::Any, [](double a, double b) { return a == b; },
-                                [](DType, int64_t a, int64_t b) { return a == b; }),
+                  compareKernel(
+                      "Equal", Kind::Any, [](double a, double b) { return a == b; },
+                      [](DType, int64_t a, int64_t b) { return a == b; }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Less", binaryShape("Less", Kind::Numeric, DType::Bool),
-                  compareKernel("Less", Kind::Numeric, [](double a, double b) { return a < b; },
-                                [](DType t, int64_t a, int64_t b) { return intLess(t, a, b); }),
+                  compareKernel(
+                      "Less", Kind::Numeric, [](double a, double b) { return a < b; },
+                      [](DType t, int64_t a, int64_t b) { return intLess(t, a, b); }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"Greater", binaryShape("Greater", Kind::Numeric, DType::Bool),
-                  compareKernel("Greater", Kind::Numeric, [](double a, double b) { return a > b; },
-                                [](DType t, int64_t a, int64_t b) { return intLess(t, b, a); }),
+                  compareKernel(
+                      "Greater", Kind::Numeric, [](double a, double b) { return a > b; },
+                      [](DType t, int64_t a, int64_t b) { return intLess(t, b, a); }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"LessOrEqual", binaryShape("LessOrEqual", Kind::Numeric, DType::Bool),
-                  compareKernel("LessOrEqual", Kind::Numeric, [](double a, double b) { return a <= b; },
-                                [](DType t, int64_t a, int64_t b) { return !intLess(t, b, a); }),
+                  compareKernel(
+                      "LessOrEqual", Kind::Numeric, [](double a, double b) { return a <= b; },
+                      [](DType t, int64_t a, int64_t b) { return !intLess(t, b, a); }),
                   perElementFlops(1)});
 KILN_REGISTER_OP({"GreaterOrEqual", binaryShape("GreaterOrEqual", Kind::Numeric, DType::Bool),
-                  compareKernel("GreaterOrEqual", Kind::Numeric, [](double a, double b) { return a >= b; },
-                                [](DType t, int64_t a, int64_t b) { return !intLess(t, a, b); }),
+                  compareKernel(
+                      "GreaterOrEqual", Kind::Numeric, [](double a, double b) { return a >= b; },
+                      [](DType t, int64_t a, int64_t b) { return !intLess(t, a, b); }),
                   perElementFlops(1)});
 
 // Variadic.
-KILN_REGISTER_OP({"Sum", variadicShape("Sum", Kind::Numeric), variadicKernel("Sum", Kind::Numeric, Fold::Sum), variadicFlops()});
-KILN_REGISTER_OP({"Mean", variadicShape("Mean", Kind::Float), variadicKernel("Mean", Kind::Float, Fold::Mean), variadicFlops()});
-KILN_REGISTER_OP({"Min", variadicShape("Min", Kind::Numeric), variadicKernel("Min", Kind::Numeric, Fold::Min), variadicFlops()});
-KILN_REGISTER_OP({"Max", variadicShape("Max", Kind::Numeric), variadicKernel("Max", Kind::Numeric, Fold::Max), variadicFlops()});
+KILN_REGISTER_OP({"Sum", variadicShape("Sum", Kind::Numeric), variadicKernel("Sum", Kind::Numeric, Fold::Sum),
+                  variadicFlops()});
+KILN_REGISTER_OP({"Mean", variadicShape("Mean", Kind::Float), variadicKernel("Mean", Kind::Float, Fold::Mean),
+                  variadicFlops()});
+KILN_REGISTER_OP({"Min", variadicShape("Min", Kind::Numeric), variadicKernel("Min", Kind::Numeric, Fold::Min),
+                  variadicFlops()});
+KILN_REGISTER_OP({"Max", variadicShape("Max", Kind::Numeric), variadicKernel("Max", Kind::Numeric, Fold::Max),
+                  variadicFlops()});
 
 KILN_REGISTER_OP({"Where", whereShape, whereKernel, perElementFlops(1)});
 KILN_REGISTER_OP({"Cast", castShape, castKernel, nullptr});

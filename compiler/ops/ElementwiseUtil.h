@@ -25,19 +25,14 @@ namespace kiln::ops::ew {
 
 inline TensorType typeOf(const Tensor &t) { return TensorType{t.dtype, t.shape}; }
 
-
-inline std::string plural(int64_t n, const char *what) {
-  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-}
+inline std::string plural(int64_t n, const char *what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 
 // Checks that inputs [0, minCount) are present and that no input at or beyond maxCount is.
-inline void checkInputs(const std::string &op, const ShapeContext &ctx, size_t minCount,
-                        size_t maxCount) {
+inline void checkInputs(const std::string &op, const ShapeContext &ctx, size_t minCount, size_t maxCount) {
   size_t last = 0;  // one past the last present input
   for (size_t k = 0; k < ctx.inputs.size(); ++k)
     if (ctx.present(k)) last = k + 1;
-  check(last <= maxCount, op + ": expected at most " + plural(maxCount, "input") + ", got " +
-                              std::to_string(last));
+  check(last <= maxCount, op + ": expected at most " + plural(maxCount, "input") + ", got " + std::to_string(last));
   for (size_t k = 0; k < minCount; ++k)
     check(ctx.present(k), op + ": required input #" + std::to_string(k) + " is missing");
   for (size_t k = 0; k < ctx.inputs.size(); ++k)
@@ -47,18 +42,17 @@ inline void checkInputs(const std::string &op, const ShapeContext &ctx, size_t m
 
 // Single-result ops: a node may not declare more results than the op has.
 inline void checkOutputs(const std::string &op, const ShapeContext &ctx, int maxCount) {
-  check(ctx.numOutputs <= maxCount, op + ": the op has " + plural(maxCount, "output") +
-                                        " but the node declares " +
-                                        std::to_string(ctx.numOutputs));
+  check(ctx.numOutputs <= maxCount,
+        op + ": the op has " + plural(maxCount, "output") + " but the node declares " + std::to_string(ctx.numOutputs));
 }
 
 enum class Kind {
-  Float,    // f16, bf16, f32, f64
-  Numeric,  // floats and integers (not bool)
-  Integer,  // integers (not bool)
-  Unsigned, // unsigned integers
+  Float,     // f16, bf16, f32, f64
+  Numeric,   // floats and integers (not bool)
+  Integer,   // integers (not bool)
+  Unsigned,  // unsigned integers
   Bool,
-  Any,      // any supported dtype (not string)
+  Any,  // any supported dtype (not string)
 };
 
 inline bool isUnsigned(DType t) { return isInteger(t) && !isSignedInteger(t); }
@@ -88,12 +82,11 @@ inline const char *kindName(Kind k) {
 }
 
 inline void checkKind(const std::string &op, const std::string &what, DType t, Kind k) {
-  check(inKind(t, k), op + ": " + what + " has dtype " + dtypeName(t) + ", but " + kindName(k) +
-                          " is required");
+  check(inKind(t, k), op + ": " + what + " has dtype " + dtypeName(t) + ", but " + kindName(k) + " is required");
 }
 
-inline void checkSameDtype(const std::string &op, const std::string &whatA, DType a,
-                           const std::string &whatB, DType b) {
+inline void checkSameDtype(const std::string &op, const std::string &whatA, DType a, const std::string &whatB,
+                           DType b) {
   check(a == b, op + ": " + whatA + " (" + dtypeName(a) + ") and " + whatB + " (" + dtypeName(b) +
                     ") must have the same dtype");
 }
@@ -130,9 +123,7 @@ inline double intToDouble(DType t, int64_t v) {
 }
 
 // The element as a double, whatever the storage (uint64 read as unsigned).
-inline double valueAt(const Tensor &t, int64_t k) {
-  return t.isFloating() ? t.f[k] : intToDouble(t.dtype, t.i[k]);
-}
+inline double valueAt(const Tensor &t, int64_t k) { return t.isFloating() ? t.f[k] : intToDouble(t.dtype, t.i[k]); }
 
 // Smallest and largest value of an integer or bool dtype (uint64's max is the bit pattern -1).
 inline std::pair<int64_t, int64_t> intRange(DType t) {
@@ -175,8 +166,7 @@ inline ShapeFn unaryShape(std::string op, Kind kind) {
 }
 
 // Applies fn to every element of a float tensor (in double; set() rounds to the dtype).
-template <typename F>
-Tensor mapFloat(const Tensor &x, F fn) {
+template <typename F> Tensor mapFloat(const Tensor &x, F fn) {
   Tensor y(x.dtype, x.shape);
   for (int64_t k = 0; k < y.size(); ++k) y.set(k, fn(x.f[k]));
   return y;

@@ -44,8 +44,8 @@ Shape toNchw(size_t r) {
 }
 
 TensorType permuted(const TensorType &t, const Shape &perm) {
-  check(t.shape.size() == perm.size(), "expected rank " + std::to_string(perm.size()) + ", got " +
-                                           shapeString(t.shape));
+  check(t.shape.size() == perm.size(),
+        "expected rank " + std::to_string(perm.size()) + ", got " + shapeString(t.shape));
   TensorType r{t.dtype, Shape(perm.size())};
   for (size_t k = 0; k < perm.size(); ++k) r.shape[k] = t.shape[perm[k]];
   return r;
@@ -79,8 +79,8 @@ Shape permOf(const Attrs &attrs, const char *name, size_t rank) {
   Shape p = attrs.getInts(name, id);
   Shape sorted = p;
   std::sort(sorted.begin(), sorted.end());
-  check(sorted == id, std::string(name) + " " + listString(p) +
-                          " is not a permutation of the operand's " + std::to_string(rank) + " dims");
+  check(sorted == id, std::string(name) + " " + listString(p) + " is not a permutation of the operand's " +
+                          std::to_string(rank) + " dims");
   return p;
 }
 
@@ -147,7 +147,8 @@ std::vector<TensorType> quantizedMatMulShape(const ShapeContext &ctx) {
   std::vector<TensorType> out = base("MatMul").shape(quantizedProductContext(ctx, types));
   int64_t n = out[0].shape.back(), ns = numElements(ctx.inputs[2].shape);
   check(ctx.inputs[2].shape.size() <= 1 && (ns == n || ns == 1),
-        "QuantizedMatMul: scale must have one element or N = " + std::to_string(n) + ", got " + shapeString(ctx.inputs[2].shape));
+        "QuantizedMatMul: scale must have one element or N = " + std::to_string(n) + ", got " +
+            shapeString(ctx.inputs[2].shape));
   out[0].dtype = DType::F32;
   return out;
 }
@@ -190,7 +191,8 @@ std::vector<TensorType> quantizedConvShape(const ShapeContext &ctx) {
   std::vector<TensorType> out = base("Conv").shape(quantizedConvContext(ctx, types));
   int64_t m = ctx.inputs[1].shape.at(0), ns = numElements(ctx.inputs[2].shape);
   check(ctx.inputs[2].shape.size() <= 1 && (ns == m || ns == 1),
-        "QuantizedConv: scale must have one element or M = " + std::to_string(m) + ", got " + shapeString(ctx.inputs[2].shape));
+        "QuantizedConv: scale must have one element or M = " + std::to_string(m) + ", got " +
+            shapeString(ctx.inputs[2].shape));
   if (ctx.present(3))
     check(ctx.inputs[3].dtype == DType::F32 && ctx.inputs[3].shape == Shape{m},
           "QuantizedConv: B must be float32 [" + std::to_string(m) + "], got " + shapeString(ctx.inputs[3].shape));
@@ -204,7 +206,8 @@ std::vector<Tensor> quantizedConvEval(const EvalContext &ctx) {
   const Tensor &scale = ctx.in(2);
   const Tensor *bias = ctx.present(3) ? &ctx.in(3) : nullptr;
   Tensor y(DType::F32, sums.shape);
-  int64_t m = sums.shape.at(1), inner1 = y.size() / std::max<int64_t>(sums.shape.at(0) * m, 1), ns = numElements(scale.shape);
+  int64_t m = sums.shape.at(1), inner1 = y.size() / std::max<int64_t>(sums.shape.at(0) * m, 1),
+          ns = numElements(scale.shape);
   for (int64_t i = 0; i < y.size(); ++i) {
     int64_t c = (i / inner1) % m;
     float v = float(sums.f[size_t(i)]) * float(scale.f[size_t(ns == 1 ? 0 : c)]);
@@ -304,7 +307,9 @@ std::vector<Tensor> attentionEval(const EvalContext &ctx) {
   };
   Tensor q = operand(0, "perm_q"), k = operand(1, "perm_k"), v = operand(2, "perm_v");
   Attrs none;
-  auto run = [&](const char *op, std::vector<const Tensor *> in, const Attrs &a) { return base(op).eval({in, a, 1}).at(0); };
+  auto run = [&](const char *op, std::vector<const Tensor *> in, const Attrs &a) {
+    return base(op).eval({in, a, 1}).at(0);
+  };
   Tensor s = run("MatMul", {&q, &k}, none);
   Tensor scale(DType::F32, {});
   scale.set(0, ctx.attrs.getFloat("scale", 1.0));
@@ -359,8 +364,10 @@ std::vector<Tensor> stridedViewEval(const EvalContext &ctx) {
   for (int64_t i = 0; i < y.size(); ++i) {
     int64_t at = ctx.attrs.getInt("offset", 0), rest = i;
     for (size_t k = y.shape.size(); k-- > 0;) at += (rest % y.shape[k]) * strides[k], rest /= y.shape[k];
-    if (y.isFloating()) y.f[size_t(i)] = x.f[size_t(at)];
-    else y.i[size_t(i)] = x.i[size_t(at)];
+    if (y.isFloating())
+      y.f[size_t(i)] = x.f[size_t(at)];
+    else
+      y.i[size_t(i)] = x.i[size_t(at)];
   }
   return {y};
 }
@@ -373,13 +380,14 @@ struct Im2ColGeometry {
 
 Im2ColGeometry im2colGeometry(const TensorType &x, const Attrs &attrs) {
   check(x.shape.size() == 4, "Im2Col: X must be an NHWC image (rank 4), got " + shapeString(x.shape));
-  Shape k = attrs.getInts("kernel_shape", {}), s = attrs.getInts("strides", {1, 1}), d = attrs.getInts("dilations", {1, 1}),
-        p = attrs.getInts("pads", {0, 0, 0, 0});
+  Shape k = attrs.getInts("kernel_shape", {}), s = attrs.getInts("strides", {1, 1}),
+        d = attrs.getInts("dilations", {1, 1}), p = attrs.getInts("pads", {0, 0, 0, 0});
   check(k.size() == 2 && s.size() == 2 && d.size() == 2 && p.size() == 4,
         "Im2Col: kernel_shape, strides and dilations need 2 values, pads 4");
   for (size_t a = 0; a < 2; ++a) check(k[a] >= 1 && s[a] >= 1 && d[a] >= 1, "Im2Col: sizes must be >= 1");
   for (int64_t v : p) check(v >= 0, "Im2Col: pads must be >= 0");
-  Im2ColGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], p[0], p[1], 0, 0};
+  Im2ColGeometry g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0],
+                   s[1],       d[0],       d[1],       p[0],       p[1], 0,    0};
   int64_t effH = (g.KH - 1) * g.dh + 1, effW = (g.KW - 1) * g.dw + 1, H = g.H + p[0] + p[2], W = g.W + p[1] + p[3];
   check(H >= effH && W >= effW, "Im2Col: the kernel is larger than the padded image " + shapeString(x.shape));
   g.OH = (H - effH) / g.sh + 1;
@@ -407,8 +415,10 @@ std::vector<Tensor> im2colEval(const EvalContext &ctx) {
               int64_t ih = oh * g.sh + kh * g.dh - g.top, iw = ow * g.sw + kw * g.dw - g.left;
               if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;  // (y is zero-filled)
               int64_t src = ((n * g.H + ih) * g.W + iw) * g.C + c;
-              if (y.isFloating()) y.f[o] = x.f[src];
-              else y.i[o] = x.i[src];
+              if (y.isFloating())
+                y.f[o] = x.f[src];
+              else
+                y.i[o] = x.i[src];
             }
   return {y};
 }

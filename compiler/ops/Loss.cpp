@@ -27,18 +27,20 @@ std::vector<TensorType> lossShape(const std::string &op, const ShapeContext &ctx
   const TensorType &x = ctx.inputs[0], &t = ctx.inputs[1];
   checkKind(op, "input", x.dtype, Kind::Float);
   check(x.shape.size() >= 2, op + ": input must have rank >= 2 (N x C x d...), got " + shapeString(x.shape));
-  check(t.dtype == DType::I32 || t.dtype == DType::I64, op + ": target must be int32 or int64, got " + dtypeName(t.dtype));
+  check(t.dtype == DType::I32 || t.dtype == DType::I64,
+        op + ": target must be int32 or int64, got " + dtypeName(t.dtype));
   Shape want = {x.shape[0]};
   want.insert(want.end(), x.shape.begin() + 2, x.shape.end());
-  check(t.shape == want, op + ": target must have shape " + shapeString(want) + " (input's without C), got " +
-                             shapeString(t.shape));
+  check(t.shape == want,
+        op + ": target must have shape " + shapeString(want) + " (input's without C), got " + shapeString(t.shape));
   if (ctx.present(2)) {
     checkSameDtype(op, "input", x.dtype, "weight", ctx.inputs[2].dtype);
     check(ctx.inputs[2].shape == Shape{x.shape[1]},
           op + ": weight must have shape " + std::to_string(x.shape[1]) + ", got " + shapeString(ctx.inputs[2].shape));
   }
   std::string red = ctx.attrs.getString("reduction", "mean");
-  check(red == "none" || red == "sum" || red == "mean", op + ": reduction must be none, sum or mean, got '" + red + "'");
+  check(red == "none" || red == "sum" || red == "mean",
+        op + ": reduction must be none, sum or mean, got '" + red + "'");
   std::vector<TensorType> out = {{x.dtype, red == "none" ? want : Shape{}}};
   if (ctx.numOutputs > 1) out.push_back(x);
   return out;
@@ -83,8 +85,8 @@ std::vector<TensorType> nllShape(const ShapeContext &ctx) { return lossShape("Ne
 std::vector<Tensor> nllEval(const EvalContext &ctx) {
   std::vector<TensorType> types = nllShape(shapeContextOf(ctx));
   const Tensor &x = ctx.in(0);
-  return {nll("NegativeLogLikelihoodLoss", x.f, x, ctx.in(1), ctx.present(2) ? &ctx.in(2) : nullptr, ctx.attrs,
-              types[0])};
+  return {
+      nll("NegativeLogLikelihoodLoss", x.f, x, ctx.in(1), ctx.present(2) ? &ctx.in(2) : nullptr, ctx.attrs, types[0])};
 }
 
 std::vector<TensorType> sceShape(const ShapeContext &ctx) { return lossShape("SoftmaxCrossEntropyLoss", ctx, 2); }
@@ -112,7 +114,9 @@ std::vector<Tensor> sceEval(const EvalContext &ctx) {
   return out;
 }
 
-int64_t lossFlops(const ShapeContext &ctx, const std::vector<TensorType> &) { return 2 * numElements(ctx.inputs[0].shape); }
+int64_t lossFlops(const ShapeContext &ctx, const std::vector<TensorType> &) {
+  return 2 * numElements(ctx.inputs[0].shape);
+}
 int64_t sceFlops(const ShapeContext &ctx, const std::vector<TensorType> &) {
   return (kTranscendentalFlops + 4) * numElements(ctx.inputs[0].shape);
 }

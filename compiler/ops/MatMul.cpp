@@ -14,9 +14,8 @@ namespace kiln::ops {
 namespace {
 
 void checkNumeric(const std::string &op, const char *what, DType t) {
-  check(isFloat(t) || isInteger(t), op + ": input " + what +
-                                        " must be a numeric tensor (float or integer), got " +
-                                        dtypeName(t));
+  check(isFloat(t) || isInteger(t),
+        op + ": input " + what + " must be a numeric tensor (float or integer), got " + dtypeName(t));
 }
 
 // Dot product of a row of A and a column of B, with arbitrary element strides.
@@ -30,8 +29,7 @@ struct Dot {
   int64_t intDot(int64_t aOff, int64_t aStride, int64_t bOff, int64_t bStride, int64_t k) const {
     uint64_t acc = 0;  // unsigned so overflow wraps instead of being undefined
     for (int64_t j = 0; j < k; ++j)
-      acc += static_cast<uint64_t>(a.i[aOff + j * aStride]) *
-             static_cast<uint64_t>(b.i[bOff + j * bStride]);
+      acc += static_cast<uint64_t>(a.i[aOff + j * aStride]) * static_cast<uint64_t>(b.i[bOff + j * bStride]);
     return static_cast<int64_t>(acc);
   }
 };
@@ -47,11 +45,10 @@ struct MatMulGeometry {
 
 MatMulGeometry matmulGeometry(const TensorType &a, const TensorType &b) {
   checkNumeric("MatMul", "A", a.dtype);
-  check(b.dtype == a.dtype, "MatMul: A has dtype " + std::string(dtypeName(a.dtype)) +
-                                " but B has " + dtypeName(b.dtype));
+  check(b.dtype == a.dtype,
+        "MatMul: A has dtype " + std::string(dtypeName(a.dtype)) + " but B has " + dtypeName(b.dtype));
   check(!a.shape.empty() && !b.shape.empty(),
-        "MatMul: inputs must have rank >= 1, got " + shapeString(a.shape) + " and " +
-            shapeString(b.shape));
+        "MatMul: inputs must have rank >= 1, got " + shapeString(a.shape) + " and " + shapeString(b.shape));
   Shape as = a.shape, bs = b.shape;
   bool vecA = as.size() == 1, vecB = bs.size() == 1;
   if (vecA) as.insert(as.begin(), 1);
@@ -61,16 +58,15 @@ MatMulGeometry matmulGeometry(const TensorType &a, const TensorType &b) {
   g.k = as.back();
   g.n = bs.back();
   check(bs[bs.size() - 2] == g.k, "MatMul: inner dimensions differ: A is " + shapeString(a.shape) +
-                                      " (K=" + std::to_string(g.k) + ") but B is " +
-                                      shapeString(b.shape) + " (K=" +
-                                      std::to_string(bs[bs.size() - 2]) + ")");
+                                      " (K=" + std::to_string(g.k) + ") but B is " + shapeString(b.shape) +
+                                      " (K=" + std::to_string(bs[bs.size() - 2]) + ")");
   g.aBatch.assign(as.begin(), as.end() - 2);
   g.bBatch.assign(bs.begin(), bs.end() - 2);
   try {
     g.batch = broadcastShapes({g.aBatch, g.bBatch});
   } catch (const OpError &e) {
-    fail(std::string("MatMul: batch dimensions of ") + shapeString(a.shape) + " and " +
-         shapeString(b.shape) + " do not broadcast: " + e.what());
+    fail(std::string("MatMul: batch dimensions of ") + shapeString(a.shape) + " and " + shapeString(b.shape) +
+         " do not broadcast: " + e.what());
   }
   g.out = g.batch;
   if (!vecA) g.out.push_back(g.m);
@@ -132,11 +128,10 @@ struct GemmGeometry {
   bool transA = false, transB = false;
 };
 
-GemmGeometry gemmGeometry(const TensorType &a, const TensorType &b, const TensorType *c,
-                          const Attrs &attrs) {
+GemmGeometry gemmGeometry(const TensorType &a, const TensorType &b, const TensorType *c, const Attrs &attrs) {
   checkNumeric("Gemm", "A", a.dtype);
-  check(b.dtype == a.dtype, "Gemm: A has dtype " + std::string(dtypeName(a.dtype)) +
-                                " but B has " + dtypeName(b.dtype));
+  check(b.dtype == a.dtype,
+        "Gemm: A has dtype " + std::string(dtypeName(a.dtype)) + " but B has " + dtypeName(b.dtype));
   check(a.shape.size() == 2, "Gemm: A must be 2-D, got shape " + shapeString(a.shape));
   check(b.shape.size() == 2, "Gemm: B must be 2-D, got shape " + shapeString(b.shape));
   GemmGeometry g;
@@ -146,29 +141,26 @@ GemmGeometry gemmGeometry(const TensorType &a, const TensorType &b, const Tensor
   g.k = g.transA ? a.shape[0] : a.shape[1];
   int64_t kb = g.transB ? b.shape[1] : b.shape[0];
   g.n = g.transB ? b.shape[0] : b.shape[1];
-  check(kb == g.k, "Gemm: inner dimensions differ: A' is " + std::to_string(g.m) + "x" +
-                       std::to_string(g.k) + " but B' is " + std::to_string(kb) + "x" +
-                       std::to_string(g.n) + " (transA=" + std::to_string(g.transA) +
-                       ", transB=" + std::to_string(g.transB) + ")");
+  check(kb == g.k, "Gemm: inner dimensions differ: A' is " + std::to_string(g.m) + "x" + std::to_string(g.k) +
+                       " but B' is " + std::to_string(kb) + "x" + std::to_string(g.n) +
+                       " (transA=" + std::to_string(g.transA) + ", transB=" + std::to_string(g.transB) + ")");
   if (c) {
-    check(c->dtype == a.dtype, "Gemm: C has dtype " + std::string(dtypeName(c->dtype)) +
-                                   " but A has " + dtypeName(a.dtype));
+    check(c->dtype == a.dtype,
+          "Gemm: C has dtype " + std::string(dtypeName(c->dtype)) + " but A has " + dtypeName(a.dtype));
     check(c->shape.size() <= 2, "Gemm: C must have rank <= 2, got shape " + shapeString(c->shape));
     // Unidirectional broadcast: each dim of C (aligned to the right) is 1 or equal to Y's.
     Shape y{g.m, g.n};
     size_t off = 2 - c->shape.size();
     for (size_t d = 0; d < c->shape.size(); ++d)
       check(c->shape[d] == 1 || c->shape[d] == y[d + off],
-            "Gemm: C of shape " + shapeString(c->shape) + " cannot be broadcast to the output " +
-                shapeString(y));
+            "Gemm: C of shape " + shapeString(c->shape) + " cannot be broadcast to the output " + shapeString(y));
   }
   return g;
 }
 
 std::vector<TensorType> gemmShape(const ShapeContext &ctx) {
   check(ctx.present(0) && ctx.present(1), "Gemm: inputs A and B are required");
-  GemmGeometry g = gemmGeometry(ctx.inputs[0], ctx.inputs[1],
-                                ctx.present(2) ? &ctx.inputs[2] : nullptr, ctx.attrs);
+  GemmGeometry g = gemmGeometry(ctx.inputs[0], ctx.inputs[1], ctx.present(2) ? &ctx.inputs[2] : nullptr, ctx.attrs);
   return {{ctx.inputs[0].dtype, {g.m, g.n}}};
 }
 
@@ -187,9 +179,8 @@ std::vector<Tensor> gemmEval(const EvalContext &ctx) {
   for (int64_t r = 0; r < g.m; ++r)
     for (int64_t col = 0; col < g.n; ++col) {
       int64_t idx = r * g.n + col;
-      double prod = y.isFloating()
-                        ? dot.floatDot(r * aRow, aStep, col * bCol, bStep, g.k)
-                        : static_cast<double>(dot.intDot(r * aRow, aStep, col * bCol, bStep, g.k));
+      double prod = y.isFloating() ? dot.floatDot(r * aRow, aStep, col * bCol, bStep, g.k)
+                                   : static_cast<double>(dot.intDot(r * aRow, aStep, col * bCol, bStep, g.k));
       double v = alpha * prod;
       if (c) v += beta * c->get(broadcastIndex(c->shape, yShape, idx));
       y.set(idx, v);

@@ -19,12 +19,10 @@ int64_t product(const Shape &s, size_t from, size_t to) {
 }
 
 // Checks that a per-channel parameter is a 1-D float tensor of C elements.
-void checkPerChannel(const std::string &op, const std::string &what, const TensorType &t,
-                     int64_t channels) {
+void checkPerChannel(const std::string &op, const std::string &what, const TensorType &t, int64_t channels) {
   checkKind(op, what, t.dtype, Kind::Float);
-  check(t.shape == Shape{channels}, op + ": " + what + " must have shape " +
-                                        std::to_string(channels) + " (one value per channel), got " +
-                                        shapeString(t.shape));
+  check(t.shape == Shape{channels}, op + ": " + what + " must have shape " + std::to_string(channels) +
+                                        " (one value per channel), got " + shapeString(t.shape));
 }
 
 // =============================================================================================
@@ -35,14 +33,14 @@ std::vector<TensorType> batchNormShape(const ShapeContext &ctx) {
   const std::string op = "BatchNormalization";
   check(ctx.attrs.getInt("training_mode", 0) == 0,
         op + ": training_mode=1 is not supported (kiln evaluates inference only)");
-  check(ctx.numOutputs <= 1,
-        op + ": the running_mean/running_var outputs exist only in training mode, but the node "
-             "declares " + std::to_string(ctx.numOutputs) + " outputs");
+  check(ctx.numOutputs <= 1, op +
+                                 ": the running_mean/running_var outputs exist only in training mode, but the node "
+                                 "declares " +
+                                 std::to_string(ctx.numOutputs) + " outputs");
   checkInputs(op, ctx, 5, 5);
   const TensorType &x = ctx.inputs[0];
   checkKind(op, "X", x.dtype, Kind::Float);
-  check(x.shape.size() >= 2,
-        op + ": X must have rank >= 2 (N x C x ...), got shape " + shapeString(x.shape));
+  check(x.shape.size() >= 2, op + ": X must have rank >= 2 (N x C x ...), got shape " + shapeString(x.shape));
   const char *names[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (size_t k = 1; k < 5; ++k) checkPerChannel(op, names[k], ctx.inputs[k], x.shape[1]);
   return {x};
@@ -50,8 +48,7 @@ std::vector<TensorType> batchNormShape(const ShapeContext &ctx) {
 
 std::vector<Tensor> batchNormKernel(const EvalContext &ctx) {
   batchNormShape(shapeContextOf(ctx));
-  const Tensor &x = ctx.in(0), &scale = ctx.in(1), &bias = ctx.in(2), &mean = ctx.in(3),
-               &var = ctx.in(4);
+  const Tensor &x = ctx.in(0), &scale = ctx.in(1), &bias = ctx.in(2), &mean = ctx.in(3), &var = ctx.in(4);
   double eps = ctx.attrs.getFloat("epsilon", 1e-5);
   int64_t channels = x.shape[1], inner = product(x.shape, 2, x.shape.size());
   Tensor y(x.dtype, x.shape);
@@ -71,8 +68,7 @@ std::vector<TensorType> instanceNormShape(const ShapeContext &ctx) {
   checkOutputs(op, ctx, 1);
   const TensorType &x = ctx.inputs[0];
   checkKind(op, "input", x.dtype, Kind::Float);
-  check(x.shape.size() >= 3,
-        op + ": input must have rank >= 3 (N x C x D1 ...), got shape " + shapeString(x.shape));
+  check(x.shape.size() >= 3, op + ": input must have rank >= 3 (N x C x D1 ...), got shape " + shapeString(x.shape));
   checkPerChannel(op, "scale", ctx.inputs[1], x.shape[1]);
   checkPerChannel(op, "B", ctx.inputs[2], x.shape[1]);
   return {x};
@@ -94,8 +90,7 @@ std::vector<Tensor> instanceNormKernel(const EvalContext &ctx) {
     var /= static_cast<double>(inner);
     int64_t c = s % channels;
     double inv = 1.0 / std::sqrt(var + eps);
-    for (int64_t j = 0; j < inner; ++j)
-      y.set(s * inner + j, (p[j] - mean) * inv * scale.f[c] + bias.f[c]);
+    for (int64_t j = 0; j < inner; ++j) y.set(s * inner + j, (p[j] - mean) * inv * scale.f[c] + bias.f[c]);
   }
   return {y};
 }
@@ -207,7 +202,10 @@ EvalFn softmaxKernel(std::string op, Norm kind) {
         double mx = -INFINITY;
         int64_t argmax = 0;
         for (int64_t j = 0; j < len; ++j) {
-          if (x.f[at(j)] > mx) { mx = x.f[at(j)]; argmax = j; }
+          if (x.f[at(j)] > mx) {
+            mx = x.f[at(j)];
+            argmax = j;
+          }
         }
         if (kind == Norm::Hardmax) {
           for (int64_t j = 0; j < len; ++j) y.f[at(j)] = j == argmax ? 1.0 : 0.0;
@@ -232,10 +230,8 @@ KILN_REGISTER_OP({"InstanceNormalization", instanceNormShape, instanceNormKernel
 KILN_REGISTER_OP({"LayerNormalization", layerNormShape, layerNormKernel, perElementFlops(8)});
 KILN_REGISTER_OP({"Softmax", softmaxShape("Softmax"), softmaxKernel("Softmax", Norm::Softmax),
                   perElementFlops(kTranscendentalFlops + 3)});
-KILN_REGISTER_OP({"LogSoftmax", softmaxShape("LogSoftmax"),
-                  softmaxKernel("LogSoftmax", Norm::LogSoftmax),
+KILN_REGISTER_OP({"LogSoftmax", softmaxShape("LogSoftmax"), softmaxKernel("LogSoftmax", Norm::LogSoftmax),
                   perElementFlops(kTranscendentalFlops + 3)});
-KILN_REGISTER_OP({"Hardmax", softmaxShape("Hardmax"), softmaxKernel("Hardmax", Norm::Hardmax),
-                  perElementFlops(1)});
+KILN_REGISTER_OP({"Hardmax", softmaxShape("Hardmax"), softmaxKernel("Hardmax", Norm::Hardmax), perElementFlops(1)});
 
 }  // namespace kiln::ops

@@ -32,8 +32,7 @@ std::vector<std::string> registeredOps() {
   return r;
 }
 
-std::optional<std::string> inferTypes(const std::string &op, const ShapeContext &ctx,
-                                      std::vector<TensorType> &out) {
+std::optional<std::string> inferTypes(const std::string &op, const ShapeContext &ctx, std::vector<TensorType> &out) {
   const OpDef *def = findOp(op);
   if (!def) return "no semantics registered for op '" + op + "'";
   try {
@@ -44,8 +43,7 @@ std::optional<std::string> inferTypes(const std::string &op, const ShapeContext 
   return std::nullopt;
 }
 
-std::optional<std::string> evaluate(const std::string &op, const EvalContext &ctx,
-                                    std::vector<Tensor> &out) {
+std::optional<std::string> evaluate(const std::string &op, const EvalContext &ctx, std::vector<Tensor> &out) {
   const OpDef *def = findOp(op);
   if (!def || !def->eval) return "no reference kernel for op '" + op + "'";
   try {
@@ -56,8 +54,7 @@ std::optional<std::string> evaluate(const std::string &op, const EvalContext &ct
   return std::nullopt;
 }
 
-int64_t countFlops(const std::string &op, const ShapeContext &ctx,
-                   const std::vector<TensorType> &outputs) {
+int64_t countFlops(const std::string &op, const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
   const OpDef *def = findOp(op);
   if (!def || !def->flops) return 0;
   try {
@@ -72,8 +69,7 @@ const Tensor &EvalContext::in(size_t idx) const {
   return *inputs[idx];
 }
 
-template <typename T>
-static const T *getAs(const Attrs &a, const std::string &name) {
+template <typename T> static const T *getAs(const Attrs &a, const std::string &name) {
   auto it = a.values.find(name);
   if (it == a.values.end()) return nullptr;
   const T *v = std::get_if<T>(&it->second);
@@ -102,8 +98,7 @@ std::string Attrs::getString(const std::string &name, const std::string &dflt) c
   auto *v = getAs<std::string>(*this, name);
   return v ? *v : dflt;
 }
-std::vector<int64_t> Attrs::getInts(const std::string &name,
-                                    const std::vector<int64_t> &dflt) const {
+std::vector<int64_t> Attrs::getInts(const std::string &name, const std::vector<int64_t> &dflt) const {
   auto *v = getAs<std::vector<int64_t>>(*this, name);
   return v ? *v : dflt;
 }
@@ -111,8 +106,7 @@ std::vector<int64_t> Attrs::getInts(const std::string &name) const {
   check(has(name), "missing required attribute '" + name + "'");
   return getInts(name, {});
 }
-std::vector<double> Attrs::getFloats(const std::string &name,
-                                     const std::vector<double> &dflt) const {
+std::vector<double> Attrs::getFloats(const std::string &name, const std::vector<double> &dflt) const {
   auto *v = getAs<std::vector<double>>(*this, name);
   return v ? *v : dflt;
 }
@@ -127,11 +121,12 @@ Shape broadcastShapes(const std::vector<Shape> &shapes) {
       int64_t &o = out[rank - s.size() + k];
       int64_t d = s[k];
       if (d == o || d == 1) continue;
-      check(o == 1, "shapes cannot be broadcast together: " + [&] {
-        std::string r;
-        for (auto &x : shapes) r += (r.empty() ? "" : " vs ") + shapeString(x);
-        return r;
-      }());
+      check(
+          o == 1, "shapes cannot be broadcast together: " + [&] {
+            std::string r;
+            for (auto &x : shapes) r += (r.empty() ? "" : " vs ") + shapeString(x);
+            return r;
+          }());
       o = d;
     }
   }

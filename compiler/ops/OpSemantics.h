@@ -26,8 +26,8 @@
 
 namespace kiln::ops {
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, Tensor>;
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                               std::vector<std::string>, Tensor>;
 
 // ONNX-style attributes by name; typed getters with defaults, and checks for required ones.
 class Attrs {
@@ -102,12 +102,9 @@ const OpDef *findOp(const std::string &name);
 std::vector<std::string> registeredOps();  // sorted
 
 // Entry points that never throw: std::nullopt on success, else the error message.
-std::optional<std::string> inferTypes(const std::string &op, const ShapeContext &ctx,
-                                      std::vector<TensorType> &out);
-std::optional<std::string> evaluate(const std::string &op, const EvalContext &ctx,
-                                    std::vector<Tensor> &out);
-int64_t countFlops(const std::string &op, const ShapeContext &ctx,
-                   const std::vector<TensorType> &outputs);
+std::optional<std::string> inferTypes(const std::string &op, const ShapeContext &ctx, std::vector<TensorType> &out);
+std::optional<std::string> evaluate(const std::string &op, const EvalContext &ctx, std::vector<Tensor> &out);
+int64_t countFlops(const std::string &op, const ShapeContext &ctx, const std::vector<TensorType> &outputs);
 
 struct OpRegistrar {
   explicit OpRegistrar(OpDef def) { registerOp(std::move(def)); }
@@ -115,7 +112,7 @@ struct OpRegistrar {
 #define KILN_OP_CONCAT2(a, b) a##b
 #define KILN_OP_CONCAT(a, b) KILN_OP_CONCAT2(a, b)
 // KILN_REGISTER_OP({"Relu", shapeFn, evalFn, flopsFn});  at namespace scope in the defining file.
-#define KILN_REGISTER_OP(...) \
+#define KILN_REGISTER_OP(...)                                                                                          \
   static ::kiln::ops::OpRegistrar KILN_OP_CONCAT(kiln_op_registrar_, __LINE__)(::kiln::ops::OpDef __VA_ARGS__)
 
 // Shared helpers for kernels and shape functions.

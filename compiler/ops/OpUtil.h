@@ -12,10 +12,9 @@ namespace kiln::ops {
 
 // Runs body(row) for row in [0, rows) on the machine's cores when the work (rows · workPerRow
 // multiply-adds) is large. Rows must be independent (each writes its own outputs).
-template <class Body>
-void parallelRows(int64_t rows, int64_t workPerRow, const Body &body) {
-  int64_t threads = std::min<int64_t>({int64_t(std::max(1u, std::thread::hardware_concurrency())), rows,
-                                       rows * workPerRow / (int64_t(1) << 22) + 1});
+template <class Body> void parallelRows(int64_t rows, int64_t workPerRow, const Body &body) {
+  int64_t threads = std::min<int64_t>(
+      {int64_t(std::max(1u, std::thread::hardware_concurrency())), rows, rows * workPerRow / (int64_t(1) << 22) + 1});
   if (threads <= 1) {
     for (int64_t r = 0; r < rows; ++r) body(r);
     return;
@@ -56,15 +55,14 @@ inline bool nextIndex(std::vector<int64_t> &idx, const Shape &dims) {
 constexpr int64_t kMaxAttr = int64_t{1} << 31;
 
 // A per-spatial-axis attribute (strides, dilations, output_padding): `n` values, each >= minValue.
-inline std::vector<int64_t> spatialAttr(const std::string &op, const Attrs &attrs, const std::string &name,
-                                        size_t n, int64_t dflt, int64_t minValue) {
+inline std::vector<int64_t> spatialAttr(const std::string &op, const Attrs &attrs, const std::string &name, size_t n,
+                                        int64_t dflt, int64_t minValue) {
   std::vector<int64_t> v = attrs.getInts(name, std::vector<int64_t>(n, dflt));
   check(v.size() == n, op + ": attribute '" + name + "' has " + std::to_string(v.size()) +
                            " values but the input has " + std::to_string(n) + " spatial axes");
   for (int64_t x : v)
     check(x >= minValue && x <= kMaxAttr,
-          op + ": attribute '" + name + "' must be in [" + std::to_string(minValue) + ", 2^31], got " +
-              listString(v));
+          op + ": attribute '" + name + "' must be in [" + std::to_string(minValue) + ", 2^31], got " + listString(v));
   return v;
 }
 
@@ -73,8 +71,7 @@ inline void explicitPads(const std::string &op, const Attrs &attrs, size_t n, Sh
   std::vector<int64_t> pads = attrs.getInts("pads", std::vector<int64_t>(2 * n, 0));
   check(pads.size() == 2 * n, op + ": pads has " + std::to_string(pads.size()) + " values, expected " +
                                   std::to_string(2 * n) + " (begin and end for each spatial axis)");
-  for (int64_t p : pads)
-    check(p >= 0 && p <= kMaxAttr, op + ": pads must be in [0, 2^31], got " + listString(pads));
+  for (int64_t p : pads) check(p >= 0 && p <= kMaxAttr, op + ": pads must be in [0, 2^31], got " + listString(pads));
   padBegin.assign(pads.begin(), pads.begin() + n);
   padEnd.assign(pads.begin() + n, pads.end());
 }

@@ -87,8 +87,8 @@ Shape productParamShape(const std::string &op, const std::string &what, const Sh
                         bool aSide) {
   if (oneElement(param)) return {};
   Shape s = param;
-  check(operand.size() >= 2, op + ": " + what + " of shape " + shapeString(param) +
-                                 " (per " + (aSide ? "row" : "column") + ") needs an operand of rank >= 2, got " +
+  check(operand.size() >= 2, op + ": " + what + " of shape " + shapeString(param) + " (per " +
+                                 (aSide ? "row" : "column") + ") needs an operand of rank >= 2, got " +
                                  shapeString(operand));
   if (aSide && s.size() == 1) s = {s[0], 1};
   Shape want = operand;
@@ -96,8 +96,8 @@ Shape productParamShape(const std::string &op, const std::string &what, const Sh
   bool ok = s.size() <= want.size();
   for (size_t k = 0; ok && k < s.size(); ++k) ok = s[s.size() - 1 - k] == want[want.size() - 1 - k];
   check(ok, op + ": " + what + " has shape " + shapeString(param) + "; a per-" + (aSide ? "row" : "column") +
-                " parameter of an operand of shape " + shapeString(operand) + " must have shape " +
-                shapeString(want) + (aSide ? " or [M]" : " or [N]") + ", or be a scalar");
+                " parameter of an operand of shape " + shapeString(operand) + " must have shape " + shapeString(want) +
+                (aSide ? " or [M]" : " or [N]") + ", or be a scalar");
   return s;
 }
 
@@ -171,8 +171,8 @@ std::vector<Tensor> matmulIntegerEval(const EvalContext &ctx) {
   matmulIntegerShape(sc);
   IntProduct p = intProductShape("MatMulInteger", sc.inputs[0], sc.inputs[1], ctx.present(2) ? &sc.inputs[2] : nullptr,
                                  ctx.present(3) ? &sc.inputs[3] : nullptr);
-  return {intProduct(ctx.in(0), ctx.in(1), ctx.present(2) ? &ctx.in(2) : nullptr,
-                     ctx.present(3) ? &ctx.in(3) : nullptr, p)};
+  return {intProduct(ctx.in(0), ctx.in(1), ctx.present(2) ? &ctx.in(2) : nullptr, ctx.present(3) ? &ctx.in(3) : nullptr,
+                     p)};
 }
 
 // The f32 requantization scale of a QLinearMatMul output element: f32(f32(sa · sb) / sy).
@@ -245,14 +245,14 @@ IntConv intConvShape(const std::string &op, const ShapeContext &ctx, size_t x, s
     checkSameDtype(op, "w", wt.dtype, "w_zero_point", ctx.inputs[zw].dtype);
     const Shape &s = ctx.inputs[zw].shape;
     check(oneElement(s) || s == Shape{c.channels},
-          op + ": w_zero_point must be a scalar or have one value per output channel (" +
-              std::to_string(c.channels) + "), got shape " + shapeString(s));
+          op + ": w_zero_point must be a scalar or have one value per output channel (" + std::to_string(c.channels) +
+              "), got shape " + shapeString(s));
   }
   TensorType fb{DType::F32, {c.channels}};
   std::vector<TensorType> in = {{DType::F32, xt.shape}, {DType::F32, wt.shape}};
   if (bias) {
-    check(bias->dtype == DType::I32, op + ": bias B has dtype " + std::string(dtypeName(bias->dtype)) +
-                                         ", but i32 is required");
+    check(bias->dtype == DType::I32,
+          op + ": bias B has dtype " + std::string(dtypeName(bias->dtype)) + ", but i32 is required");
     check(bias->shape == Shape{c.channels}, op + ": bias B must have shape " + std::to_string(c.channels) +
                                                 " (one per output channel), got " + shapeString(bias->shape));
     in.push_back(fb);
@@ -315,8 +315,9 @@ std::vector<TensorType> qlinearConvShape(const ShapeContext &ctx) {
   checkScale(op, "y_scale", ctx.inputs[6].dtype);
   checkScalar(op, "x_scale", ctx.inputs[1].shape);
   const Shape &sw = ctx.inputs[4].shape;
-  check(oneElement(sw) || sw == Shape{c.channels}, op + ": w_scale must be a scalar or have one value per output channel (" +
-                                                       std::to_string(c.channels) + "), got shape " + shapeString(sw));
+  check(oneElement(sw) || sw == Shape{c.channels},
+        op + ": w_scale must be a scalar or have one value per output channel (" + std::to_string(c.channels) +
+            "), got shape " + shapeString(sw));
   checkScalar(op, "y_scale", ctx.inputs[6].shape);
   checkScalar(op, "y_zero_point", ctx.inputs[7].shape);
   check8Bit(op, "y_zero_point", ctx.inputs[7].dtype);
@@ -346,8 +347,8 @@ std::vector<TensorType> dynamicQuantizeShape(const ShapeContext &ctx) {
   checkInputs(op, ctx, 1, 1);
   check(ctx.numOutputs == 3, op + ": the node must declare its 3 outputs (y, y_scale, y_zero_point), it declares " +
                                  std::to_string(ctx.numOutputs));
-  check(ctx.inputs[0].dtype == DType::F32, op + ": x has dtype " + std::string(dtypeName(ctx.inputs[0].dtype)) +
-                                               ", but f32 is required");
+  check(ctx.inputs[0].dtype == DType::F32,
+        op + ": x has dtype " + std::string(dtypeName(ctx.inputs[0].dtype)) + ", but f32 is required");
   return {{DType::U8, ctx.inputs[0].shape}, {DType::F32, {}}, {DType::U8, {}}};
 }
 
@@ -386,15 +387,17 @@ TensorType toFloatShape(const std::string &op, const TensorType &a, const Tensor
   }
   checkScale(op, "b_scale", sb.dtype);
   int64_t n = b.shape.empty() ? 1 : b.shape.back();
-  check(oneElement(sb.shape) || sb.shape == Shape{n}, op + ": b_scale must be a scalar or have one value per column of B (" +
-                                                          std::to_string(n) + "), got shape " + shapeString(sb.shape));
+  check(oneElement(sb.shape) || sb.shape == Shape{n},
+        op + ": b_scale must be a scalar or have one value per column of B (" + std::to_string(n) + "), got shape " +
+            shapeString(sb.shape));
   if (zb)
-    check(oneElement(zb->shape) || zb->shape == Shape{n}, op + ": b_zero_point must be a scalar or have one value per column of B (" +
-                                                              std::to_string(n) + "), got shape " + shapeString(zb->shape));
+    check(oneElement(zb->shape) || zb->shape == Shape{n},
+          op + ": b_zero_point must be a scalar or have one value per column of B (" + std::to_string(n) +
+              "), got shape " + shapeString(zb->shape));
   if (bias) {
     checkScale(op, "bias", bias->dtype);
-    check(bias->shape == Shape{n}, op + ": bias must have shape " + std::to_string(n) + " (B's columns), got " +
-                                       shapeString(bias->shape));
+    check(bias->shape == Shape{n},
+          op + ": bias must have shape " + std::to_string(n) + " (B's columns), got " + shapeString(bias->shape));
   }
   return {DType::F32, p.out.shape};
 }
@@ -431,11 +434,11 @@ std::vector<TensorType> dynamicQuantizeMatmulShape(const ShapeContext &ctx) {
   const std::string op = kMs + "DynamicQuantizeMatMul";
   checkInputs(op, ctx, 3, 5);
   checkOutputs(op, ctx, 1);
-  check(ctx.inputs[0].dtype == DType::F32, op + ": A has dtype " + std::string(dtypeName(ctx.inputs[0].dtype)) +
-                                               ", but f32 is required");
+  check(ctx.inputs[0].dtype == DType::F32,
+        op + ": A has dtype " + std::string(dtypeName(ctx.inputs[0].dtype)) + ", but f32 is required");
   TensorType aq{DType::U8, ctx.inputs[0].shape};
-  return {toFloatShape(op, aq, ctx.inputs[1], nullptr, ctx.inputs[2], nullptr, ctx.present(3) ? &ctx.inputs[3] : nullptr,
-                       ctx.present(4) ? &ctx.inputs[4] : nullptr)};
+  return {toFloatShape(op, aq, ctx.inputs[1], nullptr, ctx.inputs[2], nullptr,
+                       ctx.present(3) ? &ctx.inputs[3] : nullptr, ctx.present(4) ? &ctx.inputs[4] : nullptr)};
 }
 std::vector<Tensor> dynamicQuantizeMatmulEval(const EvalContext &ctx) {
   ShapeContext sc = shapeContextOf(ctx);
@@ -468,15 +471,16 @@ QGemmGeometry qgemmGeometry(const ShapeContext &ctx) {
   const TensorType &a = ctx.inputs[0], &b = ctx.inputs[3];
   check8Bit(op, "A", a.dtype);
   check8Bit(op, "B", b.dtype);
-  check(a.shape.size() == 2 && b.shape.size() == 2, op + ": A and B must be matrices, got " + shapeString(a.shape) +
-                                                        " and " + shapeString(b.shape));
+  check(a.shape.size() == 2 && b.shape.size() == 2,
+        op + ": A and B must be matrices, got " + shapeString(a.shape) + " and " + shapeString(b.shape));
   bool ta = ctx.attrs.getInt("transA", 0) != 0, tb = ctx.attrs.getInt("transB", 0) != 0;
   QGemmGeometry g;
   g.m = ta ? a.shape[1] : a.shape[0];
   g.k = ta ? a.shape[0] : a.shape[1];
   g.n = tb ? b.shape[0] : b.shape[1];
   int64_t kb = tb ? b.shape[1] : b.shape[0];
-  check(kb == g.k, op + ": inner dimensions differ: A gives K=" + std::to_string(g.k) + ", B gives K=" + std::to_string(kb));
+  check(kb == g.k,
+        op + ": inner dimensions differ: A gives K=" + std::to_string(g.k) + ", B gives K=" + std::to_string(kb));
   checkSameDtype(op, "A", a.dtype, "a_zero_point", ctx.inputs[2].dtype);
   checkSameDtype(op, "B", b.dtype, "b_zero_point", ctx.inputs[5].dtype);
   checkScale(op, "a_scale", ctx.inputs[1].dtype);
@@ -488,7 +492,8 @@ QGemmGeometry qgemmGeometry(const ShapeContext &ctx) {
           op + ": " + (p == 4 ? "b_scale" : "b_zero_point") + " must be a scalar or have one value per column (" +
               std::to_string(g.n) + "), got shape " + shapeString(ctx.inputs[p].shape));
   if (ctx.present(6)) {
-    check(ctx.inputs[6].dtype == DType::I32, op + ": C must be int32, got " + std::string(dtypeName(ctx.inputs[6].dtype)));
+    check(ctx.inputs[6].dtype == DType::I32,
+          op + ": C must be int32, got " + std::string(dtypeName(ctx.inputs[6].dtype)));
     broadcastOrFail(op, {ctx.inputs[6].shape, Shape{g.m, g.n}});
     check(broadcastShapes({ctx.inputs[6].shape, Shape{g.m, g.n}}) == Shape{g.m, g.n},
           op + ": C of shape " + shapeString(ctx.inputs[6].shape) + " does not broadcast to the result's " +
@@ -766,8 +771,9 @@ std::vector<Tensor> qlinearGlobalPoolEval(const EvalContext &ctx) {
 std::vector<TensorType> qlinearConcatShape(const ShapeContext &ctx) {
   const std::string op = kMs + "QLinearConcat";
   size_t n = ctx.inputs.size();
-  check(n >= 5 && (n - 2) % 3 == 0, op + ": expected Y_scale, Y_zero_point and a (tensor, scale, zero point) triple per input, got " +
-                                        plural(int64_t(n), "input"));
+  check(n >= 5 && (n - 2) % 3 == 0,
+        op + ": expected Y_scale, Y_zero_point and a (tensor, scale, zero point) triple per input, got " +
+            plural(int64_t(n), "input"));
   checkOutputs(op, ctx, 1);
   for (size_t k = 0; k < n; ++k) check(ctx.present(k), op + ": input #" + std::to_string(k) + " is missing");
   DType t = ctx.inputs[1].dtype;
@@ -826,10 +832,10 @@ KILN_REGISTER_OP({"ConvInteger", convIntegerShape, convIntegerEval,
                   [](const ShapeContext &c, const std::vector<TensorType> &o) { return convFlopsOf(c, o, 1); }});
 KILN_REGISTER_OP({"QLinearConv", qlinearConvShape, qlinearConvEval,
                   [](const ShapeContext &c, const std::vector<TensorType> &o) { return convFlopsOf(c, o, 3); }});
-KILN_REGISTER_OP({kMs + "QLinearAdd", qlinearBinaryShape(kMs + "QLinearAdd"), qlinearBinaryEval(kMs + "QLinearAdd", true),
-                  ew::perElementFlops(6)});
-KILN_REGISTER_OP({kMs + "QLinearMul", qlinearBinaryShape(kMs + "QLinearMul"), qlinearBinaryEval(kMs + "QLinearMul", false),
-                  ew::perElementFlops(5)});
+KILN_REGISTER_OP({kMs + "QLinearAdd", qlinearBinaryShape(kMs + "QLinearAdd"),
+                  qlinearBinaryEval(kMs + "QLinearAdd", true), ew::perElementFlops(6)});
+KILN_REGISTER_OP({kMs + "QLinearMul", qlinearBinaryShape(kMs + "QLinearMul"),
+                  qlinearBinaryEval(kMs + "QLinearMul", false), ew::perElementFlops(5)});
 KILN_REGISTER_OP({kMs + "QLinearSigmoid", qlinearUnaryShape(kMs + "QLinearSigmoid", "Sigmoid", false),
                   qlinearUnaryEval(kMs + "QLinearSigmoid", "Sigmoid", false), ew::perElementFlops(8)});
 KILN_REGISTER_OP({kMs + "QLinearLeakyRelu", qlinearUnaryShape(kMs + "QLinearLeakyRelu", "LeakyRelu", false),
@@ -837,12 +843,16 @@ KILN_REGISTER_OP({kMs + "QLinearLeakyRelu", qlinearUnaryShape(kMs + "QLinearLeak
 KILN_REGISTER_OP({kMs + "QLinearAveragePool", qlinearUnaryShape(kMs + "QLinearAveragePool", "AveragePool", true),
                   qlinearAveragePoolEval, ew::perElementFlops(4)});
 KILN_REGISTER_OP({kMs + "QLinearGlobalAveragePool", qlinearGlobalPoolShape, qlinearGlobalPoolEval,
-                  [](const ShapeContext &c, const std::vector<TensorType> &) { return numElements(c.inputs[0].shape); }});
+                  [](const ShapeContext &c, const std::vector<TensorType> &) {
+                    return numElements(c.inputs[0].shape);
+                  }});
 KILN_REGISTER_OP({kMs + "QLinearConcat", qlinearConcatShape, qlinearConcatEval, concatFlops});
 KILN_REGISTER_OP({kMs + "MatMulIntegerToFloat", matmulIntegerToFloatShape, matmulIntegerToFloatEval, productFlops});
 KILN_REGISTER_OP({kMs + "QGemm", qgemmShape, qgemmEval, [](const ShapeContext &c, const std::vector<TensorType> &o) {
                     const Shape &a = c.inputs[0].shape;
-                    return o.empty() || a.size() != 2 ? int64_t(0) : 2 * numElements(o[0].shape) * (c.attrs.getInt("transA", 0) ? a[0] : a[1]);
+                    return o.empty() || a.size() != 2
+                               ? int64_t(0)
+                               : 2 * numElements(o[0].shape) * (c.attrs.getInt("transA", 0) ? a[0] : a[1]);
                   }});
 KILN_REGISTER_OP({kMs + "DynamicQuantizeMatMul", dynamicQuantizeMatmulShape, dynamicQuantizeMatmulEval, productFlops});
 

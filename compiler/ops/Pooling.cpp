@@ -15,10 +15,10 @@ namespace {
 
 void checkInput(const std::string &op, const TensorType &x, bool allowInt8) {
   bool ok = isFloat(x.dtype) || (allowInt8 && (x.dtype == DType::I8 || x.dtype == DType::U8));
-  check(ok, op + ": input X must be " + (allowInt8 ? "a float, int8 or uint8" : "a floating-point") +
-                " tensor, got " + dtypeName(x.dtype));
-  check(x.shape.size() >= 3, op + ": input X must have rank >= 3 (N, C, spatial...), got shape " +
-                                 shapeString(x.shape));
+  check(ok, op + ": input X must be " + (allowInt8 ? "a float, int8 or uint8" : "a floating-point") + " tensor, got " +
+                dtypeName(x.dtype));
+  check(x.shape.size() >= 3,
+        op + ": input X must have rank >= 3 (N, C, spatial...), got shape " + shapeString(x.shape));
 }
 
 struct PoolGeometry {
@@ -54,15 +54,15 @@ PoolGeometry poolGeometry(const std::string &op, const TensorType &x, const Attr
   if (autoPad == "NOTSET") {
     explicitPads(op, attrs, n, g.padBegin, g.padEnd);
   } else {
-    check(autoPad == "VALID", op + ": unknown auto_pad '" + autoPad +
-                                  "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+    check(autoPad == "VALID",
+          op + ": unknown auto_pad '" + autoPad + "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
   }
   for (size_t i = 0; i < n; ++i) {
     int64_t effK = (g.kernel[i] - 1) * g.dilations[i] + 1;
     int64_t span = g.inSpatial[i] + g.padBegin[i] + g.padEnd[i] - effK;
     check(span >= 0, op + ": the kernel (effective size " + std::to_string(effK) +
-                         ") is larger than the padded input (size " +
-                         std::to_string(span + effK) + ") along spatial axis " + std::to_string(i));
+                         ") is larger than the padded input (size " + std::to_string(span + effK) +
+                         ") along spatial axis " + std::to_string(i));
     int64_t s = g.strides[i];
     int64_t out = (ceilMode ? (span + s - 1) / s : span / s) + 1;
     // With ceil_mode, a last window that would start inside the end padding is dropped.
@@ -82,8 +82,7 @@ Shape pooledShape(const TensorType &x, const PoolGeometry &g) {
 // tapsInPaddedRange) where `taps` holds the spatial input offsets inside the input, in row-major
 // kernel order, and tapsInPaddedRange counts the taps inside the padded input (for
 // AveragePool's count_include_pad).
-template <typename Fn>
-void forEachWindow(const PoolGeometry &g, Fn fn) {
+template <typename Fn> void forEachWindow(const PoolGeometry &g, Fn fn) {
   size_t n = g.inSpatial.size();
   if (numElements(g.outSpatial) == 0) return;
   std::vector<int64_t> o(n, 0), k(n, 0);
@@ -123,8 +122,8 @@ int64_t windowFlops(const ShapeContext &ctx, const std::vector<TensorType> &outs
 std::vector<TensorType> maxPoolShape(const ShapeContext &ctx) {
   check(ctx.present(0), "MaxPool: input X is required");
   checkInput("MaxPool", ctx.inputs[0], true);
-  check(ctx.numOutputs == 1 || ctx.numOutputs == 2, "MaxPool: expects 1 or 2 outputs, got " +
-                                                        std::to_string(ctx.numOutputs));
+  check(ctx.numOutputs == 1 || ctx.numOutputs == 2,
+        "MaxPool: expects 1 or 2 outputs, got " + std::to_string(ctx.numOutputs));
   PoolGeometry g = poolGeometry("MaxPool", ctx.inputs[0], ctx.attrs);
   int64_t order = ctx.attrs.getInt("storage_order", 0);
   check(order == 0 || order == 1, "MaxPool: storage_order must be 0 or 1, got " + std::to_string(order));
@@ -146,8 +145,8 @@ std::vector<Tensor> maxPoolEval(const EvalContext &ctx) {
   const Tensor &x = ctx.in(0);
   TensorType xt{x.dtype, x.shape};
   checkInput("MaxPool", xt, true);
-  check(ctx.numOutputs == 1 || ctx.numOutputs == 2, "MaxPool: expects 1 or 2 outputs, got " +
-                                                        std::to_string(ctx.numOutputs));
+  check(ctx.numOutputs == 1 || ctx.numOutputs == 2,
+        "MaxPool: expects 1 or 2 outputs, got " + std::to_string(ctx.numOutputs));
   PoolGeometry g = poolGeometry("MaxPool", xt, ctx.attrs);
   int64_t order = ctx.attrs.getInt("storage_order", 0);
   check(order == 0 || order == 1, "MaxPool: storage_order must be 0 or 1, got " + std::to_string(order));
@@ -263,8 +262,8 @@ std::vector<TensorType> globalPoolShape(const std::string &op, const ShapeContex
   check(ctx.present(0), op + ": input X is required");
   const TensorType &x = ctx.inputs[0];
   check(isFloat(x.dtype), op + ": input X must be a floating-point tensor, got " + dtypeName(x.dtype));
-  check(x.shape.size() >= 2, op + ": input X must have rank >= 2 (N, C, spatial...), got shape " +
-                                 shapeString(x.shape));
+  check(x.shape.size() >= 2,
+        op + ": input X must have rank >= 2 (N, C, spatial...), got shape " + shapeString(x.shape));
   Shape s = x.shape;
   std::fill(s.begin() + 2, s.end(), 1);
   return {{x.dtype, s}};
@@ -299,13 +298,9 @@ int64_t globalPoolFlops(const ShapeContext &ctx, const std::vector<TensorType> &
 KILN_REGISTER_OP({"MaxPool", maxPoolShape, maxPoolEval, windowFlops});
 KILN_REGISTER_OP({"AveragePool", averagePoolShape, averagePoolEval, windowFlops});
 KILN_REGISTER_OP({"LpPool", lpPoolShape, lpPoolEval, lpPoolFlops});
-KILN_REGISTER_OP({"GlobalAveragePool",
-                  [](const ShapeContext &c) { return globalPoolShape("GlobalAveragePool", c); },
-                  [](const EvalContext &c) { return globalPoolEval("GlobalAveragePool", c, false); },
-                  globalPoolFlops});
-KILN_REGISTER_OP({"GlobalMaxPool",
-                  [](const ShapeContext &c) { return globalPoolShape("GlobalMaxPool", c); },
-                  [](const EvalContext &c) { return globalPoolEval("GlobalMaxPool", c, true); },
-                  globalPoolFlops});
+KILN_REGISTER_OP({"GlobalAveragePool", [](const ShapeContext &c) { return globalPoolShape("GlobalAveragePool", c); },
+                  [](const EvalContext &c) { return globalPoolEval("GlobalAveragePool", c, false); }, globalPoolFlops});
+KILN_REGISTER_OP({"GlobalMaxPool", [](const ShapeContext &c) { return globalPoolShape("GlobalMaxPool", c); },
+                  [](const EvalContext &c) { return globalPoolEval("GlobalMaxPool", c, true); }, globalPoolFlops});
 
 }  // namespace kiln::ops

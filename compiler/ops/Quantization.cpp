@@ -36,8 +36,8 @@ QuantLayout quantLayout(const std::string &op, const ShapeContext &ctx) {
   auto oneElement = [](const Shape &s) { return s.size() <= 1 && numElements(s) == 1; };
   if (ctx.present(2))
     check(ctx.inputs[2].shape == scale.shape || (oneElement(ctx.inputs[2].shape) && oneElement(scale.shape)),
-          op + ": zero point shape " + shapeString(ctx.inputs[2].shape) +
-              " differs from the scale's shape " + shapeString(scale.shape));
+          op + ": zero point shape " + shapeString(ctx.inputs[2].shape) + " differs from the scale's shape " +
+              shapeString(scale.shape));
   QuantLayout l;
   l.blockSize = ctx.attrs.getInt("block_size", 0);
   check(l.blockSize >= 0, op + ": block_size must be >= 0, got " + std::to_string(l.blockSize));
@@ -47,17 +47,16 @@ QuantLayout quantLayout(const std::string &op, const ShapeContext &ctx) {
   l.axis = normalizeAxis(ctx.attrs.getInt("axis", 1), rank);
   int64_t d = x.shape[l.axis];
   if (l.blockSize == 0) {
-    check(scale.shape == Shape{d},
-          op + ": per-axis scale must have shape " + std::to_string(d) + " (input dimension " +
-              std::to_string(l.axis) + "), got " + shapeString(scale.shape));
+    check(scale.shape == Shape{d}, op + ": per-axis scale must have shape " + std::to_string(d) + " (input dimension " +
+                                       std::to_string(l.axis) + "), got " + shapeString(scale.shape));
     l.granularity = Granularity::PerAxis;
     return l;
   }
   Shape want = x.shape;
   want[l.axis] = (d + l.blockSize - 1) / l.blockSize;
-  check(scale.shape == want, op + ": with block_size=" + std::to_string(l.blockSize) +
-                                 " on axis " + std::to_string(l.axis) + " the scale must have shape " +
-                                 shapeString(want) + ", got " + shapeString(scale.shape));
+  check(scale.shape == want, op + ": with block_size=" + std::to_string(l.blockSize) + " on axis " +
+                                 std::to_string(l.axis) + " the scale must have shape " + shapeString(want) + ", got " +
+                                 shapeString(scale.shape));
   l.granularity = Granularity::Blocked;
   return l;
 }
@@ -108,12 +107,10 @@ std::vector<TensorType> quantizeShape(const ShapeContext &ctx) {
   DType out = ctx.present(2) ? ctx.inputs[2].dtype : outAttr ? static_cast<DType>(outAttr) : DType::U8;
   if (ctx.present(2) && outAttr != 0)
     check(static_cast<DType>(outAttr) == out,
-          op + ": output_dtype " + std::to_string(outAttr) + " differs from the zero point's dtype " +
-              dtypeName(out));
-  check(supportedQuantType(out), op + ": quantizing to " +
-                                     (ctx.present(2) ? std::string(dtypeName(out))
-                                                     : "dtype " + std::to_string(outAttr)) +
-                                     " is not supported (supported: i8, ui8, i16, ui16, f8E4M3FN)");
+          op + ": output_dtype " + std::to_string(outAttr) + " differs from the zero point's dtype " + dtypeName(out));
+  check(supportedQuantType(out),
+        op + ": quantizing to " + (ctx.present(2) ? std::string(dtypeName(out)) : "dtype " + std::to_string(outAttr)) +
+            " is not supported (supported: i8, ui8, i16, ui16, f8E4M3FN)");
   quantLayout(op, ctx);
   return {{out, x.shape}};
 }
@@ -157,8 +154,7 @@ std::vector<TensorType> dequantizeShape(const ShapeContext &ctx) {
   checkOutputs(op, ctx, 1);
   const TensorType &x = ctx.inputs[0];
   check(supportedQuantType(x.dtype) || x.dtype == DType::I32,
-        op + ": x has dtype " + dtypeName(x.dtype) +
-            ", but i8, ui8, i16, ui16, f8E4M3FN or i32 is required");
+        op + ": x has dtype " + dtypeName(x.dtype) + ", but i8, ui8, i16, ui16, f8E4M3FN or i32 is required");
   if (ctx.present(2)) checkSameDtype(op, "x", x.dtype, "x_zero_point", ctx.inputs[2].dtype);
   quantLayout(op, ctx);
   return {{ctx.inputs[1].dtype, x.shape}};

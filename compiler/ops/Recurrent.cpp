@@ -58,8 +58,8 @@ using namespace ew;
 struct ActInfo {
   const char *name;  // lower case
   RnnActKind kind;
-  int alphas, betas;  // how many of activation_alpha / activation_beta the function consumes
-  double alpha, beta; // defaults
+  int alphas, betas;   // how many of activation_alpha / activation_beta the function consumes
+  double alpha, beta;  // defaults
 };
 const ActInfo kActs[] = {
     {"sigmoid", RnnActKind::Sigmoid, 0, 0, 0, 0},
@@ -113,8 +113,8 @@ RnnConfig rnnConfig(const std::string &op, RnnCell cell, const Attrs &attrs) {
     for (int64_t d = 0; d < c.numDirections; ++d) names.insert(names.end(), dflt.begin(), dflt.end());
   }
   check(int64_t(names.size()) == per * c.numDirections,
-        op + ": activations must name " + std::to_string(per * c.numDirections) + " functions (" +
-            std::to_string(per) + " per direction), got " + std::to_string(names.size()));
+        op + ": activations must name " + std::to_string(per * c.numDirections) + " functions (" + std::to_string(per) +
+            " per direction), got " + std::to_string(names.size()));
   std::vector<double> alphas = attrs.getFloats("activation_alpha", {}), betas = attrs.getFloats("activation_beta", {});
   size_t ai = 0, bi = 0;
   c.activations.assign(size_t(c.numDirections), {});
@@ -190,8 +190,9 @@ void runRecurrence(const RnnConfig &cfg, int64_t T, int64_t B, const std::vector
           const double *pi = p ? p->f.data() + d * 3 * H : nullptr;
           for (int64_t j = 0; j < H; ++j) {
             double i = applyRnnActivation(act[0], clip(g[j] + (pi ? pi[j] * c[j] : 0.0)));
-            double f = cfg.inputForget ? 1.0 - i
-                                       : applyRnnActivation(act[0], clip(g[2 * H + j] + (pi ? pi[2 * H + j] * c[j] : 0.0)));
+            double f = cfg.inputForget
+                           ? 1.0 - i
+                           : applyRnnActivation(act[0], clip(g[2 * H + j] + (pi ? pi[2 * H + j] * c[j] : 0.0)));
             double cc = applyRnnActivation(act[1], clip(g[3 * H + j]));
             c[j] = f * c[j] + i * cc;
             double o = applyRnnActivation(act[0], clip(g[H + j] + (pi ? pi[H + j] * c[j] : 0.0)));
@@ -223,8 +224,8 @@ void checkRank(const std::string &op, const char *what, const TensorType &t, con
 
 // The checks every recurrent op shares, from operand `seq` on: sequence_lens [B] (integer),
 // initial_h / initial_c in the layout's state shape, P [D, 3H]; then the result types.
-std::vector<TensorType> commonTail(const std::string &op, const ShapeContext &ctx, const RnnConfig &cfg,
-                                   const Dims &s, DType dt, size_t seq, size_t maxOutputs) {
+std::vector<TensorType> commonTail(const std::string &op, const ShapeContext &ctx, const RnnConfig &cfg, const Dims &s,
+                                   DType dt, size_t seq, size_t maxOutputs) {
   if (ctx.present(seq)) {
     checkKind(op, "sequence_lens", ctx.inputs[seq].dtype, Kind::Integer);
     checkRank(op, "sequence_lens", ctx.inputs[seq], {s.B});
@@ -253,8 +254,8 @@ void hiddenFromR(const std::string &op, const TensorType &r, RnnConfig &cfg, Dim
   check(r.shape.size() == 3, op + ": R must have rank 3 [num_directions, " + std::to_string(s.G) +
                                  "*hidden_size, hidden_size], got " + shapeString(r.shape));
   s.H = r.shape[2];
-  check(!cfg.hidden || cfg.hidden == s.H, op + ": hidden_size " + std::to_string(cfg.hidden) +
-                                              " disagrees with R of shape " + shapeString(r.shape));
+  check(!cfg.hidden || cfg.hidden == s.H,
+        op + ": hidden_size " + std::to_string(cfg.hidden) + " disagrees with R of shape " + shapeString(r.shape));
   check(s.H > 0, op + ": the hidden size must be positive");
   cfg.hidden = s.H;
   checkRank(op, "R", r, {s.D, s.G * s.H, s.H});
@@ -360,8 +361,7 @@ std::vector<TensorType> recurrenceShape(const ShapeContext &ctx, RnnConfig *cfgO
     checkSameDtype(op, "XP", xp.dtype, "RB", ctx.inputs[2].dtype);
     checkRank(op, "RB", ctx.inputs[2], {s.D, s.G * s.H});
   }
-  check(cell == RnnCell::Lstm || (!ctx.present(5) && !ctx.present(6)),
-        op + ": initial_c and P are LSTM operands");
+  check(cell == RnnCell::Lstm || (!ctx.present(5) && !ctx.present(6)), op + ": initial_c and P are LSTM operands");
   if (cfgOut) *cfgOut = cfg;
   if (dimsOut) *dimsOut = s;
   return commonTail(op, ctx, cfg, s, xp.dtype, 3, cell == RnnCell::Lstm ? 3 : 2);
@@ -388,14 +388,13 @@ std::vector<Tensor> recurrenceKernel(const EvalContext &ctx) {
 
 // ---- Registration ---------------------------------------------------------------------------
 
-#define KILN_RNN_OP(NAME, CELL)                                                                            \
-  KILN_REGISTER_OP({NAME,                                                                                  \
-                    [](const ShapeContext &c) { return rnnShape(NAME, CELL, c, nullptr, nullptr); },       \
-                    [](const EvalContext &c) { return rnnKernel(NAME, CELL, c); },                         \
-                    [](const ShapeContext &c, const std::vector<TensorType> &) {                           \
-                      Dims s;                                                                              \
-                      rnnShape(NAME, CELL, c, nullptr, &s);                                                \
-                      return rnnFlops(s);                                                                  \
+#define KILN_RNN_OP(NAME, CELL)                                                                                        \
+  KILN_REGISTER_OP({NAME, [](const ShapeContext &c) { return rnnShape(NAME, CELL, c, nullptr, nullptr); },             \
+                    [](const EvalContext &c) { return rnnKernel(NAME, CELL, c); },                                     \
+                    [](const ShapeContext &c, const std::vector<TensorType> &) {                                       \
+                      Dims s;                                                                                          \
+                      rnnShape(NAME, CELL, c, nullptr, &s);                                                            \
+                      return rnnFlops(s);                                                                              \
                     }});
 
 KILN_RNN_OP("LSTM", RnnCell::Lstm)
@@ -403,7 +402,8 @@ KILN_RNN_OP("GRU", RnnCell::Gru)
 KILN_RNN_OP("RNN", RnnCell::Rnn)
 
 KILN_REGISTER_OP({"Recurrence", [](const ShapeContext &c) { return recurrenceShape(c, nullptr, nullptr); },
-                  recurrenceKernel, [](const ShapeContext &c, const std::vector<TensorType> &) {
+                  recurrenceKernel,
+                  [](const ShapeContext &c, const std::vector<TensorType> &) {
                     Dims s;
                     recurrenceShape(c, nullptr, &s);
                     return 2 * s.T * s.B * s.D * s.G * s.H * s.H;

@@ -23,7 +23,17 @@ RnnCell rnnCellOf(const std::string &name);
 
 // The activation functions ONNX names for recurrent ops.
 enum class RnnActKind {
-  Sigmoid, Tanh, Relu, HardSigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, Elu, Softsign, Softplus
+  Sigmoid,
+  Tanh,
+  Relu,
+  HardSigmoid,
+  Affine,
+  LeakyRelu,
+  ThresholdedRelu,
+  ScaledTanh,
+  Elu,
+  Softsign,
+  Softplus
 };
 struct RnnActivation {
   RnnActKind kind = RnnActKind::Sigmoid;
@@ -40,7 +50,7 @@ struct RnnConfig {
   RnnCell cell = RnnCell::Lstm;
   std::string direction = "forward";  // forward, reverse, bidirectional
   int64_t numDirections = 1;
-  int64_t hidden = 0;                  // 0 until known (from hidden_size or R)
+  int64_t hidden = 0;                                   // 0 until known (from hidden_size or R)
   std::vector<std::vector<RnnActivation>> activations;  // [direction][function]
   double clip = -1;
   bool inputForget = false;

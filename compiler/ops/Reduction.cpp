@@ -39,9 +39,8 @@ ReducePlan planReduce(const std::string &op, const Shape &in, const Attrs &attrs
   ReducePlan p;
   p.reduced.assign(rank, axes.empty() && !noop);
   for (int64_t a : axes) {
-    check(a >= -rank && a < rank, op + ": axis " + std::to_string(a) +
-                                      " is out of range for an input of rank " +
-                                      std::to_string(rank));
+    check(a >= -rank && a < rank,
+          op + ": axis " + std::to_string(a) + " is out of range for an input of rank " + std::to_string(rank));
     int64_t n = a < 0 ? a + rank : a;
     check(!p.reduced[n], op + ": axis " + std::to_string(n) + " is listed twice in axes");
     p.reduced[n] = true;
@@ -87,8 +86,7 @@ std::vector<int64_t> reduceTargets(const Shape &in, const ReducePlan &p) {
 
 // Integer inputs are reduced exactly for the ops whose result is an integer anyway.
 bool exactIntegerPath(Red r) {
-  return r == Red::Sum || r == Red::Prod || r == Red::Max || r == Red::Min || r == Red::L1 ||
-         r == Red::SumSquare;
+  return r == Red::Sum || r == Red::Prod || r == Red::Max || r == Red::Min || r == Red::L1 || r == Red::SumSquare;
 }
 
 EvalFn reduceKernel(std::string op, Red r) {
@@ -114,8 +112,12 @@ EvalFn reduceKernel(std::string op, Red r) {
         switch (r) {
           case Red::Sum: a = wrapAdd(a, v); break;
           case Red::Prod: a = wrapMul(a, v); break;
-          case Red::Max: if (intLess(x.dtype, a, v)) a = v; break;
-          case Red::Min: if (intLess(x.dtype, v, a)) a = v; break;
+          case Red::Max:
+            if (intLess(x.dtype, a, v)) a = v;
+            break;
+          case Red::Min:
+            if (intLess(x.dtype, v, a)) a = v;
+            break;
           case Red::L1: a = wrapAdd(a, intIsNegative(x.dtype, v) ? wrapSub(0, v) : v); break;
           case Red::SumSquare: a = wrapAdd(a, wrapMul(v, v)); break;
           default: break;
@@ -129,8 +131,7 @@ EvalFn reduceKernel(std::string op, Red r) {
     std::vector<double> shift(n, 0.0);
     if (r == Red::LogSumExp) {
       std::fill(shift.begin(), shift.end(), -INFINITY);
-      for (int64_t k = 0; k < x.size(); ++k)
-        shift[target[k]] = std::max(shift[target[k]], valueAt(x, k));
+      for (int64_t k = 0; k < x.size(); ++k) shift[target[k]] = std::max(shift[target[k]], valueAt(x, k));
       for (double &s : shift)
         if (std::isinf(s)) s = 0;  // all -inf (or an inf): exp of the raw values is exact enough
     }
@@ -140,12 +141,15 @@ EvalFn reduceKernel(std::string op, Red r) {
       double v = valueAt(x, k);
       double &a = acc[target[k]];
       switch (r) {
-        case Red::Sum: case Red::Mean: case Red::LogSum: a += v; break;
+        case Red::Sum:
+        case Red::Mean:
+        case Red::LogSum: a += v; break;
         case Red::Prod: a *= v; break;
         case Red::Max: a = (std::isnan(v) || std::isnan(a)) ? NAN : std::max(a, v); break;
         case Red::Min: a = (std::isnan(v) || std::isnan(a)) ? NAN : std::min(a, v); break;
         case Red::L1: a += std::fabs(v); break;
-        case Red::L2: case Red::SumSquare: a += v * v; break;
+        case Red::L2:
+        case Red::SumSquare: a += v * v; break;
         case Red::LogSumExp: a += std::exp(v - shift[target[k]]); break;
       }
     }
@@ -183,12 +187,14 @@ ShapeFn argShape(std::string op) {
     int64_t rank = static_cast<int64_t>(x.shape.size());
     check(rank >= 1, op + ": input must have rank >= 1");
     int64_t axis = normalizeAxis(ctx.attrs.getInt("axis", 0), rank);
-    check(x.shape[axis] > 0, op + ": cannot reduce axis " + std::to_string(axis) +
-                                 " of size 0 (shape " + shapeString(x.shape) + ")");
+    check(x.shape[axis] > 0,
+          op + ": cannot reduce axis " + std::to_string(axis) + " of size 0 (shape " + shapeString(x.shape) + ")");
     Shape out;
     for (int64_t d = 0; d < rank; ++d) {
-      if (d != axis) out.push_back(x.shape[d]);
-      else if (ctx.attrs.getInt("keepdims", 1) != 0) out.push_back(1);
+      if (d != axis)
+        out.push_back(x.shape[d]);
+      else if (ctx.attrs.getInt("keepdims", 1) != 0)
+        out.push_back(1);
     }
     return std::vector<TensorType>{{DType::I64, out}};
   };
@@ -252,12 +258,10 @@ std::vector<TensorType> topkShape(const ShapeContext &ctx) {
   int64_t rank = static_cast<int64_t>(x.shape.size());
   check(rank >= 1, op + ": X must have rank >= 1");
   int64_t axis = normalizeAxis(ctx.attrs.getInt("axis", -1), rank);
-  check(ctx.values.size() > 1 && ctx.values[1] != nullptr,
-        op + ": the K input must be a compile-time constant");
+  check(ctx.values.size() > 1 && ctx.values[1] != nullptr, op + ": the K input must be a compile-time constant");
   int64_t k = topkK(op, *ctx.values[1]);
-  check(k >= 0 && k <= x.shape[axis], op + ": K = " + std::to_string(k) +
-                                          " is out of range for axis " + std::to_string(axis) +
-                                          " of size " + std::to_string(x.shape[axis]));
+  check(k >= 0 && k <= x.shape[axis], op + ": K = " + std::to_string(k) + " is out of range for axis " +
+                                          std::to_string(axis) + " of size " + std::to_string(x.shape[axis]));
   Shape out = x.shape;
   out[axis] = k;
   return {{x.dtype, out}, {DType::I64, out}};
@@ -278,8 +282,8 @@ std::vector<Tensor> topkKernel(const EvalContext &ctx) {
   auto before = [&](int64_t ia, int64_t ib) {
     if (x.isFloating()) {
       double a = x.f[ia], b = x.f[ib];
-      if (std::isnan(a) || std::isnan(b)) return largest ? (std::isnan(a) && !std::isnan(b))
-                                                          : (!std::isnan(a) && std::isnan(b));
+      if (std::isnan(a) || std::isnan(b))
+        return largest ? (std::isnan(a) && !std::isnan(b)) : (!std::isnan(a) && std::isnan(b));
       return largest ? a > b : a < b;
     }
     return largest ? intLess(x.dtype, x.i[ib], x.i[ia]) : intLess(x.dtype, x.i[ia], x.i[ib]);
@@ -290,13 +294,14 @@ std::vector<Tensor> topkKernel(const EvalContext &ctx) {
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * len * inner + i;
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return before(base + a * inner, base + b * inner);
-      });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return before(base + a * inner, base + b * inner); });
       for (int64_t j = 0; j < k; ++j) {
         int64_t src = base + order[j] * inner, dst = o * k * inner + j * inner + i;
-        if (x.isFloating()) values.f[dst] = x.f[src];
-        else values.i[dst] = x.i[src];
+        if (x.isFloating())
+          values.f[dst] = x.f[src];
+        else
+          values.i[dst] = x.i[src];
         indices.i[dst] = order[j];
       }
     }
@@ -322,16 +327,24 @@ int64_t topkFlops(const ShapeContext &ctx, const std::vector<TensorType> &) {
 
 }  // namespace
 
-KILN_REGISTER_OP({"ReduceSum", reduceShape("ReduceSum", Red::Sum), reduceKernel("ReduceSum", Red::Sum), reduceFlops(1)});
-KILN_REGISTER_OP({"ReduceMean", reduceShape("ReduceMean", Red::Mean), reduceKernel("ReduceMean", Red::Mean), reduceFlops(1)});
-KILN_REGISTER_OP({"ReduceMax", reduceShape("ReduceMax", Red::Max), reduceKernel("ReduceMax", Red::Max), reduceFlops(1)});
-KILN_REGISTER_OP({"ReduceMin", reduceShape("ReduceMin", Red::Min), reduceKernel("ReduceMin", Red::Min), reduceFlops(1)});
-KILN_REGISTER_OP({"ReduceProd", reduceShape("ReduceProd", Red::Prod), reduceKernel("ReduceProd", Red::Prod), reduceFlops(1)});
+KILN_REGISTER_OP({"ReduceSum", reduceShape("ReduceSum", Red::Sum), reduceKernel("ReduceSum", Red::Sum),
+                  reduceFlops(1)});
+KILN_REGISTER_OP({"ReduceMean", reduceShape("ReduceMean", Red::Mean), reduceKernel("ReduceMean", Red::Mean),
+                  reduceFlops(1)});
+KILN_REGISTER_OP({"ReduceMax", reduceShape("ReduceMax", Red::Max), reduceKernel("ReduceMax", Red::Max),
+                  reduceFlops(1)});
+KILN_REGISTER_OP({"ReduceMin", reduceShape("ReduceMin", Red::Min), reduceKernel("ReduceMin", Red::Min),
+                  reduceFlops(1)});
+KILN_REGISTER_OP({"ReduceProd", reduceShape("ReduceProd", Red::Prod), reduceKernel("ReduceProd", Red::Prod),
+                  reduceFlops(1)});
 KILN_REGISTER_OP({"ReduceL1", reduceShape("ReduceL1", Red::L1), reduceKernel("ReduceL1", Red::L1), reduceFlops(2)});
 KILN_REGISTER_OP({"ReduceL2", reduceShape("ReduceL2", Red::L2), reduceKernel("ReduceL2", Red::L2), reduceFlops(2)});
-KILN_REGISTER_OP({"ReduceLogSum", reduceShape("ReduceLogSum", Red::LogSum), reduceKernel("ReduceLogSum", Red::LogSum), reduceFlops(1)});
-KILN_REGISTER_OP({"ReduceLogSumExp", reduceShape("ReduceLogSumExp", Red::LogSumExp), reduceKernel("ReduceLogSumExp", Red::LogSumExp), reduceFlops(kTranscendentalFlops + 1)});
-KILN_REGISTER_OP({"ReduceSumSquare", reduceShape("ReduceSumSquare", Red::SumSquare), reduceKernel("ReduceSumSquare", Red::SumSquare), reduceFlops(2)});
+KILN_REGISTER_OP({"ReduceLogSum", reduceShape("ReduceLogSum", Red::LogSum), reduceKernel("ReduceLogSum", Red::LogSum),
+                  reduceFlops(1)});
+KILN_REGISTER_OP({"ReduceLogSumExp", reduceShape("ReduceLogSumExp", Red::LogSumExp),
+                  reduceKernel("ReduceLogSumExp", Red::LogSumExp), reduceFlops(kTranscendentalFlops + 1)});
+KILN_REGISTER_OP({"ReduceSumSquare", reduceShape("ReduceSumSquare", Red::SumSquare),
+                  reduceKernel("ReduceSumSquare", Red::SumSquare), reduceFlops(2)});
 KILN_REGISTER_OP({"ArgMax", argShape("ArgMax"), argKernel("ArgMax", true), reduceFlops(1)});
 KILN_REGISTER_OP({"ArgMin", argShape("ArgMin"), argKernel("ArgMin", false), reduceFlops(1)});
 KILN_REGISTER_OP({"TopK", topkShape, topkKernel, topkFlops});

@@ -34,16 +34,16 @@ struct ResizeSpec {
   std::string keepAspect = "stretch";
   double cubicA = -0.75, extrapolation = 0.0;
   bool excludeOutside = false, antialias = false;
-  std::vector<int64_t> axes;            // the axes that scales/sizes/roi refer to
-  std::vector<double> scales;           // per entry of `axes`, or empty
-  std::vector<int64_t> sizes;           // per entry of `axes`, or empty
-  std::vector<double> roi;              // [starts..., ends...] per entry of `axes`, or empty
+  std::vector<int64_t> axes;   // the axes that scales/sizes/roi refer to
+  std::vector<double> scales;  // per entry of `axes`, or empty
+  std::vector<int64_t> sizes;  // per entry of `axes`, or empty
+  std::vector<double> roi;     // [starts..., ends...] per entry of `axes`, or empty
 };
 
 struct ResizeGeometry {
   Shape in, out;
-  std::vector<double> scale;              // per axis of X
-  std::vector<double> roiStart, roiEnd;   // per axis of X
+  std::vector<double> scale;             // per axis of X
+  std::vector<double> roiStart, roiEnd;  // per axis of X
 };
 
 const Tensor *nonEmptyValue(const ShapeContext &ctx, size_t k) {
@@ -89,8 +89,8 @@ ResizeSpec resizeSpec(const ShapeContext &ctx, bool needRoi) {
     for (int64_t k = 0; k < r; ++k) axes.push_back(k);
   std::vector<bool> seen(r, false);
   for (int64_t &ax : axes) {
-    check(ax >= -r && ax < r, "Resize: axes " + listString(a.getInts("axes", {})) +
-                                  " are out of range for rank " + std::to_string(r));
+    check(ax >= -r && ax < r,
+          "Resize: axes " + listString(a.getInts("axes", {})) + " are out of range for rank " + std::to_string(r));
     if (ax < 0) ax += r;
     check(!seen[ax], "Resize: axes " + listString(a.getInts("axes", {})) + " repeat an axis");
     seen[ax] = true;
@@ -147,9 +147,8 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
   check(s.mode == "nearest" || s.mode == "linear" || s.mode == "cubic",
         op + ": unknown mode '" + s.mode + "' (expected nearest, linear or cubic)");
   const std::string &t = s.transform;
-  check(t == "half_pixel" || t == "half_pixel_symmetric" || t == "pytorch_half_pixel" ||
-            t == "align_corners" || t == "asymmetric" || t == "tf_half_pixel_for_nn" ||
-            t == "tf_crop_and_resize",
+  check(t == "half_pixel" || t == "half_pixel_symmetric" || t == "pytorch_half_pixel" || t == "align_corners" ||
+            t == "asymmetric" || t == "tf_half_pixel_for_nn" || t == "tf_crop_and_resize",
         op + ": unknown coordinate_transformation_mode '" + t + "'");
   const std::string &nm = s.nearestMode;
   check(nm == "round_prefer_floor" || nm == "round_prefer_ceil" || nm == "floor" || nm == "ceil",
@@ -164,8 +163,8 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
   g.roiStart.assign(r, 0.0);
   g.roiEnd.assign(r, 1.0);
   if (!s.scales.empty()) {
-    check(s.scales.size() == n, op + ": 'scales' has " + std::to_string(s.scales.size()) +
-                                    " values, expected " + std::to_string(n));
+    check(s.scales.size() == n,
+          op + ": 'scales' has " + std::to_string(s.scales.size()) + " values, expected " + std::to_string(n));
     for (size_t k = 0; k < n; ++k) {
       int64_t ax = s.axes[k];
       check(s.scales[k] > 0, op + ": scales must be positive");
@@ -175,8 +174,8 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
       g.out[ax] = static_cast<int64_t>(o);
     }
   } else {
-    check(s.sizes.size() == n, op + ": 'sizes' has " + std::to_string(s.sizes.size()) +
-                                   " values, expected " + std::to_string(n));
+    check(s.sizes.size() == n,
+          op + ": 'sizes' has " + std::to_string(s.sizes.size()) + " values, expected " + std::to_string(n));
     for (size_t k = 0; k < n; ++k) {
       int64_t ax = s.axes[k];
       check(s.sizes[k] >= 0 && s.sizes[k] <= (int64_t{1} << 50),
@@ -191,8 +190,7 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
       // One common scale for all resized axes; sizes round half up.
       double common = g.scale[s.axes[0]];
       for (int64_t ax : s.axes)
-        common = s.keepAspect == "not_larger" ? std::min(common, g.scale[ax])
-                                              : std::max(common, g.scale[ax]);
+        common = s.keepAspect == "not_larger" ? std::min(common, g.scale[ax]) : std::max(common, g.scale[ax]);
       for (int64_t ax : s.axes) {
         g.scale[ax] = common;
         double o = common * static_cast<double>(in[ax]) + 0.5;
@@ -202,8 +200,8 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
     }
   }
   if (!s.roi.empty()) {
-    check(s.roi.size() == 2 * n, op + ": 'roi' has " + std::to_string(s.roi.size()) +
-                                     " values, expected " + std::to_string(2 * n));
+    check(s.roi.size() == 2 * n,
+          op + ": 'roi' has " + std::to_string(s.roi.size()) + " values, expected " + std::to_string(2 * n));
     for (size_t k = 0; k < n; ++k) {
       g.roiStart[s.axes[k]] = s.roi[k];
       g.roiEnd[s.axes[k]] = s.roi[k + n];
@@ -217,7 +215,6 @@ ResizeGeometry resizeGeometry(const ResizeSpec &s, const Shape &in) {
           op + ": cannot resize axis " + std::to_string(ax) + " of size 0 to a non-empty size");
   return g;
 }
-
 
 double cubicWeight(double x, double A) {
   x = std::fabs(x);
@@ -249,8 +246,7 @@ ResizeTaps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int
     xo = (x + 0.5) / scale;
   } else {  // tf_crop_and_resize
     double s0 = g.roiStart[ax], s1 = g.roiEnd[ax];
-    xo = resizedLen == 1 ? (s1 - s0) * (inLen - 1) / 2
-                         : x * (s1 - s0) * (inLen - 1) / (resizedLen - 1);
+    xo = resizedLen == 1 ? (s1 - s0) * (inLen - 1) / 2 : x * (s1 - s0) * (inLen - 1) / (resizedLen - 1);
     xo += s0 * (inLen - 1);
   }
   ResizeTaps r;
@@ -271,8 +267,8 @@ ResizeTaps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int
     int64_t pick = base;
     if (!integral) {
       const std::string &nm = s.nearestMode;
-      bool up = nm == "ceil" || (nm == "round_prefer_floor" && ratio > 0.5) ||
-                (nm == "round_prefer_ceil" && ratio >= 0.5);
+      bool up =
+          nm == "ceil" || (nm == "round_prefer_floor" && ratio > 0.5) || (nm == "round_prefer_ceil" && ratio >= 0.5);
       pick = up ? base + 1 : base;
     }
     r.taps.push_back({clampIdx(pick), 1.0});
@@ -296,8 +292,7 @@ ResizeTaps axisTaps(const ResizeSpec &s, const ResizeGeometry &g, size_t ax, int
     double sum = 0.0;
     for (int64_t o = start; o < end; ++o) {
       double arg = (static_cast<double>(o) - ratio) * fs;
-      double v = s.mode == "linear" ? std::max(0.0, std::min(1.0, 1 - std::fabs(arg)))
-                                    : cubicWeight(arg, s.cubicA);
+      double v = s.mode == "linear" ? std::max(0.0, std::min(1.0, 1 - std::fabs(arg))) : cubicWeight(arg, s.cubicA);
       w.push_back({o, v});
       sum += v;
     }

@@ -71,7 +71,8 @@ std::vector<TensorType> melShape(const ShapeContext &ctx) {
   checkInputs(op, ctx, 5, 5);
   checkOutputs(op, ctx, 1);
   int64_t mel = scalarInput(ctx, 0, op, "num_mel_bins"), dft = scalarInput(ctx, 1, op, "dft_length");
-  for (size_t k = 2; k < 5; ++k) scalarInput(ctx, k, op, k == 2 ? "sample_rate" : k == 3 ? "lower_edge_hertz" : "upper_edge_hertz");
+  for (size_t k = 2; k < 5; ++k)
+    scalarInput(ctx, k, op, k == 2 ? "sample_rate" : k == 3 ? "lower_edge_hertz" : "upper_edge_hertz");
   check(mel >= 1 && dft >= 1, op + ": num_mel_bins and dft_length must be positive");
   return {{outputDatatype(op, ctx.attrs), {dft / 2 + 1, mel}}};
 }
@@ -95,7 +96,8 @@ std::vector<Tensor> melEval(const EvalContext &ctx) {
   };
   for (int64_t i = 0; i < mel; ++i) {
     int64_t l = bins[size_t(i)], c = bins[size_t(i + 1)], h = bins[size_t(i + 2)];
-    if (c == l) put(c, i, 1);
+    if (c == l)
+      put(c, i, 1);
     else
       for (int64_t j = l; j <= c; ++j) put(j, i, double(j - l) / double(c - l));
     if (h > c)
@@ -176,7 +178,8 @@ StftGeometry stftGeometry(const ShapeContext &ctx) {
   const Shape &x = ctx.inputs[0].shape;
   StftGeometry g;
   g.step = scalarInput(ctx, 1, op, "frame_step");
-  if (ctx.present(3)) g.frameLength = scalarInput(ctx, 3, op, "frame_length");
+  if (ctx.present(3))
+    g.frameLength = scalarInput(ctx, 3, op, "frame_length");
   else {
     check(ctx.present(2), op + ": needs a window or a frame_length");
     check(ctx.inputs[2].shape.size() == 1, op + ": window must be 1-D");
@@ -276,8 +279,10 @@ std::vector<Tensor> detEval(const EvalContext &ctx) {
 }  // namespace
 
 KILN_REGISTER_OP({"HannWindow", windowShape("HannWindow"), windowEval("HannWindow", {0.5, 0.5, 0}), {}});
-KILN_REGISTER_OP({"HammingWindow", windowShape("HammingWindow"), windowEval("HammingWindow", {25.0 / 46, 21.0 / 46, 0}), {}});
-KILN_REGISTER_OP({"BlackmanWindow", windowShape("BlackmanWindow"), windowEval("BlackmanWindow", {0.42, 0.5, 0.08}), {}});
+KILN_REGISTER_OP(
+    {"HammingWindow", windowShape("HammingWindow"), windowEval("HammingWindow", {25.0 / 46, 21.0 / 46, 0}), {}});
+KILN_REGISTER_OP(
+    {"BlackmanWindow", windowShape("BlackmanWindow"), windowEval("BlackmanWindow", {0.42, 0.5, 0.08}), {}});
 KILN_REGISTER_OP({"MelWeightMatrix", melShape, melEval, {}});
 KILN_REGISTER_OP({"DFT", dftShape, dftEval, perElementFlops(8)});
 KILN_REGISTER_OP({"STFT", stftShape, stftEval, perElementFlops(8)});

@@ -11,20 +11,27 @@ namespace kiln::ops {
 bool isFloat(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64 || t == DType::F8E4M3;
 }
-bool isSignedInteger(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
-}
+bool isSignedInteger(DType t) { return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64; }
 bool isInteger(DType t) {
-  return isSignedInteger(t) || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
-         t == DType::U64;
+  return isSignedInteger(t) || t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 
 int64_t byteSize(DType t) {
   switch (t) {
-    case DType::Bool: case DType::U8: case DType::I8: case DType::F8E4M3: return 1;
-    case DType::U16: case DType::I16: case DType::F16: case DType::BF16: return 2;
-    case DType::U32: case DType::I32: case DType::F32: return 4;
-    case DType::U64: case DType::I64: case DType::F64: return 8;
+    case DType::Bool:
+    case DType::U8:
+    case DType::I8:
+    case DType::F8E4M3: return 1;
+    case DType::U16:
+    case DType::I16:
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::U32:
+    case DType::I32:
+    case DType::F32: return 4;
+    case DType::U64:
+    case DType::I64:
+    case DType::F64: return 8;
     default: return 0;
   }
 }
@@ -70,8 +77,8 @@ static float roundToHalf(float x) {
   if (a >= 65520.0f) return std::copysign(std::numeric_limits<float>::infinity(), x);
   if (a < std::ldexp(1.0f, -25)) return std::copysign(0.0f, x);
   int e;
-  std::frexp(a, &e);                 // a = m * 2^e, m in [0.5, 1)
-  int exp = std::max(e - 1, -14);    // half has 10 mantissa bits, min normal exponent -14
+  std::frexp(a, &e);               // a = m * 2^e, m in [0.5, 1)
+  int exp = std::max(e - 1, -14);  // half has 10 mantissa bits, min normal exponent -14
   float quantum = std::ldexp(1.0f, exp - 10);
   float q = std::nearbyint(a / quantum) * quantum;  // default rounding mode: nearest-even
   return std::copysign(q, x);
@@ -94,8 +101,8 @@ double roundToE4M3(double v, bool saturate) {
   if (std::isinf(a)) return saturate ? std::copysign(448.0, v) : std::numeric_limits<double>::quiet_NaN();
   if (a < std::ldexp(1.0, -10)) return std::copysign(0.0, v);  // below half the smallest subnormal
   int e;
-  std::frexp(a, &e);                 // a = m * 2^e, m in [0.5, 1)
-  int exp = std::max(e - 1, -6);     // 3 mantissa bits, min normal exponent -6
+  std::frexp(a, &e);              // a = m * 2^e, m in [0.5, 1)
+  int exp = std::max(e - 1, -6);  // 3 mantissa bits, min normal exponent -6
   double quantum = std::ldexp(1.0, exp - 3);
   double q = std::nearbyint(a / quantum) * quantum;
   if (q > 448.0) return saturate ? std::copysign(448.0, v) : std::numeric_limits<double>::quiet_NaN();
@@ -236,28 +243,74 @@ static uint16_t doubleToHalfBits(double d) {
 Tensor tensorFromBytes(DType t, const Shape &s, const void *data, size_t nbytes) {
   Tensor r(t, s);
   check(static_cast<int64_t>(nbytes) == r.size() * byteSize(t),
-        "tensor data has " + std::to_string(nbytes) + " bytes, expected " +
-            std::to_string(r.size() * byteSize(t)) + " for " + dtypeName(t) + " " + shapeString(s));
+        "tensor data has " + std::to_string(nbytes) + " bytes, expected " + std::to_string(r.size() * byteSize(t)) +
+            " for " + dtypeName(t) + " " + shapeString(s));
   const uint8_t *p = static_cast<const uint8_t *>(data);
   for (int64_t k = 0; k < r.size(); ++k) {
     const uint8_t *e = p + k * byteSize(t);
     switch (t) {
-      case DType::F32: { float v; std::memcpy(&v, e, 4); r.f[k] = v; break; }
-      case DType::F64: { double v; std::memcpy(&v, e, 8); r.f[k] = v; break; }
-      case DType::F16: { uint16_t v; std::memcpy(&v, e, 2); r.f[k] = halfBitsToDouble(v); break; }
+      case DType::F32: {
+        float v;
+        std::memcpy(&v, e, 4);
+        r.f[k] = v;
+        break;
+      }
+      case DType::F64: {
+        double v;
+        std::memcpy(&v, e, 8);
+        r.f[k] = v;
+        break;
+      }
+      case DType::F16: {
+        uint16_t v;
+        std::memcpy(&v, e, 2);
+        r.f[k] = halfBitsToDouble(v);
+        break;
+      }
       case DType::BF16: {
-        uint16_t v; std::memcpy(&v, e, 2);
-        uint32_t u = static_cast<uint32_t>(v) << 16; float x; std::memcpy(&x, &u, 4);
-        r.f[k] = x; break;
+        uint16_t v;
+        std::memcpy(&v, e, 2);
+        uint32_t u = static_cast<uint32_t>(v) << 16;
+        float x;
+        std::memcpy(&x, &u, 4);
+        r.f[k] = x;
+        break;
       }
       case DType::F8E4M3: r.f[k] = e4m3FromBits(*e); break;
       case DType::I8: r.i[k] = static_cast<int8_t>(*e); break;
-      case DType::U8: case DType::Bool: r.i[k] = *e; break;
-      case DType::I16: { int16_t v; std::memcpy(&v, e, 2); r.i[k] = v; break; }
-      case DType::U16: { uint16_t v; std::memcpy(&v, e, 2); r.i[k] = v; break; }
-      case DType::I32: { int32_t v; std::memcpy(&v, e, 4); r.i[k] = v; break; }
-      case DType::U32: { uint32_t v; std::memcpy(&v, e, 4); r.i[k] = v; break; }
-      case DType::I64: case DType::U64: { int64_t v; std::memcpy(&v, e, 8); r.i[k] = v; break; }
+      case DType::U8:
+      case DType::Bool: r.i[k] = *e; break;
+      case DType::I16: {
+        int16_t v;
+        std::memcpy(&v, e, 2);
+        r.i[k] = v;
+        break;
+      }
+      case DType::U16: {
+        uint16_t v;
+        std::memcpy(&v, e, 2);
+        r.i[k] = v;
+        break;
+      }
+      case DType::I32: {
+        int32_t v;
+        std::memcpy(&v, e, 4);
+        r.i[k] = v;
+        break;
+      }
+      case DType::U32: {
+        uint32_t v;
+        std::memcpy(&v, e, 4);
+        r.i[k] = v;
+        break;
+      }
+      case DType::I64:
+      case DType::U64: {
+        int64_t v;
+        std::memcpy(&v, e, 8);
+        r.i[k] = v;
+        break;
+      }
       default: fail(std::string("unsupported dtype ") + dtypeName(t));
     }
   }
@@ -271,17 +324,41 @@ std::vector<uint8_t> tensorToBytes(const Tensor &t) {
   for (int64_t k = 0; k < t.size(); ++k) {
     uint8_t *e = out.data() + k * bs;
     switch (t.dtype) {
-      case DType::F32: { float v = static_cast<float>(t.f[k]); std::memcpy(e, &v, 4); break; }
+      case DType::F32: {
+        float v = static_cast<float>(t.f[k]);
+        std::memcpy(e, &v, 4);
+        break;
+      }
       case DType::F64: std::memcpy(e, &t.f[k], 8); break;
-      case DType::F16: { uint16_t v = doubleToHalfBits(t.f[k]); std::memcpy(e, &v, 2); break; }
+      case DType::F16: {
+        uint16_t v = doubleToHalfBits(t.f[k]);
+        std::memcpy(e, &v, 2);
+        break;
+      }
       case DType::BF16: {
-        float x = roundToBF16(static_cast<float>(t.f[k])); uint32_t u; std::memcpy(&u, &x, 4);
-        uint16_t v = static_cast<uint16_t>(u >> 16); std::memcpy(e, &v, 2); break;
+        float x = roundToBF16(static_cast<float>(t.f[k]));
+        uint32_t u;
+        std::memcpy(&u, &x, 4);
+        uint16_t v = static_cast<uint16_t>(u >> 16);
+        std::memcpy(e, &v, 2);
+        break;
       }
       case DType::F8E4M3: *e = e4m3Bits(roundToE4M3(t.f[k])); break;
-      case DType::I8: case DType::U8: case DType::Bool: *e = static_cast<uint8_t>(t.i[k]); break;
-      case DType::I16: case DType::U16: { uint16_t v = static_cast<uint16_t>(t.i[k]); std::memcpy(e, &v, 2); break; }
-      case DType::I32: case DType::U32: { uint32_t v = static_cast<uint32_t>(t.i[k]); std::memcpy(e, &v, 4); break; }
+      case DType::I8:
+      case DType::U8:
+      case DType::Bool: *e = static_cast<uint8_t>(t.i[k]); break;
+      case DType::I16:
+      case DType::U16: {
+        uint16_t v = static_cast<uint16_t>(t.i[k]);
+        std::memcpy(e, &v, 2);
+        break;
+      }
+      case DType::I32:
+      case DType::U32: {
+        uint32_t v = static_cast<uint32_t>(t.i[k]);
+        std::memcpy(e, &v, 4);
+        break;
+      }
       default: std::memcpy(e, &t.i[k], 8); break;
     }
   }

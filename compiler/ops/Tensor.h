@@ -14,14 +14,28 @@ namespace kiln::ops {
 
 // Values match onnx::TensorProto::DataType so conversions are casts.
 enum class DType : int32_t {
-  Undefined = 0, F32 = 1, U8 = 2, I8 = 3, U16 = 4, I16 = 5, I32 = 6, I64 = 7, String = 8,
-  Bool = 9, F16 = 10, F64 = 11, U32 = 12, U64 = 13, BF16 = 16, F8E4M3 = 17,  // float8e4m3fn
+  Undefined = 0,
+  F32 = 1,
+  U8 = 2,
+  I8 = 3,
+  U16 = 4,
+  I16 = 5,
+  I32 = 6,
+  I64 = 7,
+  String = 8,
+  Bool = 9,
+  F16 = 10,
+  F64 = 11,
+  U32 = 12,
+  U64 = 13,
+  BF16 = 16,
+  F8E4M3 = 17,  // float8e4m3fn
 };
 
-bool isFloat(DType t);        // F8E4M3, F16, BF16, F32, F64
-bool isInteger(DType t);      // signed and unsigned integers (not Bool)
+bool isFloat(DType t);    // F8E4M3, F16, BF16, F32, F64
+bool isInteger(DType t);  // signed and unsigned integers (not Bool)
 bool isSignedInteger(DType t);
-int64_t byteSize(DType t);    // bytes per element as stored in a model or engine (Bool: 1)
+int64_t byteSize(DType t);       // bytes per element as stored in a model or engine (Bool: 1)
 const char *dtypeName(DType t);  // "f32", "i64", "bool", ... (MLIR spelling)
 
 using Shape = std::vector<int64_t>;
@@ -36,7 +50,7 @@ double roundTo(DType t, double v);
 // is NaN, largest finite 448): nearest-even rounding; out of range → ±448 when `saturate`, NaN
 // otherwise (ONNX QuantizeLinear's `saturate` attribute and Cast's semantics).
 double roundToE4M3(double v, bool saturate = true);
-uint8_t e4m3Bits(double v);       // v must already be an e4m3 value (or NaN)
+uint8_t e4m3Bits(double v);  // v must already be an e4m3 value (or NaN)
 double e4m3FromBits(uint8_t bits);
 int64_t wrapInt(DType t, int64_t v);
 

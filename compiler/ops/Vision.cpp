@@ -17,17 +17,20 @@ namespace {
 using namespace ew;
 
 void copyElem(Tensor &dst, int64_t di, const Tensor &src, int64_t si) {
-  if (dst.isFloating()) dst.f[di] = src.f[si];
-  else dst.i[di] = src.i[si];
+  if (dst.isFloating())
+    dst.f[di] = src.f[si];
+  else
+    dst.i[di] = src.i[si];
 }
 
 void checkIndexType(const std::string &op, const TensorType &t) {
-  check(t.dtype == DType::I32 || t.dtype == DType::I64, op + ": indices must be int32 or int64, got " + dtypeName(t.dtype));
+  check(t.dtype == DType::I32 || t.dtype == DType::I64,
+        op + ": indices must be int32 or int64, got " + dtypeName(t.dtype));
 }
 
 int64_t resolve(const std::string &op, int64_t v, int64_t dim) {
-  check(v >= -dim && v < dim, op + ": index " + std::to_string(v) + " is out of range for an axis of size " +
-                                  std::to_string(dim));
+  check(v >= -dim && v < dim,
+        op + ": index " + std::to_string(v) + " is out of range for an axis of size " + std::to_string(dim));
   return v < 0 ? v + dim : v;
 }
 
@@ -82,8 +85,8 @@ std::vector<Tensor> gatherNdEval(const EvalContext &ctx) {
   int64_t b = ctx.attrs.getInt("batch_dims", 0), last = ind.shape.back();
   int64_t batch = 1;
   for (int64_t k = 0; k < b; ++k) batch *= data.shape[k];
-  int64_t tuples = ind.size() / last / batch;                          // index tuples per batch
-  int64_t slice = 1;                                                   // elements per gathered slice
+  int64_t tuples = ind.size() / last / batch;  // index tuples per batch
+  int64_t slice = 1;                           // elements per gathered slice
   for (size_t k = size_t(b + last); k < data.shape.size(); ++k) slice *= data.shape[k];
   Shape st = data.strides();
   int64_t batchStride = b ? st[size_t(b - 1)] : data.size();
@@ -128,7 +131,8 @@ std::vector<Tensor> scatterNdEval(const EvalContext &ctx) {
   Tensor out = data;
   for (int64_t j = 0; j < tuples; ++j) {
     int64_t off = 0;
-    for (int64_t k = 0; k < last; ++k) off += resolve("ScatterND", ind.i[j * last + k], data.shape[size_t(k)]) * st[size_t(k)];
+    for (int64_t k = 0; k < last; ++k)
+      off += resolve("ScatterND", ind.i[j * last + k], data.shape[size_t(k)]) * st[size_t(k)];
     for (int64_t e = 0; e < slice; ++e) reduceInto(out, off + e, upd, j * slice + e, red);
   }
   return {out};
@@ -167,8 +171,7 @@ EvalFn scatterElementsEval(std::string op) {
     std::vector<int64_t> c(ind.shape.size(), 0);
     for (int64_t k = 0; k < ind.size(); ++k, nextIndex(c, ind.shape)) {
       int64_t off = 0;
-      for (size_t d = 0; d < c.size(); ++d)
-        off += (d == axis ? resolve(op, ind.i[k], data.shape[d]) : c[d]) * st[d];
+      for (size_t d = 0; d < c.size(); ++d) off += (d == axis ? resolve(op, ind.i[k], data.shape[d]) : c[d]) * st[d];
       reduceInto(out, off, upd, k, red);
     }
     return std::vector<Tensor>{out};
@@ -225,7 +228,9 @@ std::vector<Tensor> gridSampleEval(const EvalContext &ctx) {
   bool align = ctx.attrs.getInt("align_corners", 0) != 0;
   int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3], Ho = t.shape[2], Wo = t.shape[3];
   Tensor y(t.dtype, t.shape);
-  auto unnorm = [&](double v, int64_t size) { return align ? (v + 1) / 2 * double(size - 1) : ((v + 1) * double(size) - 1) / 2; };
+  auto unnorm = [&](double v, int64_t size) {
+    return align ? (v + 1) / 2 * double(size - 1) : ((v + 1) * double(size) - 1) / 2;
+  };
   for (int64_t n = 0; n < N; ++n)
     for (int64_t oh = 0; oh < Ho; ++oh)
       for (int64_t ow = 0; ow < Wo; ++ow) {
@@ -233,7 +238,9 @@ std::vector<Tensor> gridSampleEval(const EvalContext &ctx) {
         double ix = unnorm(g.f[gi], W), iy = unnorm(g.f[gi + 1], H);
         for (int64_t c = 0; c < C; ++c) {
           const double *img = x.f.data() + (n * C + c) * H * W;
-          auto at = [&](int64_t r, int64_t col) { return r >= 0 && r < H && col >= 0 && col < W ? img[r * W + col] : 0.0; };
+          auto at = [&](int64_t r, int64_t col) {
+            return r >= 0 && r < H && col >= 0 && col < W ? img[r * W + col] : 0.0;
+          };
           double v = 0;
           if (mode == "bicubic" || mode == "cubic") {
             double x0 = std::floor(ix), y0 = std::floor(iy), tx = ix - x0, ty = iy - y0;
@@ -280,7 +287,8 @@ std::vector<TensorType> roiAlignShape(const ShapeContext &ctx) {
   std::string mode = ctx.attrs.getString("mode", "avg"),
               ctm = ctx.attrs.getString("coordinate_transformation_mode", "half_pixel");
   check(mode == "avg" || mode == "max", op + ": mode must be avg or max");
-  check(ctm == "half_pixel" || ctm == "output_half_pixel", op + ": unknown coordinate_transformation_mode '" + ctm + "'");
+  check(ctm == "half_pixel" || ctm == "output_half_pixel",
+        op + ": unknown coordinate_transformation_mode '" + ctm + "'");
   int64_t oh = ctx.attrs.getInt("output_height", 1), ow = ctx.attrs.getInt("output_width", 1);
   check(oh >= 1 && ow >= 1 && ctx.attrs.getInt("sampling_ratio", 0) >= 0, op + ": bad output size or sampling_ratio");
   return {{x.dtype, {r.shape[0], x.shape[1], oh, ow}}};
@@ -305,7 +313,8 @@ std::vector<Tensor> roiAlignEval(const EvalContext &ctx) {
     double rw = x1 - x0, rh = y1 - y0;
     if (!half) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
     double bh = rh / double(OH), bw = rw / double(OW);
-    int64_t gh = sr > 0 ? sr : int64_t(std::ceil(rh / double(OH))), gw = sr > 0 ? sr : int64_t(std::ceil(rw / double(OW)));
+    int64_t gh = sr > 0 ? sr : int64_t(std::ceil(rh / double(OH))),
+            gw = sr > 0 ? sr : int64_t(std::ceil(rw / double(OW)));
     double count = double(std::max<int64_t>(gh * gw, 1));
     for (int64_t c = 0; c < C; ++c) {
       const double *img = x.f.data() + (n * C + c) * H * W;
@@ -321,11 +330,17 @@ std::vector<Tensor> roiAlignEval(const EvalContext &ctx) {
               if (!(yy < -1.0 || yy > double(H) || xx < -1.0 || xx > double(W))) {
                 yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
                 int64_t yl = int64_t(yy), xl = int64_t(xx), yh, xh;
-                if (yl >= H - 1) yh = yl = H - 1, yy = double(yl); else yh = yl + 1;
-                if (xl >= W - 1) xh = xl = W - 1, xx = double(xl); else xh = xl + 1;
+                if (yl >= H - 1)
+                  yh = yl = H - 1, yy = double(yl);
+                else
+                  yh = yl + 1;
+                if (xl >= W - 1)
+                  xh = xl = W - 1, xx = double(xl);
+                else
+                  xh = xl + 1;
                 double ly = yy - double(yl), lx = xx - double(xl), hy = 1 - ly, hx = 1 - lx;
-                double w1 = hy * hx * img[yl * W + xl], w2 = hy * lx * img[yl * W + xh], w3 = ly * hx * img[yh * W + xl],
-                       w4 = ly * lx * img[yh * W + xh];
+                double w1 = hy * hx * img[yl * W + xl], w2 = hy * lx * img[yl * W + xh],
+                       w3 = ly * hx * img[yh * W + xl], w4 = ly * lx * img[yh * W + xh];
                 v = avg ? w1 + w2 + w3 + w4 : std::max(std::max(w1, w2), std::max(w3, w4));
               }
               acc = avg ? acc + v : std::max(acc, v);
@@ -351,7 +366,8 @@ Shape maxUnpoolOut(const ShapeContext &ctx, bool given = true) {
     const Tensor *v = ctx.values.size() > 2 ? ctx.values[2] : nullptr;
     check(v != nullptr, op + ": the 'output_shape' input must be a compile-time constant");
     Shape s = v->toInts();
-    check(s.size() == x.size() && s[0] == x[0] && s[1] == x[1], op + ": output_shape must be [N, C, spatial...] of X's N and C");
+    check(s.size() == x.size() && s[0] == x[0] && s[1] == x[1],
+          op + ": output_shape must be [N, C, spatial...] of X's N and C");
     return s;
   }
   std::vector<int64_t> k = ctx.attrs.getInts("kernel_shape");
@@ -423,7 +439,8 @@ std::vector<Tensor> lrnEval(const EvalContext &ctx) {
   for (int64_t k = 0; k < x.size(); ++k) {
     int64_t c = (k / inner) % C, base = k - c * inner;
     double s = 0;
-    for (int64_t j = std::max<int64_t>(0, c - lo); j <= std::min(C - 1, c + hi); ++j) s += x.f[base + j * inner] * x.f[base + j * inner];
+    for (int64_t j = std::max<int64_t>(0, c - lo); j <= std::min(C - 1, c + hi); ++j)
+      s += x.f[base + j * inner] * x.f[base + j * inner];
     y.set(k, x.f[k] / std::pow(bias + alpha / double(size) * s, beta));
   }
   return {y};
@@ -510,7 +527,8 @@ std::vector<Tensor> reverseSequenceEval(const EvalContext &ctx) {
 
 KILN_REGISTER_OP({"GatherND", gatherNdShape, gatherNdEval, {}});
 KILN_REGISTER_OP({"ScatterND", scatterNdShape, scatterNdEval, {}});
-KILN_REGISTER_OP({"ScatterElements", scatterElementsShape("ScatterElements"), scatterElementsEval("ScatterElements"), {}});
+KILN_REGISTER_OP(
+    {"ScatterElements", scatterElementsShape("ScatterElements"), scatterElementsEval("ScatterElements"), {}});
 KILN_REGISTER_OP({"Scatter", scatterElementsShape("Scatter"), scatterElementsEval("Scatter"), {}});
 KILN_REGISTER_OP({"GridSample", gridSampleShape, gridSampleEval, perElementFlops(40)});
 KILN_REGISTER_OP({"RoiAlign", roiAlignShape, roiAlignEval, perElementFlops(40)});

@@ -13,10 +13,14 @@
 namespace kiln::quant {
 
 bool parseMethod(const std::string &text, Method &out) {
-  if (text == "minmax") out = Method::MinMax;
-  else if (text == "percentile") out = Method::Percentile;
-  else if (text == "entropy") out = Method::Entropy;
-  else return false;
+  if (text == "minmax")
+    out = Method::MinMax;
+  else if (text == "percentile")
+    out = Method::Percentile;
+  else if (text == "entropy")
+    out = Method::Entropy;
+  else
+    return false;
   return true;
 }
 
@@ -125,8 +129,8 @@ std::string rangeKey(const std::string &node, unsigned operand) { return node + 
 
 std::string toJson(const CalibrationTable &t) {
   nlohmann::json j = {{"format", "kiln-calibration"}, {"version", CalibrationTable::kVersion},
-                      {"kiln", t.kilnVersion},         {"model_hash", t.modelHash},
-                      {"method", t.method},            {"batches", t.batches}};
+                      {"kiln", t.kilnVersion},        {"model_hash", t.modelHash},
+                      {"method", t.method},           {"batches", t.batches}};
   if (t.method == "percentile") j["percentile"] = t.percentile;
   nlohmann::json r = nlohmann::json::object();
   for (const auto &[k, v] : t.ranges) r[k] = {{"min", v.min}, {"max", v.max}, {"amax", v.amax}};
@@ -145,9 +149,12 @@ bool fromJson(const std::string &text, CalibrationTable &out, std::string &error
     // undefined behaviour (found by the calibration fuzzer).
     auto integer = [&](const char *key, int64_t &out) {
       const nlohmann::json &v = j.at(key);
-      if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max())) out = int64_t(v.get<uint64_t>());
-      else if (v.is_number_integer() && !v.is_number_unsigned()) out = v.get<int64_t>();
-      else return error = std::string("'") + key + "' is not an integer", false;
+      if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()))
+        out = int64_t(v.get<uint64_t>());
+      else if (v.is_number_integer() && !v.is_number_unsigned())
+        out = v.get<int64_t>();
+      else
+        return error = std::string("'") + key + "' is not an integer", false;
       return true;
     };
     int64_t version = 0;

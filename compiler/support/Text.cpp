@@ -12,10 +12,14 @@ size_t utf8Length(std::string_view s, size_t i, unsigned &cp) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   size_t n;
   if (c < 0x80) return cp = c, 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     unsigned char t = static_cast<unsigned char>(s[i + k]);
@@ -33,8 +37,10 @@ std::string escape(std::string_view s, bool keepLines) {
   for (size_t i = 0; i < s.size();) {
     unsigned cp = 0;
     size_t n = utf8Length(s, i, cp);
-    if (n == 1 && cp == '\n') out += keepLines ? "\n" : "\\n";
-    else if (n == 1 && cp == '\t') out += keepLines ? "\t" : "\\t";
+    if (n == 1 && cp == '\n')
+      out += keepLines ? "\n" : "\\n";
+    else if (n == 1 && cp == '\t')
+      out += keepLines ? "\t" : "\\t";
     else if (n == 0 || cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) {
       // One escaped byte (a C1 character's two UTF-8 bytes are both shown).
       size_t k = n == 0 ? 1 : n;

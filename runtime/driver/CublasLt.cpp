@@ -27,7 +27,8 @@ Loaded load() {
     paths.push_back(p);
   } else {
     paths.push_back("libcublasLt.so.13");
-    if (const char* home = std::getenv("CUDA_HOME"); home && *home) paths.push_back(std::string(home) + "/lib64/libcublasLt.so.13");
+    if (const char* home = std::getenv("CUDA_HOME"); home && *home)
+      paths.push_back(std::string(home) + "/lib64/libcublasLt.so.13");
     paths.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
   }
   void* lib = nullptr;
@@ -42,11 +43,11 @@ Loaded load() {
     return l;
   }
   CublasLt& t = l.lt;
-#define KILN_BIND(f)                                                  \
-  t.f = reinterpret_cast<decltype(t.f)>(dlsym(lib, #f));              \
-  if (!t.f) {                                                         \
-    l.why = std::string("cuBLASLt lacks the symbol ") + #f;           \
-    return l;                                                         \
+#define KILN_BIND(f)                                                                                                   \
+  t.f = reinterpret_cast<decltype(t.f)>(dlsym(lib, #f));                                                               \
+  if (!t.f) {                                                                                                          \
+    l.why = std::string("cuBLASLt lacks the symbol ") + #f;                                                            \
+    return l;                                                                                                          \
   }
   KILN_BIND(cublasLtCreate)
   KILN_BIND(cublasLtDestroy)

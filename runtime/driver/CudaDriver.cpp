@@ -28,8 +28,8 @@ struct Loaded {
 // ABI symbols that cuda.h's macros map to (cuMemAlloc -> cuMemAlloc_v2, ...), in their legacy
 // default-stream flavour: the stream is always explicit here.
 const char* bind(void* lib, CudaDriver& d) {
-#define KILN_BIND(field, symbol)                                          \
-  d.field = reinterpret_cast<decltype(d.field)>(dlsym(lib, symbol));      \
+#define KILN_BIND(field, symbol)                                                                                       \
+  d.field = reinterpret_cast<decltype(d.field)>(dlsym(lib, symbol));                                                   \
   if (!d.field) return symbol;
   KILN_BIND(cuGetErrorName, "cuGetErrorName")
   KILN_BIND(cuGetErrorString, "cuGetErrorString")

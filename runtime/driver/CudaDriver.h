@@ -63,8 +63,8 @@ struct CudaDriver {
   CUresult (*cuStreamCreate)(CUstream*, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             CUstream, void**, void**);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**);
   // CUDA graphs (stream capture). Optional: null when the driver lacks them, and the executor
   // then launches directly.
   CUresult (*cuStreamBeginCapture)(CUstream, int mode);
@@ -75,8 +75,8 @@ struct CudaDriver {
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
   bool hasGraphs() const {
-    return cuStreamBeginCapture && cuStreamEndCapture && cuStreamIsCapturing && cuGraphInstantiateWithFlags && cuGraphLaunch &&
-           cuGraphExecDestroy && cuGraphDestroy;
+    return cuStreamBeginCapture && cuStreamEndCapture && cuStreamIsCapturing && cuGraphInstantiateWithFlags &&
+           cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
   }
 
   // Host transfers and streams for tools (kiln run/check, the tuner's measurements). Optional.
@@ -89,7 +89,9 @@ struct CudaDriver {
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);
-  bool hasEvents() const { return cuEventCreate && cuEventRecord && cuEventSynchronize && cuEventElapsedTime && cuEventDestroy; }
+  bool hasEvents() const {
+    return cuEventCreate && cuEventRecord && cuEventSynchronize && cuEventElapsedTime && cuEventDestroy;
+  }
 
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);

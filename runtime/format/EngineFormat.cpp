@@ -40,7 +40,10 @@ size_t dtypeByteSize(int32_t onnxDtype) {
     case 12: return 4;  // uint32
     case 13: return 8;  // uint64
     case 16: return 2;  // bfloat16
-    case 17: case 18: case 19: case 20: return 1;  // float8 variants
+    case 17:
+    case 18:
+    case 19:
+    case 20: return 1;  // float8 variants
     default: return 0;  // undefined, string, complex64/128, 4-bit types
   }
 }
@@ -166,8 +169,10 @@ class Checker {
     checkTarget();
     checkIo();
     checkModulesAndKernels();
-    if (d_.arenaBytes > kMaxDeviceBytes) fail("arena of " + std::to_string(d_.arenaBytes) + " bytes is larger than the limit");
-    if (weightsBytes_ > kMaxDeviceBytes) fail("weights of " + std::to_string(weightsBytes_) + " bytes are larger than the limit");
+    if (d_.arenaBytes > kMaxDeviceBytes)
+      fail("arena of " + std::to_string(d_.arenaBytes) + " bytes is larger than the limit");
+    if (weightsBytes_ > kMaxDeviceBytes)
+      fail("weights of " + std::to_string(weightsBytes_) + " bytes are larger than the limit");
     for (size_t i = 0; i < d_.launches.size() && error_.empty(); ++i) checkLaunch(i);
     return error_;
   }
@@ -184,7 +189,8 @@ class Checker {
     if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.pop_back();
     bool ok = !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
     if (!ok) return fail("target arch '" + a + "' is not of the form sm_<number>");
-    if (std::stoi(digits) != d_.sm) return fail("target arch '" + a + "' disagrees with target sm " + std::to_string(d_.sm));
+    if (std::stoi(digits) != d_.sm)
+      return fail("target arch '" + a + "' disagrees with target sm " + std::to_string(d_.sm));
     if (d_.sm < 10 || d_.sm > 9999) fail("target sm " + std::to_string(d_.sm) + " is not a compute capability");
   }
 
@@ -198,7 +204,8 @@ class Checker {
       if (t.name.find('\0') != std::string::npos) return fail(what + ": name contains a NUL byte");
       if (!names.insert(t.name).second) return fail(what + ": duplicate I/O tensor name");
       if (dtypeByteSize(t.dtype) == 0) return fail(what + ": unsupported dtype " + std::to_string(t.dtype));
-      if (t.shape.size() > kMaxRank) return fail(what + ": rank " + std::to_string(t.shape.size()) + " exceeds " + std::to_string(kMaxRank));
+      if (t.shape.size() > kMaxRank)
+        return fail(what + ": rank " + std::to_string(t.shape.size()) + " exceeds " + std::to_string(kMaxRank));
       for (int64_t dim : t.shape)
         if (dim < 0) return fail(what + ": negative dimension " + std::to_string(dim));
       if (tensorBytesSaturating(t) > kMaxDeviceBytes) return fail(what + ": tensor size is absurd");
@@ -210,7 +217,8 @@ class Checker {
     for (size_t i = 0; i < d_.modules.size(); ++i) {
       const ModuleDesc& m = d_.modules[i];
       if (m.cubin.empty() && m.ptx.empty()) return fail("module " + std::to_string(i) + " has neither cubin nor PTX");
-      if (m.ptx.find('\0') != std::string::npos) return fail("module " + std::to_string(i) + ": PTX text contains a NUL byte");
+      if (m.ptx.find('\0') != std::string::npos)
+        return fail("module " + std::to_string(i) + ": PTX text contains a NUL byte");
     }
     for (size_t i = 0; i < d_.kernels.size(); ++i) {
       const KernelDesc& k = d_.kernels[i];
@@ -241,7 +249,8 @@ class Checker {
   // 0 for an empty one).
   bool checkBuffer(const BufferRef& b, uint64_t extent, const std::string& what) {
     if (b.space == BufferRef::Space::Io && (b.io < 0 || size_t(b.io) >= d_.io.size())) {
-      fail(what + ": io index " + std::to_string(b.io) + " out of range (" + std::to_string(d_.io.size()) + " I/O tensors)");
+      fail(what + ": io index " + std::to_string(b.io) + " out of range (" + std::to_string(d_.io.size()) +
+           " I/O tensors)");
       return false;
     }
     uint64_t size = spaceBytes(b);
@@ -261,7 +270,9 @@ class Checker {
     if (!l.node.empty()) what += " (node '" + clip(l.node) + "')";
     if (l.kind == Launch::Kind::Copy) {
       if (l.bytes == 0) return fail(what + ": copy of 0 bytes");
-      if (!checkBuffer(l.src, l.bytes, what + ": copy source") || !checkBuffer(l.dst, l.bytes, what + ": copy destination")) return;
+      if (!checkBuffer(l.src, l.bytes, what + ": copy source") ||
+          !checkBuffer(l.dst, l.bytes, what + ": copy destination"))
+        return;
       if (l.dst.space == BufferRef::Space::Weights) return fail(what + ": copy into the weights, which are read-only");
       if (l.dst.space == BufferRef::Space::Io && d_.io[size_t(l.dst.io)].isInput)
         return fail(what + ": copy into input '" + clip(d_.io[size_t(l.dst.io)].name) + "', which is read-only");
@@ -272,24 +283,31 @@ class Checker {
     }
     if (l.kind == Launch::Kind::Gemm) return checkGemm(l.gemm, what + ": gemm");
     if (l.kernel < 0 || size_t(l.kernel) >= d_.kernels.size())
-      return fail(what + ": kernel index " + std::to_string(l.kernel) + " out of range (" + std::to_string(d_.kernels.size()) + " kernels)");
+      return fail(what + ": kernel index " + std::to_string(l.kernel) + " out of range (" +
+                  std::to_string(d_.kernels.size()) + " kernels)");
     what += " of kernel '" + clip(d_.kernels[size_t(l.kernel)].entry) + "'";
     // CUDA's limits: grid x < 2^31, y and z < 2^16; at most 1024 threads a block.
-    if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 || l.grid[0] > 0x7fffffffu || l.grid[1] > 65535 || l.grid[2] > 65535)
+    if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 || l.grid[0] > 0x7fffffffu || l.grid[1] > 65535 ||
+        l.grid[2] > 65535)
       return fail(what + ": grid " + dims(l.grid) + " is outside CUDA's limits");
     uint64_t threads = uint64_t(l.block[0]) * l.block[1] * l.block[2];
     if (threads == 0 || threads > 1024 || l.block[2] > 64)
       return fail(what + ": block " + dims(l.block) + " is outside CUDA's limits");
-    if (l.sharedBytes > (1u << 20)) return fail(what + ": " + std::to_string(l.sharedBytes) + " bytes of shared memory is absurd");
+    if (l.sharedBytes > (1u << 20))
+      return fail(what + ": " + std::to_string(l.sharedBytes) + " bytes of shared memory is absurd");
     if (l.args.size() > kMaxLaunchArgs) return fail(what + ": too many arguments");
     for (size_t a = 0; a < l.args.size(); ++a)
-      if (l.args[a].kind == LaunchArg::Kind::Buffer && !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a))) return;
+      if (l.args[a].kind == LaunchArg::Kind::Buffer &&
+          !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a)))
+        return;
   }
 
   // An operand: its leading dim covers its rows, and every product of the batch lies inside
   // its buffer (gemmOperandBytes, in checked 64-bit arithmetic).
   bool checkOperand(const GemmCall& g, GemmOperand which, const BufferRef& b, const std::string& what) {
-    int64_t rows = which == GemmOperand::A ? (g.transA ? g.k : g.m) : which == GemmOperand::B ? (g.transB ? g.n : g.k) : g.m;
+    int64_t rows = which == GemmOperand::A   ? (g.transA ? g.k : g.m)
+                   : which == GemmOperand::B ? (g.transB ? g.n : g.k)
+                                             : g.m;
     int64_t ld = which == GemmOperand::A ? g.lda : which == GemmOperand::B ? g.ldb : g.ldc;
     if (ld < rows) {
       fail(what + ": leading dimension " + std::to_string(ld) + " is below its " + std::to_string(rows) + " rows");
@@ -312,8 +330,11 @@ class Checker {
     uint64_t count = 1;
     for (int64_t d : g.batchDims) count = std::min<uint64_t>(count * uint64_t(d), uint64_t(1) << 40);
     if (count != uint64_t(g.batch))
-      return fail(what + ": batch_dims make " + std::to_string(count) + " products, batch says " + std::to_string(g.batch)), false;
-    for (auto [ref, name] : {std::pair<const BufferRef*, const char*>{&g.a, "A"}, {&g.b, "B"}, {&g.d, "D"}, {&g.c, "C"}})
+      return fail(what + ": batch_dims make " + std::to_string(count) + " products, batch says " +
+                  std::to_string(g.batch)),
+             false;
+    for (auto [ref, name] :
+         {std::pair<const BufferRef*, const char*>{&g.a, "A"}, {&g.b, "B"}, {&g.d, "D"}, {&g.c, "C"}})
       if (ref->space == BufferRef::Space::Io && (ref != &g.c || g.beta != 0.f))
         return fail(what + " " + name + ": an I/O tensor read through pointer-array batches"), false;
     return true;
@@ -333,7 +354,8 @@ class Checker {
         !checkOperand(g, GemmOperand::D, g.d, what + " D"))
       return;
     if (g.beta != 0.f && !checkOperand(g, GemmOperand::C, g.c, what + " C")) return;
-    if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias")) return;
+    if ((g.epilogue & GemmCall::Bias) && !checkBuffer(g.bias, uint64_t(g.m) * dtypeByteSize(g.cdType), what + " bias"))
+      return;
     if (g.fp8() && (!checkBuffer(g.scaleA, uint64_t(g.m) * 4, what + " scale_a") ||
                     !checkBuffer(g.scaleB, uint64_t(g.n) * 4, what + " scale_b")))
       return;
@@ -353,9 +375,7 @@ class Checker {
 
 }  // namespace
 
-std::string checkEngineDesc(const EngineDesc& desc, uint64_t weightsBytes) {
-  return Checker(desc, weightsBytes).run();
-}
+std::string checkEngineDesc(const EngineDesc& desc, uint64_t weightsBytes) { return Checker(desc, weightsBytes).run(); }
 
 std::string checkEngineDesc(const EngineDesc& desc) { return checkEngineDesc(desc, desc.weights.size()); }
 

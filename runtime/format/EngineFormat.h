@@ -77,10 +77,30 @@ struct LaunchArg {
   int64_t i64 = 0;
   float f32 = 0;
 
-  static LaunchArg buf(BufferRef b) { LaunchArg a; a.kind = Kind::Buffer; a.buffer = b; return a; }
-  static LaunchArg ofI32(int32_t v) { LaunchArg a; a.kind = Kind::I32; a.i32 = v; return a; }
-  static LaunchArg ofI64(int64_t v) { LaunchArg a; a.kind = Kind::I64; a.i64 = v; return a; }
-  static LaunchArg ofF32(float v) { LaunchArg a; a.kind = Kind::F32; a.f32 = v; return a; }
+  static LaunchArg buf(BufferRef b) {
+    LaunchArg a;
+    a.kind = Kind::Buffer;
+    a.buffer = b;
+    return a;
+  }
+  static LaunchArg ofI32(int32_t v) {
+    LaunchArg a;
+    a.kind = Kind::I32;
+    a.i32 = v;
+    return a;
+  }
+  static LaunchArg ofI64(int64_t v) {
+    LaunchArg a;
+    a.kind = Kind::I64;
+    a.i64 = v;
+    return a;
+  }
+  static LaunchArg ofF32(float v) {
+    LaunchArg a;
+    a.kind = Kind::F32;
+    a.f32 = v;
+    return a;
+  }
 };
 
 // A matrix product run by cuBLASLt (the gemm.tactic=cublaslt knob), in its column-major terms:
@@ -106,7 +126,7 @@ struct GemmCall {
   int32_t epilogue = None;
   bool tf32 = false;  // fp32 A and B rounded to TF32 on tensor cores (fp32 accumulation)
   BufferRef a, b, c, d, bias;
-  BufferRef scaleA, scaleB;  // fp8 only
+  BufferRef scaleA, scaleB;                                               // fp8 only
   std::vector<int64_t> batchDims, batchStepsA, batchStepsB, batchStepsC;  // pointer-array batches
   bool fp8() const { return abType == 17; }
   bool pointerBatch() const { return !batchDims.empty(); }
@@ -149,9 +169,9 @@ struct Launch {
 // fills one from file bytes.
 struct EngineDesc {
   std::string kilnVersion;
-  std::string arch = "sm_90";  // "sm_<sm>", optionally with an arch-specific suffix ("sm_90a")
-  int32_t sm = 90;              // major * 10 + minor
-  std::string route;            // canonical route text, "" for the default route
+  std::string arch = "sm_90";                      // "sm_<sm>", optionally with an arch-specific suffix ("sm_90a")
+  int32_t sm = 90;                                 // major * 10 + minor
+  std::string route;                               // canonical route text, "" for the default route
   std::map<std::string, std::string> environment;  // free-form build fingerprint
   std::vector<IoTensor> io;
   std::vector<ModuleDesc> modules;

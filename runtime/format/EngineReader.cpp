@@ -118,7 +118,8 @@ class Decoder {
   }
 
   // An array of at most kMaxRank integers in [lo, hi].
-  bool integers(const json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi, std::vector<int64_t>& out) {
+  bool integers(const json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi,
+                std::vector<int64_t>& out) {
     const json* v = array(obj, key, path);
     if (!v) return false;
     if (v->size() > kMaxRank) return fail(join(path, key), "more than " + std::to_string(kMaxRank) + " values");
@@ -159,10 +160,14 @@ class Decoder {
   bool buffer(const json& v, const std::string& path, BufferRef& out) {
     std::string space;
     if (!str(v, "space", path, space)) return false;
-    if (space == "arena") out.space = BufferRef::Space::Arena;
-    else if (space == "weights") out.space = BufferRef::Space::Weights;
-    else if (space == "io") out.space = BufferRef::Space::Io;
-    else return fail(path + ".space", "'" + space + "' is not arena, weights or io");
+    if (space == "arena")
+      out.space = BufferRef::Space::Arena;
+    else if (space == "weights")
+      out.space = BufferRef::Space::Weights;
+    else if (space == "io")
+      out.space = BufferRef::Space::Io;
+    else
+      return fail(path + ".space", "'" + space + "' is not arena, weights or io");
     if (!u64(v, "offset", path, kMaxDeviceBytes, out.offset)) return false;
     out.io = -1;
     if (out.space == BufferRef::Space::Io) {
@@ -182,13 +187,15 @@ class Decoder {
     int64_t x = 0;
     if (v.contains("i32")) {
       out.kind = LaunchArg::Kind::I32;
-      if (!integer(v, "i32", path, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), x)) return false;
+      if (!integer(v, "i32", path, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), x))
+        return false;
       out.i32 = int32_t(x);
       return true;
     }
     if (v.contains("i64")) {
       out.kind = LaunchArg::Kind::I64;
-      if (!integer(v, "i64", path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), x)) return false;
+      if (!integer(v, "i64", path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), x))
+        return false;
       out.i64 = x;
       return true;
     }
@@ -217,20 +224,23 @@ class Decoder {
       GemmCall& c = out.gemm;
       int64_t ab, cd, ep;
       const int64_t big = std::numeric_limits<int32_t>::max();
-      if (!str(v, "node", path, out.node) || !integer(g, "ab_type", p, 0, 1000, ab) || !integer(g, "cd_type", p, 0, 1000, cd) ||
-          !boolean(g, "trans_a", p, c.transA) || !boolean(g, "trans_b", p, c.transB) || !integer(g, "m", p, 1, big, c.m) ||
-          !integer(g, "n", p, 1, big, c.n) || !integer(g, "k", p, 1, big, c.k) || !integer(g, "lda", p, 1, big, c.lda) ||
-          !integer(g, "ldb", p, 1, big, c.ldb) || !integer(g, "ldc", p, 1, big, c.ldc) || !integer(g, "batch", p, 1, big, c.batch) ||
-          !integer(g, "stride_a", p, 0, big, c.strideA) || !integer(g, "stride_b", p, 0, big, c.strideB) ||
-          !integer(g, "stride_c", p, 0, big, c.strideC) || !integer(g, "epilogue", p, 0, 3, ep) ||
+      if (!str(v, "node", path, out.node) || !integer(g, "ab_type", p, 0, 1000, ab) ||
+          !integer(g, "cd_type", p, 0, 1000, cd) || !boolean(g, "trans_a", p, c.transA) ||
+          !boolean(g, "trans_b", p, c.transB) || !integer(g, "m", p, 1, big, c.m) || !integer(g, "n", p, 1, big, c.n) ||
+          !integer(g, "k", p, 1, big, c.k) || !integer(g, "lda", p, 1, big, c.lda) ||
+          !integer(g, "ldb", p, 1, big, c.ldb) || !integer(g, "ldc", p, 1, big, c.ldc) ||
+          !integer(g, "batch", p, 1, big, c.batch) || !integer(g, "stride_a", p, 0, big, c.strideA) ||
+          !integer(g, "stride_b", p, 0, big, c.strideB) || !integer(g, "stride_c", p, 0, big, c.strideC) ||
+          !integer(g, "epilogue", p, 0, 3, ep) ||
           !f32(g.contains("alpha") ? g["alpha"] : json(), p + ".alpha", c.alpha) ||
           !f32(g.contains("beta") ? g["beta"] : json(), p + ".beta", c.beta))
         return false;
       c.abType = int32_t(ab), c.cdType = int32_t(cd), c.epilogue = int32_t(ep);
       if (g.contains("tf32") && !boolean(g, "tf32", p, c.tf32)) return false;
-      if (g.contains("batch_dims") &&
-          (!integers(g, "batch_dims", p, 1, big, c.batchDims) || !integers(g, "batch_steps_a", p, 0, big, c.batchStepsA) ||
-           !integers(g, "batch_steps_b", p, 0, big, c.batchStepsB) || !integers(g, "batch_steps_c", p, 0, big, c.batchStepsC)))
+      if (g.contains("batch_dims") && (!integers(g, "batch_dims", p, 1, big, c.batchDims) ||
+                                       !integers(g, "batch_steps_a", p, 0, big, c.batchStepsA) ||
+                                       !integers(g, "batch_steps_b", p, 0, big, c.batchStepsB) ||
+                                       !integers(g, "batch_steps_c", p, 0, big, c.batchStepsC)))
         return false;
       for (auto [name, ref] : {std::pair<const char*, BufferRef*>{"a", &c.a}, {"b", &c.b}, {"d", &c.d}}) {
         const json* b = field(g, name, p);
@@ -315,12 +325,14 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
   int64_t formatVersion;
   if (!dec.integer(m, "format_version", "", 0, std::numeric_limits<int32_t>::max(), formatVersion)) return false;
   if (formatVersion != headerVersion)
-    return dec.fail("format_version", std::to_string(formatVersion) + " disagrees with the header's " + std::to_string(headerVersion));
+    return dec.fail("format_version",
+                    std::to_string(formatVersion) + " disagrees with the header's " + std::to_string(headerVersion));
   if (!dec.str(m, "kiln_version", "", d.kilnVersion) || !dec.str(m, "route", "", d.route)) return false;
 
   const json* target = dec.field(m, "target", "");
   int64_t sm;
-  if (!target || !dec.str(*target, "arch", "target", d.arch) || !dec.integer(*target, "sm", "target", 0, 9999, sm)) return false;
+  if (!target || !dec.str(*target, "arch", "target", d.arch) || !dec.integer(*target, "sm", "target", 0, 9999, sm))
+    return false;
   d.sm = int32_t(sm);
 
   const json* env = dec.field(m, "environment", "");
@@ -346,10 +358,12 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
     d.io[i].dtype = int32_t(dtype);
     const json* shape = dec.array(t, "shape", p);
     if (!shape) return false;
-    if (shape->size() > kMaxRank) return dec.fail(p + ".shape", "rank " + std::to_string(shape->size()) + " exceeds " + std::to_string(kMaxRank));
+    if (shape->size() > kMaxRank)
+      return dec.fail(p + ".shape", "rank " + std::to_string(shape->size()) + " exceeds " + std::to_string(kMaxRank));
     for (size_t k = 0; k < shape->size(); ++k) {
       int64_t dim;
-      if (!dec.integer((*shape)[k], p + ".shape[" + std::to_string(k) + "]", 0, int64_t(kMaxDeviceBytes), dim)) return false;
+      if (!dec.integer((*shape)[k], p + ".shape[" + std::to_string(k) + "]", 0, int64_t(kMaxDeviceBytes), dim))
+        return false;
       d.io[i].shape.push_back(dim);
     }
   }
@@ -371,7 +385,8 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
     d.kernels.emplace_back();
     int64_t module;
     if (!dec.integer((*kernels)[i], "module", p, -1, std::numeric_limits<int32_t>::max(), module) ||
-        !dec.str((*kernels)[i], "entry", p, d.kernels[i].entry) || !dec.str((*kernels)[i], "node", p, d.kernels[i].node))
+        !dec.str((*kernels)[i], "entry", p, d.kernels[i].entry) ||
+        !dec.str((*kernels)[i], "node", p, d.kernels[i].node))
       return false;
     d.kernels[i].module = int32_t(module);
   }
@@ -395,7 +410,8 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
   return true;
 }
 
-ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, std::string& error, ByteRange* weightsInFile) {
+ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, std::string& error,
+                           ByteRange* weightsInFile) {
   auto malformed = [&](std::string msg) {
     error = std::move(msg);
     return ParseStatus::Malformed;
@@ -404,7 +420,8 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   if (!data) return malformed("no data");
   // ---- Header
   size_t magicLen = std::min<size_t>(size, 8);
-  if (std::memcmp(data, kEngineMagic, magicLen) != 0) return malformed("not a kiln engine (the file does not start with \"KILNENG\")");
+  if (std::memcmp(data, kEngineMagic, magicLen) != 0)
+    return malformed("not a kiln engine (the file does not start with \"KILNENG\")");
   if (size < 12) return malformed("truncated engine: " + std::to_string(size) + " bytes, less than the 64-byte header");
   uint32_t version = getU32(data + 8);
   if (version < kOldestEngineFormatVersion || version > kEngineFormatVersion) {
@@ -412,18 +429,22 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
             std::to_string(kOldestEngineFormatVersion) + " to " + std::to_string(kEngineFormatVersion);
     return ParseStatus::UnsupportedVersion;
   }
-  if (size < kHeaderSize) return malformed("truncated engine: " + std::to_string(size) + " bytes, less than the 64-byte header");
+  if (size < kHeaderSize)
+    return malformed("truncated engine: " + std::to_string(size) + " bytes, less than the 64-byte header");
   uint32_t headerSize = getU32(data + 12);
   uint64_t fileSize = getU64(data + 16);
   uint64_t checksum = getU64(data + 24);
   uint32_t sectionCount = getU32(data + 32);
   uint64_t tableOffset = getU64(data + 40);
   if (headerSize != kHeaderSize)
-    return malformed("bad header size " + std::to_string(headerSize) + " (format version 1 has " + std::to_string(kHeaderSize) + ")");
+    return malformed("bad header size " + std::to_string(headerSize) + " (format version 1 has " +
+                     std::to_string(kHeaderSize) + ")");
   if (fileSize > size)
-    return malformed("truncated engine: the header says " + std::to_string(fileSize) + " bytes, got " + std::to_string(size));
+    return malformed("truncated engine: the header says " + std::to_string(fileSize) + " bytes, got " +
+                     std::to_string(size));
   if (fileSize < size)
-    return malformed("engine has " + std::to_string(size - fileSize) + " bytes after its end (the header says " + std::to_string(fileSize) + " bytes)");
+    return malformed("engine has " + std::to_string(size - fileSize) + " bytes after its end (the header says " +
+                     std::to_string(fileSize) + " bytes)");
   if (getU32(data + 36) != 0) return malformed("header: reserved field is not zero");
   for (size_t i = 48; i < kHeaderSize; ++i)
     if (data[i] != 0) return malformed("header: padding byte " + std::to_string(i) + " is not zero");
@@ -437,9 +458,11 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
 
   // ---- Section table
   if (sectionCount > kMaxSections) return malformed("absurd section count " + std::to_string(sectionCount));
-  if (tableOffset != kHeaderSize) return malformed("section table offset " + std::to_string(tableOffset) + " (format version 1 puts it at 64)");
+  if (tableOffset != kHeaderSize)
+    return malformed("section table offset " + std::to_string(tableOffset) + " (format version 1 puts it at 64)");
   const uint64_t tableEnd = kHeaderSize + uint64_t(sectionCount) * kSectionEntrySize;
-  if (tableEnd > size) return malformed("section table (" + std::to_string(sectionCount) + " entries) runs past the end of the file");
+  if (tableEnd > size)
+    return malformed("section table (" + std::to_string(sectionCount) + " entries) runs past the end of the file");
   std::vector<Section> sections(sectionCount);
   int metadataIndex = -1, weightsIndex = -1;
   for (uint32_t i = 0; i < sectionCount; ++i) {
@@ -453,10 +476,12 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
       return malformed(what + ": unknown kind " + std::to_string(s.kind));
     what += std::string(" (") + kindName(s.kind) + ")";
     if (getU32(e + 4) != 0) return malformed(what + ": reserved field is not zero");
-    if (s.offset % kSectionAlignment != 0) return malformed(what + ": offset " + std::to_string(s.offset) + " is not 64-byte aligned");
+    if (s.offset % kSectionAlignment != 0)
+      return malformed(what + ": offset " + std::to_string(s.offset) + " is not 64-byte aligned");
     if (s.offset < tableEnd || s.offset > size || s.size > size - s.offset)
-      return malformed(what + ": bytes [" + std::to_string(s.offset) + ", +" + std::to_string(s.size) + ") are outside the file's " +
-                       std::to_string(tableEnd) + ".." + std::to_string(size) + " data area");
+      return malformed(what + ": bytes [" + std::to_string(s.offset) + ", +" + std::to_string(s.size) +
+                       ") are outside the file's " + std::to_string(tableEnd) + ".." + std::to_string(size) +
+                       " data area");
     if (s.kind == uint32_t(SectionKind::Metadata)) {
       if (metadataIndex >= 0) return malformed(what + ": a second METADATA section");
       metadataIndex = int(i);
@@ -470,7 +495,8 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   std::vector<uint32_t> order;
   for (uint32_t i = 0; i < sectionCount; ++i)
     if (sections[i].size) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return sections[a].offset < sections[b].offset; });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return sections[a].offset < sections[b].offset; });
   for (size_t k = 1; k < order.size(); ++k) {
     const Section& a = sections[order[k - 1]];
     const Section& b = sections[order[k]];
@@ -491,7 +517,8 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
     // the end of every element (quadratic: a million empty objects hung kiln_engine_load).
     DepthCheck depth;
     if (!json::sax_parse(data + ms.offset, data + ms.offset + ms.size, &depth)) {
-      if (depth.tooDeep) return malformed("metadata is nested more than " + std::to_string(kMaxMetadataDepth) + " levels deep");
+      if (depth.tooDeep)
+        return malformed("metadata is nested more than " + std::to_string(kMaxMetadataDepth) + " levels deep");
       return malformed("metadata is not valid JSON: " + depth.error);
     }
     meta = json::parse(data + ms.offset, data + ms.offset + ms.size);
@@ -510,7 +537,8 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   // ---- Cross-checks between metadata and sections
   const Section& ws = sections[size_t(weightsIndex)];
   if (weightsBytes != ws.size)
-    return malformed("memory.weights_bytes is " + std::to_string(weightsBytes) + " but the WEIGHTS section has " + std::to_string(ws.size) + " bytes");
+    return malformed("memory.weights_bytes is " + std::to_string(weightsBytes) + " but the WEIGHTS section has " +
+                     std::to_string(ws.size) + " bytes");
   std::vector<bool> used(sectionCount, false);
   used[size_t(metadataIndex)] = used[size_t(weightsIndex)] = true;
   // Each image section belongs to one module: the modules' copies then add up to at most the
@@ -519,27 +547,34 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
   std::vector<int64_t> usedBy(sectionCount, -1);
   out.modules.resize(moduleSections.size());
   for (size_t i = 0; i < moduleSections.size(); ++i) {
-    const std::pair<int64_t, SectionKind> refs[2] = {{moduleSections[i].first, SectionKind::Cubin}, {moduleSections[i].second, SectionKind::Ptx}};
+    const std::pair<int64_t, SectionKind> refs[2] = {{moduleSections[i].first, SectionKind::Cubin},
+                                                     {moduleSections[i].second, SectionKind::Ptx}};
     for (const auto& [index, kind] : refs) {
       if (index < 0) continue;
       std::string what = "modules[" + std::to_string(i) + "]." + (kind == SectionKind::Cubin ? "cubin" : "ptx");
       if (uint64_t(index) >= sectionCount)
-        return malformed("metadata: " + what + ": section index " + std::to_string(index) + " out of range (" + std::to_string(sectionCount) + " sections)");
+        return malformed("metadata: " + what + ": section index " + std::to_string(index) + " out of range (" +
+                         std::to_string(sectionCount) + " sections)");
       const Section& s = sections[size_t(index)];
       if (s.kind != uint32_t(kind))
-        return malformed("metadata: " + what + ": section " + std::to_string(index) + " is " + kindName(s.kind) + ", not " + kindName(uint32_t(kind)));
+        return malformed("metadata: " + what + ": section " + std::to_string(index) + " is " + kindName(s.kind) +
+                         ", not " + kindName(uint32_t(kind)));
       if (usedBy[size_t(index)] >= 0)
-        return malformed("metadata: " + what + ": section " + std::to_string(index) + " is already the image of module " +
-                         std::to_string(usedBy[size_t(index)]));
+        return malformed("metadata: " + what + ": section " + std::to_string(index) +
+                         " is already the image of module " + std::to_string(usedBy[size_t(index)]));
       used[size_t(index)] = true;
       usedBy[size_t(index)] = int64_t(i);
       const uint8_t* p = data + s.offset;
-      if (kind == SectionKind::Cubin) out.modules[i].cubin.assign(p, p + s.size);
-      else out.modules[i].ptx.assign(reinterpret_cast<const char*>(p), size_t(s.size));
+      if (kind == SectionKind::Cubin)
+        out.modules[i].cubin.assign(p, p + s.size);
+      else
+        out.modules[i].ptx.assign(reinterpret_cast<const char*>(p), size_t(s.size));
     }
   }
   for (uint32_t i = 0; i < sectionCount; ++i)
-    if (!used[i]) return malformed("section " + std::to_string(i) + " (" + kindName(sections[i].kind) + ") is not referenced by the metadata");
+    if (!used[i])
+      return malformed("section " + std::to_string(i) + " (" + kindName(sections[i].kind) +
+                       ") is not referenced by the metadata");
 
   if (weightsInFile) {
     weightsInFile->offset = ws.offset;
@@ -554,7 +589,8 @@ ParseStatus parseUnchecked(const uint8_t* data, size_t size, EngineDesc& out, st
 
 }  // namespace
 
-ParseStatus parseEngine(const uint8_t* data, size_t size, EngineDesc& out, std::string& error, ByteRange* weightsInFile) {
+ParseStatus parseEngine(const uint8_t* data, size_t size, EngineDesc& out, std::string& error,
+                        ByteRange* weightsInFile) {
   try {
     return parseUnchecked(data, size, out, error, weightsInFile);
   } catch (const std::bad_alloc&) {

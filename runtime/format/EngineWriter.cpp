@@ -17,7 +17,10 @@ json bufferJson(const BufferRef& b) {
   switch (b.space) {
     case BufferRef::Space::Arena: j["space"] = "arena"; break;
     case BufferRef::Space::Weights: j["space"] = "weights"; break;
-    case BufferRef::Space::Io: j["space"] = "io"; j["io"] = b.io; break;
+    case BufferRef::Space::Io:
+      j["space"] = "io";
+      j["io"] = b.io;
+      break;
   }
   j["offset"] = b.offset;
   return j;
@@ -51,11 +54,26 @@ json launchJson(const Launch& l) {
   }
   if (l.kind == Launch::Kind::Gemm) {
     const GemmCall& g = l.gemm;
-    json jg = {{"ab_type", g.abType}, {"cd_type", g.cdType}, {"trans_a", g.transA}, {"trans_b", g.transB},
-               {"m", g.m}, {"n", g.n}, {"k", g.k}, {"lda", g.lda}, {"ldb", g.ldb}, {"ldc", g.ldc},
-               {"batch", g.batch}, {"stride_a", g.strideA}, {"stride_b", g.strideB}, {"stride_c", g.strideC},
-               {"alpha", f32Json(g.alpha)}, {"beta", f32Json(g.beta)}, {"epilogue", g.epilogue},
-               {"a", bufferJson(g.a)}, {"b", bufferJson(g.b)}, {"d", bufferJson(g.d)}};
+    json jg = {{"ab_type", g.abType},
+               {"cd_type", g.cdType},
+               {"trans_a", g.transA},
+               {"trans_b", g.transB},
+               {"m", g.m},
+               {"n", g.n},
+               {"k", g.k},
+               {"lda", g.lda},
+               {"ldb", g.ldb},
+               {"ldc", g.ldc},
+               {"batch", g.batch},
+               {"stride_a", g.strideA},
+               {"stride_b", g.strideB},
+               {"stride_c", g.strideC},
+               {"alpha", f32Json(g.alpha)},
+               {"beta", f32Json(g.beta)},
+               {"epilogue", g.epilogue},
+               {"a", bufferJson(g.a)},
+               {"b", bufferJson(g.b)},
+               {"d", bufferJson(g.d)}};
     if (g.beta != 0.f) jg["c"] = bufferJson(g.c);
     if (g.epilogue & GemmCall::Bias) jg["bias"] = bufferJson(g.bias);
     if (g.tf32) jg["tf32"] = true;  // (absent: exact fp32, as engines before the field)

@@ -66,8 +66,7 @@ const char* describe(kiln_status s) {
 }
 
 // Runs `body`, turning any escaping exception into a status.
-template <typename F>
-kiln_status guarded(F&& body) {
+template <typename F> kiln_status guarded(F&& body) {
   try {
     return body();
   } catch (const std::bad_alloc&) {
@@ -111,8 +110,8 @@ int32_t findTensor(const kiln_context* c, const char* name, kiln_status& status)
   if (io < 0) {
     std::string known;
     for (const IoTensor& t : e.desc.io) known += (known.empty() ? "'" : ", '") + t.name + "'";
-    status = fail(KILN_ERROR_INVALID_ARGUMENT, std::string("the engine has no I/O tensor named '") + name + "' (it has " +
-                                                   (known.empty() ? "none" : known) + ")");
+    status = fail(KILN_ERROR_INVALID_ARGUMENT, std::string("the engine has no I/O tensor named '") + name +
+                                                   "' (it has " + (known.empty() ? "none" : known) + ")");
   }
   return io;
 }
@@ -141,16 +140,18 @@ KILN_API kiln_status kiln_engine_load(const char* path, kiln_engine** out) {
       ~Closer() { ::close(fd); }
     } closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0) return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " + std::strerror(errno));
+    if (::fstat(fd, &st) != 0)
+      return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " + std::strerror(errno));
     if (!S_ISREG(st.st_mode))
-      return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " +
-                                     (S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file"));
+      return fail(KILN_ERROR_IO, std::string("cannot read '") + path +
+                                     "': " + (S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file"));
     std::vector<uint8_t> bytes(size_t(st.st_size));
     for (size_t got = 0; got < bytes.size();) {
       ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0)
-        return fail(KILN_ERROR_IO, std::string("cannot read '") + path + "': " + (r < 0 ? std::strerror(errno) : "the file shrank"));
+        return fail(KILN_ERROR_IO,
+                    std::string("cannot read '") + path + "': " + (r < 0 ? std::strerror(errno) : "the file shrank"));
       got += size_t(r);
     }
     return loadBytes(std::move(bytes), std::string(path) + ": ", out);
@@ -160,7 +161,8 @@ KILN_API kiln_status kiln_engine_load(const char* path, kiln_engine** out) {
 KILN_API kiln_status kiln_engine_load_from_memory(const void* data, size_t size, kiln_engine** out) {
   if (out) *out = nullptr;
   return guarded([&] {
-    if (!out || (!data && size)) return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_engine_load_from_memory: data and out must not be NULL");
+    if (!out || (!data && size))
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_engine_load_from_memory: data and out must not be NULL");
     const uint8_t* p = static_cast<const uint8_t*>(data);
     return loadBytes(std::vector<uint8_t>(p, p + size), "", out);
   });
@@ -202,7 +204,8 @@ KILN_API const char* kiln_engine_route(const kiln_engine* e) { return e ? e->imp
 KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** out) {
   if (out) *out = nullptr;
   return guarded([&] {
-    if (!engine || !out) return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_context_create: engine and out must not be NULL");
+    if (!engine || !out)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_context_create: engine and out must not be NULL");
     Status s;
     std::unique_ptr<Executor> exec = Executor::create(engine->impl, s);
     if (!exec) return fail(s);
@@ -211,19 +214,23 @@ KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** out
   });
 }
 
-KILN_API kiln_status kiln_context_set_input_shape(kiln_context* c, const char* name, const int64_t* dims, int32_t rank) {
+KILN_API kiln_status kiln_context_set_input_shape(kiln_context* c, const char* name, const int64_t* dims,
+                                                  int32_t rank) {
   return guarded([&] {
     kiln_status st = KILN_OK;
     int32_t io = findTensor(c, name, st);
     if (io < 0) return st;
     const IoTensor& t = c->exec->engine().desc.io[size_t(io)];
     if (!t.isInput) return fail(KILN_ERROR_INVALID_ARGUMENT, "'" + t.name + "' is an output, not an input");
-    if (rank < 0 || (rank > 0 && !dims)) return fail(KILN_ERROR_INVALID_ARGUMENT, "bad dims/rank for input '" + t.name + "'");
+    if (rank < 0 || (rank > 0 && !dims))
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "bad dims/rank for input '" + t.name + "'");
     bool same = size_t(rank) == t.shape.size();
     for (int32_t k = 0; same && k < rank; ++k) same = dims[k] == t.shape[size_t(k)];
     if (!same)
-      return fail(KILN_ERROR_SHAPE, "input '" + t.name + "' has the static shape " + shapeText(t.shape.data(), t.shape.size()) +
-                                        ", got " + shapeText(dims, size_t(rank)) + " (rebuild the engine with --shapes for another shape)");
+      return fail(KILN_ERROR_SHAPE, "input '" + t.name + "' has the static shape " +
+                                        shapeText(t.shape.data(), t.shape.size()) + ", got " +
+                                        shapeText(dims, size_t(rank)) +
+                                        " (rebuild the engine with --shapes for another shape)");
     return KILN_OK;
   });
 }
@@ -237,7 +244,8 @@ KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* c, const char
     uintptr_t p = reinterpret_cast<uintptr_t>(device_ptr);
     size_t align = dtypeByteSize(t.dtype);
     if (align && p % align != 0)
-      return fail(KILN_ERROR_INVALID_ARGUMENT, "address for '" + t.name + "' is not aligned to its " + std::to_string(align) + "-byte elements");
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  "address for '" + t.name + "' is not aligned to its " + std::to_string(align) + "-byte elements");
     c->exec->bind(io, CUdeviceptr(p));
     return KILN_OK;
   });
@@ -251,8 +259,8 @@ KILN_API kiln_status kiln_context_enqueue(kiln_context* c, void* cuda_stream) {
   });
 }
 
-KILN_API kiln_status kiln_context_profile(kiln_context* c, void* cuda_stream, kiln_launch_profile* out, int32_t capacity,
-                                          int32_t* count) {
+KILN_API kiln_status kiln_context_profile(kiln_context* c, void* cuda_stream, kiln_launch_profile* out,
+                                          int32_t capacity, int32_t* count) {
   return guarded([&] {
     if (!c || !count) return fail(KILN_ERROR_INVALID_ARGUMENT, !c ? "context is NULL" : "count is NULL");
     if (capacity > 0 && !out) return fail(KILN_ERROR_INVALID_ARGUMENT, "out is NULL with a non-zero capacity");
@@ -264,7 +272,7 @@ KILN_API kiln_status kiln_context_profile(kiln_context* c, void* cuda_stream, ki
     for (int32_t i = 0; i < capacity && i < *count; ++i) {
       const Launch& l = d.launches[size_t(i)];
       out[i].node = l.node.c_str();
-      out[i].kernel = l.kind == Launch::Kind::Copy ? "copy"
+      out[i].kernel = l.kind == Launch::Kind::Copy   ? "copy"
                       : l.kind == Launch::Kind::Gemm ? "cublasLt_matmul"
                                                      : d.kernels[size_t(l.kernel)].entry.c_str();
       out[i].ms = ms[size_t(i)];

@@ -91,7 +91,8 @@ Status Executor::selectContext() {
     ownsPrimaryContext_ = true;
   }
   ScopedContext scope(cu_, context_);
-  if ((r = cu_.cuCtxGetDevice(&device_)) != CUDA_SUCCESS) return makeStatus(KILN_ERROR_CUDA, "cuCtxGetDevice failed: " + cu_.describe(r));
+  if ((r = cu_.cuCtxGetDevice(&device_)) != CUDA_SUCCESS)
+    return makeStatus(KILN_ERROR_CUDA, "cuCtxGetDevice failed: " + cu_.describe(r));
   int major = 0, minor = 0;
   if ((r = cu_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_)) != CUDA_SUCCESS ||
       (r = cu_.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_)) != CUDA_SUCCESS)
@@ -103,7 +104,8 @@ Status Executor::selectContext() {
 }
 
 std::string Executor::deviceText() const {
-  return "device " + std::to_string(device_) + (deviceName_.empty() ? "" : " (" + deviceName_ + ")") + ", " + smText(deviceSm_);
+  return "device " + std::to_string(device_) + (deviceName_.empty() ? "" : " (" + deviceName_ + ")") + ", " +
+         smText(deviceSm_);
 }
 
 Status Executor::loadModules() {
@@ -129,23 +131,25 @@ Status Executor::loadModules() {
     } else {
       std::string has = m.cubin.empty() ? "PTX only" : m.ptx.empty() ? "a cubin only" : "a cubin and PTX";
       std::string why = deviceSm_ < d.sm ? "the device is older than the target"
-                        : archSpecific(d.arch) ? "arch-specific code runs only on exactly " + smText(d.sm)
-                                               : "a cubin runs only on exactly " + smText(d.sm) + " and there is no PTX";
-      return makeStatus(KILN_ERROR_ARCH, "the engine targets " + d.arch + " (module " + std::to_string(i) + " has " + has +
-                                             ") but " + deviceText() + " cannot run it: " + why +
+                        : archSpecific(d.arch)
+                            ? "arch-specific code runs only on exactly " + smText(d.sm)
+                            : "a cubin runs only on exactly " + smText(d.sm) + " and there is no PTX";
+      return makeStatus(KILN_ERROR_ARCH, "the engine targets " + d.arch + " (module " + std::to_string(i) + " has " +
+                                             has + ") but " + deviceText() + " cannot run it: " + why +
                                              "; rebuild the engine with --arch " + smText(deviceSm_));
     }
     if (r != CUDA_SUCCESS)
-      return makeStatus(codeFor(r), "loading module " + std::to_string(i) + " on " + deviceText() + " failed: " + cu_.describe(r) +
-                                        (jitLog.empty() ? "" : "\nPTX JIT log:\n" + jitLog));
+      return makeStatus(codeFor(r), "loading module " + std::to_string(i) + " on " + deviceText() + " failed: " +
+                                        cu_.describe(r) + (jitLog.empty() ? "" : "\nPTX JIT log:\n" + jitLog));
     modules_.push_back(module);
   }
   for (size_t k = 0; k < d.kernels.size(); ++k) {
     CUfunction f = nullptr;
     CUresult r = cu_.cuModuleGetFunction(&f, modules_[size_t(d.kernels[k].module)], d.kernels[k].entry.c_str());
     if (r != CUDA_SUCCESS)
-      return makeStatus(KILN_ERROR_FORMAT, "kernel " + std::to_string(k) + ": module " + std::to_string(d.kernels[k].module) +
-                                               " has no function '" + d.kernels[k].entry + "': " + cu_.describe(r));
+      return makeStatus(KILN_ERROR_FORMAT, "kernel " + std::to_string(k) + ": module " +
+                                               std::to_string(d.kernels[k].module) + " has no function '" +
+                                               d.kernels[k].entry + "': " + cu_.describe(r));
     functions_.push_back(f);
   }
   // Dynamic shared memory above 48 KiB must be opted into per function.
@@ -154,10 +158,12 @@ Status Executor::loadModules() {
     if (l.kind == Launch::Kind::Kernel && l.sharedBytes > 48 * 1024)
       maxShared[l.kernel] = std::max(maxShared[l.kernel], l.sharedBytes);
   for (const auto& [kernel, bytes] : maxShared) {
-    CUresult r = cu_.cuFuncSetAttribute(functions_[size_t(kernel)], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
+    CUresult r =
+        cu_.cuFuncSetAttribute(functions_[size_t(kernel)], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
     if (r != CUDA_SUCCESS)
-      return makeStatus(KILN_ERROR_CUDA, "kernel '" + d.kernels[size_t(kernel)].entry + "' needs " + std::to_string(bytes) +
-                                             " bytes of shared memory, more than " + deviceText() + " allows: " + cu_.describe(r));
+      return makeStatus(KILN_ERROR_CUDA, "kernel '" + d.kernels[size_t(kernel)].entry + "' needs " +
+                                             std::to_string(bytes) + " bytes of shared memory, more than " +
+                                             deviceText() + " allows: " + cu_.describe(r));
   }
   return Status::success();
 }
@@ -168,7 +174,8 @@ Status Executor::allocate() {
     CUresult r = cu_.cuMemAlloc(&p, size_t(bytes));
     if (r == CUDA_SUCCESS) return Status::success();
     p = 0;
-    return makeStatus(codeFor(r), "allocating the " + std::to_string(bytes) + "-byte " + what + " on " + deviceText() + ": " + cu_.describe(r));
+    return makeStatus(codeFor(r), "allocating the " + std::to_string(bytes) + "-byte " + what + " on " + deviceText() +
+                                      ": " + cu_.describe(r));
   };
   if (engine_->weights.size) {
     Status s = alloc(weights_, engine_->weights.size, "weights");
@@ -210,8 +217,10 @@ void Executor::prepareLaunches() {
       uint64_t& slot = p.slots[a];
       switch (arg.kind) {
         case LaunchArg::Kind::Buffer:
-          if (arg.buffer.space == BufferRef::Space::Io) p.ioPatches.push_back({a, arg.buffer.io, arg.buffer.offset});
-          else slot = resolve(arg.buffer);
+          if (arg.buffer.space == BufferRef::Space::Io)
+            p.ioPatches.push_back({a, arg.buffer.io, arg.buffer.offset});
+          else
+            slot = resolve(arg.buffer);
           break;
         // The driver reads sizeof(parameter) bytes from each pointer; on little-endian x86-64
         // and aarch64 a 4-byte value sits at the start of its slot.
@@ -228,7 +237,10 @@ void Executor::prepareLaunches() {
 namespace {
 
 int ltType(int32_t onnxDtype) {
-  return onnxDtype == 10 ? lt::CUDA_R_16F : onnxDtype == 16 ? lt::CUDA_R_16BF : onnxDtype == 17 ? lt::CUDA_R_8F_E4M3 : lt::CUDA_R_32F;
+  return onnxDtype == 10   ? lt::CUDA_R_16F
+         : onnxDtype == 16 ? lt::CUDA_R_16BF
+         : onnxDtype == 17 ? lt::CUDA_R_8F_E4M3
+                           : lt::CUDA_R_32F;
 }
 
 }  // namespace
@@ -260,12 +272,15 @@ Status Executor::prepareGemms() {
     auto check = [&](cublasStatus s, const char* call) {
       return s == 0 ? Status::success() : makeStatus(KILN_ERROR_CUDA, what + call + " failed: " + lt_->describe(s));
     };
-    Status s = check(lt_->cublasLtMatmulDescCreate(&p.matmul, g.tf32 ? lt::CUBLAS_COMPUTE_32F_FAST_TF32 : lt::CUBLAS_COMPUTE_32F,
-                                                           lt::CUDA_R_32F), "cublasLtMatmulDescCreate");
+    Status s = check(lt_->cublasLtMatmulDescCreate(
+                         &p.matmul, g.tf32 ? lt::CUBLAS_COMPUTE_32F_FAST_TF32 : lt::CUBLAS_COMPUTE_32F, lt::CUDA_R_32F),
+                     "cublasLtMatmulDescCreate");
     if (!s.ok()) return s;
     int32_t ta = g.transA ? lt::OP_T : lt::OP_N, tb = g.transB ? lt::OP_T : lt::OP_N;
-    uint32_t epi = g.epilogue == GemmCall::Relu ? lt::EPILOGUE_RELU : g.epilogue == GemmCall::Bias ? lt::EPILOGUE_BIAS
-                   : g.epilogue == GemmCall::ReluBias ? lt::EPILOGUE_RELU_BIAS : lt::EPILOGUE_DEFAULT;
+    uint32_t epi = g.epilogue == GemmCall::Relu       ? lt::EPILOGUE_RELU
+                   : g.epilogue == GemmCall::Bias     ? lt::EPILOGUE_BIAS
+                   : g.epilogue == GemmCall::ReluBias ? lt::EPILOGUE_RELU_BIAS
+                                                      : lt::EPILOGUE_DEFAULT;
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSA, &ta, sizeof ta);
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSB, &tb, sizeof tb);
     lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_EPILOGUE, &epi, sizeof epi);
@@ -285,8 +300,10 @@ Status Executor::prepareGemms() {
     const int64_t strides[4] = {g.strideA, g.strideB, g.strideC, g.strideC};
     const int32_t types[4] = {g.abType, g.abType, g.cdType, g.cdType};
     for (int k = 0; k < 4; ++k) {
-      if (!(s = check(lt_->cublasLtMatrixLayoutCreate(&p.layouts[k], ltType(types[k]), uint64_t(rows[k]), uint64_t(cols[k]), lds[k]),
-                      "cublasLtMatrixLayoutCreate")).ok())
+      if (!(s = check(lt_->cublasLtMatrixLayoutCreate(&p.layouts[k], ltType(types[k]), uint64_t(rows[k]),
+                                                      uint64_t(cols[k]), lds[k]),
+                      "cublasLtMatrixLayoutCreate"))
+               .ok())
         return s;
       if (g.batch > 1 || g.pointerBatch()) {
         int32_t count = int32_t(g.batch);
@@ -295,7 +312,8 @@ Status Executor::prepareGemms() {
           lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_MODE, &lt::BATCH_MODE_POINTER_ARRAY,
                                                 sizeof lt::BATCH_MODE_POINTER_ARRAY);
         else
-          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k], sizeof strides[k]);
+          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k],
+                                                sizeof strides[k]);
       }
     }
     if (g.pointerBatch() && !(s = uploadBatchPointers(p, g)).ok()) return s;
@@ -318,12 +336,13 @@ Status Executor::prepareGemms() {
                                    aligned(g.beta != 0.f ? g.c : g.d, g.batchStepsC, g.cdType),
                                    aligned(g.d, g.batchStepsC, g.cdType)};
     for (int k = 0; k < 4; ++k)
-      lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MIN_ALIGNMENT_A_BYTES + k, &alignment[k], sizeof alignment[k]);
+      lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MIN_ALIGNMENT_A_BYTES + k, &alignment[k],
+                                                sizeof alignment[k]);
     cublasLtMatmulHeuristicResult results[kGemmCandidates]{};
     int found = 0;
-    cublasStatus hs = lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, p.matmul, p.layouts[0], p.layouts[1], p.layouts[2],
-                                                          p.layouts[3], pref, d.gemmSearch ? kGemmCandidates : 1, results,
-                                                          &found);
+    cublasStatus hs =
+        lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, p.matmul, p.layouts[0], p.layouts[1], p.layouts[2], p.layouts[3],
+                                            pref, d.gemmSearch ? kGemmCandidates : 1, results, &found);
     lt_->cublasLtMatmulPreferenceDestroy(pref);
     if (hs != 0 || found == 0)
       return makeStatus(KILN_ERROR_CUDA, what + "cuBLASLt has no algorithm for this product on " + deviceText() +
@@ -331,13 +350,15 @@ Status Executor::prepareGemms() {
     p.algo = results[0].algo;
     if (found > 1) {  // runtime.gemm_search: one search per distinct product (BERT: 96 launches, 6 products)
       std::string key;
-      for (int64_t v : {int64_t(g.abType), int64_t(g.cdType), int64_t(g.transA), int64_t(g.transB), g.m, g.n, g.k, g.lda, g.ldb,
-                        g.ldc, g.batch, g.strideA, g.strideB, g.strideC, int64_t(g.beta != 0.f), int64_t(g.epilogue),
-                        int64_t(g.tf32), int64_t(g.pointerBatch())})
+      for (int64_t v : {int64_t(g.abType), int64_t(g.cdType), int64_t(g.transA), int64_t(g.transB), g.m, g.n, g.k,
+                        g.lda, g.ldb, g.ldc, g.batch, g.strideA, g.strideB, g.strideC, int64_t(g.beta != 0.f),
+                        int64_t(g.epilogue), int64_t(g.tf32), int64_t(g.pointerBatch())})
         key += std::to_string(v) + ",";
       auto it = searched.find(key);
-      if (it != searched.end()) p.algo = it->second;
-      else if (fastestAlgo(p, g, results, found, p.algo)) searched.emplace(key, p.algo);
+      if (it != searched.end())
+        p.algo = it->second;
+      else if (fastestAlgo(p, g, results, found, p.algo))
+        searched.emplace(key, p.algo);
     }
   }
   if (scratch_) cu_.cuMemFree(scratch_);
@@ -373,8 +394,8 @@ void Executor::gemmOperands(const PreparedLaunch& p, const GemmCall& g, CUdevice
   out[0] = resolve(g.a), out[1] = resolve(g.b), out[3] = resolve(g.d), out[2] = g.beta != 0.f ? resolve(g.c) : out[3];
 }
 
-bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtMatmulHeuristicResult* candidates, int count,
-                           cublasLtMatmulAlgo& best) {
+bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtMatmulHeuristicResult* candidates,
+                           int count, cublasLtMatmulAlgo& best) {
   if (!cu_.hasEvents()) return false;
   CUdeviceptr ops[4], bias = 0;  // A, B, C, D
   if (g.pointerBatch()) {
@@ -421,8 +442,8 @@ bool Executor::fastestAlgo(PreparedLaunch& p, const GemmCall& g, const cublasLtM
   bool any = false;
   for (int i = 0; i < count; ++i) {
     auto run = [&] {
-      return lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1], &g.beta, ptr(2),
-                                 p.layouts[2], ptr(3), p.layouts[3], &candidates[i].algo,
+      return lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1], &g.beta,
+                                 ptr(2), p.layouts[2], ptr(3), p.layouts[3], &candidates[i].algo,
                                  reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, work_) == 0;
     };
     if (candidates[i].state != 0 || !run()) continue;  // (the first run warms up)
@@ -455,8 +476,8 @@ Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
   CUdeviceptr ops[4];
   gemmOperands(p, g, ops);
   auto ptr = [&](int k) { return reinterpret_cast<void*>(ops[k]); };
-  cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1], &g.beta,
-                                       ptr(2), p.layouts[2], ptr(3), p.layouts[3], &p.algo,
+  cublasStatus s = lt_->cublasLtMatmul(ltHandle_, p.matmul, &g.alpha, ptr(0), p.layouts[0], ptr(1), p.layouts[1],
+                                       &g.beta, ptr(2), p.layouts[2], ptr(3), p.layouts[3], &p.algo,
                                        reinterpret_cast<void*>(ltWorkspace_), kLtWorkspaceBytes, stream);
   if (s == 0) return Status::success();
   return makeStatus(KILN_ERROR_CUDA, "launch " + std::to_string(p.index) + " (cuBLASLt matmul, node '" + l.node +
@@ -468,9 +489,11 @@ Status Executor::checkBound() const {
   std::string unbound;
   for (size_t i = 0; i < d.io.size(); ++i)
     if (!ioAddress_[i] && ioTensorBytes(d.io[i]) != 0)
-      unbound += std::string(unbound.empty() ? "" : ", ") + (d.io[i].isInput ? "input '" : "output '") + d.io[i].name + "'";
+      unbound +=
+          std::string(unbound.empty() ? "" : ", ") + (d.io[i].isInput ? "input '" : "output '") + d.io[i].name + "'";
   if (!unbound.empty())
-    return makeStatus(KILN_ERROR_UNBOUND, "no device address bound for " + unbound + " (call kiln_context_set_tensor_address)");
+    return makeStatus(KILN_ERROR_UNBOUND,
+                      "no device address bound for " + unbound + " (call kiln_context_set_tensor_address)");
   return Status::success();
 }
 
@@ -503,7 +526,8 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
   if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(events.back(), stream);
   if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(events.back());
   ms.assign(launches_.size(), 0.f);
-  for (size_t i = 0; i < launches_.size() && r == CUDA_SUCCESS; ++i) r = cu_.cuEventElapsedTime(&ms[i], events[i], events[i + 1]);
+  for (size_t i = 0; i < launches_.size() && r == CUDA_SUCCESS; ++i)
+    r = cu_.cuEventElapsedTime(&ms[i], events[i], events[i + 1]);
   cleanup();
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "profiling failed: " + cu_.describe(r));
   return Status::success();
@@ -550,13 +574,13 @@ Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
     r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
   } else {
     for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = ioAddress_[size_t(patch.io)] + patch.offset;
-    r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.sharedBytes,
-                           stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
+    r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                           l.sharedBytes, stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
   }
   if (r == CUDA_SUCCESS) return Status::success();
   std::string what = l.kind == Launch::Kind::Copy ? "copy" : "kernel '" + d.kernels[size_t(l.kernel)].entry + "'";
-  return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + " (" + what + (l.node.empty() ? "" : ", node '" + l.node + "'") +
-                                    ") failed: " + cu_.describe(r));
+  return makeStatus(codeFor(r), "launch " + std::to_string(p.index) + " (" + what +
+                                    (l.node.empty() ? "" : ", node '" + l.node + "'") + ") failed: " + cu_.describe(r));
 }
 
 Status Executor::launchAll(CUstream stream) {
@@ -580,7 +604,8 @@ Status Executor::captureGraph() {
   r = cu_.cuStreamEndCapture(work_, &graph);  // always ends the capture, even after a failure
   if (!launched.ok() || r != CUDA_SUCCESS) {
     if (graph) cu_.cuGraphDestroy(graph);
-    return launched.ok() ? makeStatus(codeFor(r), "capturing the launches as a CUDA graph failed: " + cu_.describe(r)) : launched;
+    return launched.ok() ? makeStatus(codeFor(r), "capturing the launches as a CUDA graph failed: " + cu_.describe(r))
+                         : launched;
   }
   r = cu_.cuGraphInstantiateWithFlags(&graph_, graph, 0);
   cu_.cuGraphDestroy(graph);

@@ -89,8 +89,8 @@ class Executor {
   CUdeviceptr weights_ = 0, arena_ = 0;
   std::vector<CUdeviceptr> ioAddress_;
   std::vector<PreparedLaunch> launches_;  // one per launch of the plan, in order
-  CUstream work_ = nullptr;  // the context's own non-blocking stream (set-up, capture)
-  bool warmed_ = false;      // the first graph-mode enqueue ran directly
+  CUstream work_ = nullptr;               // the context's own non-blocking stream (set-up, capture)
+  bool warmed_ = false;                   // the first graph-mode enqueue ran directly
   CUgraphExec graph_ = nullptr;
   const CublasLt* lt_ = nullptr;
   cublasLtHandle ltHandle_ = nullptr;
@@ -99,7 +99,7 @@ class Executor {
   size_t scratchBytes_ = 0;
   static constexpr size_t kLtWorkspaceBytes = 32u << 20;
   static constexpr int kGemmCandidates = 8, kGemmSearchRuns = 5;  // runtime.gemm_search
-  std::vector<CUdeviceptr> graphAddresses_;  // the bindings graph_ was captured with
+  std::vector<CUdeviceptr> graphAddresses_;                       // the bindings graph_ was captured with
 };
 
 }  // namespace kiln::rt

@@ -14,8 +14,8 @@ namespace kiln::rt {
 
 struct LoadedEngine {
   std::vector<uint8_t> file;
-  EngineDesc desc;           // desc.weights is empty: the weights stay in `file`
-  ByteRange weights;         // where they are in `file`
+  EngineDesc desc;    // desc.weights is empty: the weights stay in `file`
+  ByteRange weights;  // where they are in `file`
   std::unordered_map<std::string, int32_t> ioByName;
 
   const uint8_t* weightsData() const { return file.data() + weights.offset; }

@@ -54,14 +54,14 @@ struct KernelCase {
 
 inline std::vector<KernelCase> kernelCases() {
   std::vector<KernelCase> c;
-  auto add = [&](std::string name, std::string op, std::vector<Shape> in,
-                 std::map<std::string, std::string> attrs = {}, ElemType t = ElemType::F32) {
+  auto add = [&](std::string name, std::string op, std::vector<Shape> in, std::map<std::string, std::string> attrs = {},
+                 ElemType t = ElemType::F32) {
     c.push_back({std::move(name), std::move(op), std::move(in), std::move(attrs), t});
   };
   // --- Elementwise: unary on odd sizes, binary with broadcasting, rank 6, scalars, empty.
-  for (const char *op : {"Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal",
-                         "Softplus", "Softsign", "Mish", "HardSwish", "Floor", "Ceil", "Round", "Sign", "Sin",
-                         "Cos", "Identity"})
+  for (const char *op :
+       {"Relu",     "Sigmoid", "Tanh",      "Erf",   "Exp",  "Log",   "Sqrt", "Neg", "Abs", "Reciprocal", "Softplus",
+        "Softsign", "Mish",    "HardSwish", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Identity"})
     add(std::string(op) + "_odd", op, {{3, 5, 7}});
   add("Relu_vec4", "Relu", {{4, 256}});
   add("Sigmoid_one", "Sigmoid", {{1}});
@@ -145,17 +145,27 @@ inline std::vector<KernelCase> kernelCases() {
   add("Conv_dilated", "Conv", {{1, 4, 12, 12}, {4, 4, 3, 3}}, {{"dilations", "2,3"}, {"pads", "2,3,2,3"}});
   add("Conv_groups", "Conv", {{2, 6, 9, 9}, {9, 2, 3, 3}, {9}}, {{"group", "3"}, {"pads", "1,1,1,1"}});
   add("Conv_depthwise", "Conv", {{1, 32, 14, 14}, {32, 1, 3, 3}, {32}}, {{"group", "32"}, {"pads", "1,1,1,1"}});
-  add("Conv_depthwise_s2", "Conv", {{2, 7, 10, 11}, {14, 1, 5, 5}}, {{"group", "7"}, {"strides", "2,2"}, {"pads", "2,2,2,2"}});
+  add("Conv_depthwise_s2", "Conv", {{2, 7, 10, 11}, {14, 1, 5, 5}},
+      {{"group", "7"}, {"strides", "2,2"}, {"pads", "2,2,2,2"}});
   add("Conv_relu", "Conv", {{1, 3, 8, 8}, {5, 3, 3, 3}, {5}}, {{"pads", "1,1,1,1"}, {"fused_relu", "1"}});
   add("Conv_bigweights", "Conv", {{1, 512, 4, 4}, {8, 512, 3, 3}}, {{"pads", "1,1,1,1"}});
-  add("MaxPool_3x3_s2", "MaxPool", {{2, 3, 13, 11}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}});
+  add("MaxPool_3x3_s2", "MaxPool", {{2, 3, 13, 11}},
+      {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}});
   add("MaxPool_ceil", "MaxPool", {{1, 2, 8, 8}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"ceil_mode", "1"}});
   add("MaxPool_dilated", "MaxPool", {{1, 2, 9, 9}}, {{"kernel_shape", "2,2"}, {"dilations", "2,2"}});
   add("MaxPool_indices", "MaxPool", {{2, 3, 7, 5}}, {{"kernel_shape", "2,3"}, {"indices", "1"}});
-  add("MaxPool_indices_colmajor", "MaxPool", {{2, 3, 7, 5}}, {{"kernel_shape", "2,3"}, {"strides", "2,2"}, {"indices", "1"}, {"storage_order", "1"}});
-  add("AveragePool_pad", "AveragePool", {{2, 3, 9, 7}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}});
-  add("AveragePool_incl", "AveragePool", {{2, 3, 9, 7}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}, {"count_include_pad", "1"}});
-  add("AveragePool_ceil_incl", "AveragePool", {{1, 1, 6, 6}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}, {"ceil_mode", "1"}, {"count_include_pad", "1"}});
+  add("MaxPool_indices_colmajor", "MaxPool", {{2, 3, 7, 5}},
+      {{"kernel_shape", "2,3"}, {"strides", "2,2"}, {"indices", "1"}, {"storage_order", "1"}});
+  add("AveragePool_pad", "AveragePool", {{2, 3, 9, 7}},
+      {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}});
+  add("AveragePool_incl", "AveragePool", {{2, 3, 9, 7}},
+      {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}, {"count_include_pad", "1"}});
+  add("AveragePool_ceil_incl", "AveragePool", {{1, 1, 6, 6}},
+      {{"kernel_shape", "3,3"},
+       {"strides", "2,2"},
+       {"pads", "1,1,1,1"},
+       {"ceil_mode", "1"},
+       {"count_include_pad", "1"}});
   add("GlobalAveragePool", "GlobalAveragePool", {{2, 5, 7, 7}});
   add("GlobalMaxPool", "GlobalMaxPool", {{2, 5, 3, 9}});
   add("GlobalAveragePool_1x1", "GlobalAveragePool", {{3, 2048, 1, 1}});
@@ -193,7 +203,8 @@ inline std::vector<KernelCase> kernelCases() {
   add("TopK_smallest", "TopK", {{4, 33}}, {{"k", "6"}, {"largest", "0"}});
   add("CumSum_rev_excl", "CumSum", {{5, 37, 3}}, {{"cumsum_axis", "1"}, {"exclusive", "1"}, {"reverse", "1"}});
   add("CumSum_last", "CumSum", {{4, 129}}, {{"cumsum_axis", "-1"}});
-  add("ConvTranspose_s2_pads", "ConvTranspose", {{2, 4, 5, 7}, {4, 3, 3, 3}, {3}}, {{"strides", "2,2"}, {"pads", "1,0,1,1"}});
+  add("ConvTranspose_s2_pads", "ConvTranspose", {{2, 4, 5, 7}, {4, 3, 3, 3}, {3}},
+      {{"strides", "2,2"}, {"pads", "1,0,1,1"}});
   add("ConvTranspose_group_dil", "ConvTranspose", {{1, 6, 5, 5}, {6, 2, 3, 3}}, {{"group", "3"}, {"dilations", "2,2"}});
   add("ConvTranspose_1d", "ConvTranspose", {{2, 3, 11}, {3, 5, 4}, {5}}, {{"strides", "3"}});
   add("ConvTranspose_3d", "ConvTranspose", {{1, 2, 3, 4, 5}, {2, 3, 2, 3, 2}}, {{"strides", "1,2,1"}});
@@ -206,17 +217,21 @@ inline std::vector<KernelCase> kernelCases() {
   // ScatterND/ScatterElements with duplicates, reduced by add).
   add("GatherND_batch1", "GatherND", {{3, 5, 4, 2}, {3, 6, 2}}, {{"batch_dims", "1"}});
   add("ScatterND_add", "ScatterND", {{6, 5, 3}, {7, 1}, {7, 5, 3}}, {{"reduction", "add"}});
-  add("ScatterElements_add", "ScatterElements", {{4, 9, 3}, {4, 5, 3}, {4, 5, 3}}, {{"axis", "1"}, {"reduction", "add"}});
+  add("ScatterElements_add", "ScatterElements", {{4, 9, 3}, {4, 5, 3}, {4, 5, 3}},
+      {{"axis", "1"}, {"reduction", "add"}});
   add("GridSample_linear_zeros", "GridSample", {{2, 3, 5, 7}, {2, 4, 6, 2}}, {{"mode", "linear"}});
   add("GridSample_cubic_reflect", "GridSample", {{1, 2, 6, 5}, {1, 3, 7, 2}},
       {{"mode", "cubic"}, {"padding_mode", "reflection"}, {"align_corners", "1"}});
-  add("GridSample_nearest_border", "GridSample", {{2, 1, 4, 9}, {2, 5, 3, 2}}, {{"mode", "nearest"}, {"padding_mode", "border"}});
+  add("GridSample_nearest_border", "GridSample", {{2, 1, 4, 9}, {2, 5, 3, 2}},
+      {{"mode", "nearest"}, {"padding_mode", "border"}});
   add("InstanceNorm", "InstanceNormalization", {{2, 3, 37}, {3}, {3}}, {{"epsilon", "0.001"}});
   add("LRN_3", "LRN", {{2, 7, 5, 3}}, {{"size", "3"}, {"alpha", "0.02"}, {"beta", "0.75"}, {"bias", "1.5"}});
   add("MVN_default", "MeanVarianceNormalization", {{2, 3, 4, 5}});
   add("Det_4x4", "Det", {{3, 4, 4}});
-  add("MaxPool_3d", "MaxPool", {{1, 3, 5, 6, 7}}, {{"kernel_shape", "2,3,2"}, {"strides", "2,2,1"}, {"pads", "1,1,0,0,1,1"}});
-  add("AveragePool_1d_incl", "AveragePool", {{2, 3, 13}}, {{"kernel_shape", "4"}, {"strides", "3"}, {"pads", "2,1"}, {"count_include_pad", "1"}});
+  add("MaxPool_3d", "MaxPool", {{1, 3, 5, 6, 7}},
+      {{"kernel_shape", "2,3,2"}, {"strides", "2,2,1"}, {"pads", "1,1,0,0,1,1"}});
+  add("AveragePool_1d_incl", "AveragePool", {{2, 3, 13}},
+      {{"kernel_shape", "4"}, {"strides", "3"}, {"pads", "2,1"}, {"count_include_pad", "1"}});
   add("ReduceMean_nonadjacent", "ReduceMean", {{3, 4, 5, 6}}, {{"axes", "0,2"}, {"keepdims", "1"}});
   add("ReduceLogSumExp_nonadjacent", "ReduceLogSumExp", {{3, 4, 5, 6}}, {{"axes", "1,3"}, {"keepdims", "0"}});
   return c;
@@ -278,7 +293,8 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
       s.statsOutputs = attr("stats", "0") == "1";
     } else {
       std::vector<int64_t> axes = ints("axes", {});
-      if (axes.empty()) for (size_t d = 0; d < x.size(); ++d) axes.push_back(int64_t(d));
+      if (axes.empty())
+        for (size_t d = 0; d < x.size(); ++d) axes.push_back(int64_t(d));
       for (int64_t &a : axes) a = normAxis(a, x.size());
       std::sort(axes.begin(), axes.end());
       for (size_t k = 1; k < axes.size(); ++k)
@@ -299,13 +315,23 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
   if (op == "Conv" && x.size() == 4) {
     const Shape &w = c.inputs.at(1);
     Conv2dSpec s;
-    s.N = x[0]; s.C = x[1]; s.H = x[2]; s.W = x[3];
-    s.M = w[0]; s.KH = w[2]; s.KW = w[3];
+    s.N = x[0];
+    s.C = x[1];
+    s.H = x[2];
+    s.W = x[3];
+    s.M = w[0];
+    s.KH = w[2];
+    s.KW = w[3];
     s.group = std::stoll(attr("group", "1"));
     auto st = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}), pads = ints("pads", {0, 0, 0, 0});
-    s.strideH = st[0]; s.strideW = st[1];
-    s.dilationH = dil[0]; s.dilationW = dil[1];
-    s.padTop = pads[0]; s.padLeft = pads[1]; s.padBottom = pads[2]; s.padRight = pads[3];
+    s.strideH = st[0];
+    s.strideW = st[1];
+    s.dilationH = dil[0];
+    s.dilationW = dil[1];
+    s.padTop = pads[0];
+    s.padLeft = pads[1];
+    s.padBottom = pads[2];
+    s.padRight = pads[3];
     s.epilogue = convBiasEpilogue(c.inputs.size() > 2, s.M, false, ElemType::F32, attr("fused_relu", "0") == "1");
     return {emitConv2d(s)};
   }
@@ -315,7 +341,8 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     s.max = op == "MaxPool";
     s.N = x[0], s.C = x[1];
     s.in.assign(x.begin() + 2, x.end());
-    s.kernel = ints("kernel_shape", {}), s.strides = ints("strides", Shape(n, 1)), s.dilations = ints("dilations", Shape(n, 1));
+    s.kernel = ints("kernel_shape", {}), s.strides = ints("strides", Shape(n, 1)),
+    s.dilations = ints("dilations", Shape(n, 1));
     auto pads = ints("pads", Shape(2 * n, 0));
     s.padBegin.assign(pads.begin(), pads.begin() + long(n)), s.padEnd.assign(pads.begin() + long(n), pads.end());
     for (size_t d = 0; d < n; ++d)
@@ -326,8 +353,13 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
   if (op == "Conv" && x.size() == 3) {  // 1-D as 2-D with H = 1, as Products.cpp
     const Shape &w = c.inputs.at(1);
     Conv2dSpec s;
-    s.N = x[0]; s.C = x[1]; s.H = 1; s.W = x[2];
-    s.M = w[0]; s.KH = 1; s.KW = w[2];
+    s.N = x[0];
+    s.C = x[1];
+    s.H = 1;
+    s.W = x[2];
+    s.M = w[0];
+    s.KH = 1;
+    s.KW = w[2];
     s.group = std::stoll(attr("group", "1"));
     auto pads = ints("pads", {0, 0});
     s.strideW = ints("strides", {1})[0], s.dilationW = ints("dilations", {1})[0];
@@ -358,7 +390,8 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
   }
   if (op == "GatherND") return {emitGatherNd(x, c.inputs.at(1), std::stoll(attr("batch_dims", "0")), c.dtype)};
   if (op == "ScatterND")
-    return {emitScatterCopy(prodOf(x, 0, x.size()), c.dtype), emitScatterNd(x, c.inputs.at(1), attr("reduction", "none"), c.dtype)};
+    return {emitScatterCopy(prodOf(x, 0, x.size()), c.dtype),
+            emitScatterNd(x, c.inputs.at(1), attr("reduction", "none"), c.dtype)};
   if (op == "ScatterElements")
     return {emitScatterCopy(prodOf(x, 0, x.size()), c.dtype),
             emitScatterElements(x, c.inputs.at(1), int(normAxis(std::stoll(attr("axis", "0")), x.size())),
@@ -403,11 +436,12 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     return RowView{prodOf(x, 0, size_t(axis)), x[size_t(axis)], prodOf(x, size_t(axis) + 1, x.size())};
   };
   if (op == "ArgMax" || op == "ArgMin")
-    return {emitArgExtreme(rowView(std::stoll(attr("axis", "0"))), op == "ArgMax", attr("select_last_index", "0") == "1",
-                           c.dtype)};
+    return {emitArgExtreme(rowView(std::stoll(attr("axis", "0"))), op == "ArgMax",
+                           attr("select_last_index", "0") == "1", c.dtype)};
   if (op == "Hardmax") return {emitHardmax(rowView(std::stoll(attr("axis", "-1"))), c.dtype)};
   if (op == "TopK")
-    return {emitTopK(rowView(std::stoll(attr("axis", "-1"))), std::stoll(attr("k", "1")), attr("largest", "1") == "1", c.dtype)};
+    return {emitTopK(rowView(std::stoll(attr("axis", "-1"))), std::stoll(attr("k", "1")), attr("largest", "1") == "1",
+                     c.dtype)};
   if (op == "CumSum")
     return {emitCumSum(rowView(std::stoll(attr("cumsum_axis", "0"))), attr("exclusive", "0") == "1",
                        attr("reverse", "0") == "1", c.dtype)};
@@ -418,13 +452,22 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
   if (op == "MaxPool" || op == "AveragePool") {
     Pool2dSpec s;
     s.kind = op == "MaxPool" ? PoolKind::Max : PoolKind::Average;
-    s.N = x[0]; s.C = x[1]; s.H = x[2]; s.W = x[3];
+    s.N = x[0];
+    s.C = x[1];
+    s.H = x[2];
+    s.W = x[3];
     auto k = ints("kernel_shape", {1, 1}), st = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}),
          pads = ints("pads", {0, 0, 0, 0});
-    s.KH = k[0]; s.KW = k[1];
-    s.strideH = st[0]; s.strideW = st[1];
-    s.dilationH = dil[0]; s.dilationW = dil[1];
-    s.padTop = pads[0]; s.padLeft = pads[1]; s.padBottom = pads[2]; s.padRight = pads[3];
+    s.KH = k[0];
+    s.KW = k[1];
+    s.strideH = st[0];
+    s.strideW = st[1];
+    s.dilationH = dil[0];
+    s.dilationW = dil[1];
+    s.padTop = pads[0];
+    s.padLeft = pads[1];
+    s.padBottom = pads[2];
+    s.padRight = pads[3];
     bool ceilMode = attr("ceil_mode", "0") == "1";
     s.OH = poolOut(s.H, s.KH, s.strideH, s.padTop, s.padBottom, s.dilationH, ceilMode);
     s.OW = poolOut(s.W, s.KW, s.strideW, s.padLeft, s.padRight, s.dilationW, ceilMode);
@@ -437,22 +480,31 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     return {emitGlobalPool(op == "GlobalMaxPool", x[0] * x[1], prodOf(x, 2, x.size()))};
   if (op == "Transpose") {
     std::vector<int64_t> perm = ints("perm", {});
-    if (perm.empty()) for (size_t d = x.size(); d-- > 0;) perm.push_back(int64_t(d));
+    if (perm.empty())
+      for (size_t d = x.size(); d-- > 0;) perm.push_back(int64_t(d));
     return {emitCopy(transposeCopy(x, perm, c.dtype))};
   }
   if (op == "Slice") {
     std::vector<int64_t> starts = ints("starts", {}), ends = ints("ends", {}), axes = ints("axes", {}),
                          steps = ints("steps", {});
-    if (axes.empty()) for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+    if (axes.empty())
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
     if (steps.empty()) steps.assign(starts.size(), 1);
     std::vector<int64_t> st(x.size(), 0), sp(x.size(), 1), out = x;
     for (size_t k = 0; k < axes.size(); ++k) {
       int64_t a = normAxis(axes[k], x.size()), dim = x[a], step = steps[k];
       int64_t b = starts[k] < 0 ? starts[k] + dim : starts[k], e = ends[k] < 0 ? ends[k] + dim : ends[k];
-      if (step > 0) { b = std::clamp<int64_t>(b, 0, dim); e = std::clamp<int64_t>(e, 0, dim); }
-      else { b = std::clamp<int64_t>(b, 0, dim - 1); e = std::clamp<int64_t>(e, -1, dim - 1); }
+      if (step > 0) {
+        b = std::clamp<int64_t>(b, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+      } else {
+        b = std::clamp<int64_t>(b, 0, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+      }
       int64_t n = step > 0 ? (e - b + step - 1) / step : (b - e + (-step) - 1) / (-step);
-      st[a] = b; sp[a] = step; out[a] = std::max<int64_t>(n, 0);
+      st[a] = b;
+      sp[a] = step;
+      out[a] = std::max<int64_t>(n, 0);
     }
     return {emitCopy(sliceCopy(x, st, sp, out, c.dtype))};
   }
@@ -463,7 +515,10 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     for (const Shape &s : c.inputs) out[axis] += s[axis];
     std::vector<KernelLaunch> ks;
     int64_t off = 0;
-    for (const Shape &s : c.inputs) { ks.push_back(emitCopy(concatCopy(s, out, axis, off, c.dtype))); off += s[axis]; }
+    for (const Shape &s : c.inputs) {
+      ks.push_back(emitCopy(concatCopy(s, out, axis, off, c.dtype)));
+      off += s[axis];
+    }
     return ks;
   }
   if (op == "Expand") {
@@ -472,7 +527,8 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
     size_t r = std::max(x.size(), target.size());
     Shape out(r, 1);
     for (size_t k = 0; k < r; ++k) {
-      int64_t a = k + x.size() >= r ? x[k + x.size() - r] : 1, b = k + target.size() >= r ? target[k + target.size() - r] : 1;
+      int64_t a = k + x.size() >= r ? x[k + x.size() - r] : 1,
+              b = k + target.size() >= r ? target[k + target.size() - r] : 1;
       out[k] = a == 1 ? b : a;
     }
     return {emitCopy(expandCopy(x, out, c.dtype))};

@@ -12,11 +12,19 @@ std::string esc(const std::string &s) {
   std::string o = "\"";
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') { o += '\\'; o += ch; }
-    else if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += ch;
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (c == '\n')
+      o += "\\n";
+    else if (c == '\t')
+      o += "\\t";
+    else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else
+      o += ch;
   }
   return o + "\"";
 }
@@ -32,28 +40,45 @@ template <class V> std::string list(const V &v) {
 // --bench: a few large launches (zoo-sized) with their buffer sizes (floats), flops and bytes.
 int bench() {
   using namespace kiln::codegen;
-  struct B { std::string name; KernelLaunch k; std::vector<int64_t> buffers; double flops, bytes; };
+  struct B {
+    std::string name;
+    KernelLaunch k;
+    std::vector<int64_t> buffers;
+    double flops, bytes;
+  };
   std::vector<B> bs;
   auto mm = [&](std::string name, int64_t b, int64_t m, int64_t n, int64_t k, std::string tile) {
     MatMulSpec s;
-    s.M = m; s.N = n; s.K = k;
+    s.M = m;
+    s.N = n;
+    s.K = k;
     if (b > 1) s.batchShape = {b};
     s.tile = tile;
-    bs.push_back({name + "_" + (tile.empty() ? "auto" : tile), emitMatMul(s), {b * m * k, b * k * n, b * m * n},
-                  2.0 * b * m * n * k, 4.0 * b * (m * k + k * n + m * n)});
+    bs.push_back({name + "_" + (tile.empty() ? "auto" : tile),
+                  emitMatMul(s),
+                  {b * m * k, b * k * n, b * m * n},
+                  2.0 * b * m * n * k,
+                  4.0 * b * (m * k + k * n + m * n)});
   };
   for (std::string t : {"128x128", "64x64", ""}) mm("mm_4096", 1, 4096, 4096, 4096, t);
   mm("mm_bert_ffn", 1, 4096, 3072, 768, "");
   mm("mm_attn_qk", 384, 128, 128, 64, "");
   mm("mm_gpt2_b1", 1, 512, 2304, 768, "");
   {
-    RowReductionSpec s; s.op = RowOp::Softmax; s.outer = 32 * 12 * 128; s.cols = 128;
+    RowReductionSpec s;
+    s.op = RowOp::Softmax;
+    s.outer = 32 * 12 * 128;
+    s.cols = 128;
     int64_t n = s.outer * s.cols;
     bs.push_back({"softmax_bert", emitRowReduction(s), {n, n}, 0, 8.0 * n});
-    s.op = RowOp::LayerNorm; s.outer = 32 * 128; s.cols = 768;
+    s.op = RowOp::LayerNorm;
+    s.outer = 32 * 128;
+    s.cols = 768;
     n = s.outer * s.cols;
     bs.push_back({"layernorm_bert", emitRowReduction(s), {n, 768, 768, n}, 0, 8.0 * n});
-    s.op = RowOp::Softmax; s.outer = 512; s.cols = 50257;
+    s.op = RowOp::Softmax;
+    s.outer = 512;
+    s.cols = 50257;
     n = s.outer * s.cols;
     bs.push_back({"softmax_vocab", emitRowReduction(s), {n, n}, 0, 8.0 * n});
   }
@@ -65,27 +90,40 @@ int bench() {
   }
   {
     Conv2dSpec s;
-    s.N = 32; s.C = 64; s.H = 56; s.W = 56; s.M = 64; s.KH = 3; s.KW = 3; s.padTop = s.padLeft = 1;
-    s.padBottom = s.padRight = 1; s.epilogue = convBiasEpilogue(true, 64, false, ElemType::F32, true);
-    bs.push_back({"conv_r50_3x3_64", emitConv2d(s), {32 * 64 * 56 * 56, 64 * 64 * 9, 64, 32 * 64 * 56 * 56},
-                  2.0 * 32 * 64 * 56 * 56 * 64 * 9, 0});
+    s.N = 32;
+    s.C = 64;
+    s.H = 56;
+    s.W = 56;
+    s.M = 64;
+    s.KH = 3;
+    s.KW = 3;
+    s.padTop = s.padLeft = 1;
+    s.padBottom = s.padRight = 1;
+    s.epilogue = convBiasEpilogue(true, 64, false, ElemType::F32, true);
+    bs.push_back({"conv_r50_3x3_64",
+                  emitConv2d(s),
+                  {32 * 64 * 56 * 56, 64 * 64 * 9, 64, 32 * 64 * 56 * 56},
+                  2.0 * 32 * 64 * 56 * 56 * 64 * 9,
+                  0});
     Conv2dSpec d = s;
     d.C = d.M = d.group = 144;
     d.epilogue = convBiasEpilogue(true, 144, false, ElemType::F32, true);
-    bs.push_back({"conv_mbv2_dw_144", emitConv2d(d), {32 * 144 * 56 * 56, 144 * 9, 144, 32 * 144 * 56 * 56},
-                  2.0 * 32 * 144 * 56 * 56 * 9, 8.0 * 32 * 144 * 56 * 56});
+    bs.push_back({"conv_mbv2_dw_144",
+                  emitConv2d(d),
+                  {32 * 144 * 56 * 56, 144 * 9, 144, 32 * 144 * 56 * 56},
+                  2.0 * 32 * 144 * 56 * 56 * 9,
+                  8.0 * 32 * 144 * 56 * 56});
   }
   {
     int64_t n = 32 * 12 * 128 * 64;
     bs.push_back({"transpose_0213", emitCopy(transposeCopy({32, 128, 12, 64}, {0, 2, 1, 3})), {n, n}, 0, 8.0 * n});
   }
   for (const B &b : bs) {
-    std::string line = "{\"name\":" + esc(b.name) + ",\"buffers\":" + list(b.buffers) +
-                       ",\"flops\":" + std::to_string(b.flops) + ",\"bytes\":" + std::to_string(b.bytes) +
-                       ",\"launches\":[{\"entry\":" + esc(b.k.entry) + ",\"source\":" + esc(b.k.source) +
-                       ",\"grid\":" + list(b.k.grid) + ",\"block\":" + list(b.k.block) +
-                       ",\"shared\":" + std::to_string(b.k.sharedBytes) + ",\"params\":" +
-                       std::to_string(b.k.numParams) + "}]}";
+    std::string line =
+        "{\"name\":" + esc(b.name) + ",\"buffers\":" + list(b.buffers) + ",\"flops\":" + std::to_string(b.flops) +
+        ",\"bytes\":" + std::to_string(b.bytes) + ",\"launches\":[{\"entry\":" + esc(b.k.entry) +
+        ",\"source\":" + esc(b.k.source) + ",\"grid\":" + list(b.k.grid) + ",\"block\":" + list(b.k.block) +
+        ",\"shared\":" + std::to_string(b.k.sharedBytes) + ",\"params\":" + std::to_string(b.k.numParams) + "}]}";
     std::puts(line.c_str());
   }
   return 0;

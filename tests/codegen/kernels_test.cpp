@@ -29,9 +29,12 @@ struct Timing {
   ~Timing() {
     for (auto &kv : seconds) {
       double sum = 0, mx = 0;
-      for (double s : kv.second) { sum += s; mx = std::max(mx, s); }
-      std::printf("[nvrtc] %-4s %3zu kernels, mean %.0f ms, max %.0f ms\n", kv.first.c_str(),
-                  kv.second.size(), 1000 * sum / kv.second.size(), 1000 * mx);
+      for (double s : kv.second) {
+        sum += s;
+        mx = std::max(mx, s);
+      }
+      std::printf("[nvrtc] %-4s %3zu kernels, mean %.0f ms, max %.0f ms\n", kv.first.c_str(), kv.second.size(),
+                  1000 * sum / kv.second.size(), 1000 * mx);
     }
   }
 };
@@ -96,7 +99,10 @@ TEST(ElementwiseKernels, EveryTableOpCompiles) {
     if (op == "Cast") attrs.ints["to"] = 7;
     if (op == "BitShift") attrs.strings["direction"] = "LEFT";
     for (int arity = 1; arity <= 3; ++arity)
-      if (lookupElementwiseOp(op, arity, attrs, data)) { n = arity; break; }
+      if (lookupElementwiseOp(op, arity, attrs, data)) {
+        n = arity;
+        break;
+      }
     auto info = lookupElementwiseOp(op, n, attrs, data);
     ASSERT_TRUE(info.has_value());
     // Awkward broadcast: [2, 1, 7] with [3, 1] (and [7]).
@@ -141,7 +147,7 @@ TEST(ElementwiseKernels, AttributesAndVariants) {
   auto castD = lookupElementwiseOp("Cast", 1, toDouble, ElemType::F32);
   ASSERT_TRUE(castD.has_value());
   EXPECT_EQ(castD->outType, ElemType::F64);
-  EXPECT_FALSE(lookupElementwiseOp("Mean", 2, {}, ElemType::I32).has_value());  // Mean: float types
+  EXPECT_FALSE(lookupElementwiseOp("Mean", 2, {}, ElemType::I32).has_value());     // Mean: float types
   EXPECT_FALSE(lookupElementwiseOp("BitShift", 2, {}, ElemType::U8).has_value());  // no direction
   EXPECT_FALSE(lookupElementwiseOp("NoSuchOp", 1).has_value());
   EXPECT_FALSE(lookupElementwiseOp("Add", 1).has_value());
@@ -219,12 +225,12 @@ TEST(ElementwiseKernels, RejectsBadSpecs) {
 // Reductions
 
 TEST(RowKernels, EveryOpOnAwkwardShapes) {
-  const char *ops[] = {"Softmax", "LogSoftmax", "LayerNormalization", "ReduceSum", "ReduceMean",
-                       "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
-                       "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
+  const char *ops[] = {"Softmax",   "LogSoftmax",   "LayerNormalization", "ReduceSum",       "ReduceMean",
+                       "ReduceMax", "ReduceMin",    "ReduceProd",         "ReduceSumSquare", "ReduceL1",
+                       "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp"};
   // (outer, cols, inner): short rows, one odd warp row, block rows, uncached long rows, middle axis.
-  std::vector<std::array<int64_t, 3>> views = {{7, 1, 1}, {33, 10, 1}, {5, 1000, 1}, {3, 3001, 1},
-                                               {2, 50000, 1}, {2, 19, 9}, {1, 0, 1}};
+  std::vector<std::array<int64_t, 3>> views = {{7, 1, 1},     {33, 10, 1}, {5, 1000, 1}, {3, 3001, 1},
+                                               {2, 50000, 1}, {2, 19, 9},  {1, 0, 1}};
   for (const char *name : ops) {
     RowOp op;
     ASSERT_TRUE(rowOpFromName(name, &op)) << name;
@@ -275,11 +281,13 @@ TEST(RowKernels, LayerNormVariants) {
 // MatMul
 
 TEST(MatMulKernels, ShapesTransposesTilesEpilogues) {
-  struct C { std::vector<int64_t> a, b; };
-  std::vector<C> cases = {{{1, 1}, {1, 1}},        {{7, 5}, {5, 3}},      {{65, 33}, {33, 129}},
-                          {{128, 64}, {64, 256}},  {{2, 3, 17, 9}, {9, 31}}, {{4, 1, 8, 8}, {3, 8, 5}},
-                          {{13}, {13, 6}},         {{6, 13}, {13}},      {{12, 512, 64}, {12, 64, 512}},
-                          {{3, 0, 4}, {4, 5}},     {{2, 4, 0}, {0, 3}}};
+  struct C {
+    std::vector<int64_t> a, b;
+  };
+  std::vector<C> cases = {{{1, 1}, {1, 1}},       {{7, 5}, {5, 3}},         {{65, 33}, {33, 129}},
+                          {{128, 64}, {64, 256}}, {{2, 3, 17, 9}, {9, 31}}, {{4, 1, 8, 8}, {3, 8, 5}},
+                          {{13}, {13, 6}},        {{6, 13}, {13}},          {{12, 512, 64}, {12, 64, 512}},
+                          {{3, 0, 4}, {4, 5}},    {{2, 4, 0}, {0, 3}}};
   for (const C &c : cases) {
     std::vector<int64_t> out;
     MatMulSpec s = matMulSpecFromShapes(c.a, c.b, &out);
@@ -297,8 +305,8 @@ TEST(MatMulKernels, ShapesTransposesTilesEpilogues) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         MatMulSpec s = gemmSpecFromShapes(ta ? std::vector<int64_t>{37, 100} : std::vector<int64_t>{100, 37},
-                                          tb ? std::vector<int64_t>{70, 37} : std::vector<int64_t>{37, 70},
-                                          true, {70}, ta, tb, 0.5f, 2.f);
+                                          tb ? std::vector<int64_t>{70, 37} : std::vector<int64_t>{37, 70}, true, {70},
+                                          ta, tb, 0.5f, 2.f);
         s.tile = tile;
         if (ta) s.epilogue.result = "fmaxf(" + s.epilogue.result + ", 0.f)";
         KernelLaunch k = emitMatMul(s);
@@ -341,15 +349,17 @@ TEST(MatMulKernels, UniformBatchStride) {
 }
 
 TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
-  struct C { std::vector<int64_t> a, pa, b, pb; };
+  struct C {
+    std::vector<int64_t> a, pa, b, pb;
+  };
   std::vector<C> cases = {
-      {{256, 128}, {}, {128, 512}, {}},                // A row-major, B [K, N]: vector loads
-      {{128, 256}, {1, 0}, {128, 512}, {}},            // A m-contiguous
-      {{256, 128}, {}, {512, 128}, {1, 0}},            // B k-contiguous (weights as [N, K])
-      {{2, 12, 128, 64}, {}, {2, 12, 128, 64}, {0, 1, 3, 2}},  // attention Q K^T
+      {{256, 128}, {}, {128, 512}, {}},                                  // A row-major, B [K, N]: vector loads
+      {{128, 256}, {1, 0}, {128, 512}, {}},                              // A m-contiguous
+      {{256, 128}, {}, {512, 128}, {1, 0}},                              // B k-contiguous (weights as [N, K])
+      {{2, 12, 128, 64}, {}, {2, 12, 128, 64}, {0, 1, 3, 2}},            // attention Q K^T
       {{2, 128, 12, 64}, {0, 2, 1, 3}, {2, 128, 12, 64}, {0, 2, 3, 1}},  // heads read in place
-      {{65, 33}, {}, {33, 129}, {}},                   // odd sizes: element loads
-      {{7, 5}, {1, 0}, {7, 3}, {}},                    // tiny, transposed, odd
+      {{65, 33}, {}, {33, 129}, {}},                                     // odd sizes: element loads
+      {{7, 5}, {1, 0}, {7, 3}, {}},                                      // tiny, transposed, odd
   };
   for (ElemType t : {ElemType::F16, ElemType::BF16})
     for (const C &c : cases) {
@@ -462,7 +472,10 @@ TEST(ConvKernels, DirectNhwcDepthwiseAndGroups) {
 // Conv / Pool
 
 TEST(ConvKernels, GeometryGroupsEpilogues) {
-  struct G { int64_t n, c, h, w, m, kh, kw, group, sh, sw, pt, pl, pb, pr, dh, dw; bool bias, relu; };
+  struct G {
+    int64_t n, c, h, w, m, kh, kw, group, sh, sw, pt, pl, pb, pr, dh, dw;
+    bool bias, relu;
+  };
   std::vector<G> cases = {
       {2, 3, 11, 13, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, false},    // 3x3 pad 1, odd image
       {1, 16, 7, 7, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, false, false},   // 1x1
@@ -477,9 +490,22 @@ TEST(ConvKernels, GeometryGroupsEpilogues) {
   };
   for (const G &g : cases) {
     Conv2dSpec s;
-    s.N = g.n; s.C = g.c; s.H = g.h; s.W = g.w; s.M = g.m; s.KH = g.kh; s.KW = g.kw; s.group = g.group;
-    s.strideH = g.sh; s.strideW = g.sw; s.padTop = g.pt; s.padLeft = g.pl; s.padBottom = g.pb; s.padRight = g.pr;
-    s.dilationH = g.dh; s.dilationW = g.dw;
+    s.N = g.n;
+    s.C = g.c;
+    s.H = g.h;
+    s.W = g.w;
+    s.M = g.m;
+    s.KH = g.kh;
+    s.KW = g.kw;
+    s.group = g.group;
+    s.strideH = g.sh;
+    s.strideW = g.sw;
+    s.padTop = g.pt;
+    s.padLeft = g.pl;
+    s.padBottom = g.pb;
+    s.padRight = g.pr;
+    s.dilationH = g.dh;
+    s.dilationW = g.dw;
     s.epilogue = convBiasEpilogue(g.bias, g.m, false, ElemType::F32, g.relu);
     KernelLaunch k = emitConv2d(s);
     SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
@@ -499,7 +525,14 @@ TEST(PoolKernels, MaxAverageGlobal) {
     for (bool include : {false, true}) {
       Pool2dSpec s;
       s.kind = kind;
-      s.N = 2; s.C = 3; s.H = 13; s.W = 11; s.KH = 3; s.KW = 3; s.strideH = 2; s.strideW = 2;
+      s.N = 2;
+      s.C = 3;
+      s.H = 13;
+      s.W = 11;
+      s.KH = 3;
+      s.KW = 3;
+      s.strideH = 2;
+      s.strideW = 2;
       s.padTop = s.padLeft = s.padBottom = s.padRight = 1;
       s.countIncludePad = include && kind == PoolKind::Average;
       s.indicesOutput = include && kind == PoolKind::Max;
@@ -509,7 +542,14 @@ TEST(PoolKernels, MaxAverageGlobal) {
     }
   }
   Pool2dSpec d;
-  d.N = 1; d.C = 2; d.H = 9; d.W = 9; d.KH = 2; d.KW = 2; d.dilationH = 2; d.dilationW = 2;
+  d.N = 1;
+  d.C = 2;
+  d.H = 9;
+  d.W = 9;
+  d.KH = 2;
+  d.KW = 2;
+  d.dilationH = 2;
+  d.dilationW = 2;
   expectKernel(emitPool2d(d), 2);
   expectKernel(emitGlobalPool(false, 2 * 2048, 49), 2);
   expectKernel(emitGlobalPool(true, 10, 27), 2);
@@ -656,14 +696,14 @@ TEST(AttentionKernel, Refusals) {
 TEST(AttentionKernel, ZooShapesDoNotSpill) {
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
   const std::vector<int64_t> bhsd = {0, 2, 1, 3}, bhds = {0, 2, 3, 1};
-  AttentionSpec bert = attentionSpec({{32, 128, 12, 64}, {}, bhsd}, {{32, 128, 12, 64}, {}, bhds},
-                                     {{32, 128, 12, 64}, {}, bhsd}, bhsd);
+  AttentionSpec bert =
+      attentionSpec({{32, 128, 12, 64}, {}, bhsd}, {{32, 128, 12, 64}, {}, bhds}, {{32, 128, 12, 64}, {}, bhsd}, bhsd);
   bert.hasMask = true, bert.maskShape = {32, 1, 1, 128}, bert.maskType = ElemType::F16;
   AttentionSpec vit = attentionSpec({{197, 384, 64}, {}, {1, 0, 2}}, {{197, 384, 64}, {}, {1, 2, 0}},
                                     {{197, 384, 64}, {}, {1, 0, 2}}, {1, 0, 2});
   vit.rowsPerBlock = 128;
-  AttentionSpec gpt2 = attentionSpec({{1, 512, 12, 64}, {}, bhsd}, {{1, 512, 12, 64}, {}, bhds},
-                                     {{1, 512, 12, 64}, {}, bhsd}, bhsd);
+  AttentionSpec gpt2 =
+      attentionSpec({{1, 512, 12, 64}, {}, bhsd}, {{1, 512, 12, 64}, {}, bhds}, {{1, 512, 12, 64}, {}, bhsd}, bhsd);
   gpt2.causal = true, gpt2.keySplit = 2;
   for (const AttentionSpec &s : {bert, vit, gpt2}) {
     KernelLaunch k = emitAttention(s);

@@ -28,17 +28,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#define REQUIRE_NVRTC()                                                 \
-  do {                                                                  \
-    std::string why_;                                                   \
-    if (!nvrtcAvailable(&why_)) GTEST_SKIP() << "NVRTC not loadable: " << why_; \
+#define REQUIRE_NVRTC()                                                                                                \
+  do {                                                                                                                 \
+    std::string why_;                                                                                                  \
+    if (!nvrtcAvailable(&why_)) GTEST_SKIP() << "NVRTC not loadable: " << why_;                                        \
   } while (0)
 
 std::string addKernel(const std::string &name, const std::string &op = "+") {
   return "extern \"C\" __global__ void " + name +
          "(const float* a, const float* b, float* c, int n) {\n"
          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-         "  if (i < n) c[i] = a[i] " + op + " b[i];\n"
+         "  if (i < n) c[i] = a[i] " +
+         op +
+         " b[i];\n"
          "}\n";
 }
 
@@ -72,15 +74,16 @@ struct FakeCompiler {
   std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
   CompileCache::Compiler fn() const {
     auto c = calls;
-    return [c](const std::string &source, const std::string &name, const std::string &arch,
-               const CompileOptions &) {
+    return [c](const std::string &source, const std::string &name, const std::string &arch, const CompileOptions &) {
       c->fetch_add(1);
       CompileOutput o;
       if (source.find("BROKEN") != std::string::npos) {
         o.error = "NVRTC failed to compile kernel '" + name + "' for " + arch + " (fake)";
         return o;
       }
-      std::string bin = "\x7f" "ELF" + arch + ":" + source;
+      std::string bin = "\x7f"
+                        "ELF" +
+                        arch + ":" + source;
       o.cubin.assign(bin.begin(), bin.end());
       o.ptx = ".visible .entry " + name + "(\n)";
       o.log = "fake log for " + name;
@@ -117,7 +120,8 @@ TEST(Nvrtc, CompilesCubinAndPtxForSm90) {
   CompileOutput o = compileKernel(addKernel("add_f32"), "add_f32", "sm_90");
   ASSERT_TRUE(o.ok()) << o.error;
   ASSERT_GE(o.cubin.size(), 4u);
-  EXPECT_EQ(std::string(o.cubin.data(), 4), std::string("\x7f" "ELF"));
+  EXPECT_EQ(std::string(o.cubin.data(), 4), std::string("\x7f"
+                                                        "ELF"));
   EXPECT_NE(o.ptx.find(".entry add_f32"), std::string::npos) << o.ptx;
   EXPECT_NE(o.ptx.find(".target sm_90"), std::string::npos);
   EXPECT_EQ(o.ptx.find('\0'), std::string::npos) << "trailing NUL must be stripped";
@@ -152,11 +156,10 @@ TEST(Nvrtc, OutputIsDeterministic) {
 TEST(Nvrtc, HalfHeadersResolve) {
   REQUIRE_NVRTC();
   if (cudaIncludeDir().empty()) GTEST_SKIP() << "no CUDA include directory with cuda_fp16.h";
-  std::string src =
-      "#include <cuda_fp16.h>\n"
-      "extern \"C\" __global__ void h_add(const __half* a, __half* b) {\n"
-      "  b[threadIdx.x] = __hadd(a[threadIdx.x], a[threadIdx.x]);\n"
-      "}\n";
+  std::string src = "#include <cuda_fp16.h>\n"
+                    "extern \"C\" __global__ void h_add(const __half* a, __half* b) {\n"
+                    "  b[threadIdx.x] = __hadd(a[threadIdx.x], a[threadIdx.x]);\n"
+                    "}\n";
   CompileOutput o = compileKernel(src, "h_add", "sm_90");
   EXPECT_TRUE(o.ok()) << o.error;
 }
@@ -329,7 +332,7 @@ TEST(CompileCache, CorruptEntriesAreMissesAndGetReplaced) {
       [&] { fs::resize_file(path, goodSize - 3); },  // truncated
       [&] { fs::resize_file(path, 10); },            // header cut
       [&] { fs::resize_file(path, 0); },             // empty
-      [&] {                                           // payload byte flipped
+      [&] {                                          // payload byte flipped
         std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
         f.seekp(static_cast<std::streamoff>(goodSize - 1));
         f.put('#');
@@ -451,7 +454,9 @@ TEST(CompileCache, ConcurrentWritersAndReadersNeverSeePartialEntries) {
         const std::string &s = sources[(t + round) % sources.size()];
         CompileOutput o;
         if (cache.lookup(s, "k", "sm_90", {}, o)) {
-          std::string want = std::string("\x7f" "ELF") + "sm_90:" + s;
+          std::string want = std::string("\x7f"
+                                         "ELF") +
+                             "sm_90:" + s;
           if (std::string(o.cubin.begin(), o.cubin.end()) != want) bad.fetch_add(1);
         }
         CompileOutput fresh = fake.fn()(s, "k", "sm_90", {});
@@ -548,9 +553,9 @@ TEST(CompilePool, ErrorsNameTheKernelAndTheOthersStillCompile) {
   CompilePoolOptions po;
   po.jobs = 3;
   po.compiler = fake.fn();
-  CompilePoolResult r = CompilePool(cache, po).compile(
-      {launch("ok1", "fine 1"), launch("bad", "BROKEN"), launch("ok2", "fine 2"), launch("", "no name"),
-       launch("empty", ""), launch("bad", "BROKEN")});
+  CompilePoolResult r =
+      CompilePool(cache, po).compile({launch("ok1", "fine 1"), launch("bad", "BROKEN"), launch("ok2", "fine 2"),
+                                      launch("", "no name"), launch("empty", ""), launch("bad", "BROKEN")});
   ASSERT_EQ(r.kernels.size(), 5u);
   ASSERT_EQ(r.errors.size(), 3u);
   EXPECT_NE(r.errors[0].find("'bad'"), std::string::npos) << r.errors[0];
@@ -606,8 +611,10 @@ TEST(CompilePool, ProcessWorkersCarryResultsBack) {
   ASSERT_EQ(r.kernels.size(), 7u);
   for (size_t k = 0; k < 7; ++k) {
     EXPECT_EQ(r.kernels[k].entry, "k" + std::to_string(k));
-    EXPECT_EQ(std::string(r.kernels[k].output.cubin.begin(), r.kernels[k].output.cubin.end()),
-              std::string("\x7f" "ELF") + "sm_90:src " + std::to_string(k));
+    EXPECT_EQ(std::string(r.kernels[k].output.cubin.begin(), r.kernels[k].output.cubin.end()), std::string("\x7f"
+                                                                                                           "ELF") +
+                                                                                                   "sm_90:src " +
+                                                                                                   std::to_string(k));
     EXPECT_EQ(r.kernels[k].output.log, "fake log for k" + std::to_string(k));
   }
   // The parent stored what the workers compiled.
@@ -631,8 +638,8 @@ TEST(CompilePool, CrashingWorkerFailsOnlyItsKernel) {
     if (source == "CRASH") raise(SIGKILL);  // as if NVRTC crashed (only ever in a worker)
     return inner(source, name, arch, o);
   };
-  std::vector<KernelLaunch> ls = {launch("a", "1"), launch("boom", "CRASH"), launch("b", "2"), launch("c", "3"),
-                                  launch("d", "4"), launch("e", "5")};
+  std::vector<KernelLaunch> ls = {launch("a", "1"), launch("boom", "CRASH"), launch("b", "2"),
+                                  launch("c", "3"), launch("d", "4"),        launch("e", "5")};
   CompilePoolResult r = CompilePool(cache, po).compile(ls);
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].find("'boom'"), std::string::npos) << r.errors[0];
@@ -664,7 +671,8 @@ TEST(CompilePool, RealKernelsInParallel) {
     for (size_t k = 0; k < 4; ++k) {
       EXPECT_EQ(r.kernels[k].entry, "ew_" + std::to_string(k));
       EXPECT_NE(r.kernels[k].output.ptx.find(".entry ew_" + std::to_string(k)), std::string::npos);
-      EXPECT_EQ(std::string(r.kernels[k].output.cubin.data(), 4), std::string("\x7f" "ELF"));
+      EXPECT_EQ(std::string(r.kernels[k].output.cubin.data(), 4), std::string("\x7f"
+                                                                              "ELF"));
       EXPECT_EQ(r.kernels[k].launches, (std::vector<size_t>{k, k + 4, k + 8}));
     }
     CompilePoolResult again = CompilePool(cache, po).compile(ls);

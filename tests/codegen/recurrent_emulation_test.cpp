@@ -225,7 +225,10 @@ double runCase(const Case &c, const std::string &work) {
   p.tensorCores = s.type == ElemType::BF16;
   p.weightsInShared = true;
   KernelLaunch k = emitRecurrence(s, p);
-  const int64_t T = s.T, B = s.B, H = s.H, D = s.D, G = s.cell == RecurrentCell::Lstm ? 4 : s.cell == RecurrentCell::Gru ? 3 : 1;
+  const int64_t T = s.T, B = s.B, H = s.H, D = s.D,
+                G = s.cell == RecurrentCell::Lstm  ? 4
+                    : s.cell == RecurrentCell::Gru ? 3
+                                                   : 1;
   const bool bf = s.type == ElemType::BF16;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -235,7 +238,8 @@ double runCase(const Case &c, const std::string &work) {
     return v;
   };
   std::vector<float> xp = make(T * B * D * G * H, 1.f), r = make(D * G * H * H, 1.f / std::sqrt(float(H))),
-                     rb = make(D * G * H, 0.3f), h0 = make(D * B * H, 1.f), c0 = make(D * B * H, 1.f), pp = make(D * 3 * H, 0.5f);
+                     rb = make(D * G * H, 0.3f), h0 = make(D * B * H, 1.f), c0 = make(D * B * H, 1.f),
+                     pp = make(D * 3 * H, 0.5f);
   std::vector<int32_t> lens(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) lens[b] = int32_t(b == 0 ? T : 1 + rng() % T);
   // Parameters in the kernel's order, bytes in its storage type.
@@ -318,8 +322,12 @@ double runCase(const Case &c, const std::string &work) {
   auto op = [&](double v) { return bf ? double(roundBf16(float(v))) : v; };
   auto clip = [&](double v) { return s.clip > 0 ? std::max(-double(s.clip), std::min(double(s.clip), v)) : v; };
   auto sIdx = [&](int64_t d, int64_t b, int64_t j) { return (l1 ? b * D + d : d * B + b) * H + j; };
-  auto yIdx = [&](int64_t t, int64_t d, int64_t b, int64_t j) { return (l1 ? (b * T + t) * D + d : (t * D + d) * B + b) * H + j; };
-  auto xIdx = [&](int64_t t, int64_t b, int64_t d, int64_t n) { return (l1 ? b * T + t : t * B + b) * D * G * H + d * G * H + n; };
+  auto yIdx = [&](int64_t t, int64_t d, int64_t b, int64_t j) {
+    return (l1 ? (b * T + t) * D + d : (t * D + d) * B + b) * H + j;
+  };
+  auto xIdx = [&](int64_t t, int64_t b, int64_t d, int64_t n) {
+    return (l1 ? b * T + t : t * B + b) * D * G * H + d * G * H + n;
+  };
   std::vector<double> Y(static_cast<size_t>(yElems), 0.0), Yh(static_cast<size_t>(sElems)), Yc(Yh);
   for (int64_t d = 0; d < D; ++d)
     for (int64_t b = 0; b < B; ++b) {
@@ -344,7 +352,9 @@ double runCase(const Case &c, const std::string &work) {
             if (s.hasP)
               for (int i = 0; i < 3; ++i) P[i] = pp[d * 3 * H + i * H + j];
             double ig = act(a[0], clip(XP(j) + rowDot(j, h) + RB(j) + P[0] * cc[j]));
-            double fg = s.inputForget ? 1 - ig : act(a[0], clip(XP(2 * H + j) + rowDot(2 * H + j, h) + RB(2 * H + j) + P[2] * cc[j]));
+            double fg = s.inputForget
+                            ? 1 - ig
+                            : act(a[0], clip(XP(2 * H + j) + rowDot(2 * H + j, h) + RB(2 * H + j) + P[2] * cc[j]));
             double cg = act(a[1], clip(XP(3 * H + j) + rowDot(3 * H + j, h) + RB(3 * H + j)));
             g[j] = fg * cc[j] + ig * cg;  // new c
             double og = act(a[0], clip(XP(H + j) + rowDot(H + j, h) + RB(H + j) + P[1] * g[j]));
@@ -361,8 +371,9 @@ double runCase(const Case &c, const std::string &work) {
             rh[j] = rr[j] * h[j];
           }
           for (int64_t j = 0; j < H; ++j) {
-            double hh = s.linearBeforeReset ? act(a[1], clip(XP(2 * H + j) + rr[j] * (rowDot(2 * H + j, h) + RB(2 * H + j))))
-                                            : act(a[1], clip(XP(2 * H + j) + rowDot(2 * H + j, rh) + RB(2 * H + j)));
+            double hh = s.linearBeforeReset
+                            ? act(a[1], clip(XP(2 * H + j) + rr[j] * (rowDot(2 * H + j, h) + RB(2 * H + j))))
+                            : act(a[1], clip(XP(2 * H + j) + rowDot(2 * H + j, rh) + RB(2 * H + j)));
             hn[j] = (1 - z[j]) * hh + z[j] * h[j];
           }
         }
@@ -376,7 +387,8 @@ double runCase(const Case &c, const std::string &work) {
     const std::vector<double> &want = outs[o].first == "Y" ? Y : outs[o].first == "Y_h" ? Yh : Yc;
     double num = 0, den = 0;
     for (size_t i = 0; i < want.size(); ++i) {
-      double dlt = double(got[o][i]) - (bf ? double(roundBf16(float(want[i]))) : want[i]);  // (outputs are stored as bf16)
+      double dlt =
+          double(got[o][i]) - (bf ? double(roundBf16(float(want[i]))) : want[i]);  // (outputs are stored as bf16)
       if (std::isnan(got[o][i])) dlt = 1e30;
       num += dlt * dlt, den += want[i] * want[i];
     }

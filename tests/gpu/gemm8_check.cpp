@@ -42,10 +42,19 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "--iterations") == 0) iterations = std::atoi(argv[++i]);
   // u8: uint8 A with zero point 100 (mma .u8.s8, offsets 100·Σ_k B[n][k] subtracted per column).
   enum class Kind { Int8, U8S8, Fp8 };
-  struct Size { int64_t m, n, k; Kind kind = Kind::Int8; };
-  const Size sizes[] = {{100, 40, 48}, {4096, 3072, 768}, {4096, 768, 3072}, {4096, 4096, 4096},
-                        {100, 40, 48, Kind::U8S8}, {4096, 3072, 768, Kind::U8S8},
-                        {100, 40, 48, Kind::Fp8}, {4096, 3072, 768, Kind::Fp8}, {4096, 768, 3072, Kind::Fp8},
+  struct Size {
+    int64_t m, n, k;
+    Kind kind = Kind::Int8;
+  };
+  const Size sizes[] = {{100, 40, 48},
+                        {4096, 3072, 768},
+                        {4096, 768, 3072},
+                        {4096, 4096, 4096},
+                        {100, 40, 48, Kind::U8S8},
+                        {4096, 3072, 768, Kind::U8S8},
+                        {100, 40, 48, Kind::Fp8},
+                        {4096, 3072, 768, Kind::Fp8},
+                        {4096, 768, 3072, Kind::Fp8},
                         {4096, 4096, 4096, Kind::Fp8}};
   const int64_t zp = 100;
   bool allOk = true;
@@ -141,9 +150,14 @@ int main(int argc, char **argv) {
       return 1;
     }
     double tops = 2.0 * double(z.m) * double(z.n) * double(z.k) / (timing.median() * 1e-3) / 1e12;
-    std::printf("%s %5lldx%5lldx%5lld  %s  %lld checked, %lld bad, worst %s %.2e   median %.4f ms (min %.4f p90 %.4f, %d runs)  %.0f TOPS\n",
-                u8 ? "u8s8" : fp8 ? "fp8 " : "int8", (long long)z.m, (long long)z.n, (long long)z.k, bad ? "MISMATCH" : "ok", (long long)checked, (long long)bad,
-                fp8 ? "err/sum|ab|" : "rel", worst, timing.median(), timing.min(), timing.p90(), iterations, tops);
+    std::printf("%s %5lldx%5lldx%5lld  %s  %lld checked, %lld bad, worst %s %.2e   median %.4f ms (min %.4f p90 %.4f, "
+                "%d runs)  %.0f TOPS\n",
+                u8    ? "u8s8"
+                : fp8 ? "fp8 "
+                      : "int8",
+                (long long)z.m, (long long)z.n, (long long)z.k, bad ? "MISMATCH" : "ok", (long long)checked,
+                (long long)bad, fp8 ? "err/sum|ab|" : "rel", worst, timing.median(), timing.min(), timing.p90(),
+                iterations, tops);
     allOk = allOk && bad == 0;
   }
   return allOk ? 0 : 1;

@@ -51,13 +51,13 @@ std::vector<uint8_t> readAll(const std::string &path) {
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-#define CUDA_OK(x)                                                                      \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+#define CUDA_OK(x)                                                                                                     \
+  do {                                                                                                                 \
+    cudaError_t e_ = (x);                                                                                              \
+    if (e_ != cudaSuccess) {                                                                                           \
+      std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);                    \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 int fail(const char *what, kiln_status s) {
@@ -69,7 +69,8 @@ int fail(const char *what, kiln_status s) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kiln-gpu-check MODEL [--shapes S] [--no-reference] [--iterations N] [--tolerance T]\n");
+    std::fprintf(stderr,
+                 "usage: kiln-gpu-check MODEL [--shapes S] [--no-reference] [--iterations N] [--tolerance T]\n");
     return 2;
   }
   std::string model = argv[1], shapes, refDir, routeText;
@@ -80,16 +81,26 @@ int main(int argc, char **argv) {
   bool profile = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--shapes" && i + 1 < argc) shapes = argv[++i];
-    else if (a == "--no-reference") reference = false;
-    else if (a == "--reference-dir" && i + 1 < argc) refDir = argv[++i];
-    else if (a == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
-    else if (a == "--tolerance" && i + 1 < argc) tolerance = std::atof(argv[++i]);
-    else if (a == "--min-cos" && i + 1 < argc) minCos = std::atof(argv[++i]);
-    else if (a == "--route" && i + 1 < argc) routeText = argv[++i];
-    else if (a == "--calib" && i + 1 < argc) bo.quant.calib = argv[++i];
-    else if (a == "--keep-float" && i + 1 < argc) bo.quant.keepFloat = argv[++i];
-    else if (a == "--profile") profile = true;
+    if (a == "--shapes" && i + 1 < argc)
+      shapes = argv[++i];
+    else if (a == "--no-reference")
+      reference = false;
+    else if (a == "--reference-dir" && i + 1 < argc)
+      refDir = argv[++i];
+    else if (a == "--iterations" && i + 1 < argc)
+      iterations = std::atoi(argv[++i]);
+    else if (a == "--tolerance" && i + 1 < argc)
+      tolerance = std::atof(argv[++i]);
+    else if (a == "--min-cos" && i + 1 < argc)
+      minCos = std::atof(argv[++i]);
+    else if (a == "--route" && i + 1 < argc)
+      routeText = argv[++i];
+    else if (a == "--calib" && i + 1 < argc)
+      bo.quant.calib = argv[++i];
+    else if (a == "--keep-float" && i + 1 < argc)
+      bo.quant.keepFloat = argv[++i];
+    else if (a == "--profile")
+      profile = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -106,7 +117,8 @@ int main(int argc, char **argv) {
   bo.target = kiln::target::GpuTarget::fromDeviceProperties(prop.major, prop.minor, prop.multiProcessorCount,
                                                             int(prop.sharedMemPerBlockOptin), prop.name);
   std::string routeError;
-  if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError)) return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
+  if (!kiln::knobs::Route::parse(routeText, &bo.route, &routeError))
+    return std::fprintf(stderr, "--route: %s\n", routeError.c_str()), 2;
   // Half-precision storage (int8: fp16 elsewhere) or TF32 products: the looser tolerances.
   const bool half = kiln::tuner::reducedPrecision(bo.route.canonical());
   // int8: an activation on a rounding boundary may quantize one step apart on the GPU.
@@ -115,12 +127,15 @@ int main(int argc, char **argv) {
   // The reference: the model's own semantics (import + cleanup, fp32).
   mlir::MLIRContext ctx;
   kiln::ImportOptions io;
-  if (auto err = kiln::parseShapeOverrides(shapes, io.shapes); !err.empty()) return std::fprintf(stderr, "%s\n", err.c_str()), 2;
+  if (auto err = kiln::parseShapeOverrides(shapes, io.shapes); !err.empty())
+    return std::fprintf(stderr, "%s\n", err.c_str()), 2;
   kiln::ImportResult imp = kiln::importModelFile(model, ctx, io);
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;
   mlir::PassManager pm(&ctx);
-  if (bo.quant.calib.empty()) kiln::buildImportCleanupPipeline(pm);
-  else kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.target, bo.quant);
+  if (bo.quant.calib.empty())
+    kiln::buildImportCleanupPipeline(pm);
+  else
+    kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.target, bo.quant);
   if (mlir::failed(pm.run(*imp.module))) return std::fprintf(stderr, "cleanup failed\n"), 1;
   auto f = (*imp.module).lookupSymbol<mlir::func::FuncOp>("main");
 
@@ -132,7 +147,8 @@ int main(int argc, char **argv) {
   double buildSecs = mb.seconds;
 
   kiln_engine *engine = nullptr;
-  if (kiln_status s = kiln_engine_load_from_memory(built.engine.data(), built.engine.size(), &engine)) return fail("load", s);
+  if (kiln_status s = kiln_engine_load_from_memory(built.engine.data(), built.engine.size(), &engine))
+    return fail("load", s);
   kiln_context *kctx = nullptr;
   if (kiln_status s = kiln_context_create(engine, &kctx)) return fail("context_create", s);
 
@@ -144,7 +160,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; ++i) {
     int rank = kiln_engine_io_rank(engine, i);
     const int64_t *dims = kiln_engine_io_shape(engine, i);
-    kiln::ops::Tensor t(static_cast<kiln::ops::DType>(kiln_engine_io_dtype(engine, i)), kiln::ops::Shape(dims, dims + rank));
+    kiln::ops::Tensor t(static_cast<kiln::ops::DType>(kiln_engine_io_dtype(engine, i)),
+                        kiln::ops::Shape(dims, dims + rank));
     size_t bytes = t.size() * kiln::ops::byteSize(t.dtype);
     void *d = nullptr;
     CUDA_OK(cudaMalloc(&d, std::max<size_t>(bytes, 1)));
@@ -153,7 +170,10 @@ int main(int argc, char **argv) {
       std::vector<uint8_t> raw;
       if (!refDir.empty()) {
         raw = readAll(refDir + "/input_" + std::to_string(inputs.size()) + ".bin");
-        if (raw.size() != bytes) return std::fprintf(stderr, "%s: reference input has %zu bytes, expected %zu\n", kiln_engine_io_name(engine, i), raw.size(), bytes), 1;
+        if (raw.size() != bytes)
+          return std::fprintf(stderr, "%s: reference input has %zu bytes, expected %zu\n",
+                              kiln_engine_io_name(engine, i), raw.size(), bytes),
+                 1;
         t = kiln::ops::tensorFromBytes(t.dtype, t.shape, raw.data(), raw.size());
       } else {
         // Floats of both signs away from 0; masks 1 with the last quarter of each row 0; other
@@ -172,7 +192,8 @@ int main(int argc, char **argv) {
     } else {
       CUDA_OK(cudaMemset(d, 0xff, bytes));  // NaN for floats: an unwritten output cannot pass
     }
-    if (kiln_status s = kiln_context_set_tensor_address(kctx, kiln_engine_io_name(engine, i), d)) return fail("set_tensor_address", s);
+    if (kiln_status s = kiln_context_set_tensor_address(kctx, kiln_engine_io_name(engine, i), d))
+      return fail("set_tensor_address", s);
   }
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
@@ -180,8 +201,8 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaStreamSynchronize(stream));
 
   int rc = 0;
-  std::printf("model %s: built in %.1f s (%zu launches, %zu kernels)\n", model.c_str(), buildSecs,
-              built.stats.launches, built.stats.uniqueKernels);
+  std::printf("model %s: built in %.1f s (%zu launches, %zu kernels)\n", model.c_str(), buildSecs, built.stats.launches,
+              built.stats.uniqueKernels);
   if (reference) {
     std::vector<kiln::ops::Tensor> want;
     auto r0 = std::chrono::steady_clock::now();
@@ -258,8 +279,8 @@ int main(int argc, char **argv) {
   }
   std::sort(ms.begin(), ms.end());
   if (!ms.empty())
-    std::printf("  latency median %.3f ms  min %.3f  p90 %.3f  (%d runs, route '%s')\n", ms[ms.size() / 2],
-                ms.front(), ms[ms.size() * 9 / 10], iterations, bo.route.canonical().c_str());
+    std::printf("  latency median %.3f ms  min %.3f  p90 %.3f  (%d runs, route '%s')\n", ms[ms.size() / 2], ms.front(),
+                ms[ms.size() * 9 / 10], iterations, bo.route.canonical().c_str());
   if (profile) {
     // Per-launch device times (median of 5 profiled runs), by kernel kind and the slowest launches.
     int32_t count = 0;
@@ -284,7 +305,8 @@ int main(int argc, char **argv) {
       byKind[k].first += m, byKind[k].second += 1;
     }
     std::printf("  profile: %d launches, %.3f ms launched one by one\n", count, total);
-    for (auto &[k, v] : byKind) std::printf("    %-16s %4d launches %8.3f ms %5.1f%%\n", k.c_str(), v.second, v.first, 100 * v.first / total);
+    for (auto &[k, v] : byKind)
+      std::printf("    %-16s %4d launches %8.3f ms %5.1f%%\n", k.c_str(), v.second, v.first, 100 * v.first / total);
     std::sort(byTime.rbegin(), byTime.rend());
     for (size_t j = 0; j < byTime.size() && j < 25; ++j) {
       const kiln_launch_profile &p = runs[0][size_t(byTime[j].second)];

@@ -95,8 +95,11 @@ inline EngineDesc makeAxpbEngine(int n = 1000) {
   k.block[0] = 256;
   k.grid[0] = uint32_t((n + 255) / 256);
   k.node = "/axpb";
-  k.args = {LaunchArg::buf({BufferRef::Space::Io, 0, 0}), LaunchArg::buf({BufferRef::Space::Weights, 0, -1}),
-            LaunchArg::buf({BufferRef::Space::Arena, 0, -1}), LaunchArg::ofF32(kAxpbA), LaunchArg::ofI32(kAxpbK),
+  k.args = {LaunchArg::buf({BufferRef::Space::Io, 0, 0}),
+            LaunchArg::buf({BufferRef::Space::Weights, 0, -1}),
+            LaunchArg::buf({BufferRef::Space::Arena, 0, -1}),
+            LaunchArg::ofF32(kAxpbA),
+            LaunchArg::ofI32(kAxpbK),
             LaunchArg::ofI64(n)};
   d.launches.push_back(k);
   Launch c;

@@ -19,14 +19,14 @@
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fprintf(stderr, "\n");                                      \
-      ++failures;                                                 \
-    }                                                             \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                  \
+      fprintf(stderr, __VA_ARGS__);                                                                                    \
+      fprintf(stderr, "\n");                                                                                           \
+      ++failures;                                                                                                      \
+    }                                                                                                                  \
   } while (0)
 
 /* The few driver entry points the test itself needs. */
@@ -74,8 +74,8 @@ static void check_error_paths(void) {
 
 static void print_io_table(const kiln_engine* e) {
   int32_t n = kiln_engine_num_io(e), i, k;
-  printf("engine: target %s, route '%s', runtime %s, %d I/O tensors\n", kiln_engine_target_arch(e), kiln_engine_route(e),
-         kiln_version(), (int)n);
+  printf("engine: target %s, route '%s', runtime %s, %d I/O tensors\n", kiln_engine_target_arch(e),
+         kiln_engine_route(e), kiln_version(), (int)n);
   for (i = 0; i < n; ++i) {
     const int64_t* shape = kiln_engine_io_shape(e, i);
     printf("  %-6s %-8s dtype %2d  [", kiln_engine_io_is_input(e, i) ? "input" : "output", kiln_engine_io_name(e, i),
@@ -124,7 +124,8 @@ static int run_on_gpu(kiln_engine* engine, kiln_context* ctx) {
   s = kiln_context_set_input_shape(ctx, "y", good_shape, 1);
   CHECK(s == KILN_ERROR_INVALID_ARGUMENT, "shape of an output: %d", (int)s);
   s = kiln_context_set_tensor_address(ctx, "z", (void*)(size_t)dx);
-  CHECK(s == KILN_ERROR_INVALID_ARGUMENT && strstr(kiln_status_message(s), "'z'"), "unknown name: %s", kiln_status_message(s));
+  CHECK(s == KILN_ERROR_INVALID_ARGUMENT && strstr(kiln_status_message(s), "'z'"), "unknown name: %s",
+        kiln_status_message(s));
   s = kiln_context_set_tensor_address(ctx, "x", (void*)(size_t)(dx + 1));
   CHECK(s == KILN_ERROR_INVALID_ARGUMENT, "misaligned: %d", (int)s);
   CHECK(kiln_context_set_input_shape(ctx, "x", good_shape, 1) == KILN_OK, "%s", kiln_status_message(KILN_ERROR_SHAPE));

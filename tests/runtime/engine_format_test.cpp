@@ -81,16 +81,18 @@ LoadResult load(const std::vector<uint8_t>& bytes) {
   kiln_engine* e = reinterpret_cast<kiln_engine*>(&sentinel);  // must be reset to NULL on failure
   kiln_status s = kiln_engine_load_from_memory(bytes.data(), bytes.size(), &e);
   LoadResult r{s, kiln_status_message(s)};
-  if (s == KILN_OK) kiln_engine_destroy(e);
-  else EXPECT_EQ(e, nullptr);
+  if (s == KILN_OK)
+    kiln_engine_destroy(e);
+  else
+    EXPECT_EQ(e, nullptr);
   return r;
 }
 
-#define EXPECT_REJECTED(bytes, code, text)                                              \
-  do {                                                                                  \
-    LoadResult r_ = load(bytes);                                                        \
-    EXPECT_EQ(r_.status, code) << r_.message;                                           \
-    EXPECT_NE(r_.message.find(text), std::string::npos) << "message: " << r_.message;   \
+#define EXPECT_REJECTED(bytes, code, text)                                                                             \
+  do {                                                                                                                 \
+    LoadResult r_ = load(bytes);                                                                                       \
+    EXPECT_EQ(r_.status, code) << r_.message;                                                                          \
+    EXPECT_NE(r_.message.find(text), std::string::npos) << "message: " << r_.message;                                  \
   } while (0)
 
 TEST(EngineFormat, RoundTrip) {
@@ -164,9 +166,13 @@ TEST(EngineFormat, LayoutIsAligned) {
 
 TEST(EngineFormat, SpecialFloatsRoundTrip) {
   EngineDesc d = test::makeAxpbEngine(16);
-  const float values[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                          -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(), -0.0f,
-                          0.1f, std::numeric_limits<float>::max()};
+  const float values[] = {std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::denorm_min(),
+                          -0.0f,
+                          0.1f,
+                          std::numeric_limits<float>::max()};
   for (float v : values) d.launches[0].args.push_back(LaunchArg::ofF32(v));
   std::vector<uint8_t> bytes = writeEngine(d);
   EngineDesc back;
@@ -253,7 +259,7 @@ TEST(EngineFormat, GemmLaunch) {
   Launch l;
   l.kind = Launch::Kind::Gemm;
   l.node = "fc";
-  GemmCall &g = l.gemm;
+  GemmCall& g = l.gemm;
   g.m = 64, g.n = 32, g.k = 16, g.lda = 64, g.ldb = 32, g.ldc = 64, g.transB = true;
   g.alpha = 0.5f, g.epilogue = GemmCall::Bias;
   g.a = {BufferRef::Space::Arena, 0, -1};
@@ -266,7 +272,7 @@ TEST(EngineFormat, GemmLaunch) {
   EngineDesc back;
   std::string err;
   ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
-  const GemmCall &h = back.launches.back().gemm;
+  const GemmCall& h = back.launches.back().gemm;
   EXPECT_EQ(back.launches.back().kind, Launch::Kind::Gemm);
   EXPECT_EQ(back.launches.back().node, "fc");
   EXPECT_EQ(h.m, 64);
@@ -291,7 +297,7 @@ TEST(EngineFormat, GemmLaunch) {
   // fp8 A and B (op(A) = Aᵀ, op(B) = B) with their scale vectors: written and read back; the
   // other operand forms, and a scale vector past the weights, are refused.
   EngineDesc f8 = d;
-  GemmCall &q = f8.launches.back().gemm;
+  GemmCall& q = f8.launches.back().gemm;
   q.abType = 17, q.transA = true, q.transB = false, q.lda = 16, q.ldb = 16;
   q.scaleA = {BufferRef::Space::Weights, 0, -1};
   q.scaleB = {BufferRef::Space::Weights, 0, -1};
@@ -303,7 +309,8 @@ TEST(EngineFormat, GemmLaunch) {
   EXPECT_EQ(back.launches.back().gemm.scaleB.space, BufferRef::Space::Weights);
   bad = f8;
   bad.launches.back().gemm.transB = true;
-  EXPECT_NE(checkEngineDesc(bad).find("fp8 products take op(A) = Aᵀ, op(B) = B"), std::string::npos) << checkEngineDesc(bad);
+  EXPECT_NE(checkEngineDesc(bad).find("fp8 products take op(A) = Aᵀ, op(B) = B"), std::string::npos)
+      << checkEngineDesc(bad);
   bad = f8;
   bad.launches.back().gemm.scaleA.offset = 64;
   EXPECT_NE(checkEngineDesc(bad).find("scale_a"), std::string::npos) << checkEngineDesc(bad);
@@ -311,7 +318,7 @@ TEST(EngineFormat, GemmLaunch) {
   // reads back exact.
   EngineDesc t = d;
   t.weights.resize(64 * 4);
-  GemmCall &tg = t.launches.back().gemm;
+  GemmCall& tg = t.launches.back().gemm;
   tg.abType = tg.cdType = 1, tg.tf32 = true;
   ASSERT_EQ(checkEngineDesc(t), "");
   bytes = writeEngine(t);
@@ -338,7 +345,7 @@ TEST(EngineFormat, PointerBatchGemm) {
   Launch l;
   l.kind = Launch::Kind::Gemm;
   l.node = "qk";
-  GemmCall &g = l.gemm;
+  GemmCall& g = l.gemm;
   g.abType = g.cdType = 1;
   g.m = 8, g.n = 8, g.k = 4, g.transA = true, g.lda = 12, g.ldb = 4, g.ldc = 8, g.batch = 6;
   g.batchDims = {2, 3}, g.batchStepsA = {96, 4}, g.batchStepsB = {0, 0}, g.batchStepsC = {192, 64};
@@ -354,7 +361,7 @@ TEST(EngineFormat, PointerBatchGemm) {
   EngineDesc back;
   std::string err;
   ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, err), ParseStatus::Ok) << err;
-  const GemmCall &h = back.launches.back().gemm;
+  const GemmCall& h = back.launches.back().gemm;
   EXPECT_TRUE(h.pointerBatch());
   EXPECT_EQ(h.batchDims, g.batchDims);
   EXPECT_EQ(h.batchStepsA, g.batchStepsA);
@@ -362,24 +369,28 @@ TEST(EngineFormat, PointerBatchGemm) {
   EXPECT_EQ(h.batchStepsC, g.batchStepsC);
   // A strided batch writes none of the fields.
   EngineDesc strided = d;
-  GemmCall &sg = strided.launches.back().gemm;
+  GemmCall& sg = strided.launches.back().gemm;
   sg.batchDims.clear(), sg.batchStepsA.clear(), sg.batchStepsB.clear(), sg.batchStepsC.clear();
   sg.strideA = 4, sg.strideC = 64;
   ASSERT_EQ(checkEngineDesc(strided), "");
   std::vector<uint8_t> plain = writeEngine(strided);
   EXPECT_EQ(std::string(plain.begin(), plain.end()).find("batch_dims"), std::string::npos);
-  auto rejects = [&](auto change, const std::string &want) {
+  auto rejects = [&](auto change, const std::string& want) {
     EngineDesc bad = d;
     change(bad.launches.back().gemm);
     std::string why = checkEngineDesc(bad);
     EXPECT_NE(why.find(want), std::string::npos) << "got: " << why;
   };
-  rejects([](GemmCall &b) { b.batchStepsB = {0}; }, "batch_dims and batch_steps_a/b/c differ in length");
-  rejects([](GemmCall &b) { b.batch = 7; }, "batch_dims make 6 products, batch says 7");
-  rejects([](GemmCall &b) { b.batchStepsA = {96, 4000}; }, "gemm A");  // past the arena's end
-  rejects([](GemmCall &b) { b.batchStepsC = {192, 64 * 1000}; }, "gemm D");
-  rejects([](GemmCall &b) { b.a = {BufferRef::Space::Io, 0, 0}; }, "gemm A: an I/O tensor read through pointer-array batches");
-  rejects([](GemmCall &b) { b.d = {BufferRef::Space::Io, 0, 1}; }, "gemm D: an I/O tensor");
+  rejects([](GemmCall& b) { b.batchStepsB = {0}; }, "batch_dims and batch_steps_a/b/c differ in length");
+  rejects([](GemmCall& b) { b.batch = 7; }, "batch_dims make 6 products, batch says 7");
+  rejects([](GemmCall& b) { b.batchStepsA = {96, 4000}; }, "gemm A");  // past the arena's end
+  rejects([](GemmCall& b) { b.batchStepsC = {192, 64 * 1000}; }, "gemm D");
+  rejects(
+      [](GemmCall& b) {
+        b.a = {BufferRef::Space::Io, 0, 0};
+      },
+      "gemm A: an I/O tensor read through pointer-array batches");
+  rejects([](GemmCall& b) { b.d = {BufferRef::Space::Io, 0, 1}; }, "gemm D: an I/O tensor");
   // A negative step in the file: the reader names it.
   std::vector<RawSection> sections = sectionsOf(bytes);
   json meta = json::parse(sections[0].bytes.begin(), sections[0].bytes.end());
@@ -449,27 +460,38 @@ TEST(EngineFormat, BadJson) {
 }
 
 TEST(EngineFormat, MissingOrWronglyTypedFields) {
-  EXPECT_REJECTED(withMetadata([](json& m) { m.erase("route"); }), KILN_ERROR_FORMAT, "metadata: missing field 'route'");
+  EXPECT_REJECTED(withMetadata([](json& m) { m.erase("route"); }), KILN_ERROR_FORMAT,
+                  "metadata: missing field 'route'");
   EXPECT_REJECTED(withMetadata([](json& m) { m["io"][0]["dtype"] = "float"; }), KILN_ERROR_FORMAT,
                   "metadata: io[0].dtype: expected an integer");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["grid"] = {1, 1}; }), KILN_ERROR_FORMAT,
-                  "launches[0].grid: expected 3 integers");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][4] = {{"i32", 1ll << 40}}; }), KILN_ERROR_FORMAT,
-                  "launches[0].args[4].i32: out of range");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][3] = {{"f32", 1e300}}; }), KILN_ERROR_FORMAT,
-                  "outside the float32 range");
+  EXPECT_REJECTED(withMetadata([](json& m) {
+                    m["launches"][0]["grid"] = {1, 1};
+                  }),
+                  KILN_ERROR_FORMAT, "launches[0].grid: expected 3 integers");
+  EXPECT_REJECTED(withMetadata([](json& m) {
+                    m["launches"][0]["args"][4] = {{"i32", 1ll << 40}};
+                  }),
+                  KILN_ERROR_FORMAT, "launches[0].args[4].i32: out of range");
+  EXPECT_REJECTED(withMetadata([](json& m) {
+                    m["launches"][0]["args"][3] = {{"f32", 1e300}};
+                  }),
+                  KILN_ERROR_FORMAT, "outside the float32 range");
   EXPECT_REJECTED(withMetadata([](json& m) { m["launches"][0]["args"][0]["space"] = "heap"; }), KILN_ERROR_FORMAT,
                   "'heap' is not arena, weights or io");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["environment"]["x"] = 3; }), KILN_ERROR_FORMAT, "environment.x: expected a string");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["format_version"] = 7; }), KILN_ERROR_FORMAT, "disagrees with the header");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["environment"]["x"] = 3; }), KILN_ERROR_FORMAT,
+                  "environment.x: expected a string");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["format_version"] = 7; }), KILN_ERROR_FORMAT,
+                  "disagrees with the header");
   EXPECT_REJECTED(withMetadata([](json& m) { m["memory"]["weights_bytes"] = 8; }), KILN_ERROR_FORMAT,
                   "memory.weights_bytes is 8 but the WEIGHTS section has 64 bytes");
   EXPECT_REJECTED(withMetadata([](json& m) { m["modules"][0]["ptx"] = 2; }), KILN_ERROR_FORMAT,
                   "modules[0].ptx: section 2 is WEIGHTS, not PTX");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["modules"][0]["ptx"] = 9; }), KILN_ERROR_FORMAT, "section index 9 out of range");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["modules"][0]["ptx"] = 9; }), KILN_ERROR_FORMAT,
+                  "section index 9 out of range");
   EXPECT_REJECTED(withMetadata([](json& m) { m["target"]["arch"] = "sm_80"; }), KILN_ERROR_FORMAT,
                   "target arch 'sm_80' disagrees with target sm 90");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["cuda_graph"] = 1; }), KILN_ERROR_FORMAT, "metadata: cuda_graph: expected true or false");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["cuda_graph"] = 1; }), KILN_ERROR_FORMAT,
+                  "metadata: cuda_graph: expected true or false");
   // Optional fields may be absent.
   EXPECT_EQ(load(withMetadata([](json& m) { m.erase("cuda_graph"); })).status, KILN_OK);
 }
@@ -496,8 +518,10 @@ TEST(EngineFormat, BuffersOutOfBounds) {
                   "copy destination: io range [4, +64) is outside I/O tensor 1 'y' (64 bytes)");
   EXPECT_REJECTED(withMetadata([](json& m) { m["memory"]["arena_bytes"] = 1ull << 60; }), KILN_ERROR_FORMAT,
                   "memory.arena_bytes: 1152921504606846976 exceeds the limit");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["io"][0]["shape"] = {1ll << 30, 1ll << 30, 1ll << 30}; }), KILN_ERROR_FORMAT,
-                  "io[0] 'x': tensor size is absurd");
+  EXPECT_REJECTED(withMetadata([](json& m) {
+                    m["io"][0]["shape"] = {1ll << 30, 1ll << 30, 1ll << 30};
+                  }),
+                  KILN_ERROR_FORMAT, "io[0] 'x': tensor size is absurd");
   EXPECT_REJECTED(withMetadata([](json& m) { m["io"][0]["dtype"] = 8; }), KILN_ERROR_FORMAT, "unsupported dtype 8");
 }
 
@@ -643,7 +667,8 @@ TEST(EngineFormat, LongNamesCostLinearTime) {
 // limit) rescanned the enclosing array at the end of every element — a million empty objects hung
 // kiln_engine_load. Unknown keys are ignored, so this loads.
 TEST(EngineFormat, ManySmallObjectsParseInLinearTime) {
-  std::vector<uint8_t> bytes = withMetadata([](json& m) { m["padding"] = json(std::vector<json>(200000, json::object())); });
+  std::vector<uint8_t> bytes =
+      withMetadata([](json& m) { m["padding"] = json(std::vector<json>(200000, json::object())); });
   auto t0 = std::chrono::steady_clock::now();
   LoadResult r = load(bytes);
   EXPECT_EQ(r.status, KILN_OK) << r.message;

@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define KILN_CHECK(call)                                                              \
-  do {                                                                                \
-    kiln_status s_ = (call);                                                          \
-    if (s_ != KILN_OK) {                                                              \
-      fprintf(stderr, "%s failed: %s\n", #call, kiln_status_message(s_));             \
-      return 1;                                                                       \
-    }                                                                                 \
+#define KILN_CHECK(call)                                                                                               \
+  do {                                                                                                                 \
+    kiln_status s_ = (call);                                                                                           \
+    if (s_ != KILN_OK) {                                                                                               \
+      fprintf(stderr, "%s failed: %s\n", #call, kiln_status_message(s_));                                              \
+      return 1;                                                                                                        \
+    }                                                                                                                  \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     const int64_t* shape = kiln_engine_io_shape(engine, i);
     for (k = 0; k < (size_t)kiln_engine_io_rank(engine, i); ++k) count *= (size_t)shape[k];
     sizes[i] = bytes = count * sizeof(float);
-    if (kiln_engine_io_dtype(engine, i) != KILN_DTYPE_FLOAT32) return fprintf(stderr, "example handles float32 only\n"), 1;
+    if (kiln_engine_io_dtype(engine, i) != KILN_DTYPE_FLOAT32)
+      return fprintf(stderr, "example handles float32 only\n"), 1;
     if (cudaMalloc(&device[i], bytes) != cudaSuccess) return fprintf(stderr, "cudaMalloc failed\n"), 1;
     if (kiln_engine_io_is_input(engine, i)) {
       float* host = malloc(bytes);

@@ -41,9 +41,16 @@ struct Options {
 
 size_t dtypeBytes(kiln_dtype t) {
   switch (t) {
-    case KILN_DTYPE_FLOAT64: case KILN_DTYPE_INT64: case KILN_DTYPE_UINT64: return 8;
-    case KILN_DTYPE_FLOAT32: case KILN_DTYPE_INT32: case KILN_DTYPE_UINT32: return 4;
-    case KILN_DTYPE_FLOAT16: case KILN_DTYPE_BFLOAT16: case KILN_DTYPE_INT16: case KILN_DTYPE_UINT16: return 2;
+    case KILN_DTYPE_FLOAT64:
+    case KILN_DTYPE_INT64:
+    case KILN_DTYPE_UINT64: return 8;
+    case KILN_DTYPE_FLOAT32:
+    case KILN_DTYPE_INT32:
+    case KILN_DTYPE_UINT32: return 4;
+    case KILN_DTYPE_FLOAT16:
+    case KILN_DTYPE_BFLOAT16:
+    case KILN_DTYPE_INT16:
+    case KILN_DTYPE_UINT16: return 2;
     default: return 1;
   }
 }
@@ -63,17 +70,39 @@ uint16_t toHalf(float f) {  // round to nearest even, finite inputs in [-1, 1]
 
 double asDouble(const unsigned char* p, kiln_dtype t) {
   switch (t) {
-    case KILN_DTYPE_FLOAT32: { float f; std::memcpy(&f, p, 4); return f; }
-    case KILN_DTYPE_FLOAT64: { double d; std::memcpy(&d, p, 8); return d; }
+    case KILN_DTYPE_FLOAT32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case KILN_DTYPE_FLOAT64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
     case KILN_DTYPE_FLOAT16: {
-      uint16_t h; std::memcpy(&h, p, 2);
+      uint16_t h;
+      std::memcpy(&h, p, 2);
       int e = (h >> 10) & 0x1f, m = h & 0x3ff;
       double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? NAN : std::ldexp(1024 + m, e - 25);
       return (h & 0x8000) ? -v : v;
     }
-    case KILN_DTYPE_BFLOAT16: { uint32_t x = uint32_t(p[0] | (p[1] << 8)) << 16; float f; std::memcpy(&f, &x, 4); return f; }
-    case KILN_DTYPE_INT64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
-    case KILN_DTYPE_INT32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case KILN_DTYPE_BFLOAT16: {
+      uint32_t x = uint32_t(p[0] | (p[1] << 8)) << 16;
+      float f;
+      std::memcpy(&f, &x, 4);
+      return f;
+    }
+    case KILN_DTYPE_INT64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return double(v);
+    }
+    case KILN_DTYPE_INT32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
     default: return p[0];
   }
 }
@@ -102,9 +131,21 @@ std::vector<unsigned char> makeInput(const Tensor& t, uint64_t seed) {
     unsigned char* p = out.data() + i * dtypeBytes(t.dtype);
     switch (t.dtype) {
       case KILN_DTYPE_FLOAT32: std::memcpy(p, &u, 4); break;
-      case KILN_DTYPE_FLOAT16: { uint16_t h = toHalf(u); std::memcpy(p, &h, 2); break; }
-      case KILN_DTYPE_INT64: { int64_t v = int64_t(s % 100); std::memcpy(p, &v, 8); break; }  // token ids, indices
-      case KILN_DTYPE_INT32: { int32_t v = int32_t(s % 100); std::memcpy(p, &v, 4); break; }
+      case KILN_DTYPE_FLOAT16: {
+        uint16_t h = toHalf(u);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case KILN_DTYPE_INT64: {
+        int64_t v = int64_t(s % 100);
+        std::memcpy(p, &v, 8);
+        break;
+      }  // token ids, indices
+      case KILN_DTYPE_INT32: {
+        int32_t v = int32_t(s % 100);
+        std::memcpy(p, &v, 4);
+        break;
+      }
       case KILN_DTYPE_BOOL: *p = 1; break;  // masks: everything visible
       default: std::memset(p, 1, dtypeBytes(t.dtype)); break;
     }
@@ -153,8 +194,12 @@ struct Worker {
     if (error.empty()) error = what;
     return false;
   }
-  bool kiln(kiln_status s, const char* what) { return s == KILN_OK || fail(std::string(what) + ": " + kiln_status_message(s)); }
-  bool cuda(cudaError_t e, const char* what) { return e == cudaSuccess || fail(std::string(what) + ": " + cudaGetErrorString(e)); }
+  bool kiln(kiln_status s, const char* what) {
+    return s == KILN_OK || fail(std::string(what) + ": " + kiln_status_message(s));
+  }
+  bool cuda(cudaError_t e, const char* what) {
+    return e == cudaSuccess || fail(std::string(what) + ": " + cudaGetErrorString(e));
+  }
 
   bool setUp(const Shared& sh) {
     if (!kiln(kiln_context_create(sh.engine, &ctx), "kiln_context_create")) return false;
@@ -163,9 +208,13 @@ struct Worker {
       buffers[set].assign(sh.tensors.size(), nullptr);
       for (size_t i = 0; i < sh.tensors.size(); ++i) {
         const Tensor& t = sh.tensors[i];
-        if (set == 1 && t.input) { buffers[1][i] = buffers[0][i]; continue; }
+        if (set == 1 && t.input) {
+          buffers[1][i] = buffers[0][i];
+          continue;
+        }
         if (!cuda(cudaMalloc(&buffers[set][i], t.bytes ? t.bytes : 1), "cudaMalloc")) return false;
-        if (t.input && !cuda(cudaMemcpy(buffers[set][i], sh.inputData[i].data(), t.bytes, cudaMemcpyHostToDevice), "cudaMemcpy"))
+        if (t.input &&
+            !cuda(cudaMemcpy(buffers[set][i], sh.inputData[i].data(), t.bytes, cudaMemcpyHostToDevice), "cudaMemcpy"))
           return false;
       }
     }
@@ -173,7 +222,8 @@ struct Worker {
   }
   bool bind(const Shared& sh, int set) {
     for (size_t i = 0; i < sh.tensors.size(); ++i)
-      if (!kiln(kiln_context_set_tensor_address(ctx, sh.tensors[i].name.c_str(), buffers[set][i]), "set_tensor_address"))
+      if (!kiln(kiln_context_set_tensor_address(ctx, sh.tensors[i].name.c_str(), buffers[set][i]),
+                "set_tensor_address"))
         return false;
     return true;
   }
@@ -181,7 +231,8 @@ struct Worker {
   bool runChecked(const Shared& sh, int set, std::vector<std::vector<unsigned char>>& out) {
     out.assign(sh.tensors.size(), {});
     for (size_t i = 0; i < sh.tensors.size(); ++i)
-      if (!sh.tensors[i].input && !cuda(cudaMemsetAsync(buffers[set][i], 0xff, sh.tensors[i].bytes, stream), "cudaMemsetAsync"))
+      if (!sh.tensors[i].input &&
+          !cuda(cudaMemsetAsync(buffers[set][i], 0xff, sh.tensors[i].bytes, stream), "cudaMemsetAsync"))
         return false;
     if (!kiln(kiln_context_enqueue(ctx, stream), "kiln_context_enqueue")) return false;
     ++enqueues;
@@ -189,7 +240,8 @@ struct Worker {
     for (size_t i = 0; i < sh.tensors.size(); ++i) {
       if (sh.tensors[i].input) continue;
       out[i].resize(sh.tensors[i].bytes);
-      if (!cuda(cudaMemcpy(out[i].data(), buffers[set][i], out[i].size(), cudaMemcpyDeviceToHost), "cudaMemcpy")) return false;
+      if (!cuda(cudaMemcpy(out[i].data(), buffers[set][i], out[i].size(), cudaMemcpyDeviceToHost), "cudaMemcpy"))
+        return false;
     }
     return true;
   }
@@ -258,18 +310,30 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
-    if (a == "--rebind") o.rebind = true;
-    else if (a[0] != '-' && !o.engine) o.engine = argv[i];
-    else if (!(v = next())) return usage();
-    else if (a == "--threads") o.threads = std::atoi(v);
-    else if (a == "--iterations") o.iterations = std::atoi(v);
-    else if (a == "--seconds") o.seconds = std::atof(v);
-    else if (a == "--check-every") o.checkEvery = std::atoi(v);
-    else if (a == "--runs") o.runs = std::atoi(v);
-    else if (a == "--stagger-ms") o.staggerMs = std::atoi(v);
-    else if (a == "--tolerance") o.tolerance = std::atof(v);
-    else if (a == "--create-destroy") o.createDestroy = std::atoi(v);
-    else return usage();
+    if (a == "--rebind")
+      o.rebind = true;
+    else if (a[0] != '-' && !o.engine)
+      o.engine = argv[i];
+    else if (!(v = next()))
+      return usage();
+    else if (a == "--threads")
+      o.threads = std::atoi(v);
+    else if (a == "--iterations")
+      o.iterations = std::atoi(v);
+    else if (a == "--seconds")
+      o.seconds = std::atof(v);
+    else if (a == "--check-every")
+      o.checkEvery = std::atoi(v);
+    else if (a == "--runs")
+      o.runs = std::atoi(v);
+    else if (a == "--stagger-ms")
+      o.staggerMs = std::atoi(v);
+    else if (a == "--tolerance")
+      o.tolerance = std::atof(v);
+    else if (a == "--create-destroy")
+      o.createDestroy = std::atoi(v);
+    else
+      return usage();
   }
   if (!o.engine || o.threads < 1 || o.iterations < 1 || o.checkEvery < 1 || o.runs < 1) return usage();
   int devices = 0;
@@ -284,7 +348,8 @@ int main(int argc, char** argv) {
   }
   const int32_t n = kiln_engine_num_io(sh.engine);
   for (int32_t i = 0; i < n; ++i) {
-    Tensor t{i, kiln_engine_io_name(sh.engine, i), kiln_engine_io_dtype(sh.engine, i), 0, kiln_engine_io_is_input(sh.engine, i) == 1};
+    Tensor t{i, kiln_engine_io_name(sh.engine, i), kiln_engine_io_dtype(sh.engine, i), 0,
+             kiln_engine_io_is_input(sh.engine, i) == 1};
     size_t count = 1;
     const int64_t* shape = kiln_engine_io_shape(sh.engine, i);
     for (int32_t d = 0; d < kiln_engine_io_rank(sh.engine, i); ++d) count *= size_t(shape[d]);
@@ -312,9 +377,10 @@ int main(int argc, char** argv) {
     const size_t memEnd = deviceUsedMiB();
     const long rssEnd = rssKiB();
     if (!error.empty()) std::fprintf(stderr, "create-destroy %d: %s\n", done, error.c_str());
-    std::printf("create-destroy: cycles=%d device_used_mib start=%zu after10=%zu end=%zu rss_kib start=%ld after10=%ld end=%ld "
-                "errors=%d\n",
-                done, memStart, memAfterWarmup, memEnd, rssStart, rssAfterWarmup, rssEnd, error.empty() ? 0 : 1);
+    std::printf(
+        "create-destroy: cycles=%d device_used_mib start=%zu after10=%zu end=%zu rss_kib start=%ld after10=%ld end=%ld "
+        "errors=%d\n",
+        done, memStart, memAfterWarmup, memEnd, rssStart, rssAfterWarmup, rssEnd, error.empty() ? 0 : 1);
     kiln_engine_destroy(sh.engine);
     const bool grew = done > 10 && (memEnd > memAfterWarmup + 2 || rssEnd > rssAfterWarmup + 16 * 1024);
     return error.empty() && !grew ? 0 : 1;
@@ -335,7 +401,8 @@ int main(int argc, char** argv) {
   for (int run = 0; run < o.runs; ++run) {
     std::vector<Worker> workers(size_t(o.threads));
     std::vector<std::thread> threads;
-    for (int t = 0; t < o.threads; ++t) threads.emplace_back(work, std::cref(sh), std::cref(o), std::ref(workers[size_t(t)]), t);
+    for (int t = 0; t < o.threads; ++t)
+      threads.emplace_back(work, std::cref(sh), std::cref(o), std::ref(workers[size_t(t)]), t);
     for (auto& t : threads) t.join();
     bool runFailed = false;
     for (int t = 0; t < o.threads; ++t) {
@@ -356,7 +423,7 @@ int main(int argc, char** argv) {
   kiln_engine_destroy(sh.engine);
   std::printf("stress: runs=%d threads=%d enqueues=%ld checks=%ld failed_runs=%ld failed_threads=%ld mismatches=%ld "
               "worst_rel_l2=%.3g seconds=%.1f device_used_mib start=%zu end=%zu rss_kib start=%ld end=%ld%s\n",
-              o.runs, o.threads, enqueues, checks, failedRuns, failedThreads, mismatches, worst, seconds, memStart, memEnd,
-              rssStart, rssEnd, o.rebind ? " (rebind)" : "");
+              o.runs, o.threads, enqueues, checks, failedRuns, failedThreads, mismatches, worst, seconds, memStart,
+              memEnd, rssStart, rssEnd, o.rebind ? " (rebind)" : "");
   return failedRuns == 0 ? 0 : 1;
 }

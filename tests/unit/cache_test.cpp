@@ -117,10 +117,14 @@ TEST(Cache, NoDefaultWithoutAHome) {
   EXPECT_NE(err.find("--cache"), std::string::npos) << err;
   setenv("HOME", "/home/someone", 1);
   EXPECT_EQ(defaultCachePath(err), "/home/someone/.local/share/kiln/tune-cache.db");
-  if (!home.empty()) setenv("HOME", home.c_str(), 1);
-  else unsetenv("HOME");
-  if (!xdg.empty()) setenv("XDG_DATA_HOME", xdg.c_str(), 1);
-  else unsetenv("XDG_DATA_HOME");
+  if (!home.empty())
+    setenv("HOME", home.c_str(), 1);
+  else
+    unsetenv("HOME");
+  if (!xdg.empty())
+    setenv("XDG_DATA_HOME", xdg.c_str(), 1);
+  else
+    unsetenv("XDG_DATA_HOME");
 }
 
 // Two processes importing into one fresh cache at the same moment (`kiln cache import` twice):
@@ -165,7 +169,8 @@ TEST(Cache, ConcurrentWriters) {
       std::string e;
       auto c = Cache::open(path, e);
       for (int i = 0; i < 100 && c; ++i)
-        if (!c->store({"m", "", "r" + std::to_string(w) + "_" + std::to_string(i), "env"}, {"ok", "", double(i)}, e)) _exit(1);
+        if (!c->store({"m", "", "r" + std::to_string(w) + "_" + std::to_string(i), "env"}, {"ok", "", double(i)}, e))
+          _exit(1);
       _exit(c ? 0 : 2);
     }
   }

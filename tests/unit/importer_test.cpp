@@ -100,7 +100,8 @@ TEST_F(ImporterFiles, ExternalDataInsideTheFolderIsRead) {
 
 TEST_F(ImporterFiles, ExternalDataLeavingTheFolderIsRefused) {
   const std::string leaves = "a symbolic link on the way leads out of the model's folder";
-  EXPECT_NE(importError(model((root_ / "outside" / "secret.bin").string())).find("must be a relative path"), std::string::npos);
+  EXPECT_NE(importError(model((root_ / "outside" / "secret.bin").string())).find("must be a relative path"),
+            std::string::npos);
   EXPECT_NE(importError(model("../outside/secret.bin")).find("without '..'"), std::string::npos);
   EXPECT_NE(importError(model("data/../../outside/secret.bin")).find("without '..'"), std::string::npos);
   fs::create_symlink(root_ / "outside" / "secret.bin", root_ / "model" / "abs.bin");
@@ -143,7 +144,8 @@ TEST_F(ImporterFiles, ExternalDataMustBeARegularFileOfTheRightSize) {
 
 TEST_F(ImporterFiles, ModelFilesMustBeRegular) {
   std::string e = importError((root_ / "model").string());
-  EXPECT_NE(e.find("cannot read model file '" + (root_ / "model").string() + "': it is a directory"), std::string::npos) << e;
+  EXPECT_NE(e.find("cannot read model file '" + (root_ / "model").string() + "': it is a directory"), std::string::npos)
+      << e;
   e = importError("/dev/zero");
   EXPECT_NE(e.find("it is a character device"), std::string::npos) << e;
 }
@@ -168,7 +170,8 @@ TEST(Importer, DeeplyNestedModelsAreRefused) {
 // op names per context pointer once did, and the tuner's third build crashed on an H100).
 TEST(Importer, FreshContextsOneAfterAnother) {
   const std::string text =
-      "ir_version: 8\nopset_import { version: 17 }\ngraph { node { input: \"x\" input: \"x\" output: \"s\" op_type: \"Add\" } "
+      "ir_version: 8\nopset_import { version: 17 }\ngraph { node { input: \"x\" input: \"x\" output: \"s\" op_type: "
+      "\"Add\" } "
       "node { input: \"s\" output: \"y\" op_type: \"Relu\" } "
       "input { name: \"x\" type { tensor_type { elem_type: 1 shape { dim { dim_value: 2 } } } } } "
       "output { name: \"y\" type { tensor_type { elem_type: 1 shape { dim { dim_value: 2 } } } } } }\n";

@@ -12,7 +12,8 @@ namespace {
 // The planner's definition, written the direct way (quadratic in the buffers alive at once):
 // largest first, each at the lowest aligned offset that no placed buffer alive at the same time
 // overlaps. planMemory must give exactly these offsets.
-kiln::MemoryPlan referencePlan(const std::vector<kiln::BufferRequest> &reqs, int64_t alignment = kiln::kArenaAlignment) {
+kiln::MemoryPlan referencePlan(const std::vector<kiln::BufferRequest> &reqs,
+                               int64_t alignment = kiln::kArenaAlignment) {
   auto alignUp = [&](int64_t v) { return (v + alignment - 1) / alignment * alignment; };
   kiln::MemoryPlan plan;
   plan.offsets.assign(reqs.size(), 0);
@@ -49,8 +50,8 @@ void expectValid(const std::vector<kiln::BufferRequest> &reqs, const kiln::Memor
     EXPECT_LE(plan.offsets[a] + reqs[a].bytes, plan.arenaBytes);
     for (size_t b = a + 1; b < reqs.size(); ++b) {
       bool timeOverlap = !(reqs[a].lastUse < reqs[b].firstUse || reqs[b].lastUse < reqs[a].firstUse);
-      bool addrOverlap = plan.offsets[a] < plan.offsets[b] + reqs[b].bytes &&
-                         plan.offsets[b] < plan.offsets[a] + reqs[a].bytes;
+      bool addrOverlap =
+          plan.offsets[a] < plan.offsets[b] + reqs[b].bytes && plan.offsets[b] < plan.offsets[a] + reqs[a].bytes;
       EXPECT_FALSE(timeOverlap && addrOverlap && reqs[a].bytes && reqs[b].bytes) << a << " vs " << b;
     }
   }

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 namespace fs = std::filesystem;
-using kiln::io::Npz;
 using kiln::io::NpyArray;
+using kiln::io::Npz;
 
 namespace {
 
@@ -48,8 +48,7 @@ NpyArray makeArray(const std::string &descr, std::vector<int64_t> shape, const s
   return a;
 }
 
-template <typename T>
-std::vector<T> valuesOf(const NpyArray &a) {
+template <typename T> std::vector<T> valuesOf(const NpyArray &a) {
   std::vector<T> v(a.data.size() / sizeof(T));
   if (!v.empty()) std::memcpy(v.data(), a.data.data(), v.size() * sizeof(T));
   return v;
@@ -82,7 +81,9 @@ Npz sampleNpz() {
   z.arrays.emplace_back("i8", makeArray<int8_t>("|i1", {2}, {-128, 127}));
   z.arrays.emplace_back("u16", makeArray<uint16_t>("<u2", {2}, {0, 65535}));
   z.arrays.emplace_back("f64", makeArray<double>("<f8", {1}, {3.25}));
-  z.arrays.emplace_back("gr\xC3\xB6\xC3\x9F" "e", makeArray<int16_t>("<i2", {1}, {-7}));  // "größe"
+  z.arrays.emplace_back("gr\xC3\xB6\xC3\x9F"
+                        "e",
+                        makeArray<int16_t>("<i2", {1}, {-7}));  // "größe"
   return z;
 }
 
@@ -113,8 +114,7 @@ void put32(std::vector<uint8_t> &b, size_t off, uint32_t v) {
 // Offset of the i-th central directory header of a comment-less, non-ZIP64 archive.
 size_t centralEntry(const std::vector<uint8_t> &zip, size_t index) {
   size_t off = rd32(zip, zip.size() - 22 + 16);
-  for (size_t i = 0; i < index; ++i)
-    off += 46 + rd16(zip, off + 28) + rd16(zip, off + 30) + rd16(zip, off + 32);
+  for (size_t i = 0; i < index; ++i) off += 46 + rd16(zip, off + 28) + rd16(zip, off + 30) + rd16(zip, off + 32);
   return off;
 }
 
@@ -133,9 +133,8 @@ std::vector<uint8_t> rawNpy(std::string header, const std::vector<uint8_t> &data
 class NpzTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("kiln-npz-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("kiln-npz-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -565,22 +564,40 @@ TEST_F(NpzTest, PatchedDirectoryFields) {
     EXPECT_FALSE(kiln::io::readNpz(path("bad.npz"), back, error)) << message;
     EXPECT_NE(error.find(message), std::string::npos) << "expected '" << message << "' in: " << error;
   };
-  expectError([&](auto &b) { put32(b, cd0 + 20, 0xFFFFFFF0); put32(b, cd0 + 24, 0xFFFFFFF0); },
-              "entry 'x.npy': data extends past the central directory");
+  expectError(
+      [&](auto &b) {
+        put32(b, cd0 + 20, 0xFFFFFFF0);
+        put32(b, cd0 + 24, 0xFFFFFFF0);
+      },
+      "entry 'x.npy': data extends past the central directory");
   expectError([&](auto &b) { put32(b, cd0 + 24, 12345); }, "different compressed and uncompressed sizes");
   expectError([&](auto &b) { put16(b, cd1 + 10, 12); }, "entry 'y.npy': unsupported compression method 12");
   expectError([&](auto &b) { put16(b, cd0 + 8, 1); }, "encrypted");
   expectError([&](auto &b) { put32(b, cd1 + 42, 7); }, "entry 'y.npy': local header not found at offset 7");
   expectError([&](auto &b) { put32(b, cd1 + 42, 0); }, "name in local header differs");
-  expectError([&](auto &b) { put16(b, eocd + 8, 0xFFFE); put16(b, eocd + 10, 0xFFFE); },
-              "central directory too small for 65534 entries");
+  expectError(
+      [&](auto &b) {
+        put16(b, eocd + 8, 0xFFFE);
+        put16(b, eocd + 10, 0xFFFE);
+      },
+      "central directory too small for 65534 entries");
   expectError([&](auto &b) { put32(b, eocd + 16, 0x7FFFFFFF); }, "central directory lies outside the file");
   expectError([&](auto &b) { put16(b, eocd + 4, 1); }, "multi-disk");
   // Entry x claims y's bytes as well: overlapping entries are how zip bombs multiply output.
   uint32_t both = rd32(good, cd1 + 42) + rd32(good, cd1 + 20) + 30 + 5;
-  expectError([&](auto &b) { put32(b, cd0 + 20, both - 35); put32(b, cd0 + 24, both - 35); }, "entries overlap");
+  expectError(
+      [&](auto &b) {
+        put32(b, cd0 + 20, both - 35);
+        put32(b, cd0 + 24, both - 35);
+      },
+      "entries overlap");
   // Two entries that strip to the same array name.
-  expectError([&](auto &b) { b[cd1 + 46] = 'x'; b[rd32(good, cd1 + 42) + 30] = 'x'; }, "duplicate array name 'x'");
+  expectError(
+      [&](auto &b) {
+        b[cd1 + 46] = 'x';
+        b[rd32(good, cd1 + 42) + 30] = 'x';
+      },
+      "duplicate array name 'x'");
 }
 
 TEST_F(NpzTest, RandomCorruptionNeverCrashes) {
@@ -630,8 +647,8 @@ TEST_F(NpzTest, ReadsNumpyFiles) {
     EXPECT_EQ(valuesOf<int16_t>(z.arrays[0].second), want);
   }
   const std::pair<const char *, const char *> rejected[] = {{"bigendian.npy", "big-endian dtype '>f4'"},
-                                                           {"object.npy", "object dtype"},
-                                                           {"complex.npy", "unsupported dtype '<c8'"}};
+                                                            {"object.npy", "object dtype"},
+                                                            {"complex.npy", "unsupported dtype '<c8'"}};
   for (auto [name, message] : rejected) {
     Npz z;
     std::string error;
@@ -699,7 +716,8 @@ np.savez_compressed(os.path.join(sys.argv[1], 'z.npz'), x=np.zeros(100000, np.fl
 // %XX (and '%' itself), and read back as they were.
 TEST_F(NpzTest, EntryNamesAreEscaped) {
   Npz z;
-  const std::vector<std::string> names = {"../../../tmp/x", "/abs", "a\\b", "50%", "esc\x1b[2J", "dense/BiasAdd:0", "plain"};
+  const std::vector<std::string> names = {"../../../tmp/x",  "/abs", "a\\b", "50%", "esc\x1b[2J",
+                                          "dense/BiasAdd:0", "plain"};
   for (const std::string &n : names) z.arrays.emplace_back(n, makeArray<float>("<f4", {1}, {1.0f}));
   std::string error;
   ASSERT_TRUE(kiln::io::writeNpz(path("names.npz"), z, error)) << error;
@@ -719,7 +737,8 @@ TEST_F(NpzTest, EntryNamesAreEscaped) {
 }
 
 // A zip whose one entry is `payload` deflated data declaring `size` uncompressed bytes.
-std::vector<uint8_t> deflatedZip(const std::vector<std::pair<std::string, uint32_t>> &entries, const std::vector<uint8_t> &payload) {
+std::vector<uint8_t> deflatedZip(const std::vector<std::pair<std::string, uint32_t>> &entries,
+                                 const std::vector<uint8_t> &payload) {
   std::vector<uint8_t> body, central;
   auto put = [](std::vector<uint8_t> &b, uint64_t v, int n) {
     for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
@@ -751,15 +770,22 @@ TEST_F(NpzTest, CompressedSizesAreCappedBeforeInflating) {
   Npz z;
   writeBytes(path("big.npz"), deflatedZip({{"x.npy", 3u << 30}}, std::vector<uint8_t>(4 << 20, 0x55)));
   EXPECT_FALSE(kiln::io::readNpz(path("big.npz"), z, error));
-  EXPECT_NE(error.find("entry 'x.npy': inflates to 3221225472 bytes, more than the limit of 1073741824"), std::string::npos) << error;
+  EXPECT_NE(error.find("entry 'x.npy': inflates to 3221225472 bytes, more than the limit of 1073741824"),
+            std::string::npos)
+      << error;
   writeBytes(path("ratio.npz"), deflatedZip({{"x.npy", 1u << 29}}, std::vector<uint8_t>(100, 0x55)));
   EXPECT_FALSE(kiln::io::readNpz(path("ratio.npz"), z, error));
   EXPECT_NE(error.find("more than deflate can encode"), std::string::npos) << error;
-  writeBytes(path("sum.npz"), deflatedZip({{"a.npy", 900u << 20}, {"b.npy", 900u << 20}, {"c.npy", 900u << 20},
-                                           {"d.npy", 900u << 20}, {"e.npy", 900u << 20}},
+  writeBytes(path("sum.npz"), deflatedZip({{"a.npy", 900u << 20},
+                                           {"b.npy", 900u << 20},
+                                           {"c.npy", 900u << 20},
+                                           {"d.npy", 900u << 20},
+                                           {"e.npy", 900u << 20}},
                                           std::vector<uint8_t>(1 << 20, 0x55)));
   EXPECT_FALSE(kiln::io::readNpz(path("sum.npz"), z, error));
-  EXPECT_NE(error.find("compressed entries inflate to more than the limit of 4294967296 bytes in all"), std::string::npos) << error;
+  EXPECT_NE(error.find("compressed entries inflate to more than the limit of 4294967296 bytes in all"),
+            std::string::npos)
+      << error;
 }
 
 TEST_F(NpzTest, NumpyReadsOurFiles) {

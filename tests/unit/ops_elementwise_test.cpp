@@ -27,8 +27,8 @@ ShapeContext shapeContext(const std::vector<const Tensor *> &ins, const Attrs &a
 }
 
 // Evaluates `op`, expecting success, and checks that the shape function agrees with the kernel.
-std::vector<Tensor> run(const std::string &op, const std::vector<const Tensor *> &ins,
-                        const Attrs &attrs = Attrs(), int nout = 1) {
+std::vector<Tensor> run(const std::string &op, const std::vector<const Tensor *> &ins, const Attrs &attrs = Attrs(),
+                        int nout = 1) {
   EvalContext ec{ins, attrs, nout};
   std::vector<Tensor> out;
   auto err = evaluate(op, ec, out);
@@ -48,8 +48,8 @@ std::vector<Tensor> run(const std::string &op, const std::vector<const Tensor *>
 
 // Evaluates `op`, expecting failure from both the kernel and the shape function; returns the
 // kernel's message.
-std::string errorOf(const std::string &op, const std::vector<const Tensor *> &ins,
-                    const Attrs &attrs = Attrs(), int nout = 1) {
+std::string errorOf(const std::string &op, const std::vector<const Tensor *> &ins, const Attrs &attrs = Attrs(),
+                    int nout = 1) {
   EvalContext ec{ins, attrs, nout};
   std::vector<Tensor> out;
   auto err = evaluate(op, ec, out);
@@ -165,7 +165,7 @@ TEST(OpsElementwise, IntegerAddWrapsToDtype) {
 
 TEST(OpsElementwise, ModFollowsDivisorOrDividendSign) {
   Tensor a = ints(DType::I32, {4}, {-4, 7, 5, -7}), b = ints(DType::I32, {4}, {3, -3, 8, 3});
-  expectValues(run("Mod", {&a, &b})[0], {2, -2, 5, 2});  // numpy.mod
+  expectValues(run("Mod", {&a, &b})[0], {2, -2, 5, 2});                                  // numpy.mod
   expectValues(run("Mod", {&a, &b}, attrs({{"fmod", int64_t{1}}}))[0], {-1, 1, 5, -1});  // C fmod
 }
 
@@ -258,8 +258,7 @@ TEST(OpsElementwise, LayerNormalizationOptionalOutputs) {
 
 TEST(OpsElementwise, BatchNormalizationTrainingModeIsRejected) {
   Tensor x = f32({1, 2}, {1, 2}), p = f32({2}, {1, 1});
-  expectContains(errorOf("BatchNormalization", {&x, &p, &p, &p, &p},
-                         attrs({{"training_mode", int64_t{1}}})),
+  expectContains(errorOf("BatchNormalization", {&x, &p, &p, &p, &p}, attrs({{"training_mode", int64_t{1}}})),
                  "training_mode");
   Tensor wrong = f32({3}, {1, 1, 1});
   expectContains(errorOf("BatchNormalization", {&x, &wrong, &p, &p, &p}), "scale must have shape 2");
@@ -312,7 +311,8 @@ TEST(OpsElementwise, ArgMaxSelectLastIndex) {
   EXPECT_EQ(first[0].dtype, DType::I64);
   EXPECT_EQ(first[0].shape, (Shape{2, 1}));
   expectValues(first[0], {1, 0});
-  auto last = run("ArgMax", {&x}, attrs({{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}, {"keepdims", int64_t{0}}}));
+  auto last =
+      run("ArgMax", {&x}, attrs({{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}, {"keepdims", int64_t{0}}}));
   EXPECT_EQ(last[0].shape, (Shape{2}));
   expectValues(last[0], {2, 1});
 }
@@ -370,7 +370,8 @@ TEST(OpsElementwise, DequantizeUsesZeroPointAndScaleDtype) {
   // onnxruntime's quantize_static writes a [1] scale with a scalar zero point: both per tensor.
   Tensor scale1 = f32({1}, {0.5}), zp2 = ints(DType::I8, {2}, {0, 0});
   expectValues(run("DequantizeLinear", {&x, &scale1, &zp})[0], {-63.5, 0.5, 64});
-  expectContains(errorOf("DequantizeLinear", {&x, &scale1, &zp2}), "zero point shape 2 differs from the scale's shape 1");
+  expectContains(errorOf("DequantizeLinear", {&x, &scale1, &zp2}),
+                 "zero point shape 2 differs from the scale's shape 1");
 }
 
 }  // namespace

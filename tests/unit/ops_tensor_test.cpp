@@ -18,8 +18,7 @@ using namespace kiln::ops;
 Tensor f32(Shape s, std::vector<double> v) { return Tensor::fromDoubles(DType::F32, std::move(s), v); }
 Tensor i64(Shape s, std::vector<int64_t> v) { return Tensor::fromInts(DType::I64, std::move(s), v); }
 
-ShapeContext shapeCtx(const std::vector<const Tensor *> &ins, const Attrs &attrs, int nout,
-                      bool withValues) {
+ShapeContext shapeCtx(const std::vector<const Tensor *> &ins, const Attrs &attrs, int nout, bool withValues) {
   ShapeContext sc{{}, {}, attrs, nout};
   for (const Tensor *t : ins) {
     sc.inputs.push_back(t ? TensorType{t->dtype, t->shape} : TensorType{});
@@ -30,8 +29,8 @@ ShapeContext shapeCtx(const std::vector<const Tensor *> &ins, const Attrs &attrs
 
 // Evaluates `op` expecting success, and checks that the shape function (given every input as a
 // constant) agrees with the kernel's results.
-std::vector<Tensor> eval(const std::string &op, const std::vector<const Tensor *> &ins,
-                         const Attrs &attrs = Attrs(), int nout = 1) {
+std::vector<Tensor> eval(const std::string &op, const std::vector<const Tensor *> &ins, const Attrs &attrs = Attrs(),
+                         int nout = 1) {
   EvalContext ec{ins, attrs, nout};
   std::vector<Tensor> out;
   auto err = evaluate(op, ec, out);
@@ -50,8 +49,8 @@ std::vector<Tensor> eval(const std::string &op, const std::vector<const Tensor *
 }
 
 // Expects both the kernel and the shape function to fail; returns the kernel's message.
-std::string evalError(const std::string &op, const std::vector<const Tensor *> &ins,
-                      const Attrs &attrs = Attrs(), int nout = 1) {
+std::string evalError(const std::string &op, const std::vector<const Tensor *> &ins, const Attrs &attrs = Attrs(),
+                      int nout = 1) {
   EvalContext ec{ins, attrs, nout};
   std::vector<Tensor> out;
   auto err = evaluate(op, ec, out);
@@ -74,10 +73,10 @@ bool contains(const std::string &s, const std::string &part) { return s.find(par
 
 TEST(OpsTensor, ConvGroupsPadsStridesBias) {
   // Two groups of one channel each; pads 1, stride 2, a 2x2 kernel.
-  Tensor x = f32({1, 2, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9,  // channel 0
+  Tensor x = f32({1, 2, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9,             // channel 0
                                 10, 11, 12, 13, 14, 15, 16, 17, 18});  // channel 1
-  Tensor w = f32({2, 1, 2, 2}, {1, 1, 1, 1,     // sums the window
-                                1, 0, 0, -1});  // top-left minus bottom-right
+  Tensor w = f32({2, 1, 2, 2}, {1, 1, 1, 1,                            // sums the window
+                                1, 0, 0, -1});                         // top-left minus bottom-right
   Tensor b = f32({2}, {0.5, -1});
   Attrs a;
   a.set("group", int64_t{2});
@@ -122,11 +121,10 @@ TEST(OpsTensor, Im2ColPatchesWithPadding) {
   a.set("strides", std::vector<int64_t>{2, 2});
   a.set("pads", std::vector<int64_t>{1, 1, 0, 0});
   auto y = eval("Im2Col", {&x}, a);
-  expectValues(y[0], {1, 2, 2, 8},
-               {0, 0, 0, 0, 0, 0, 0, 1,        // (0,0): only tap (1,1) is inside → pixel (0,0)
-                0, 0, 0, 0, 10, 11, 20, 21,    // (0,1): taps (1,0), (1,1) → pixels (0,1), (0,2)
-                0, 0, 30, 31, 0, 0, 60, 61,    // (1,0): taps (0,1), (1,1) → pixels (1,0), (2,0)
-                40, 41, 50, 51, 70, 71, 80, 81});  // (1,1): pixels (1,1), (1,2), (2,1), (2,2)
+  expectValues(y[0], {1, 2, 2, 8}, {0,  0,  0,  0,  0,  0,  0,  1,   // (0,0): only tap (1,1) is inside → pixel (0,0)
+                                    0,  0,  0,  0,  10, 11, 20, 21,  // (0,1): taps (1,0), (1,1) → pixels (0,1), (0,2)
+                                    0,  0,  30, 31, 0,  0,  60, 61,  // (1,0): taps (0,1), (1,1) → pixels (1,0), (2,0)
+                                    40, 41, 50, 51, 70, 71, 80, 81});  // (1,1): pixels (1,1), (1,2), (2,1), (2,2)
   a.set("kernel_shape", std::vector<int64_t>{5, 1});
   EXPECT_TRUE(contains(evalError("Im2Col", {&x}, a), "larger than the padded image"));
   a.set("kernel_shape", std::vector<int64_t>{2});
@@ -173,8 +171,8 @@ TEST(OpsTensor, StridedViewByHand) {
 }
 
 TEST(OpsTensor, MatMulBroadcastsBatchDims) {
-  Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4});           // batch (2, 1)
-  Tensor b = f32({3, 2, 1}, {1, 1, 1, 0, 0, 2});        // batch (3)
+  Tensor a = f32({2, 1, 1, 2}, {1, 2, 3, 4});     // batch (2, 1)
+  Tensor b = f32({3, 2, 1}, {1, 1, 1, 0, 0, 2});  // batch (3)
   auto y = eval("MatMul", {&a, &b});
   expectValues(y[0], {2, 3, 1, 1}, {3, 1, 4, 7, 3, 8});
 }
@@ -291,8 +289,7 @@ TEST(OpsTensor, PadReflectEdgeWrap) {
   Tensor pads = i64({4}, {0, 2, 0, 1});  // axis 1: 2 before, 1 after
   Attrs reflect;
   reflect.set("mode", std::string("reflect"));
-  expectValues(eval("Pad", {&data, &pads}, reflect)[0], {2, 6},
-               {3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5});
+  expectValues(eval("Pad", {&data, &pads}, reflect)[0], {2, 6}, {3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5});
   Attrs edge;
   edge.set("mode", std::string("edge"));
   expectValues(eval("Pad", {&data, &pads}, edge)[0], {2, 6}, {1, 1, 1, 2, 3, 3, 4, 4, 4, 5, 6, 6});
@@ -311,8 +308,7 @@ TEST(OpsTensor, ResizeLinearHalfPixel) {
   Attrs a;
   a.set("mode", std::string("linear"));
   auto y = eval("Resize", {&x, nullptr, &scales}, a);
-  expectValues(y[0], {1, 1, 4, 4},
-               {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+  expectValues(y[0], {1, 1, 4, 4}, {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
 }
 
 // The tap tables the GPU kernel reads (compiler/ops/Resize.h) rebuild the evaluator's output.
@@ -323,8 +319,8 @@ TEST(OpsTensor, ResizePlanTapsRebuildTheOutput) {
     SCOPED_TRACE(mode);
     Attrs a;
     a.set("mode", std::string(mode));
-    ShapeContext ctx{{{DType::F32, x.shape}, {DType::Undefined, {}}, {DType::F32, scales.shape}},
-                     {nullptr, nullptr, &scales}, a, 1};
+    ShapeContext ctx{
+        {{DType::F32, x.shape}, {DType::Undefined, {}}, {DType::F32, scales.shape}}, {nullptr, nullptr, &scales}, a, 1};
     ResizePlan p = resizePlan("Resize", ctx);
     Tensor y = eval("Resize", {&x, nullptr, &scales}, a)[0];
     ASSERT_EQ(p.out, y.shape);

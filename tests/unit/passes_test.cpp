@@ -31,7 +31,9 @@ std::vector<kiln::ops::Tensor> randomInputs(mlir::func::FuncOp f, unsigned seed)
     // integers 0/1 (masks, indices).
     bool eightBit = x.dtype == kiln::ops::DType::I8 || x.dtype == kiln::ops::DType::U8;
     for (int64_t i = 0; i < x.size(); ++i)
-      x.set(i, x.isFloating() ? (rng() % 2 ? 1 : -1) * dist(rng) : eightBit ? double(int(rng() % 256) - 128) : double(rng() % 2));
+      x.set(i, x.isFloating() ? (rng() % 2 ? 1 : -1) * dist(rng)
+               : eightBit     ? double(int(rng() % 256) - 128)
+                              : double(rng() % 2));
     inputs.push_back(std::move(x));
   }
   return inputs;
@@ -117,25 +119,31 @@ TEST(FoldBatchNorm, PreservesSemantics) {
 }
 
 TEST(CanonicalizeLinear, PreservesSemantics) {
-  expectSameBeforeAndAfter("passes/canonicalize_linear.mlir", nested([] { return kiln::createCanonicalizeLinear({"gemm.split=on"}); }), 1e-6);
+  expectSameBeforeAndAfter("passes/canonicalize_linear.mlir",
+                           nested([] { return kiln::createCanonicalizeLinear({"gemm.split=on"}); }), 1e-6);
 }
 
 // fp16 storage: within fp16 rounding of the fp32 graph; bf16 within bf16's.
 TEST(Precision, Fp16AndBf16StayCloseToFp32) {
-  expectSameBeforeAndAfter("passes/precision.mlir", nested([] { return kiln::createPrecision({"precision=fp16"}); }), 2e-3);
-  expectSameBeforeAndAfter("passes/precision.mlir", nested([] { return kiln::createPrecision({"precision=bf16"}); }), 1.5e-2);
+  expectSameBeforeAndAfter("passes/precision.mlir", nested([] { return kiln::createPrecision({"precision=fp16"}); }),
+                           2e-3);
+  expectSameBeforeAndAfter("passes/precision.mlir", nested([] { return kiln::createPrecision({"precision=bf16"}); }),
+                           1.5e-2);
   expectSameBeforeAndAfter("passes/precision.mlir",
-                           nested([] { return kiln::createPrecision({"precision=fp16;node.fc2.precision=fp32"}); }), 2e-3);
+                           nested([] { return kiln::createPrecision({"precision=fp16;node.fc2.precision=fp32"}); }),
+                           2e-3);
 }
 
 // Layout changes only where values live: bit-exact.
 TEST(Layout, PreservesSemantics) {
-  expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=implicit"}); }));
+  expectSameBeforeAndAfter("passes/layout.mlir",
+                           nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=implicit"}); }));
 }
 
 // Convolutions as patch matrices times weights: the same sums in another order.
 TEST(Layout, Im2colPreservesSemantics) {
-  expectSameBeforeAndAfter("passes/layout.mlir", nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=im2col"}); }), 1e-6);
+  expectSameBeforeAndAfter("passes/layout.mlir",
+                           nested([] { return kiln::createLayout({"layout.conv=nhwc;conv.algo=im2col"}); }), 1e-6);
 }
 
 TEST(LowerEinsum, PreservesSemantics) {
@@ -143,7 +151,8 @@ TEST(LowerEinsum, PreservesSemantics) {
 }
 
 TEST(SplitRecurrent, PreservesSemantics) {
-  expectSameBeforeAndAfter("passes/split_recurrent.mlir", nested([] { return kiln::createSplitRecurrent(); }), 1e-6);  // (XP is rounded to f32)
+  expectSameBeforeAndAfter("passes/split_recurrent.mlir", nested([] { return kiln::createSplitRecurrent(); }),
+                           1e-6);  // (XP is rounded to f32)
 }
 
 // A tree of Sums adds in another order (float32 rounding); Max/Min: exact.
@@ -181,8 +190,10 @@ TEST(Fusion, PreservesSemantics) {
 
 // The whole compile pipeline on the layout test (precision, layout, fusion together).
 TEST(CompilePipeline, Fp16CloseToFp32) {
-  expectSameBeforeAndAfter("passes/layout.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, "precision=fp16"); }, 2e-3);
-  expectSameBeforeAndAfter("passes/fusion.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, ""); }, 1e-6);
+  expectSameBeforeAndAfter(
+      "passes/layout.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, "precision=fp16"); }, 2e-3);
+  expectSameBeforeAndAfter(
+      "passes/fusion.mlir", [](mlir::OpPassManager &pm) { kiln::buildCompilePipeline(pm, ""); }, 1e-6);
 }
 
 // QDQ → QuantizedMatMul: integer sums scaled once per column instead of dequantized operands
@@ -191,7 +202,8 @@ TEST(LowerQuantizedOps, PreservesSemantics) {
   // DynamicQuantizeLinear's ops and the integer products' float forms give the same values (up to
   // float rounding of the moved scales); the Q/DQ forms of requantizing ops may land a value on a
   // rounding boundary one 8-bit step away.
-  expectSameBeforeAndAfter("passes/lower_quantized_ops.mlir", nested([] { return kiln::createLowerQuantizedOps(); }), 1e-2);
+  expectSameBeforeAndAfter("passes/lower_quantized_ops.mlir", nested([] { return kiln::createLowerQuantizedOps(); }),
+                           1e-2);
 }
 
 TEST(LowerQdq, PreservesSemantics) {
@@ -216,13 +228,14 @@ void expectQuantizedArithmetic(const char *precision, double qmax, double (*quan
   ASSERT_TRUE(before);
   mlir::OwningOpRef<mlir::ModuleOp> after = before->clone();
   mlir::PassManager pm(&ctx);
-  pm.addNestedPass<mlir::func::FuncOp>(kiln::createQuantizeProducts(
-      {std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_products.calib", "", std::string("precision=") + precision}));
+  pm.addNestedPass<mlir::func::FuncOp>(
+      kiln::createQuantizeProducts({std::string(KILN_SOURCE_DIR) + "/tests/lit/passes/Inputs/quantize_products.calib",
+                                    "", std::string("precision=") + precision}));
   ctx.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });  // the remark
   ASSERT_TRUE(mlir::succeeded(pm.run(*after)));
   auto f = before->lookupSymbol<mlir::func::FuncOp>("matmul"), g = after->lookupSymbol<mlir::func::FuncOp>("matmul");
   auto w = [](int k, int c) { return c == 0 ? 0.5 - k * 0.0625 : ((k % 5) - 2) * 2.0; };  // the lit test's [16, 2]
-  const double ws[2] = {0.5 / qmax, 4.0 / qmax}, sa = 2.0 / qmax;  // calibrated amax of x: 2
+  const double ws[2] = {0.5 / qmax, 4.0 / qmax}, sa = 2.0 / qmax;                         // calibrated amax of x: 2
   for (unsigned seed : {1u, 2u, 3u}) {
     std::vector<kiln::ops::Tensor> in = randomInputs(f, seed), fp32, q;
     ASSERT_FALSE(kiln::evaluateFunction(f, in, fp32));
@@ -246,9 +259,11 @@ void expectQuantizedArithmetic(const char *precision, double qmax, double (*quan
 
 TEST(QuantizeProducts, ComputesQuantizedArithmetic) {
   // (x clamps at -128, weights at ±127; the calibrated x stays inside, so ±127 serves both)
-  expectQuantizedArithmetic("int8", 127, [](double v) { return std::clamp(double(std::nearbyint(float(v))), -127.0, 127.0); }, 0.05);
+  expectQuantizedArithmetic(
+      "int8", 127, [](double v) { return std::clamp(double(std::nearbyint(float(v))), -127.0, 127.0); }, 0.05);
   // (e4m3 keeps 3 mantissa bits: each value within 1/16 relative, sums of 16 such cancel partly)
-  expectQuantizedArithmetic("fp8", 448, [](double v) { return kiln::ops::roundToE4M3(v); }, 0.15);
+  expectQuantizedArithmetic(
+      "fp8", 448, [](double v) { return kiln::ops::roundToE4M3(v); }, 0.15);
 }
 
 }  // namespace

@@ -157,7 +157,9 @@ TEST_F(FilesTest, ReadsRegularFilesOnly) {
   ASSERT_TRUE(readFile(path("f"), out, error)) << error;
   EXPECT_EQ(out, "hello");
   EXPECT_FALSE(readFile(path("f"), out, error, "model file", 4));
-  EXPECT_NE(error.find("cannot read model file '" + path("f") + "': it has 5 bytes, more than the limit of 4"), std::string::npos) << error;
+  EXPECT_NE(error.find("cannot read model file '" + path("f") + "': it has 5 bytes, more than the limit of 4"),
+            std::string::npos)
+      << error;
   EXPECT_FALSE(readFile(dir_.string(), out, error, "engine file"));
   EXPECT_NE(error.find("it is a directory, not a regular file"), std::string::npos) << error;
   EXPECT_FALSE(readFile("/dev/zero", out, error));
@@ -175,9 +177,14 @@ TEST(Text, EscapesControlCharactersOnly) {
   EXPECT_EQ(printable("plain /model/conv1:0"), "plain /model/conv1:0");
   EXPECT_EQ(printable("a\x1b[2Jb"), "a\\x1b[2Jb");
   EXPECT_EQ(printable("bell\x07 del\x7f"), "bell\\x07 del\\x7f");
-  EXPECT_EQ(printable("gr\xC3\xB6\xC3\x9F" "e \xE2\x86\x92"), "gr\xC3\xB6\xC3\x9F" "e \xE2\x86\x92");  // UTF-8 stays
-  EXPECT_EQ(printable("c1 \xC2\x9B" "31m"), "c1 \\xc2\\x9b31m");  // CSI as a C1 character
-  EXPECT_EQ(printable("bad \xFF\xC3"), "bad \\xff\\xc3");          // not UTF-8
+  EXPECT_EQ(printable("gr\xC3\xB6\xC3\x9F"
+                      "e \xE2\x86\x92"),
+            "gr\xC3\xB6\xC3\x9F"
+            "e \xE2\x86\x92");  // UTF-8 stays
+  EXPECT_EQ(printable("c1 \xC2\x9B"
+                      "31m"),
+            "c1 \\xc2\\x9b31m");                           // CSI as a C1 character
+  EXPECT_EQ(printable("bad \xFF\xC3"), "bad \\xff\\xc3");  // not UTF-8
   EXPECT_EQ(printable("two\nlines\tx"), "two\nlines\tx");
   EXPECT_EQ(printableLine("two\nlines\tx"), "two\\nlines\\tx");
 }
@@ -187,10 +194,12 @@ TEST(Text, PrintableBufEscapesWholeLines) {
   {
     PrintableBuf buf(sink.rdbuf());
     std::ostream os(&buf);
-    os << "name '" << "\xC3";   // a UTF-8 character split between two writes
+    os << "name '"
+       << "\xC3";  // a UTF-8 character split between two writes
     os.flush();
     EXPECT_EQ(sink.str(), "");  // (held until the line is complete)
-    os << "\xB6\x1b[31m'\n" << "tail";
+    os << "\xB6\x1b[31m'\n"
+       << "tail";
     os.flush();
     EXPECT_EQ(sink.str(), "name '\xC3\xB6\\x1b[31m'\n");
     buf.flushAll();
@@ -215,7 +224,8 @@ TEST(Pattern, LinearTimeAndBounded) {
   EXPECT_FALSE(p.fullMatch(std::string(Pattern::kMaxSubjectBytes + 1, 'a'), error));
   EXPECT_NE(error.find("a name of 4097 bytes is longer than the 4096"), std::string::npos) << error;
   EXPECT_FALSE(p.compile(std::string(50000, '(') + "x" + std::string(50000, ')'), error));
-  EXPECT_NE(error.find("regular expression of 100001 bytes is longer than the limit of 4096"), std::string::npos) << error;
+  EXPECT_NE(error.find("regular expression of 100001 bytes is longer than the limit of 4096"), std::string::npos)
+      << error;
   EXPECT_FALSE(p.compile("gemm\\.tile=(", error));
   EXPECT_NE(error.find("invalid regular expression"), std::string::npos) << error;
   EXPECT_FALSE(p.valid());

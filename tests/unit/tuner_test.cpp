@@ -156,7 +156,7 @@ TEST(Accuracy, MetricsJsonRoundTrip) {
   std::vector<Constraint> tight;
   std::string err;
   ASSERT_TRUE(parseConstraints("max_abs<=1e-6", tight, err));
-  EXPECT_EQ(violations(tight, {{"logits", x}}).size(), 1u);  // max_abs 0.0625 > 1e-6
+  EXPECT_EQ(violations(tight, {{"logits", x}}).size(), 1u);           // max_abs 0.0625 > 1e-6
   EXPECT_FALSE(metricsFromJson("{\"logits\": {\"cos\": 1}}", back));  // a metric missing
   EXPECT_FALSE(metricsFromJson("not json", back));
 }

@@ -9,10 +9,22 @@
 #include <cstdint>
 #include <string>
 
-KILN_KNOB(kPrecision, {"precision", {"fp32", "fp16", "bf16", "int8", "fp8"}, "fp32", "fuzz", kiln::knobs::Tier::Fast,
-                       "tools/fuzz", "precision", {"MatMul", "Conv", "Gemm"}});
-KILN_KNOB(kTile, {"gemm.tile", {"auto", "128x128", "64x128", "64x64"}, "auto", "fuzz", kiln::knobs::Tier::Mixed, "tools/fuzz",
-                  "tile", {"MatMul", "Gemm"}});
+KILN_KNOB(kPrecision, {"precision",
+                       {"fp32", "fp16", "bf16", "int8", "fp8"},
+                       "fp32",
+                       "fuzz",
+                       kiln::knobs::Tier::Fast,
+                       "tools/fuzz",
+                       "precision",
+                       {"MatMul", "Conv", "Gemm"}});
+KILN_KNOB(kTile, {"gemm.tile",
+                  {"auto", "128x128", "64x128", "64x64"},
+                  "auto",
+                  "fuzz",
+                  kiln::knobs::Tier::Mixed,
+                  "tools/fuzz",
+                  "tile",
+                  {"MatMul", "Gemm"}});
 KILN_KNOB(kEpilogue, {"fusion.epilogue", {"on", "off"}, "on", "fuzz", kiln::knobs::Tier::Fast, "tools/fuzz"});
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -21,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string expression = text.substr(0, nl);
   std::vector<kiln::knobs::NodeRef> nodes;
   static const char *const kOps[] = {"MatMul", "Conv", "Relu", "Gemm"};
-  for (size_t pos = nl == std::string::npos ? text.size() : nl + 1, k = 0; pos < text.size() && nodes.size() < 64; ++k) {
+  for (size_t pos = nl == std::string::npos ? text.size() : nl + 1, k = 0; pos < text.size() && nodes.size() < 64;
+       ++k) {
     size_t end = text.find('\n', pos);
     if (end == std::string::npos) end = text.size();
     nodes.push_back({text.substr(pos, end - pos), kOps[k % 4]});

@@ -84,7 +84,8 @@ Runner addCacheCommand(CLI::App &app) {
     int64_t n = 0;
     bool ok = a == "merge" ? cache->merge(*arg, n, err) : cache->gc(KILN_VERSION, n, err);
     if (!ok) return fail(err);
-    std::printf(a == "merge" ? "merged %lld measurements\n" : "deleted %lld measurements of other kiln versions\n", (long long)n);
+    std::printf(a == "merge" ? "merged %lld measurements\n" : "deleted %lld measurements of other kiln versions\n",
+                (long long)n);
     return 0;
   };
 }

@@ -97,8 +97,8 @@ Runner addCalibrateCommand(CLI::App &app) {
     }
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
-    mlir::func::FuncOp f =
-        lowerForEvaluation(*opts, ctx, [](mlir::OpPassManager &pm) { buildCalibrationPipeline(pm, ""); }, lowered);
+    mlir::func::FuncOp f = lowerForEvaluation(
+        *opts, ctx, [](mlir::OpPassManager &pm) { buildCalibrationPipeline(pm, ""); }, lowered);
     if (!f) return 2;
     // The activation operands of convolutions and matrix products, as the int8 pass sees them.
     std::map<std::string, quant::RangeCollector> ranges;
@@ -120,7 +120,8 @@ Runner addCalibrateCommand(CLI::App &app) {
         return 2;
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "calibrate: batch %zu/%zu (%s), %.1f s\n", i + 1, files.size(), support::printableLine(files[i]).c_str(), secs);
+      std::fprintf(stderr, "calibrate: batch %zu/%zu (%s), %.1f s\n", i + 1, files.size(),
+                   support::printableLine(files[i]).c_str(), secs);
     }
     quant::CalibrationTable table;
     table.kilnVersion = KILN_VERSION;
@@ -134,12 +135,14 @@ Runner addCalibrateCommand(CLI::App &app) {
       return 2;
     }
     if (*json) {
-      std::cout << jsonText(nlohmann::json{{"calibration", *out}, {"method", table.method}, {"batches", table.batches},
+      std::cout << jsonText(nlohmann::json{{"calibration", *out},
+                                           {"method", table.method},
+                                           {"batches", table.batches},
                                            {"ranges", table.ranges.size()}})
                 << "\n";
     } else {
-      std::printf("wrote %s: %zu activation ranges (%s) from %zu batches\n", support::printableLine(*out).c_str(), table.ranges.size(),
-                  table.method.c_str(), files.size());
+      std::printf("wrote %s: %zu activation ranges (%s) from %zu batches\n", support::printableLine(*out).c_str(),
+                  table.ranges.size(), table.method.c_str(), files.size());
     }
     return 0;
   };

@@ -58,15 +58,18 @@ Runner addCheckCommand(CLI::App &app) {
   auto seed = std::make_shared<uint32_t>(1);
   auto json = std::make_shared<bool>(false);
   cmd->add_option("engine", *path, "Engine file (.kiln)")->required();
-  auto *onnx = cmd->add_option("--onnx", model->model, "Reference: this model on kiln's CPU evaluator (double precision)");
-  auto *refOpt = cmd->add_option("--reference", *ref, "Reference outputs (.npz by output name; may hold the inputs too)");
+  auto *onnx =
+      cmd->add_option("--onnx", model->model, "Reference: this model on kiln's CPU evaluator (double precision)");
+  auto *refOpt =
+      cmd->add_option("--reference", *ref, "Reference outputs (.npz by output name; may hold the inputs too)");
   onnx->excludes(refOpt);
   cmd->add_option("--shapes", model->shapes, "Input shapes of the --onnx model, as for compile");
   model->addExternalFlag(*cmd);
   cmd->add_option("--inputs", *in, "Inputs (.npz by input name; default: the reference file's, else random)");
-  cmd->add_option("--accuracy", *accuracy,
-                  "Constraints, e.g. 'cos>=0.9995,max_abs<=0.05' or 'logits:top1>=1' (default by the engine's precision: "
-                  "fp32 rel_l2<=1e-4; fp16/bf16/TF32 rel_l2<=1e-2,cos>=0.999)");
+  cmd->add_option(
+      "--accuracy", *accuracy,
+      "Constraints, e.g. 'cos>=0.9995,max_abs<=0.05' or 'logits:top1>=1' (default by the engine's precision: "
+      "fp32 rel_l2<=1e-4; fp16/bf16/TF32 rel_l2<=1e-2,cos>=0.999)");
   cmd->add_option("--atol", *atol, "Absolute tolerance of the l0 metric")->capture_default_str();
   cmd->add_option("--rtol", *rtol, "Relative tolerance of the l0 metric")->capture_default_str();
   cmd->add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
@@ -97,10 +100,12 @@ Runner addCheckCommand(CLI::App &app) {
     std::string inputsFrom = *in;
     bool refHasInputs = !r->inputs().empty();
     for (const auto &t : r->inputs())
-      refHasInputs = refHasInputs && std::any_of(refTensors.begin(), refTensors.end(), [&](auto &x) { return x.name == t.name; });
+      refHasInputs =
+          refHasInputs && std::any_of(refTensors.begin(), refTensors.end(), [&](auto &x) { return x.name == t.name; });
     if (inputsFrom.empty() && refHasInputs) inputsFrom = *ref;
     if (!ref->empty() && inputsFrom.empty() && !r->inputs().empty()) {
-      std::cerr << "kiln: error: " << *ref << " holds no inputs: pass the inputs the reference was computed on with --inputs\n";
+      std::cerr << "kiln: error: " << *ref
+                << " holds no inputs: pass the inputs the reference was computed on with --inputs\n";
       return 2;
     }
     if (!loadInputs(*r, inputsFrom, *seed, inputs, err) || !r->run(outputs, err)) {
@@ -121,27 +126,29 @@ Runner addCheckCommand(CLI::App &app) {
     for (const auto &o : outputs) {
       auto it = std::find_if(want.begin(), want.end(), [&](auto &x) { return x.name == o.name; });
       if (it == want.end() || tuner::numElements(it->shape) != tuner::numElements(o.shape)) {
-        std::cerr << "kiln: error: the reference has " << (it == want.end() ? "no output" : "a different shape for output")
-                  << " '" << o.name << "'\n";
+        std::cerr << "kiln: error: the reference has "
+                  << (it == want.end() ? "no output" : "a different shape for output") << " '" << o.name << "'\n";
         return 2;
       }
       metrics.push_back({o.name, tuner::compare(o, *it, *atol, *rtol)});
     }
     std::vector<std::string> bad = tuner::violations(constraints, metrics);
     if (*json) {
-      nlohmann::json j = {{"engine", *path}, {"device", r->deviceName()}, {"route", route}, {"passed", bad.empty()},
-                          {"violations", bad}, {"outputs", nlohmann::json::object()}};
+      nlohmann::json j = {{"engine", *path},       {"device", r->deviceName()}, {"route", route},
+                          {"passed", bad.empty()}, {"violations", bad},         {"outputs", nlohmann::json::object()}};
       for (auto &[name, m] : metrics)
-        j["outputs"][name] = {{"max_abs", m.maxAbs}, {"max_rel", m.maxRel}, {"l0", m.l0}, {"rel_l2", m.relL2},
-                              {"cos", m.cos}, {"top1", m.top1}, {"nan_mismatch", m.nanMismatch}};
+        j["outputs"][name] = {
+            {"max_abs", m.maxAbs}, {"max_rel", m.maxRel},          {"l0", m.l0}, {"rel_l2", m.relL2}, {"cos", m.cos},
+            {"top1", m.top1},      {"nan_mismatch", m.nanMismatch}};
       std::cout << jsonText(j) << "\n";
     } else {
-      std::printf("engine %s on %s, route '%s', reference: %s\n", support::printableLine(*path).c_str(), support::printableLine(r->deviceName()).c_str(),
-                  support::printableLine(route).c_str(), support::printableLine(model->model.empty() ? *ref : model->model + " (CPU evaluator)").c_str());
+      std::printf("engine %s on %s, route '%s', reference: %s\n", support::printableLine(*path).c_str(),
+                  support::printableLine(r->deviceName()).c_str(), support::printableLine(route).c_str(),
+                  support::printableLine(model->model.empty() ? *ref : model->model + " (CPU evaluator)").c_str());
       std::printf("%-24s %11s %11s %9s %11s %10s %6s\n", "output", "max_abs", "max_rel", "l0", "rel_l2", "cos", "top1");
       for (auto &[name, m] : metrics)
-        std::printf("%-24s %11.3e %11.3e %9.5f %11.3e %10.7f %6s\n", support::printableLine(name).c_str(), m.maxAbs, m.maxRel, m.l0, m.relL2, m.cos,
-                    m.top1 < 0 ? "-" : std::to_string(m.top1).substr(0, 5).c_str());
+        std::printf("%-24s %11.3e %11.3e %9.5f %11.3e %10.7f %6s\n", support::printableLine(name).c_str(), m.maxAbs,
+                    m.maxRel, m.l0, m.relL2, m.cos, m.top1 < 0 ? "-" : std::to_string(m.top1).substr(0, 5).c_str());
       for (auto &b : bad) std::printf("FAIL %s\n", support::printableLine(b).c_str());
       std::printf("%s\n", bad.empty() ? "PASSED" : "FAILED");
     }

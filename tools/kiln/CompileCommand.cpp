@@ -112,18 +112,26 @@ Runner addCompileCommand(CLI::App &app) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const codegen::BuildStats &s = r.stats;
     if (*json) {
-      nlohmann::json j = {{"engine", *out}, {"bytes", r.engine.size()}, {"arch", *arch}, {"route", bo.route.canonical()},
-                          {"launches", s.launches}, {"kernels", s.uniqueKernels}, {"cache_hits", s.cacheHits},
-                          {"compiled", s.compiled}, {"arena_bytes", s.arenaBytes}, {"weights_bytes", s.weightsBytes},
-                          {"compile_seconds", s.compileSeconds}, {"total_seconds", secs}};
+      nlohmann::json j = {{"engine", *out},
+                          {"bytes", r.engine.size()},
+                          {"arch", *arch},
+                          {"route", bo.route.canonical()},
+                          {"launches", s.launches},
+                          {"kernels", s.uniqueKernels},
+                          {"cache_hits", s.cacheHits},
+                          {"compiled", s.compiled},
+                          {"arena_bytes", s.arenaBytes},
+                          {"weights_bytes", s.weightsBytes},
+                          {"compile_seconds", s.compileSeconds},
+                          {"total_seconds", secs}};
       std::cout << jsonText(j) << "\n";
     } else {
-      std::printf("wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
-                  "arena %s, weights %s, %.1f s in all\n",
-                  support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(), support::printableLine(bo.route.canonical()).c_str(),
-                  s.launches, s.uniqueKernels,
-                  s.cacheHits, s.compiled, s.compileSeconds, humanBytes(s.arenaBytes).c_str(),
-                  humanBytes(s.weightsBytes).c_str(), secs);
+      std::printf(
+          "wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
+          "arena %s, weights %s, %.1f s in all\n",
+          support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(),
+          support::printableLine(bo.route.canonical()).c_str(), s.launches, s.uniqueKernels, s.cacheHits, s.compiled,
+          s.compileSeconds, humanBytes(s.arenaBytes).c_str(), humanBytes(s.weightsBytes).c_str(), secs);
     }
     return 0;
   };

@@ -46,7 +46,8 @@ std::map<std::string, NodeResult> recordNodes(mlir::func::FuncOp f, const std::v
     if (it != nodes.end() && (type == "Cast" || it->second.op != "Cast")) return;
     NodeResult r{type, results[0].f, {}};
     for (mlir::Value v : op->getOperands())
-      if (mlir::Operation *d = v.getDefiningOp(); d && !mlir::isa<ConstantOp, NoneOp>(d)) r.inputs.push_back(nodeName(d));
+      if (mlir::Operation *d = v.getDefiningOp(); d && !mlir::isa<ConstantOp, NoneOp>(d))
+        r.inputs.push_back(nodeName(d));
     if (it == nodes.end()) order.push_back(name);
     nodes[name] = std::move(r);
   };
@@ -108,12 +109,12 @@ Runner addDebugCommand(CLI::App &app) {
     // The two graphs: fp32 (the canonical graph the compile pipeline starts from) and the route's.
     mlir::MLIRContext ctxA, ctxB;
     codegen::ModelBuild loweredA, loweredB;
-    mlir::func::FuncOp a = lowerForEvaluation(*opts, ctxA, [&](mlir::OpPassManager &pm) {
-      buildPrecisionPipeline(pm, "");
-    }, loweredA);
-    mlir::func::FuncOp b = a ? lowerForEvaluation(*opts, ctxB, [&](mlir::OpPassManager &pm) {
-      buildPrecisionPipeline(pm, route.canonical());
-    }, loweredB) : nullptr;
+    mlir::func::FuncOp a = lowerForEvaluation(
+        *opts, ctxA, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, ""); }, loweredA);
+    mlir::func::FuncOp b =
+        a ? lowerForEvaluation(
+                *opts, ctxB, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, route.canonical()); }, loweredB)
+          : nullptr;
     if (!a || !b) return 2;
     std::vector<std::string> orderA, orderB;
     auto ref = recordNodes(a, in, orderA, error);
@@ -178,8 +179,8 @@ Runner addDebugCommand(CLI::App &app) {
         std::printf("\nfirst node that drifts: '%s' (%s), rel L2 %.3g, its inputs within %.3g\n", first->node.c_str(),
                     first->op.c_str(), first->err, *tolerance);
         for (size_t k = 1; k < roots.size(); ++k)
-          std::printf("drifts too, its inputs within %.3g: '%s' (%s), rel L2 %.3g\n", *tolerance, roots[k]->node.c_str(),
-                      roots[k]->op.c_str(), roots[k]->err);
+          std::printf("drifts too, its inputs within %.3g: '%s' (%s), rel L2 %.3g\n", *tolerance,
+                      roots[k]->node.c_str(), roots[k]->op.c_str(), roots[k]->err);
         std::printf("keep %s in fp32: --route '%s'\n", roots.size() > 1 ? "them" : "it", fix.c_str());
       } else {
         std::printf("\nno node drifts beyond %.3g\n", *tolerance);

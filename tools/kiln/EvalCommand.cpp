@@ -21,7 +21,8 @@
 namespace kiln::cli {
 
 Runner addEvalCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("eval", "Run a model on the CPU reference evaluator (after a route's passes or int8 QDQ)");
+  auto *cmd =
+      app.add_subcommand("eval", "Run a model on the CPU reference evaluator (after a route's passes or int8 QDQ)");
   auto opts = std::make_shared<ModelOptions>();
   auto inputs = std::make_shared<std::string>(), outputs = std::make_shared<std::string>();
   auto routeText = std::make_shared<std::string>(), calib = std::make_shared<std::string>();
@@ -32,7 +33,8 @@ Runner addEvalCommand(CLI::App &app) {
   cmd->add_option("--outputs", *outputs, "Write the outputs here (.npz)");
   cmd->add_option("--route", *routeText, "Evaluate the graph the compile pipeline makes for this route");
   cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as for compile)");
-  cmd->add_option("--calib", *calib, "Calibration file for the route's int8/fp8 products (kiln calibrate), as for compile");
+  cmd->add_option("--calib", *calib,
+                  "Calibration file for the route's int8/fp8 products (kiln calibrate), as for compile");
   cmd->add_option("--keep-float", *keepFloat, "With --calib: products whose node name matches this regex stay float");
   auto checkInputs = std::make_shared<std::string>();
   cmd->add_option("--check-inputs", *checkInputs, "fp16 routes: the range check's inputs, as for compile");
@@ -61,12 +63,15 @@ Runner addEvalCommand(CLI::App &app) {
       }
     mlir::MLIRContext ctx;
     codegen::ModelBuild lowered;
-    mlir::func::FuncOp f = lowerForEvaluation(*opts, ctx, [&](mlir::OpPassManager &pm) {
-      if (*importOnly)
-        buildImportCleanupPipeline(pm);
-      else
-        buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat, *checkInputs});
-    }, lowered);
+    mlir::func::FuncOp f = lowerForEvaluation(
+        *opts, ctx,
+        [&](mlir::OpPassManager &pm) {
+          if (*importOnly)
+            buildImportCleanupPipeline(pm);
+          else
+            buildCompilePipeline(pm, route.canonical(), {}, {*calib, *keepFloat, *checkInputs});
+        },
+        lowered);
     if (!f) return 2;
     std::vector<tuner::HostTensor> in, out;
     if (!tuner::readTensors(*inputs, in, error)) {  // (the message names the file)
@@ -84,11 +89,13 @@ Runner addEvalCommand(CLI::App &app) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto &t : out) {
       std::vector<double> head;
-      for (int64_t i = 0; i < std::min<int64_t>(4, tuner::numElements(t.shape)); ++i) head.push_back(tuner::elementAsDouble(t, i));
+      for (int64_t i = 0; i < std::min<int64_t>(4, tuner::numElements(t.shape)); ++i)
+        head.push_back(tuner::elementAsDouble(t, i));
       if (*json) {
         j.push_back({{"name", t.name}, {"dtype", tuner::dtypeName(t.dtype)}, {"shape", t.shape}, {"first", head}});
       } else {
-        std::printf("output %-24s %-8s %s:", support::printableLine(t.name).c_str(), tuner::dtypeName(t.dtype).c_str(), ops::shapeString(t.shape).c_str());
+        std::printf("output %-24s %-8s %s:", support::printableLine(t.name).c_str(), tuner::dtypeName(t.dtype).c_str(),
+                    ops::shapeString(t.shape).c_str());
         for (double v : head) std::printf(" %g", v);
         std::printf(" ...\n");
       }

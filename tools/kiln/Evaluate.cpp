@@ -42,7 +42,8 @@ bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &i
                    const ResultObserver &onResults) {
   std::vector<ops::Tensor> in, out;
   for (const tuner::HostTensor &want : modelInputs(f)) {
-    auto it = std::find_if(inputs.begin(), inputs.end(), [&](const tuner::HostTensor &t) { return t.name == want.name; });
+    auto it =
+        std::find_if(inputs.begin(), inputs.end(), [&](const tuner::HostTensor &t) { return t.name == want.name; });
     if (it == inputs.end()) {
       error = "no value for the model's input '" + want.name + "'";
       return false;

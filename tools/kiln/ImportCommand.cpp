@@ -23,7 +23,8 @@ Runner addImportCommand(CLI::App &app) {
   opts->add(*cmd);
   cmd->add_option("--route", *route, "Run the compile pipeline for this build route (\"\" for the default route)")
       ->each([routeSet](const std::string &) { *routeSet = true; });
-  cmd->add_flag("--no-cleanup", *noFold, "Print the IR as imported (folded while importing), before the cleanup pipeline");
+  cmd->add_flag("--no-cleanup", *noFold,
+                "Print the IR as imported (folded while importing), before the cleanup pipeline");
   cmd->add_flag("--locations", *debugInfo, "Print node names (locations)");
   cmd->add_option("--elide-constants", *elide, "Print constants above this many elements as elided (0: print all)");
   return [=]() -> int {

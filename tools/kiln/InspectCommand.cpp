@@ -26,13 +26,23 @@ static std::string shapeText(const std::vector<int64_t> &s) {
 // kiln's product kernels are named kiln_<kind>_<type tag>_<hash> (codegen/kernels/KernelUtil.h).
 static std::string productPrecision(const rt::EngineDesc &d, const rt::Launch &l) {
   if (l.kind == rt::Launch::Kind::Gemm)
-    return l.gemm.abType == 10 ? "fp16" : l.gemm.abType == 16 ? "bf16" : l.gemm.abType == 17 ? "fp8" : l.gemm.tf32 ? "tf32" : "fp32";
+    return l.gemm.abType == 10   ? "fp16"
+           : l.gemm.abType == 16 ? "bf16"
+           : l.gemm.abType == 17 ? "fp8"
+           : l.gemm.tf32         ? "tf32"
+                                 : "fp32";
   if (l.kind != rt::Launch::Kind::Kernel) return "";
   const std::string &e = d.kernels[size_t(l.kernel)].entry;
   for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_", "kiln_attn_"}) {
     if (e.rfind(kind, 0) != 0) continue;
-    std::string tag = e.substr(std::string(kind).size(), e.find('_', std::string(kind).size()) - std::string(kind).size());
-    return tag == "s8" || tag == "u8" ? "int8" : tag == "e4m3" ? "fp8" : tag == "f16" ? "fp16" : tag == "bf16" ? "bf16" : tag == "f32" ? "fp32" : tag;
+    std::string tag =
+        e.substr(std::string(kind).size(), e.find('_', std::string(kind).size()) - std::string(kind).size());
+    return tag == "s8" || tag == "u8" ? "int8"
+           : tag == "e4m3"            ? "fp8"
+           : tag == "f16"             ? "fp16"
+           : tag == "bf16"            ? "bf16"
+           : tag == "f32"             ? "fp32"
+                                      : tag;
   }
   return "";
 }
@@ -63,17 +73,29 @@ Runner addInspectCommand(CLI::App &app) {
     for (auto &l : d.launches) l.kind == rt::Launch::Kind::Copy ? ++copies : launchesPerNode[l.node]++;
     if (*json) {
       nlohmann::json io = nlohmann::json::array();
-      for (auto &t : d.io) io.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"is_input", t.isInput}});
+      for (auto &t : d.io)
+        io.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"is_input", t.isInput}});
       nlohmann::json kernels = nlohmann::json::array();
       for (auto &k : d.kernels) kernels.push_back({{"entry", k.entry}, {"node", k.node}, {"module", k.module}});
       std::map<std::string, int> products;  // launches of matrix products / convolutions per precision
       for (auto &l : d.launches)
         if (auto p = productPrecision(d, l); !p.empty()) products[p]++;
-      nlohmann::json j = {{"engine", *path}, {"bytes", bytes.size()}, {"kiln_version", d.kilnVersion},
-                          {"arch", d.arch}, {"route", d.route}, {"environment", d.environment}, {"io", io},
-                          {"kernels", kernels}, {"launches", d.launches.size()}, {"copies", copies}, {"product_precisions", products},
-                          {"arena_bytes", d.arenaBytes}, {"weights_bytes", d.weights.size()},
-                          {"cubin_bytes", cubin}, {"ptx_bytes", ptx}, {"cuda_graph", d.cudaGraph},
+      nlohmann::json j = {{"engine", *path},
+                          {"bytes", bytes.size()},
+                          {"kiln_version", d.kilnVersion},
+                          {"arch", d.arch},
+                          {"route", d.route},
+                          {"environment", d.environment},
+                          {"io", io},
+                          {"kernels", kernels},
+                          {"launches", d.launches.size()},
+                          {"copies", copies},
+                          {"product_precisions", products},
+                          {"arena_bytes", d.arenaBytes},
+                          {"weights_bytes", d.weights.size()},
+                          {"cubin_bytes", cubin},
+                          {"ptx_bytes", ptx},
+                          {"cuda_graph", d.cudaGraph},
                           {"gemm_search", d.gemmSearch}};
       std::cout << jsonText(j) << "\n";
       return 0;
@@ -92,29 +114,31 @@ Runner addInspectCommand(CLI::App &app) {
                   shapeText(t.shape).c_str());
     std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
                 humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);
-    std::printf("memory:   arena %s, weights %s\n", humanBytes(d.arenaBytes).c_str(), humanBytes(d.weights.size()).c_str());
+    std::printf("memory:   arena %s, weights %s\n", humanBytes(d.arenaBytes).c_str(),
+                humanBytes(d.weights.size()).c_str());
     std::printf("runtime:  CUDA graph %s, cuBLASLt algorithms %s\n", d.cudaGraph ? "on" : "off",
                 d.gemmSearch ? "timed at context creation" : "the heuristic's first");
     std::printf("\n%-5s %-32s %-9s %s\n", "#", "node", "precision", "kernel");
     int i = 0;
     for (auto &l : d.launches) {
       if (l.kind == rt::Launch::Kind::Copy) {
-        std::printf("%-5d %-32s %-9s copy %llu bytes\n", i++, cell(l.node).c_str(), "", static_cast<unsigned long long>(l.bytes));
+        std::printf("%-5d %-32s %-9s copy %llu bytes\n", i++, cell(l.node).c_str(), "",
+                    static_cast<unsigned long long>(l.bytes));
         continue;
       }
       if (l.kind == rt::Launch::Kind::Gemm) {
         const rt::GemmCall &g = l.gemm;
         std::string batch = std::to_string(g.batch);
         if (g.pointerBatch()) batch += " (address arrays, " + shapeText(g.batchDims) + ")";
-        std::printf("%-5d %-32s %-9s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %s epilogue %d\n", i++,
-                    cell(l.node).c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n, (long long)g.k,
-                    batch.c_str(), g.epilogue);
+        std::printf("%-5d %-32s %-9s cuBLASLt matmul %lldx%lldx%lld (column-major m x n x k) batch %s epilogue %d\n",
+                    i++, cell(l.node).c_str(), productPrecision(d, l).c_str(), (long long)g.m, (long long)g.n,
+                    (long long)g.k, batch.c_str(), g.epilogue);
         continue;
       }
       const auto &k = d.kernels[l.kernel];
-      std::printf("%-5d %-32s %-9s %s grid %ux%ux%u block %u\n", i++, cell(l.node).c_str(), text(productPrecision(d, l)).c_str(),
-                  cell(k.entry).c_str(), l.grid[0],
-                  l.grid[1], l.grid[2], l.block[0] * l.block[1] * l.block[2]);
+      std::printf("%-5d %-32s %-9s %s grid %ux%ux%u block %u\n", i++, cell(l.node).c_str(),
+                  text(productPrecision(d, l)).c_str(), cell(k.entry).c_str(), l.grid[0], l.grid[1], l.grid[2],
+                  l.block[0] * l.block[1] * l.block[2]);
     }
     return 0;
   };

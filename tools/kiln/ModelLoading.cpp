@@ -21,8 +21,7 @@ namespace kiln::cli {
 
 void ModelOptions::add(CLI::App &cmd) {
   cmd.add_option("model", model, "ONNX model (.onnx, or text format .onnxtxt)")->required();
-  cmd.add_option("--shapes", shapes,
-                 "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's)");
+  cmd.add_option("--shapes", shapes, "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's)");
   cmd.add_option("--constant-inputs", constantInputs,
                  "Bind graph inputs to these values at build time (.npz, arrays named after the inputs): they "
                  "become constants (an If on them folds to its branch) and leave the engine's I/O table");
@@ -85,8 +84,7 @@ bool parseRoute(const std::string &route, const std::string &precision, knobs::R
   }
   if (precision.empty()) return true;
   const knobs::KnobDef *p = knobs::findKnob("precision");
-  if (route.find("precision") != std::string::npos && out.values().count("precision") &&
-      out.get(*p) != precision) {
+  if (route.find("precision") != std::string::npos && out.values().count("precision") && out.get(*p) != precision) {
     error = "--precision " + precision + " contradicts the route's precision=" + out.get(*p);
     return false;
   }
@@ -106,7 +104,9 @@ std::string parseTarget(const std::string &arch, target::GpuTarget &out) {
   return "";
 }
 
-std::string jsonText(const nlohmann::json &j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string jsonText(const nlohmann::json &j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string humanBytes(int64_t b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -147,12 +147,13 @@ bool checkCalibration(const std::string &calib, const std::string &model, std::s
 }
 
 bool checkQuantOptions(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
-                      const std::string &model, std::string &error) {
+                       const std::string &model, std::string &error) {
   bool quantizes = routeQuantizes(route);
   if (quantizes && calib.empty())
     error = "precision int8/fp8 needs --calib FILE (made by `kiln calibrate` for this model)";
   else if (!quantizes && !calib.empty())
-    error = "--calib applies to int8 and fp8: add --precision int8|fp8 (or node.<name>.precision=int8|fp8 to the route)";
+    error =
+        "--calib applies to int8 and fp8: add --precision int8|fp8 (or node.<name>.precision=int8|fp8 to the route)";
   else if (!keepFloat.empty() && calib.empty())
     error = "--keep-float applies to --calib";
   else if (!calib.empty())

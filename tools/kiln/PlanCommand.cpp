@@ -40,7 +40,7 @@ struct GpuCheck {
   std::string arch, route;
   size_t launches = 0;
   std::vector<std::pair<std::string, std::string>> refused;  // node, reason
-  std::string error;                                           // a failure that names no node
+  std::string error;                                         // a failure that names no node
 };
 
 static GpuCheck checkGpu(const ModelOptions &opts, const std::string &arch, const knobs::Route &route) {
@@ -80,8 +80,10 @@ static GpuCheck checkGpu(const ModelOptions &opts, const std::string &arch, cons
     if (line.rfind("  ", 0) != 0) continue;
     line = line.substr(2);
     size_t colon = line.find("): ");
-    if (colon == std::string::npos) g.refused.push_back({line, ""});
-    else g.refused.push_back({line.substr(0, colon + 1), line.substr(colon + 3)});
+    if (colon == std::string::npos)
+      g.refused.push_back({line, ""});
+    else
+      g.refused.push_back({line.substr(0, colon + 1), line.substr(colon + 3)});
   }
   if (g.refused.empty()) g.error = e;
   return g;
@@ -91,24 +93,28 @@ static GpuCheck checkGpu(const ModelOptions &opts, const std::string &arch, cons
 static void printPlan(const std::string &model, const ModelPlan &p) {
   auto text = [](const std::string &s) { return support::printableLine(s); };
   std::printf("model: %s\n", text(model).c_str());
-  for (auto &r : p.inputs) std::printf("  input  %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
-  for (auto &r : p.outputs) std::printf("  output %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
+  for (auto &r : p.inputs)
+    std::printf("  input  %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
+  for (auto &r : p.outputs)
+    std::printf("  output %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
   std::printf("\n%-28s %7s %14s %7s\n", "op", "count", "FLOPs", "share");
   for (auto &[name, s] : p.ops)
     std::printf("%-28s %7lld %14s %6.1f%%\n", text(name).c_str(), static_cast<long long>(s.count),
-                humanCount(static_cast<double>(s.flops)).c_str(),
-                p.totalFlops ? 100.0 * s.flops / p.totalFlops : 0.0);
+                humanCount(static_cast<double>(s.flops)).c_str(), p.totalFlops ? 100.0 * s.flops / p.totalFlops : 0.0);
   std::printf("%-28s %7lld %14s\n\n", "total", static_cast<long long>(p.totalOps),
               humanCount(static_cast<double>(p.totalFlops)).c_str());
-  std::printf("weights:            %lld tensors, %s\n", static_cast<long long>(p.weightCount), humanBytes(p.weightBytes).c_str());
+  std::printf("weights:            %lld tensors, %s\n", static_cast<long long>(p.weightCount),
+              humanBytes(p.weightBytes).c_str());
   std::printf("activations:        %s in all\n", humanBytes(p.activationBytes).c_str());
-  std::printf("peak activations:   %s (program order, inputs and outputs included)\n", humanBytes(p.peakActivationBytes).c_str());
-  std::printf("activation arena:   %s (planned: intermediates, liveness-based reuse)\n", humanBytes(p.arenaBytes).c_str());
+  std::printf("peak activations:   %s (program order, inputs and outputs included)\n",
+              humanBytes(p.peakActivationBytes).c_str());
+  std::printf("activation arena:   %s (planned: intermediates, liveness-based reuse)\n",
+              humanBytes(p.arenaBytes).c_str());
   if (!p.unsupported.empty()) {
     std::printf("\nunsupported: %zu node(s)\n", p.unsupported.size());
     for (auto &u : p.unsupported)
-      std::printf("  %-24s %s%s%s: %s\n", text(u.name).c_str(), text(u.domain).c_str(), u.domain.empty() ? "" : "::",
-                  text(u.opType).c_str(), text(u.reason).c_str());
+      std::printf("  %-24s %s%s%s: %s\n", text(u.name).c_str(), text(u.domain).c_str(),
+                  u.domain.empty() ? "" : "::", text(u.opType).c_str(), text(u.reason).c_str());
     if (!p.complete) std::printf("  (sizes and FLOPs downstream of these nodes are unknown)\n");
   }
 }
@@ -163,8 +169,8 @@ Runner addPlanCommand(CLI::App &app) {
       if (gpu.ran) {
         nlohmann::json refused = nlohmann::json::array();
         for (auto &[node, reason] : gpu.refused) refused.push_back({{"node", node}, {"reason", reason}});
-        j["gpu"] = {{"arch", gpu.arch}, {"route", gpu.route}, {"buildable", gpuOk}, {"launches", gpu.launches},
-                    {"refused", refused}, {"error", gpu.error}};
+        j["gpu"] = {{"arch", gpu.arch},         {"route", gpu.route}, {"buildable", gpuOk},
+                    {"launches", gpu.launches}, {"refused", refused}, {"error", gpu.error}};
       }
       std::cout << jsonText(j) << "\n";
     } else {

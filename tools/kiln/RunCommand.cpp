@@ -72,7 +72,8 @@ Runner addRunCommand(CLI::App &app) {
   auto json = std::make_shared<bool>(false), profile = std::make_shared<bool>(false);
   cmd->add_option("engine", *path, "Engine file (.kiln)")->required();
   cmd->add_option("--inputs", *in, "Inputs (.npz with one array per input name; default: random)");
-  cmd->add_option("--outputs", *out, "Write the inputs and outputs of one run here (.npz; `kiln check --reference` reads it)");
+  cmd->add_option("--outputs", *out,
+                  "Write the inputs and outputs of one run here (.npz; `kiln check --reference` reads it)");
   cmd->add_option("--warmup", *warmup, "Untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--iterations", *iterations, "Timed runs")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
@@ -100,10 +101,16 @@ Runner addRunCommand(CLI::App &app) {
     int64_t batch = r->inputs().empty() || r->inputs()[0].shape.empty() ? 1 : r->inputs()[0].shape[0];
     double throughput = t.median() > 0 ? batch * 1000.0 / t.median() : 0;
     if (*json) {
-      nlohmann::json j = {{"engine", *path}, {"device", r->deviceName()}, {"route", r->route()},
-                          {"iterations", *iterations}, {"warmup", *warmup},
-                          {"latency_ms", {{"median", t.median()}, {"p90", t.p90()}, {"min", t.min()}, {"max", t.max()}, {"mean", t.mean()}}},
-                          {"throughput_per_s", throughput}, {"batch", batch}};
+      nlohmann::json j = {
+          {"engine", *path},
+          {"device", r->deviceName()},
+          {"route", r->route()},
+          {"iterations", *iterations},
+          {"warmup", *warmup},
+          {"latency_ms",
+           {{"median", t.median()}, {"p90", t.p90()}, {"min", t.min()}, {"max", t.max()}, {"mean", t.mean()}}},
+          {"throughput_per_s", throughput},
+          {"batch", batch}};
       if (*profile) {
         nlohmann::json l = nlohmann::json::array();
         for (auto &x : launches) l.push_back({{"node", x.node}, {"kernel", x.kernel}, {"ms", x.ms}});
@@ -112,7 +119,8 @@ Runner addRunCommand(CLI::App &app) {
       std::cout << jsonText(j) << "\n";
       return 0;
     }
-    std::printf("engine:     %s on %s, route '%s'\n", support::printableLine(*path).c_str(), support::printableLine(r->deviceName()).c_str(), support::printableLine(r->route()).c_str());
+    std::printf("engine:     %s on %s, route '%s'\n", support::printableLine(*path).c_str(),
+                support::printableLine(r->deviceName()).c_str(), support::printableLine(r->route()).c_str());
     std::printf("latency:    median %.3f ms, p90 %.3f, min %.3f, max %.3f, mean %.3f (%d runs after %d warm-up)\n",
                 t.median(), t.p90(), t.min(), t.max(), t.mean(), *iterations, *warmup);
     std::printf("throughput: %.1f samples/s (batch %lld)\n", throughput, static_cast<long long>(batch));
@@ -125,11 +133,14 @@ Runner addRunCommand(CLI::App &app) {
         byKind[k].first += x.ms, byKind[k].second++;
       }
       std::printf("\nprofile: %zu launches, %.3f ms launched one by one\n", launches.size(), total);
-      for (auto &[k, v] : byKind) std::printf("  %-20s %4d launches %9.3f ms %5.1f%%\n", support::printableLine(k).c_str(), v.second, v.first, 100 * v.first / total);
+      for (auto &[k, v] : byKind)
+        std::printf("  %-20s %4d launches %9.3f ms %5.1f%%\n", support::printableLine(k).c_str(), v.second, v.first,
+                    100 * v.first / total);
       std::vector<tuner::LaunchTime> top = launches;
       std::sort(top.begin(), top.end(), [](auto &a, auto &b) { return a.ms > b.ms; });
       for (size_t i = 0; i < top.size() && i < 15; ++i)
-        std::printf("  %9.3f ms  %-28s %s\n", top[i].ms, support::printableLine(top[i].kernel).c_str(), support::printableLine(top[i].node).c_str());
+        std::printf("  %9.3f ms  %-28s %s\n", top[i].ms, support::printableLine(top[i].kernel).c_str(),
+                    support::printableLine(top[i].node).c_str());
     }
     return 0;
   };

@@ -50,7 +50,8 @@ std::vector<int> parseDevices(const std::string &text, std::string &error) {
 
 // Settings from a YAML file; flags given on the command line win (applied afterwards by CLI11's
 // order: the config is read first, then only unset options take its values).
-bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &devices, CLI::App &cmd, std::string &error) {
+bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &devices, CLI::App &cmd,
+                 std::string &error) {
   std::string text;
   if (!support::readFile(path, text, error, "config file", uint64_t(1) << 20)) return false;
   try {
@@ -59,8 +60,9 @@ bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &de
       error = path + ": expected a mapping of settings";
       return false;
     }
-    static const char *known[] = {"model", "route", "search", "accuracy", "cache", "reference", "inputs", "output", "arch", "calib",
-                                  "shapes", "devices", "max_candidates", "warmup", "iterations", "timeout", "time_budget"};
+    static const char *known[] = {"model",          "route",  "search",     "accuracy", "cache",      "reference",
+                                  "inputs",         "output", "arch",       "calib",    "shapes",     "devices",
+                                  "max_candidates", "warmup", "iterations", "timeout",  "time_budget"};
     for (auto it = y.begin(); it != y.end(); ++it) {
       std::string k = it->first.as<std::string>();
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) {
@@ -98,10 +100,12 @@ bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &de
 }  // namespace
 
 Runner addTuneCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("tune", "Search build routes for the fastest engine that meets an accuracy constraint");
+  auto *cmd =
+      app.add_subcommand("tune", "Search build routes for the fastest engine that meets an accuracy constraint");
   auto o = std::make_shared<tuner::TuneOptions>();
   auto devices = std::make_shared<std::string>("0"), config = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false), resume = std::make_shared<bool>(false), noRead = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false), resume = std::make_shared<bool>(false),
+       noRead = std::make_shared<bool>(false);
   cmd->add_option("model", o->model, "ONNX model");
   cmd->add_option("--route", o->routeExpression, "Route expression: KNOB-REGEX=VALUE-REGEX;... (`kiln knobs MODEL`)");
   cmd->add_option("--search", o->search, "fast | mixed | full")->capture_default_str();
@@ -116,7 +120,8 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_flag("--allow-external-outside", o->allowExternalOutside,
                 "Read the model's external data outside its folder too (as for compile)");
   cmd->add_option("--devices", *devices, "GPUs to measure on, one worker each (e.g. 0,1)")->capture_default_str();
-  cmd->add_option("--max-candidates", o->maxCandidates, "Refuse a full search with more candidates")->capture_default_str();
+  cmd->add_option("--max-candidates", o->maxCandidates, "Refuse a full search with more candidates")
+      ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed runs per candidate")->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Timed runs per candidate")->capture_default_str();
   cmd->add_option("--timeout", o->timeoutSeconds, "Seconds a candidate's measurement may take")->capture_default_str();
@@ -176,12 +181,15 @@ Runner addTuneCommand(CLI::App &app) {
         const int width = 24;
         int filled = p.total ? int(width * std::min(p.done, p.total) / p.total) : 0;
         char eta[32] = "?";
-        if (p.etaSeconds >= 0) std::snprintf(eta, sizeof eta, "%d:%02d", int(p.etaSeconds) / 60, int(p.etaSeconds) % 60);
+        if (p.etaSeconds >= 0)
+          std::snprintf(eta, sizeof eta, "%d:%02d", int(p.etaSeconds) / 60, int(p.etaSeconds) % 60);
         char best[64] = "none yet";
         if (p.bestMs > 0) std::snprintf(best, sizeof best, "%.3f ms", p.bestMs);
         bar = "[" + std::string(size_t(filled), '#') + std::string(size_t(width - filled), '.') + "] " +
               std::to_string(p.done) + "/" + std::to_string(p.total) + "  failed " + std::to_string(p.failed) +
-              "  best " + best + (p.bestRoute.empty() ? "" : " (" + support::printableLine(p.bestRoute.substr(0, 40)) + ")") + "  ETA " + eta;
+              "  best " + best +
+              (p.bestRoute.empty() ? "" : " (" + support::printableLine(p.bestRoute.substr(0, 40)) + ")") + "  ETA " +
+              eta;
         std::fprintf(stderr, "\r\033[K%s", bar.c_str());
         std::fflush(stderr);
       };
@@ -195,33 +203,41 @@ Runner addTuneCommand(CLI::App &app) {
     }
     if (o->dryRun) {
       if (*json) {
-        std::cout << nlohmann::json{{"model", o->model}, {"search", o->search}, {"candidates", r.planned},
-                                    {"count", r.planned.size()}, {"note", r.plannedNote},
-                                    {"estimated_seconds", r.estimatedSeconds}}
+        std::cout << nlohmann::json{{"model", o->model},       {"search", o->search},
+                                    {"candidates", r.planned}, {"count", r.planned.size()},
+                                    {"note", r.plannedNote},   {"estimated_seconds", r.estimatedSeconds}}
                          .dump(2)
                   << "\n";
       } else {
-        std::printf("%zu candidates (%s), roughly %.0f s to measure:\n", r.planned.size(), r.plannedNote.c_str(), r.estimatedSeconds);
+        std::printf("%zu candidates (%s), roughly %.0f s to measure:\n", r.planned.size(), r.plannedNote.c_str(),
+                    r.estimatedSeconds);
         for (auto &p : r.planned) std::printf("  %s\n", p.empty() ? "(default route)" : p.c_str());
       }
       return 0;
     }
-    double baseMs = r.base >= 0 && r.results[size_t(r.base)].m.status == "ok" ? r.results[size_t(r.base)].m.medianMs : 0;
+    double baseMs =
+        r.base >= 0 && r.results[size_t(r.base)].m.status == "ok" ? r.results[size_t(r.base)].m.medianMs : 0;
     if (*json) {
-      nlohmann::json j = {{"model", o->model}, {"environment", r.environment}, {"search", o->search},
-                          {"interrupted", r.interrupted}, {"seconds", r.seconds}, {"candidates", nlohmann::json::array()}};
+      nlohmann::json j = {{"model", o->model},    {"environment", r.environment},
+                          {"search", o->search},  {"interrupted", r.interrupted},
+                          {"seconds", r.seconds}, {"candidates", nlohmann::json::array()}};
       for (auto &c : r.results) {
         nlohmann::json m = c.m.metrics.empty() ? nlohmann::json() : nlohmann::json::parse(c.m.metrics, nullptr, false);
-        j["candidates"].push_back({{"route", c.route}, {"status", c.m.status}, {"reason", c.m.reason},
-                                   {"median_ms", c.m.medianMs}, {"p90_ms", c.m.p90Ms}, {"min_ms", c.m.minMs},
+        j["candidates"].push_back({{"route", c.route},
+                                   {"status", c.m.status},
+                                   {"reason", c.m.reason},
+                                   {"median_ms", c.m.medianMs},
+                                   {"p90_ms", c.m.p90Ms},
+                                   {"min_ms", c.m.minMs},
                                    {"speedup", baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0},
-                                   {"from_cache", c.fromCache}, {"metrics", m}});
+                                   {"from_cache", c.fromCache},
+                                   {"metrics", m}});
       }
       j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
       std::cout << jsonText(j) << "\n";
     } else {
-      std::printf("\n%-52s %-12s %10s %8s %10s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2", "worst cos",
-                  "max abs");
+      std::printf("\n%-52s %-12s %10s %8s %10s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2",
+                  "worst cos", "max abs");
       for (size_t i = 0; i < r.results.size(); ++i) {
         const auto &c = r.results[i];
         double l2 = 0, cos = 1, maxAbs = 0;
@@ -231,13 +247,16 @@ Runner addTuneCommand(CLI::App &app) {
             l2 = std::max(l2, v.value("rel_l2", 0.0)), cos = std::min(cos, v.value("cos", 1.0)),
             maxAbs = std::max(maxAbs, v.value("max_abs", 0.0));
         std::string route = c.route.empty() ? "(default route)" : c.route;
-        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(), support::printableLine(c.m.status).c_str(), c.m.medianMs,
-                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, maxAbs, c.fromCache ? "  (cache)" : "",
-                    int(i) == r.best ? "  <- best" : "");
+        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(),
+                    support::printableLine(c.m.status).c_str(), c.m.medianMs,
+                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, maxAbs,
+                    c.fromCache ? "  (cache)" : "", int(i) == r.best ? "  <- best" : "");
       }
       if (r.best >= 0)
-        std::printf("\nbest: '%s' %.3f ms\n", support::printableLine(r.results[size_t(r.best)].route).c_str(), r.results[size_t(r.best)].m.medianMs);
-      else std::printf("\nno candidate built, ran and met the accuracy constraint\n");
+        std::printf("\nbest: '%s' %.3f ms\n", support::printableLine(r.results[size_t(r.best)].route).c_str(),
+                    r.results[size_t(r.best)].m.medianMs);
+      else
+        std::printf("\nno candidate built, ran and met the accuracy constraint\n");
       if (r.interrupted) std::printf("interrupted: every result so far is in the cache; run again to continue\n");
     }
     return r.best >= 0 ? 0 : 1;

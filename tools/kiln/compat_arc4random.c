@@ -4,7 +4,6 @@
 
 uint32_t arc4random(void) {
   uint32_t v = 0;
-  while (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
-  }
+  while (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {}
   return v;
 }

@@ -111,7 +111,7 @@ KILN_API const char* kiln_engine_io_name(const kiln_engine* engine, int32_t i);
 KILN_API kiln_dtype kiln_engine_io_dtype(const kiln_engine* engine, int32_t i);
 KILN_API int32_t kiln_engine_io_rank(const kiln_engine* engine, int32_t i);
 KILN_API const int64_t* kiln_engine_io_shape(const kiln_engine* engine, int32_t i); /* rank dims */
-KILN_API int32_t kiln_engine_io_is_input(const kiln_engine* engine, int32_t i);    /* 1 or 0 */
+KILN_API int32_t kiln_engine_io_is_input(const kiln_engine* engine, int32_t i);     /* 1 or 0 */
 
 /* The GPU architecture the engine was built for, e.g. "sm_90", and its build route (the
  * canonical "knob=value;..." text; "" for the default route). NULL for a NULL engine. */
@@ -130,15 +130,14 @@ KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** out
 /* Declares the shape of an input. Engines have static shapes, so `dims` must equal the engine's
  * shape; the call exists so that applications written for dynamic shapes work unchanged.
  * Errors: INVALID_ARGUMENT (unknown name, not an input, NULL dims with rank > 0), SHAPE. */
-KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const char* name,
-                                                  const int64_t* dims, int32_t rank);
+KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const char* name, const int64_t* dims,
+                                                  int32_t rank);
 
 /* Binds an input or output tensor to device memory (a CUdeviceptr / cudaMalloc pointer of at
  * least the tensor's byte size, aligned to its element size). NULL unbinds. The memory must stay
  * valid until the enqueued work that uses it has finished.
  * Errors: INVALID_ARGUMENT (unknown name, misaligned pointer). */
-KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, const char* name,
-                                                     void* device_ptr);
+KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, const char* name, void* device_ptr);
 
 /* Enqueues one execution on `cuda_stream` (a CUstream / cudaStream_t; NULL is the legacy default
  * stream) and returns without waiting. Reading the outputs needs the stream synchronized.
