@@ -1,5 +1,7 @@
 #include "codegen/kernels/KernelUtil.h"
 
+#include "compiler/support/Hash.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,20 +10,9 @@
 
 namespace kiln::codegen::kernels {
 
-uint64_t contentHash(const std::string &s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 KernelLaunch finalizeKernel(const std::string &kind, const std::string &source) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(contentHash(source)));
   KernelLaunch k;
-  k.entry = "kiln_" + kind + "_" + hex;
+  k.entry = "kiln_" + kind + "_" + support::hex64(support::hash64(source));
   const std::string key = "KILN_ENTRY";
   std::string out;
   out.reserve(source.size() + 32);

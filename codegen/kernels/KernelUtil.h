@@ -23,9 +23,6 @@ using target::isFloatType;
 using target::numElementsOf;
 using target::storageTypeName;
 
-// 64-bit FNV-1a of `s`: stable across runs, platforms and compilers.
-uint64_t contentHash(const std::string &s);
-
 // Replaces every `KILN_ENTRY` in `source` by `kiln_<kind>_<16 hex digits>` and fills `entry`
 // and `source` of the result.
 KernelLaunch finalizeKernel(const std::string &kind, const std::string &source);

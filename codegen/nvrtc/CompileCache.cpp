@@ -1,6 +1,9 @@
 #include "codegen/nvrtc/CompileCache.h"
 
 #include "compiler/support/Files.h"
+#include "compiler/support/Hash.h"
+
+#include "llvm/Support/Endian.h"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -22,55 +25,28 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'N', 'V', 'C', '\x01'};
 constexpr uint32_t kHeaderSize = 64;
-// Seed of the second key hash stored inside an entry (any constant other than the FNV basis).
-constexpr uint64_t kCheckSeed = 0x9e3779b97f4a7c15ull;
 // Upper bound on one entry's payload; anything larger is treated as corrupt.
 constexpr uint64_t kMaxPayload = 1ull << 32;
 
+// Little-endian fields (LLVM Support's endian helpers).
 void putU32(std::string &b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  char x[4];
+  llvm::support::endian::write32le(x, v);
+  b.append(x, 4);
 }
 void putU64(std::string &b, uint64_t v) {
-  for (int i = 0; i < 8; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  char x[8];
+  llvm::support::endian::write64le(x, v);
+  b.append(x, 8);
 }
-uint32_t getU32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t getU64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
+uint32_t getU32(const unsigned char *p) { return llvm::support::endian::read32le(p); }
+uint64_t getU64(const unsigned char *p) { return llvm::support::endian::read64le(p); }
 void putField(std::string &b, const std::string &s) {
   putU64(b, s.size());
   b += s;
 }
 
 }  // namespace
-
-uint64_t hash64(const void *data, size_t size, uint64_t seed) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint64_t h = seed;
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  // Finalizer (SplitMix64): FNV-1a's low bits mix poorly for short inputs.
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string CompileCache::defaultDirectory() {
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/kiln/nvrtc";
@@ -136,11 +112,11 @@ std::string CompileCache::keyMaterial(const std::string &source, const std::stri
 
 uint64_t CompileCache::key(const std::string &source, const std::string &name, const std::string &arch,
                            const CompileOptions &options) {
-  return hash64(keyMaterial(source, name, arch, options));
+  return support::hash128(keyMaterial(source, name, arch, options)).low;
 }
 
 std::string CompileCache::entryPath(uint64_t key) const {
-  return enabled_ ? dir_ + "/" + hex64(key) + ".kcubin" : std::string();
+  return enabled_ ? dir_ + "/" + support::hex64(key) + ".kcubin" : std::string();
 }
 
 bool CompileCache::readEntry(uint64_t key, uint64_t check, CompileOutput &out) {
@@ -175,7 +151,7 @@ bool CompileCache::readEntry(uint64_t key, uint64_t check, CompileOutput &out) {
   if (cubinSize > kMaxPayload || ptxSize > kMaxPayload || logSize > kMaxPayload ||
       kHeaderSize + cubinSize + ptxSize + logSize != data.size())
     return corrupt();
-  if (hash64(data.data() + kHeaderSize, data.size() - kHeaderSize) != getU64(p + 56)) return corrupt();
+  if (support::hash64(data.data() + kHeaderSize, data.size() - kHeaderSize) != getU64(p + 56)) return corrupt();
   if (cubinSize < 4 || std::memcmp(data.data() + kHeaderSize,
                                    "\x7f"
                                    "ELF",
@@ -192,8 +168,8 @@ bool CompileCache::readEntry(uint64_t key, uint64_t check, CompileOutput &out) {
 bool CompileCache::lookup(const std::string &source, const std::string &name, const std::string &arch,
                           const CompileOptions &options, CompileOutput &out) {
   if (!enabled_) return false;
-  std::string m = keyMaterial(source, name, arch, options);
-  if (readEntry(hash64(m), hash64(m, kCheckSeed), out)) {
+  support::Hash128 h = support::hash128(keyMaterial(source, name, arch, options));
+  if (readEntry(h.low, h.high, out)) {
     hits_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -210,8 +186,7 @@ bool CompileCache::store(const std::string &source, const std::string &name, con
   };
   if (!enabled_) return fail(whyDisabled_);
   if (!out.ok() || out.cubin.empty()) return fail("only successful compiles are cached");
-  std::string m = keyMaterial(source, name, arch, options);
-  uint64_t k = hash64(m);
+  support::Hash128 h = support::hash128(keyMaterial(source, name, arch, options));
 
   std::string payload;
   payload.reserve(out.cubin.size() + out.ptx.size() + out.log.size());
@@ -221,17 +196,17 @@ bool CompileCache::store(const std::string &source, const std::string &name, con
   std::string entry(kMagic, sizeof kMagic);
   putU32(entry, kCompileCacheFormat);
   putU32(entry, kHeaderSize);
-  putU64(entry, k);
-  putU64(entry, hash64(m, kCheckSeed));
+  putU64(entry, h.low);
+  putU64(entry, h.high);
   putU64(entry, out.cubin.size());
   putU64(entry, out.ptx.size());
   putU64(entry, out.log.size());
-  putU64(entry, hash64(payload));
+  putU64(entry, support::hash64(payload));
   entry += payload;
 
   // Written beside the entry and renamed over it, so concurrent readers never see a partial one.
   std::string why;
-  if (!support::writeFileAtomically(entryPath(k), entry, why)) return fail(why);
+  if (!support::writeFileAtomically(entryPath(h.low), entry, why)) return fail(why);
   stores_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -1,7 +1,7 @@
 // On-disk cache of NVRTC outputs (cubin + PTX + log), so rebuilding an engine, or tuning many
 // routes that share kernels, compiles each distinct kernel once per machine.
 //
-// Key: a 64-bit hash (kiln::codegen::hash64, below) over length-prefixed fields
+// Key: the low 64 bits of support::hash128 (XXH3-128, compiler/support/Hash.h) over length-prefixed fields
 //   cache format version, NVRTC version and library fingerprint (nvrtcFingerprint), arch, kernel
 //   name, the exact NVRTC option list, how PTX was produced, source.
 // A different NVRTC, option or kiln cache format therefore means a miss, never a wrong hit.
@@ -15,9 +15,9 @@
 //   [8,12)  u32 format version (kCompileCacheFormat)
 //   [12,16) u32 header size (64)
 //   [16,24) u64 key hash (must equal the file name's key)
-//   [24,32) u64 hash64 of the key material with a different seed (guards against collisions)
+//   [24,32) u64 the high 64 bits of that hash (an independent check: guards against collisions)
 //   [32,40) u64 cubin size   [40,48) u64 PTX size   [48,56) u64 log size
-//   [56,64) u64 hash64 of the payload
+//   [56,64) u64 support::hash64 of the payload
 //   payload: cubin bytes, PTX text, log text; the file size must equal 64 + the three sizes.
 // Anything that does not match (truncated file, bad magic/version/size/checksum, other key) is a
 // corrupt entry: a miss, and the next store replaces it.
@@ -42,17 +42,7 @@
 namespace kiln::codegen {
 
 // Bump when the entry layout or the key material changes.
-constexpr uint32_t kCompileCacheFormat = 1;
-
-// 64-bit FNV-1a (offset basis 0xcbf29ce484222325, prime 0x100000001b3) over the bytes, starting
-// from `seed` instead of the offset basis when one is given, followed by a SplitMix64-style
-// finalizer (xor-shift-multiply) so that nearby inputs spread over all 64 bits. Stable across
-// platforms and releases: it names files on disk and de-duplicates sources.
-uint64_t hash64(const void *data, size_t size, uint64_t seed = 0xcbf29ce484222325ull);
-inline uint64_t hash64(const std::string &s, uint64_t seed = 0xcbf29ce484222325ull) {
-  return hash64(s.data(), s.size(), seed);
-}
-std::string hex64(uint64_t v);  // 16 lower-case hex digits
+constexpr uint32_t kCompileCacheFormat = 2;  // 2: XXH3 keys and checksums (1: FNV-1a)
 
 struct CompileCacheOptions {
   std::string dir;        // empty: the default location (see above)

@@ -1,6 +1,7 @@
 #include "codegen/nvrtc/CompilePool.h"
 
 #include "compiler/support/Files.h"
+#include "compiler/support/Hash.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -140,8 +141,8 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
   std::unordered_map<uint64_t, std::vector<size_t>> byHash;  // dedup hash -> kernel indices
   for (size_t i = 0; i < launches.size(); ++i) {
     const KernelLaunch &l = launches[i];
-    uint64_t sh = hash64(l.source);
-    uint64_t dh = hash64(l.entry, sh);
+    uint64_t sh = support::hash64(l.source);
+    uint64_t dh = sh ^ (support::hash64(l.entry) * 0x9e3779b97f4a7c15ull);  // (narrows only)
     std::vector<size_t> &candidates = byHash[dh];
     size_t found = SIZE_MAX;
     for (size_t k : candidates) {

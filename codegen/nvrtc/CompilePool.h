@@ -52,7 +52,7 @@ struct CompilePoolOptions {
 
 struct CompiledKernel {
   std::string entry;
-  uint64_t sourceHash = 0;       // hash64(source)
+  uint64_t sourceHash = 0;       // support::hash64(source)
   size_t firstLaunch = 0;        // index of the first launch using this kernel
   std::vector<size_t> launches;  // every launch using it, ascending
   CompileOutput output;          // output.error non-empty when this kernel failed

@@ -4,6 +4,7 @@
 #include "codegen/nvrtc/CompileCache.h"
 #include "codegen/nvrtc/CompilePool.h"
 #include "codegen/nvrtc/Nvrtc.h"
+#include "compiler/support/Hash.h"
 
 #include <gtest/gtest.h>
 
@@ -231,14 +232,16 @@ TEST(Nvrtc, OptionsNeverContainO3) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// hash64
+// support::hash64 / hash128 (XXH3)
 
-TEST(Hash64, StableValues) {
-  // Pinned: these name cache files on disk, so they must never change silently.
-  EXPECT_EQ(hex64(hash64("")), "f52a15e9a9b5e89b");
-  EXPECT_EQ(hex64(hash64("a")), "02c0bdbf481420f8");
-  EXPECT_EQ(hex64(hash64("kiln")), "a2b51267b1b4a317");
-  EXPECT_NE(hash64("kiln"), hash64("kiln", 1));
+TEST(Hash, StableValues) {
+  // Pinned to XXH3's published values: they name kernels in engines and cache files on disk, so
+  // they must never change silently.
+  using kiln::support::hash128, kiln::support::hash64, kiln::support::hex64;
+  EXPECT_EQ(hex64(hash64("")), "2d06800538d394c2");
+  EXPECT_EQ(hex64(hash64("a")), "e6c632b61e964e1f");
+  EXPECT_EQ(hex64(hash128("").high) + hex64(hash128("").low), "99aa06d3014798d86001c324468d497f");
+  EXPECT_NE(hash128("kiln").low, hash128("kiln").high);
   EXPECT_EQ(hex64(0x1234).size(), 16u);
 }
 
@@ -513,7 +516,7 @@ TEST(CompilePool, DeduplicatesAndKeepsFirstAppearanceOrder) {
   for (size_t i = 0; i < ls.size(); ++i) {
     const CompiledKernel &k = r.kernels[r.kernelOfLaunch[i]];
     EXPECT_EQ(k.entry, ls[i].entry);
-    EXPECT_EQ(k.sourceHash, hash64(ls[i].source));
+    EXPECT_EQ(k.sourceHash, kiln::support::hash64(ls[i].source));
     EXPECT_EQ(std::string(k.output.cubin.begin() + 4, k.output.cubin.end()), "sm_90:" + ls[i].source);
   }
   EXPECT_EQ(progress, (std::vector<size_t>{1, 2, 3}));
