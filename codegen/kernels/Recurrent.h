@@ -22,6 +22,7 @@
 
 #include "codegen/KernelSpec.h"
 #include "compiler/target/GpuTarget.h"
+#include "compiler/target/Recurrent.h"
 
 #include <cstdint>
 #include <string>
@@ -29,20 +30,8 @@
 
 namespace kiln::codegen {
 
-enum class RecurrentCell { Lstm, Gru, Rnn };
-enum class RecurrentAct {
-  Sigmoid,
-  Tanh,
-  Relu,
-  HardSigmoid,
-  Affine,
-  LeakyRelu,
-  ThresholdedRelu,
-  ScaledTanh,
-  Elu,
-  Softsign,
-  Softplus
-};
+using RecurrentCell = target::RnnCell;
+using RecurrentAct = target::RnnActKind;
 struct RecurrentActivation {
   RecurrentAct kind = RecurrentAct::Sigmoid;
   float alpha = 0, beta = 0;

@@ -9,27 +9,6 @@ using namespace mlir;
 
 namespace kiln::codegen {
 
-namespace {
-
-RecurrentAct actOf(ops::RnnActKind k) {
-  switch (k) {
-    case ops::RnnActKind::Sigmoid: return RecurrentAct::Sigmoid;
-    case ops::RnnActKind::Tanh: return RecurrentAct::Tanh;
-    case ops::RnnActKind::Relu: return RecurrentAct::Relu;
-    case ops::RnnActKind::HardSigmoid: return RecurrentAct::HardSigmoid;
-    case ops::RnnActKind::Affine: return RecurrentAct::Affine;
-    case ops::RnnActKind::LeakyRelu: return RecurrentAct::LeakyRelu;
-    case ops::RnnActKind::ThresholdedRelu: return RecurrentAct::ThresholdedRelu;
-    case ops::RnnActKind::ScaledTanh: return RecurrentAct::ScaledTanh;
-    case ops::RnnActKind::Elu: return RecurrentAct::Elu;
-    case ops::RnnActKind::Softsign: return RecurrentAct::Softsign;
-    case ops::RnnActKind::Softplus: return RecurrentAct::Softplus;
-  }
-  return RecurrentAct::Sigmoid;
-}
-
-}  // namespace
-
 bool Lowering::lowerRecurrent(Operation *op) {
   if (isa<LSTMOp, GRUOp, RNNOp, DynamicQuantizeLSTMOp>(op))
     throw std::invalid_argument(
@@ -43,9 +22,7 @@ bool Lowering::lowerRecurrent(Operation *op) {
   auto present = [&](unsigned k) { return !isa<NoneType>(operands[k].getType()); };
   Shape xp = shapeOf(operands[0]), r = shapeOf(operands[1]);
   RecurrenceSpec s;
-  s.cell = cell == ops::RnnCell::Lstm  ? RecurrentCell::Lstm
-           : cell == ops::RnnCell::Gru ? RecurrentCell::Gru
-                                       : RecurrentCell::Rnn;
+  s.cell = cell;
   s.layout1 = cfg.layout == 1;
   s.T = s.layout1 ? xp[1] : xp[0], s.B = s.layout1 ? xp[0] : xp[1];
   s.H = r[2], s.D = cfg.numDirections;
@@ -54,7 +31,7 @@ bool Lowering::lowerRecurrent(Operation *op) {
     s.reverse[d] = cfg.reverse(d);
     for (size_t k = 0; k < cfg.activations[size_t(d)].size(); ++k) {
       const ops::RnnActivation &a = cfg.activations[size_t(d)][k];
-      s.acts[d][k] = {actOf(a.kind), float(a.alpha), float(a.beta)};
+      s.acts[d][k] = {a.kind, float(a.alpha), float(a.beta)};
     }
   }
   s.clip = cfg.clip > 0 ? float(cfg.clip) : -1.f;

@@ -5,13 +5,14 @@
 #pragma once
 
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/target/Recurrent.h"
 
 #include <string>
 #include <vector>
 
 namespace kiln::ops {
 
-enum class RnnCell { Lstm, Gru, Rnn };
+using target::RnnCell;
 
 // Gates per cell (ONNX order): LSTM i, o, f, c; GRU z, r, h; RNN one.
 inline int64_t rnnGates(RnnCell c) { return c == RnnCell::Lstm ? 4 : c == RnnCell::Gru ? 3 : 1; }
@@ -22,19 +23,7 @@ const char *rnnCellName(RnnCell c);  // "LSTM", "GRU", "RNN"
 RnnCell rnnCellOf(const std::string &name);
 
 // The activation functions ONNX names for recurrent ops.
-enum class RnnActKind {
-  Sigmoid,
-  Tanh,
-  Relu,
-  HardSigmoid,
-  Affine,
-  LeakyRelu,
-  ThresholdedRelu,
-  ScaledTanh,
-  Elu,
-  Softsign,
-  Softplus
-};
+using target::RnnActKind;
 struct RnnActivation {
   RnnActKind kind = RnnActKind::Sigmoid;
   double alpha = 0, beta = 0;
