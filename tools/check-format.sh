@@ -8,7 +8,10 @@ if [ "${1:-}" = --fix ]; then
   echo "$files" | xargs clang-format -i
   exit 0
 fi
-echo "$files" | xargs clang-format --dry-run --Werror 2>&1 | head -40
-# (xargs exits 123 when clang-format found a file to change)
-echo "$files" | xargs clang-format --dry-run --Werror >/dev/null 2>&1 || { echo "format: run tools/check-format.sh --fix"; exit 1; }
+# One pass: clang-format names each line to change on stderr and fails (xargs: 123).
+if ! report=$(echo "$files" | xargs clang-format --dry-run --Werror 2>&1); then
+  echo "$report" | head -40
+  echo "format: run tools/check-format.sh --fix"
+  exit 1
+fi
 echo "format: $(echo "$files" | wc -l) files as .clang-format says"
