@@ -218,6 +218,15 @@ struct Dims {
   int64_t T = 0, B = 0, I = 0, D = 1, H = 0, G = 1;
 };
 
+// Directions, gates, steps and batch from a rank-3 sequence input ([T, B, .] or, layout 1, [B, T, .]).
+Dims sequenceDims(const RnnConfig &cfg, RnnCell cell, const Shape &x) {
+  Dims s;
+  s.D = cfg.numDirections, s.G = rnnGates(cell);
+  s.T = cfg.layout == 1 ? x[1] : x[0];
+  s.B = cfg.layout == 1 ? x[0] : x[1];
+  return s;
+}
+
 void checkRank(const std::string &op, const char *what, const TensorType &t, const Shape &want) {
   check(t.shape == want, op + ": " + what + " must have shape " + shapeString(want) + ", got " + shapeString(t.shape));
 }
@@ -270,10 +279,7 @@ std::vector<TensorType> rnnShape(const std::string &op, RnnCell cell, const Shap
   const TensorType &x = ctx.inputs[0];
   checkKind(op, "X", x.dtype, Kind::Float);
   check(x.shape.size() == 3, op + ": X must have rank 3, got " + shapeString(x.shape));
-  Dims s;
-  s.D = cfg.numDirections, s.G = rnnGates(cell);
-  s.T = cfg.layout == 1 ? x.shape[1] : x.shape[0];
-  s.B = cfg.layout == 1 ? x.shape[0] : x.shape[1];
+  Dims s = sequenceDims(cfg, cell, x.shape);
   s.I = x.shape[2];
   checkSameDtype(op, "X", x.dtype, "W", ctx.inputs[1].dtype);
   checkSameDtype(op, "X", x.dtype, "R", ctx.inputs[2].dtype);
@@ -349,10 +355,7 @@ std::vector<TensorType> recurrenceShape(const ShapeContext &ctx, RnnConfig *cfgO
   const TensorType &xp = ctx.inputs[0];
   checkKind(op, "XP", xp.dtype, Kind::Float);
   check(xp.shape.size() == 3, op + ": XP must have rank 3, got " + shapeString(xp.shape));
-  Dims s;
-  s.D = cfg.numDirections, s.G = rnnGates(cell);
-  s.T = cfg.layout == 1 ? xp.shape[1] : xp.shape[0];
-  s.B = cfg.layout == 1 ? xp.shape[0] : xp.shape[1];
+  Dims s = sequenceDims(cfg, cell, xp.shape);
   checkSameDtype(op, "XP", xp.dtype, "R", ctx.inputs[1].dtype);
   hiddenFromR(op, ctx.inputs[1], cfg, s);
   check(xp.shape[2] == s.D * s.G * s.H, op + ": XP's last dim must be " + std::to_string(s.D * s.G * s.H) +
