@@ -8,6 +8,8 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include "tests/unit/TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,19 +23,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class ImporterFiles : public ::testing::Test {
+class ImporterFiles : public TempDirTest {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("kiln-importer-" + std::to_string(getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "model");
-    fs::create_directories(root_ / "outside");
-    std::ofstream(root_ / "outside" / "secret.bin", std::ios::binary) << std::string(24, 'S');
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+    TempDirTest::SetUp();
+    fs::create_directories(dir_ / "model");
+    fs::create_directories(dir_ / "outside");
+    std::ofstream(dir_ / "outside" / "secret.bin", std::ios::binary) << std::string(24, 'S');
   }
 
   // y = x + w with w (2x3 float) stored as external data at `location`; returns the model path.
@@ -72,7 +68,7 @@ class ImporterFiles : public ::testing::Test {
     add("location", location);
     add("offset", offset);
     add("length", length);
-    std::string path = (root_ / "model" / "model.onnx").string();
+    std::string path = (dir_ / "model" / "model.onnx").string();
     std::ofstream(path, std::ios::binary) << m.SerializeAsString();
     return path;
   }
@@ -83,34 +79,32 @@ class ImporterFiles : public ::testing::Test {
     opts.allowExternalOutside = allowOutside;
     return kiln::importModelFile(path, ctx, opts).error;
   }
-
-  fs::path root_;
 };
 
 TEST_F(ImporterFiles, ExternalDataInsideTheFolderIsRead) {
-  std::ofstream(root_ / "model" / "w.bin", std::ios::binary) << std::string(24, '\0');
+  std::ofstream(dir_ / "model" / "w.bin", std::ios::binary) << std::string(24, '\0');
   EXPECT_EQ(importError(model("w.bin")), "");
   // A symbolic link that stays inside the folder is followed.
-  fs::create_directories(root_ / "model" / "data");
-  fs::rename(root_ / "model" / "w.bin", root_ / "model" / "data" / "w.bin");
-  fs::create_symlink("data/w.bin", root_ / "model" / "w.bin");
+  fs::create_directories(dir_ / "model" / "data");
+  fs::rename(dir_ / "model" / "w.bin", dir_ / "model" / "data" / "w.bin");
+  fs::create_symlink("data/w.bin", dir_ / "model" / "w.bin");
   EXPECT_EQ(importError(model("w.bin")), "");
   EXPECT_EQ(importError(model("./data//w.bin")), "");
 }
 
 TEST_F(ImporterFiles, ExternalDataLeavingTheFolderIsRefused) {
   const std::string leaves = "a symbolic link on the way leads out of the model's folder";
-  EXPECT_NE(importError(model((root_ / "outside" / "secret.bin").string())).find("must be a relative path"),
+  EXPECT_NE(importError(model((dir_ / "outside" / "secret.bin").string())).find("must be a relative path"),
             std::string::npos);
   EXPECT_NE(importError(model("../outside/secret.bin")).find("without '..'"), std::string::npos);
   EXPECT_NE(importError(model("data/../../outside/secret.bin")).find("without '..'"), std::string::npos);
-  fs::create_symlink(root_ / "outside" / "secret.bin", root_ / "model" / "abs.bin");
+  fs::create_symlink(dir_ / "outside" / "secret.bin", dir_ / "model" / "abs.bin");
   EXPECT_NE(importError(model("abs.bin")).find(leaves), std::string::npos) << importError(model("abs.bin"));
-  fs::create_symlink("../outside/secret.bin", root_ / "model" / "rel.bin");
+  fs::create_symlink("../outside/secret.bin", dir_ / "model" / "rel.bin");
   EXPECT_NE(importError(model("rel.bin")).find(leaves), std::string::npos);
-  fs::create_symlink(root_ / "outside", root_ / "model" / "sub");
+  fs::create_symlink(dir_ / "outside", dir_ / "model" / "sub");
   EXPECT_NE(importError(model("sub/secret.bin")).find(leaves), std::string::npos);
-  fs::create_symlink("/", root_ / "model" / "root");
+  fs::create_symlink("/", dir_ / "model" / "root");
   EXPECT_NE(importError(model("root/etc/hostname")).find(leaves), std::string::npos);
   // --allow-external-outside reads them.
   EXPECT_EQ(importError(model("rel.bin"), true), "");
@@ -118,16 +112,16 @@ TEST_F(ImporterFiles, ExternalDataLeavingTheFolderIsRefused) {
 }
 
 TEST_F(ImporterFiles, ExternalDataMustBeARegularFileOfTheRightSize) {
-  ASSERT_EQ(::mkfifo((root_ / "model" / "fifo.bin").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((dir_ / "model" / "fifo.bin").c_str(), 0600), 0);
   auto t0 = std::chrono::steady_clock::now();
   std::string e = importError(model("fifo.bin"));  // (no writer: must not block)
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_NE(e.find("external data 'fifo.bin' is a FIFO, not a regular file"), std::string::npos) << e;
   e = importError(model("fifo.bin"), true);
   EXPECT_NE(e.find("is a FIFO"), std::string::npos) << e;
-  fs::create_directories(root_ / "model" / "dir.bin");
+  fs::create_directories(dir_ / "model" / "dir.bin");
   EXPECT_NE(importError(model("dir.bin")).find("is a directory"), std::string::npos);
-  std::ofstream(root_ / "model" / "w.bin", std::ios::binary) << std::string(24, '\0');
+  std::ofstream(dir_ / "model" / "w.bin", std::ios::binary) << std::string(24, '\0');
   e = importError(model("w.bin", "9223372036854775807", "24"));
   EXPECT_NE(e.find("has 24 bytes, less than the offset 9223372036854775807"), std::string::npos) << e;
   e = importError(model("w.bin", "8", "24"));
@@ -143,8 +137,8 @@ TEST_F(ImporterFiles, ExternalDataMustBeARegularFileOfTheRightSize) {
 }
 
 TEST_F(ImporterFiles, ModelFilesMustBeRegular) {
-  std::string e = importError((root_ / "model").string());
-  EXPECT_NE(e.find("cannot read model file '" + (root_ / "model").string() + "': it is a directory"), std::string::npos)
+  std::string e = importError((dir_ / "model").string());
+  EXPECT_NE(e.find("cannot read model file '" + (dir_ / "model").string() + "': it is a directory"), std::string::npos)
       << e;
   e = importError("/dev/zero");
   EXPECT_NE(e.find("it is a character device"), std::string::npos) << e;

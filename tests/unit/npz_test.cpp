@@ -10,6 +10,8 @@
 // PatchedDirectoryFields, which assume the classic layout.
 #include "compiler/io/Npz.h"
 
+#include "tests/unit/TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -130,20 +132,8 @@ std::vector<uint8_t> rawNpy(std::string header, const std::vector<uint8_t> &data
   return out;
 }
 
-class NpzTest : public ::testing::Test {
+class NpzTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kiln-npz-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
-
   // Runs `script` with the temp dir as argv[1]; true if it exits 0.
   bool python(const std::string &script) {
     std::ofstream(path("script.py")) << script;
@@ -235,8 +225,6 @@ np.savez_compressed(os.path.join(d, 'zip64c.npz'), **arrs)
 np.savez(os.path.join(d, 'small_zip64.npz'), **small)
 )PY");
   }
-
-  fs::path dir_;
 };
 
 // --- npy ----------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 #include "compiler/support/Pattern.h"
 #include "compiler/support/Text.h"
 
+#include "tests/unit/TempDirTest.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,19 +24,8 @@ using namespace kiln::support;
 
 namespace {
 
-class FilesTest : public ::testing::Test {
+class FilesTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kiln-support-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
   std::string contents(const std::string &name) const {
     std::ifstream in(path(name));
     std::stringstream ss;
@@ -48,7 +39,6 @@ class FilesTest : public ::testing::Test {
     std::sort(names.begin(), names.end());
     return names;
   }
-  fs::path dir_;
 };
 
 TEST_F(FilesTest, WritesAndReplacesKeepingTheMode) {
