@@ -36,6 +36,8 @@ ap.add_argument("--out", default="")
 ap.add_argument("--compile-only", action="store_true",
                 help="only compile (no GPU needed): list what does not compile, fail if anything does not")
 ap.add_argument("--expect", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "passing.txt"))
+ap.add_argument("--gaps", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_gaps.txt"),
+                help="tests known not to compile for the GPU yet (NAME reason per line)")
 args = ap.parse_args()
 
 data = args.data
@@ -119,12 +121,19 @@ def check(name):
 
 
 if args.compile_only:
+    gaps = {l.split()[0] for l in open(args.gaps) if l.strip() and not l.startswith("#")} if args.gaps else set()
     names_ok = [n for n in names if results[n][0].startswith("ready")]
-    print(f"{len(names_ok)} of {len(names)} compile for sm_90")
+    print(f"{len(names_ok)} of {len(names)} compile for sm_90 ({len(gaps)} known gaps: {args.gaps})")
+    unexpected = 0
     for name in names:
         if results[name][0] == "compile":
-            print(f"  compile  {name}: {results[name][1]}")
-    sys.exit(0 if len(names_ok) == len(names) else 1)
+            known = name in gaps
+            unexpected += not known
+            print(f"  compile  {name}: {results[name][1]}{' (known gap)' if known else ''}")
+        elif name in gaps and results[name][0].startswith("ready"):
+            unexpected += 1
+            print(f"  compiles now, listed as a gap: {name} (delete its line in {args.gaps})")
+    sys.exit(0 if unexpected == 0 else 1)
 
 # Several checks share the GPU at once (each is a small engine; correctness only, no timing).
 with cf.ThreadPoolExecutor(min(args.jobs, 8)) as ex:
