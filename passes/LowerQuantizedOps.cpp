@@ -374,13 +374,83 @@ std::optional<std::pair<Value, Value>> splitScale(Value s, int64_t channelAxis, 
   return std::nullopt;
 }
 
-// false: an error was emitted. Products whose sums have other uses are left (named in `kept`).
-bool lowerIntegerProduct(Operation *p, std::vector<std::string> &kept) {
-  auto uses = floatUses(p);
-  if (!uses) {
-    kept.push_back(nodeName(p));
-    return true;
+// The largest |x - zp| over x's elements: exact when both are constant and zp is one element,
+// else from x's 8-bit type (and zp's value, if one constant element).
+int64_t maxOffset(Value x, Value zp) {
+  std::optional<ops::Tensor> z =
+      isNone(zp) ? std::optional<ops::Tensor>(ops::Tensor::scalar(ops::DType::I32, 0)) : constantValue(zp);
+  if (z && z->size() != 1) z.reset();
+  int64_t zv = z ? z->getInt(0) : 0;
+  if (auto xv = z ? constantValue(x, int64_t(1) << 26) : std::nullopt) {
+    int64_t m = 0;
+    for (int64_t k = 0; k < xv->size(); ++k) m = std::max(m, std::abs(xv->getInt(k) - zv));
+    return m;
   }
+  bool u8 = dtypeOfValue(x) == ops::DType::U8;
+  int64_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+  return z ? std::max(zv - lo, hi - zv) : hi - lo;
+}
+
+// Integer sums used as integers (a graph output, or an integer op's operand): Cast<i32> of the
+// float product of (A - za) and (B - zb), kept in fp32 on half-precision routes. Float sums of
+// integers are exact while every partial sum stays below 2^24, so the reduction (MatMul: K;
+// Conv: the input channels, each worth KH·KW terms) is cut into chunks that keep it so, from the
+// operands' ranges (maxOffset), and the chunks' products are added in int32.
+bool lowerExactIntegerProduct(Operation *p) {
+  bool conv = isa<ConvIntegerOp>(p);
+  Value a = p->getOperand(0), b = p->getOperand(1), za = p->getOperand(2), zb = p->getOperand(3);
+  ops::Shape as = shapeOf(a), bs = shapeOf(b);
+  int64_t perTerm = maxOffset(a, za) * maxOffset(b, zb);
+  int64_t termsPerChunk = perTerm == 0 ? INT64_MAX : (int64_t(1) << 24) / perTerm;
+  // The reduced axis of A and of B, its length, and the terms each index along it adds.
+  int64_t aAxis = conv ? 1 : int64_t(as.size()) - 1, bAxis = conv ? 1 : bs.size() >= 2 ? int64_t(bs.size()) - 2 : 0;
+  int64_t length = bs[size_t(bAxis)], termsPerIndex = 1;
+  for (size_t k = 2; conv && k < bs.size(); ++k) termsPerIndex *= bs[k];
+  int64_t perChunk = termsPerChunk / termsPerIndex;
+  int64_t chunks = perChunk == 0 ? 0 : (length + perChunk - 1) / perChunk;
+  int64_t group = 1;
+  if (auto g = p->getAttrOfType<IntegerAttr>("group")) group = g.getInt();
+  if (chunks == 0 || (chunks > 1 && group != 1)) {
+    p->emitError("kiln-lower-quantized-ops: " + describeOp(p) + ": its int32 sums are used as integers and " +
+                 (chunks == 0 ? "one input channel's " + std::to_string(termsPerIndex) + " terms"
+                              : std::string("a grouped convolution's sums")) +
+                 " cannot be kept below 2^24 in float32 (the GPU computes integer products in float32)");
+    return false;
+  }
+  perChunk = std::min(perChunk, length);
+  Rewriter r(p);
+  r.fp32 = true;
+  SmallVector<NamedAttribute> convAttrs = attrsExcept(p, {});
+  auto slice = [&](Value v, int64_t axis, int64_t from, int64_t to) {
+    if (from == 0 && to == shapeOf(v)[size_t(axis)]) return v;
+    auto i64 = [&](int64_t x) { return r.constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {x})); };
+    return r.make<SliceOp>({v, i64(from), i64(to), i64(axis), r.none()});
+  };
+  Value sum;
+  for (int64_t from = 0; from < length; from += perChunk) {
+    int64_t to = std::min(length, from + perChunk);
+    Value ac = slice(a, aAxis, from, to), bc = slice(b, bAxis, from, to);
+    auto [aParamAxis, aParamShape] = productParam(ac, za, true);
+    auto [bParamAxis, bParamShape] = productParam(bc, zb, false);
+    if (conv) {  // w's zero point: one, or one per output channel (w's axis 0)
+      ops::Shape perChannel(bs.size(), 1);
+      perChannel[0] = bs[0];
+      bParamAxis = 0;
+      bParamShape = perChannel;
+    }
+    Value xa = r.dequantize(ac, Value(), za, aParamAxis, aParamShape);
+    Value xb = r.dequantize(bc, Value(), zb, bParamAxis, bParamShape);
+    Value y =
+        r.cast(conv ? r.make<ConvOp>({xa, xb, r.none()}, convAttrs) : r.make<MatMulOp>({xa, xb}), ops::DType::I32);
+    sum = sum ? r.make<AddOp>({sum, y}) : y;
+  }
+  return replace(p, {sum}, r);
+}
+
+// false: an error was emitted.
+bool lowerIntegerProduct(Operation *p) {
+  auto uses = floatUses(p);
+  if (!uses) return lowerExactIntegerProduct(p);
   bool conv = isa<ConvIntegerOp>(p);
   Value a = p->getOperand(0), b = p->getOperand(1), za = p->getOperand(2), zb = p->getOperand(3);
   ops::Shape bs = shapeOf(b), ys = shapeOf(p->getResult(0));
@@ -458,14 +528,8 @@ struct LowerQuantizedOpsPass : impl::LowerQuantizedOpsBase<LowerQuantizedOpsPass
     getOperation().walk([&](Operation *op) {
       if (isa<MatMulIntegerOp, ConvIntegerOp>(op)) products.push_back(op);
     });
-    std::vector<std::string> kept;
     for (Operation *op : products)
-      if (!lowerIntegerProduct(op, kept)) return signalPassFailure();
-    if (!kept.empty())
-      getOperation().emitRemark(std::to_string(kept.size()) +
-                                " integer products stay integer (their int32 sums are used other than cast to "
-                                "float, with or without an int32 bias added first): no GPU kernel takes them" +
-                                nameList(kept));
+      if (!lowerIntegerProduct(op)) return signalPassFailure();
   }
 };
 

@@ -324,8 +324,13 @@ def LowerQuantizedOps : Pass<"kiln-lower-quantized-ops", "mlir::func::FuncOp"> {
       element, maybe computed at run time; s_b constant per tensor or per output channel), the
       scales move onto the operands: `MatMul(DQ(A, s_a, za), DQ(B, s_b, zb))` — the dequantized
       float product, which runs on fp16 tensor cores on half routes without ever holding the
-      unscaled sums in half precision (an int32 bias becomes `+ Cast(bias)·S`). Integer products
-      whose sums are used otherwise stay (a remark names them; no GPU kernel takes them).
+      unscaled sums in half precision (an int32 bias becomes `+ Cast(bias)·S`).
+    - `MatMulInteger` / `ConvInteger` whose int32 sums are used as integers (a graph output, an
+      integer op's operand) → `Cast<i32>` of the float product of `A - za` and `B - zb`, kept in
+      fp32. The reduction (K; a convolution's input channels, KH·KW terms each) is cut into
+      chunks whose partial sums provably stay below 2^24 (from the operands' 8-bit ranges, or
+      the constant weights' largest |w - zw|), and the chunks' results are added in int32: exact
+      for any K. A grouped convolution that would need chunks is refused, naming the node.
 
     Before:
       %q, %s, %z = kiln.dynamic_quantize_linear %x

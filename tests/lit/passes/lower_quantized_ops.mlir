@@ -139,12 +139,57 @@ func.func @qgemm_and_dynamic_matmul(%a: tensor<2x16xui8>, %x: tensor<4x16xf32>) 
 
 // -----
 
-// An integer product whose int32 sums are used as integers stays (a remark names it).
+// An integer product whose int32 sums are used as integers: Cast<i32> of the float product, exact
+// in one piece here (|a| <= 128 times the weights' largest |w| = 127, 16 terms: far below 2^24).
 // CHECK-LABEL: func.func @integer_use
-// CHECK: kiln.matmul_integer
+// CHECK-NOT: kiln.slice
+// CHECK: %[[P:.*]] = kiln.matmul %{{.*}}, %{{.*}} {kiln.keep_fp32} : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
+// CHECK: %[[Y:.*]] = kiln.cast %[[P]] {kiln.keep_fp32, to = 6 : i64}
+// CHECK-NOT: kiln.matmul_integer
+// CHECK: return %[[Y]]
 func.func @integer_use(%a: tensor<2x16xi8>) -> tensor<2x8xi32> {
   %w = kiln.constant dense<[[  44,   78, -122,   79,   -8,    4,   33,  -55], [ 122, -114,  -57,  -30,   18,  -23,  -94, -116], [-127, -115,  -90,  127,  -79,   39,   64,  -68], [ -56,  -17,  -60,  121,  -82,  101,   76,   88], [ -98,  -27,   33,   -2,   42,   45,   42, -112], [ 117,   14,  103,  -58,  -35,   97,  -80, -111], [ -32,   46,  -96,   94,  -41,  -70,   11,  101], [  98,   95,  -49, -123,   71,   53,   69, -127], [-118,    1,  -42,  -16,  110,  -76,    7,  -45], [ -52,   78,  -88,  -47,  -97,  -89,  -56,   51], [  20,  -13,  -84,   76,   76,  -67, -112,  -46], [ -90,   76,    5,    2,  -53,    2,  119,  -67], [  68, -124,  -47,  110,   95, -106,   87,   88], [ -12,  -34,  122,  115,   45,  -26,  -74,  111], [ -59,   14,   45,  -66,  -47,   62,  -77,   44], [ 113,   47,   37,   -9,  119,  -71,  -37,   36]]> : tensor<16x8xi8>
   %n = kiln.none
   %p = kiln.matmul_integer %a, %w, %n, %n : (tensor<2x16xi8>, tensor<16x8xi8>, none, none) -> tensor<2x8xi32>
   return %p : tensor<2x8xi32>
+}
+
+// -----
+
+// Both operands known only at run time, uint8 with a run-time zero point on A: each term may be
+// 255 · 255, so at most 258 terms per float product: K = 600 in chunks of 258, 258 and 84, whose
+// int32 results are added.
+// CHECK-LABEL: func.func @integer_use_chunked
+// CHECK-COUNT-3: kiln.matmul %{{.*}} : (tensor<2x{{258|84}}xf32>, tensor<{{258|84}}x4xf32>) -> tensor<2x4xf32>
+// CHECK: %[[Y:.*]] = kiln.add %{{.*}} : (tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<2x4xi32>
+// CHECK-NOT: kiln.matmul_integer
+// CHECK: return %[[Y]]
+func.func @integer_use_chunked(%a: tensor<2x600xui8>, %b: tensor<600x4xui8>, %za: tensor<ui8>) -> tensor<2x4xi32> {
+  %n = kiln.none
+  %p = kiln.matmul_integer %a, %b, %za, %n : (tensor<2x600xui8>, tensor<600x4xui8>, tensor<ui8>, none) -> tensor<2x4xi32>
+  return %p : tensor<2x4xi32>
+}
+
+// -----
+
+// ConvInteger with padding (the padded taps are x's zero point, 0 after the subtraction) and a
+// per-output-channel zero point on w; and one whose 40 input channels of 3x3 taps are cut into
+// 28 + 12 (258 terms of 255 · 255 at most per float product).
+// CHECK-LABEL: func.func @conv_integer_use
+// CHECK-NOT: kiln.slice
+// CHECK: kiln.conv %{{.*}} : (tensor<1x3x5x5xf32>, tensor<2x3x3x3xf32>, none) -> tensor<1x2x5x5xf32>
+// CHECK: kiln.cast
+// CHECK-LABEL: func.func @conv_integer_chunked
+// CHECK-COUNT-2: kiln.conv %{{.*}} : (tensor<1x{{28|12}}x4x4xf32>, tensor<2x{{28|12}}x3x3xf32>, none) -> tensor<1x2x2x2xf32>
+// CHECK-NOT: kiln.conv_integer
+func.func @conv_integer_use(%x: tensor<1x3x5x5xui8>, %w: tensor<2x3x3x3xui8>) -> tensor<1x2x5x5xi32> {
+  %zx = kiln.constant dense<10> : tensor<ui8>
+  %zw = kiln.constant dense<[3, 200]> : tensor<2xui8>
+  %y = kiln.conv_integer %x, %w, %zx, %zw {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x5x5xui8>, tensor<2x3x3x3xui8>, tensor<ui8>, tensor<2xui8>) -> tensor<1x2x5x5xi32>
+  return %y : tensor<1x2x5x5xi32>
+}
+func.func @conv_integer_chunked(%x: tensor<1x40x4x4xui8>, %w: tensor<2x40x3x3xui8>) -> tensor<1x2x2x2xi32> {
+  %n = kiln.none
+  %y = kiln.conv_integer %x, %w, %n, %n : (tensor<1x40x4x4xui8>, tensor<2x40x3x3xui8>, none, none) -> tensor<1x2x2x2xi32>
+  return %y : tensor<1x2x2x2xi32>
 }
