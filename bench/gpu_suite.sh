@@ -390,11 +390,17 @@ if [ "$mode" = qops ]; then
       run "compile_${name}_$p" "$bin/kiln" compile "$dir/$name.onnx" -o "$e" --precision $p $flags || continue
       "$bin/kiln" inspect "$e" > "$OUT/logs/inspect_${name}_$p.txt" 2>&1
       run "check_${name}_$p" "$bin/kiln" check "$e" --inputs "$dir/$name.inputs.npz" --reference "$dir/$name.ref.npz" --accuracy "$acc"
-      run "latency_${name}_$p" "$bin/kiln" run "$e" --iterations 200
+      run "latency_${name}_$p" "$bin/kiln" run "$e" --iterations 200 --profile
+      # onnxruntime's outputs made on this machine's CPU too (8-bit sums depend on its ISA).
+      if [[ $p = fp32 ]]; then
+        run "devref_${name}" python3 bench/ort_reference.py "$dir/$name.onnx" "$dir/$name.inputs.npz" /tmp/qops_devref_$name.npz
+      fi
+      [[ -f /tmp/qops_devref_$name.npz ]] && run "check_devref_${name}_$p" "$bin/kiln" check "$e" \
+        --inputs "$dir/$name.inputs.npz" --reference /tmp/qops_devref_$name.npz --accuracy "$acc"
     done
     if [[ $base != - && ! -f /tmp/qops_float_${base}_fp16.kiln ]]; then
       run "compile_float_${base}_fp16" "$bin/kiln" compile "$dir/$base.onnx" -o /tmp/qops_float_${base}_fp16.kiln --precision fp16 &&
-        run "latency_float_${base}_fp16" "$bin/kiln" run /tmp/qops_float_${base}_fp16.kiln --iterations 200
+        run "latency_float_${base}_fp16" "$bin/kiln" run /tmp/qops_float_${base}_fp16.kiln --iterations 200 --profile
     fi
   done < "$dir/qops.tsv"
   while IFS=$'\t' read -r name acc; do

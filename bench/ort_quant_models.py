@@ -185,7 +185,7 @@ def check(out, kiln, manifest):
 # The corpus's onnxruntime-quantized real models (models/realmodels/fetch.py), with the shapes
 # their symbolic dimensions take.
 CORPUS = {"t5_span_encoder_quant": "--shapes input_ids:1x32,attention_mask:1x32",
-          "ddddocr_common_old_quant": ""}
+          "ddddocr_common_old_quant": "--shapes input1:1x1x64x160"}
 
 
 def carry(out, manifest, corpus):
