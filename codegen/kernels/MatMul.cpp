@@ -272,10 +272,35 @@ KILN_DEV void load_frags(unsigned (&af)[MI][4], unsigned (&bf)[NI][2], const T* 
   }
 }
 
+#if SPLITK > 1
+// Thread-block clusters (sm_90): the blocks of one cluster split K; their sums meet in the
+// leader's registers through distributed shared memory.
+KILN_DEV unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+KILN_DEV void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The 32-bit word at `local` (a shared address of this block) in the shared memory of block `rank`.
+KILN_DEV unsigned cluster_load(const void* local, unsigned rank) {
+  unsigned addr = (unsigned)__cvta_generic_to_shared(local), remote, v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+  return v;
+}
+KILN_DEV float from_bits(unsigned b, float) { return __uint_as_float(b); }
+KILN_DEV int from_bits(unsigned b, int) { return (int)b; }
+#define KILN_CLUSTER __cluster_dims__(1, 1, SPLITK)
+#else
+#define KILN_CLUSTER
+#endif
+
 // Warp tiles up to 64x32 fit about 128-170 registers: ask for 2 (256 threads) or 3 (128 threads)
 // resident blocks so they overlap; 64x64 warp tiles need more registers and get one block.
 constexpr int MIN_BLOCKS = WTM * WTN <= 64 * 32 ? (THREADS >= 256 ? 2 : 3) : 1;
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(const T* __restrict__ A,
+extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(const T* __restrict__ A,
     const T* __restrict__ B, KILN_QSCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* As = reinterpret_cast<T*>(smem_raw);
@@ -283,8 +308,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(con
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
   const LI m0 = (LI)blockIdx.y * BM, n0 = (LI)blockIdx.x * BN;
-  constexpr int KT = (int)((K + BK - 1) / BK);
+#if SPLITK > 1
+  // This block's k-tiles: cluster rank r (blockIdx.z; one batch) takes the r-th of SPLITK ranges.
+  constexpr int KT_ALL = (int)((K + BK - 1) / BK), KT_PER = (KT_ALL + SPLITK - 1) / SPLITK;
+  const unsigned crank = cluster_rank();
+  const int KT0 = (int)crank * KT_PER, KT = max(0, min(KT_ALL - KT0, KT_PER));
+  for (LI bz = 0; bz < 1; ++bz) {
+#else
+  constexpr int KT0 = 0, KT = (int)((K + BK - 1) / BK);
   for (LI bz = blockIdx.z; bz < NBATCH; bz += gridDim.z) {
+#endif
 KILN_BATCH_OFFSETS
     const T* Ab = A + offA;
     const T* Bb = B + offB;
@@ -298,7 +331,7 @@ KILN_BATCH_OFFSETS
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < KT) load_tile(As + s * A_STAGE, Bs + s * B_STAGE, Ab, Bb, m0, n0, (LI)s * BK, tid);
+      if (s < KT) load_tile(As + s * A_STAGE, Bs + s * B_STAGE, Ab, Bb, m0, n0, (LI)(KT0 + s) * BK, tid);
       cp_async_commit();
     }
 #pragma unroll 1
@@ -307,7 +340,7 @@ KILN_BATCH_OFFSETS
       __syncthreads();  // tile kt is in shared memory; every warp is done with tile kt - 1
       const int nk = kt + STAGES - 1;
       if (nk < KT) load_tile(As + (nk % STAGES) * A_STAGE, Bs + (nk % STAGES) * B_STAGE, Ab, Bb, m0, n0,
-                             (LI)nk * BK, tid);
+                             (LI)(KT0 + nk) * BK, tid);
       cp_async_commit();
       const T* as = As + (kt % STAGES) * A_STAGE;
       const T* bs = Bs + (kt % STAGES) * B_STAGE;
@@ -326,6 +359,35 @@ KILN_BATCH_OFFSETS
     }
     cp_async_wait<0>();
     __syncthreads();  // every warp is done with the stages: they hold the result now
+#if SPLITK > 1
+    {
+      // The other blocks leave their raw sums in their shared memory (thread-major, so the
+      // leader's reads of one slot are consecutive words); the leader adds them to its own.
+      ACC_T* red = reinterpret_cast<ACC_T*>(smem_raw);
+      if (crank != 0) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) red[((i * NI + j) * 4 + q) * THREADS + tid] = acc_raw[i][j][q];
+      }
+      cluster_sync();
+      if (crank == 0) {
+#pragma unroll 1
+        for (unsigned r = 1; r < SPLITK; ++r)
+#pragma unroll
+          for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+#pragma unroll
+              for (int q = 0; q < 4; ++q)
+                acc_raw[i][j][q] += from_bits(cluster_load(red + ((i * NI + j) * 4 + q) * THREADS + tid, r), acc_raw[i][j][q]);
+      }
+      cluster_sync();  // a block's shared memory stays until the leader has read it
+      if (crank != 0) continue;
+    }
+#endif
     // fp32 values for the store (int8: the integer sums times the column's scale).
     float accum[MI][NI][4];
 #pragma unroll
@@ -438,6 +500,16 @@ std::string autoTile(const MatMulSpec &s, int64_t nbatch, bool mma) {
   return "32x32";
 }
 
+// The cluster size that splits K (MatMulSpec::splitK) for a tensor-core product of `blocks`
+// blocks and `kTiles` k-tiles of 32.
+int chooseSplitK(const MatMulSpec &s, int64_t nbatch, int64_t blocks, int64_t kTiles) {
+  if (nbatch != 1 || !s.clusters) return 1;
+  if (s.splitK != 0) return s.splitK;
+  int split = 1;
+  while (split < 8 && blocks * split * 2 <= s.smCount && kTiles / (split * 2) >= 2) split *= 2;
+  return split;
+}
+
 bool all8(const std::vector<int64_t> &v) {
   for (int64_t x : v)
     if (x % 8) return false;
@@ -538,6 +610,8 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   MatMulSpec s = in;
   if (s.M < 0 || s.N < 0 || s.K < 0) throw std::invalid_argument("matmul: negative size");
   if (s.int8) s.type = ElemType::F16;  // 8-bit pairs travel as 16-bit elements (packInt8Pairs)
+  if (s.splitK != 0 && s.splitK != 1 && s.splitK != 2 && s.splitK != 4 && s.splitK != 8)
+    throw std::invalid_argument("matmul: splitK must be 0 (automatic), 1, 2, 4 or 8");
   if (s.fp8 && (!s.int8 || s.aUnsigned || s.aOffset))
     throw std::invalid_argument("matmul: fp8 takes two e4m3 operands (int8 = true, no zero point)");
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
@@ -629,6 +703,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += kLoadAElement;
   std::string body;
   KernelLaunch k;
+  int split = 1;
   if (!mma) {
     Tile t = simtTile(tile);
     src += "constexpr int BM = " + std::to_string(t.bm) + ", BN = " + std::to_string(t.bn) + ";\n";
@@ -673,6 +748,9 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
     k.block = {static_cast<uint32_t>(t.wm * t.wn * 32), 1, 1};
     k.grid = {static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.N, t.bn))),
               static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.M, t.bm))), 0};
+    split = chooseSplitK(s, nbatch, int64_t(k.grid[0]) * k.grid[1], ceilDiv(s.K, bk));
+    if (split > 1) smem = std::max(smem, int64_t(t.bm) * t.bn * 4);  // the sums the leader reads
+    src += "#define SPLITK " + std::to_string(split) + "\n";
     k.sharedBytes = static_cast<uint32_t>(smem);
   }
   body = replaceAll(body, "KILN_BATCH_OFFSETS", kBatchOffsets);
@@ -691,7 +769,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
                                                                                                : ElemType::I8),
                                     src);
   out.block = k.block;
-  out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(std::clamp<int64_t>(nbatch, 1, 65535))};
+  out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(split > 1 ? split : std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;
   out.numParams = 3 + (s.int8 ? 1 : 0) + (s.int8 && s.aOffset ? 1 : 0) + static_cast<int>(epi.numInputs());
   return out;

@@ -59,6 +59,12 @@ struct MatMulSpec {
   std::string tile;                           // "auto" or empty: chosen from the sizes; else one of matMulTiles()
   int smCount = target::GpuTarget().smCount;  // the target's SMs: auto tiles give it a full wave of blocks
   int stages = 0;                             // tensor-core pipeline depth (2..4); 0: automatic
+  // Tensor-core products of one batch only: K split over a thread-block cluster of this many
+  // blocks (2, 4 or 8), whose sums are added in the leader block through distributed shared memory
+  // before its epilogue (one launch, no workspace). 0: automatic where `clusters` (as many as keep
+  // the blocks within one wave, each with 2+ k-tiles); 1: off; batched products ignore it.
+  int splitK = 0;
+  bool clusters = target::GpuTarget().has(target::Feature::Clusters);
   // A and B hold 8-bit values: tensor cores (mma.sync m16n8k32 s8, int32 sums; or with `fp8`
   // e4m3, fp32 sums), `acc` = sum · scale[n] with scale an extra fp32 [N] kernel parameter after
   // B. `type` is ignored.

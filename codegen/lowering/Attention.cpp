@@ -15,14 +15,14 @@ KILN_KNOB(kAttentionRows, {"attention.rows",
                            "Query rows per block of the fused attention kernel (four or eight warps; auto: 128 where "
                            "that still makes 512 blocks, else 64)",
                            knobs::Tier::Mixed,
-                           "codegen/lowering/EngineBuilder.cpp"});
+                           "codegen/lowering/Attention.cpp"});
 KILN_KNOB(kAttentionSplit, {"attention.split",
                             {"auto", "1", "2"},
                             "auto",
                             "Groups of warps per fused attention block that take alternate key tiles of the same "
                             "rows (auto: 2 where the blocks are fewer than the target has SMs)",
                             knobs::Tier::Mixed,
-                            "codegen/lowering/EngineBuilder.cpp"});
+                            "codegen/lowering/Attention.cpp"});
 
 void Lowering::lowerAttention(AttentionOp attn) {
   Operation *op = attn;

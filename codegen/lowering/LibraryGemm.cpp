@@ -16,7 +16,7 @@ KILN_KNOB(kGemmTactic, {"gemm.tactic",
                         "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for every fp32/fp16/bf16/fp8 "
                         "product it can take, else kiln",
                         knobs::Tier::Fast,
-                        "codegen/lowering/EngineBuilder.cpp",
+                        "codegen/lowering/LibraryGemm.cpp",
                         "tactic",
                         {"MatMul", "Gemm", "Conv"}});
 KILN_KNOB(kGemmTf32, {"gemm.tf32",
@@ -26,7 +26,7 @@ KILN_KNOB(kGemmTf32, {"gemm.tf32",
                       "on tensor cores, accumulating in fp32: several times faster, about fp16's accuracy "
                       "(TensorRT's TF32 flag, PyTorch's allow_tf32)",
                       knobs::Tier::Fast,
-                      "codegen/lowering/EngineBuilder.cpp",
+                      "codegen/lowering/LibraryGemm.cpp",
                       "tf32",
                       {"MatMul", "Gemm", "Conv"}});
 

@@ -16,7 +16,7 @@ KILN_KNOB(kGemmTile, {"gemm.tile",
                       "Block tile (rows x columns of the result) of matrix products and implicit-GEMM convolutions "
                       "(auto: the largest that fills the GPU)",
                       knobs::Tier::Mixed,
-                      "codegen/lowering/EngineBuilder.cpp",
+                      "codegen/lowering/Products.cpp",
                       "tile",
                       {"MatMul", "Gemm", "Conv"}});
 KILN_KNOB(kGemmStages, {"gemm.stages",
@@ -24,10 +24,25 @@ KILN_KNOB(kGemmStages, {"gemm.stages",
                         "auto",
                         "Depth of the cp.async pipeline of tensor-core matrix products",
                         knobs::Tier::Full,
-                        "codegen/lowering/EngineBuilder.cpp"});
+                        "codegen/lowering/Products.cpp"});
+
+KILN_KNOB(kGemmSplitK, {"gemm.splitk",
+                        {"auto", "1", "2", "4", "8"},
+                        "auto",
+                        "Tensor-core products (one batch) split K over a thread-block cluster of this many blocks, "
+                        "their sums added through distributed shared memory before the epilogue (sm_90); auto: as many "
+                        "as keep the blocks within one wave, each with 2+ k-tiles of 32; 1: off",
+                        knobs::Tier::Mixed,
+                        "codegen/lowering/Products.cpp",
+                        "splitk",
+                        {"MatMul", "Gemm", "Conv"}});
 
 namespace {
 std::string tileFor(const BuildOptions &o, Operation *op) { return o.route.get(kGemmTile, nodeName(op)); }
+int splitKFor(const BuildOptions &o, Operation *op) {
+  std::string v = o.route.get(kGemmSplitK, nodeName(op));
+  return v == "auto" ? 0 : std::stoi(v);
+}
 
 // A 1-D convolution's attributes as a 2-D one's with a unit H axis first.
 ops::Attrs convAttrs2d(const ops::Attrs &a) {
@@ -69,6 +84,7 @@ KernelLaunch Lowering::targetMatMul(const MatMulSpec &spec) {
       throw std::invalid_argument(why + (spec.int8 ? "" : " (build it fp32)"));
   MatMulSpec s = spec;
   s.smCount = opts_.target.smCount;
+  s.clusters = opts_.target.has(target::Feature::Clusters);
   return emitMatMul(s);
 }
 
@@ -151,6 +167,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(opts_, anchor);
+    spec.splitK = splitKFor(opts_, anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
     addLaunch(anchor, targetMatMul(spec), params, {viewOffsets[0], viewOffsets[1]});
     return;
@@ -216,6 +233,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(opts_, anchor);
+    spec.splitK = splitKFor(opts_, anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
     params[1] = oneD ? repacked(operands[1], {0, 2, 1}, {s.M, s.KH, s.KW, s.C})
                      : repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
@@ -249,6 +267,7 @@ void Lowering::lowerGemm(GemmOp op) {
   spec.outType = elemTypeOf(out);
   if (spec.epilogue.numInputs()) spec.epilogue.inputTypes = {elemTypeOf(operands[2])};
   spec.tile = tileFor(opts_, op);
+  spec.splitK = splitKFor(opts_, op);
   std::vector<Value> params = {operands[0], operands[1]};
   if (spec.epilogue.numInputs()) params.push_back(operands[2]);
   params.push_back(out);

@@ -35,6 +35,7 @@ int firstSm(Feature f) {
     case Feature::MmaInt8: return 80;
     case Feature::Fp8: return 89;
     case Feature::Tma:
+    case Feature::Clusters:
     case Feature::Wgmma: return 90;
   }
   return 0;
@@ -48,6 +49,7 @@ const char *featureName(Feature f) {
     case Feature::MmaInt8: return "int8 tensor-core code (mma.sync m16n8k32)";
     case Feature::Fp8: return "fp8 e4m3 (storage, conversions and products)";
     case Feature::Tma: return "the tensor memory accelerator";
+    case Feature::Clusters: return "thread-block clusters (distributed shared memory)";
     case Feature::Wgmma: return "warpgroup mma (wgmma)";
   }
   return "?";

@@ -21,11 +21,12 @@ namespace kiln::target {
 
 // What kiln's kernels need from a GPU, each with the first architecture that has it.
 enum class Feature {
-  MmaHalf,  // mma.sync m16n8k16 on fp16/bf16, cp.async, bf16 conversions (sm_80)
-  MmaInt8,  // mma.sync m16n8k32 on int8 (sm_80)
-  Fp8,      // e4m3 storage and conversions, fp8 tensor-core products (sm_89)
-  Tma,      // the tensor memory accelerator, cluster launch (sm_90)
-  Wgmma,    // warpgroup mma (sm_90a: arch-specific code only)
+  MmaHalf,   // mma.sync m16n8k16 on fp16/bf16, cp.async, bf16 conversions (sm_80)
+  MmaInt8,   // mma.sync m16n8k32 on int8 (sm_80)
+  Fp8,       // e4m3 storage and conversions, fp8 tensor-core products (sm_89)
+  Tma,       // the tensor memory accelerator (sm_90)
+  Clusters,  // thread-block clusters, distributed shared memory (sm_90)
+  Wgmma,     // warpgroup mma (sm_90a: arch-specific code only)
 };
 const char *featureName(Feature f);  // "fp16/bf16 tensor-core products (mma.sync, cp.async)", ...
 

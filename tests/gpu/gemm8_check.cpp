@@ -6,6 +6,8 @@
 //   fp8:  e4m3 values of every finite magnitude (never zero) and sign; the tensor cores sum in
 //         (reduced-precision) fp32, so the error is measured against Σ|a·b|·scale (exact double
 //         sums) and must stay ≤ 1e-5 of it.
+// Small products of one batch run with K split over a thread-block cluster (MatMulSpec::splitK):
+// the sizes below check it automatic, forced and off ("split" = the cluster size launched).
 // Exit 0 when every size agrees, 1 when one does not, 77 without a GPU (skipped).
 //   kiln-gemm8-check [--iterations N]
 #include "codegen/kernels/MatMul.h"
@@ -45,6 +47,7 @@ int main(int argc, char **argv) {
   struct Size {
     int64_t m, n, k;
     Kind kind = Kind::Int8;
+    int split = 0;  // MatMulSpec::splitK: 0 automatic (small grids of one batch split K), 1 off
   };
   const Size sizes[] = {{100, 40, 48},
                         {4096, 3072, 768},
@@ -55,7 +58,17 @@ int main(int argc, char **argv) {
                         {100, 40, 48, Kind::Fp8},
                         {4096, 3072, 768, Kind::Fp8},
                         {4096, 768, 3072, Kind::Fp8},
-                        {4096, 4096, 4096, Kind::Fp8}};
+                        {4096, 4096, 4096, Kind::Fp8},
+                        // K split over thread-block clusters (small grids: automatic, or forced
+                        // with k-tiles that do not divide evenly), and the same sizes unsplit.
+                        {64, 256, 1024, Kind::U8S8},
+                        {64, 256, 1024, Kind::U8S8, 1},
+                        {64, 1024, 256, Kind::U8S8},
+                        {100, 40, 4800, Kind::Int8, 8},
+                        {100, 40, 4800, Kind::Int8, 1},
+                        {200, 136, 1008, Kind::Int8, 2},
+                        {33, 72, 2000, Kind::Fp8, 4},
+                        {256, 512, 4096, Kind::Fp8}};
   const int64_t zp = 100;
   bool allOk = true;
   std::mt19937 rng(5);
@@ -67,6 +80,7 @@ int main(int argc, char **argv) {
     s.fp8 = fp8;
     s.aUnsigned = s.aOffset = u8;
     s.outType = codegen::ElemType::F32;
+    s.splitK = z.split;
     codegen::KernelLaunch k = codegen::emitMatMul(s);
     codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, "sm_90");
     if (!bin.ok()) {
@@ -150,12 +164,13 @@ int main(int argc, char **argv) {
       return 1;
     }
     double tops = 2.0 * double(z.m) * double(z.n) * double(z.k) / (timing.median() * 1e-3) / 1e12;
-    std::printf("%s %5lldx%5lldx%5lld  %s  %lld checked, %lld bad, worst %s %.2e   median %.4f ms (min %.4f p90 %.4f, "
+    std::printf("%s %5lldx%5lldx%5lld  split %u  %s  %lld checked, %lld bad, worst %s %.2e   median %.4f ms (min %.4f "
+                "p90 %.4f, "
                 "%d runs)  %.0f TOPS\n",
                 u8    ? "u8s8"
                 : fp8 ? "fp8 "
                       : "int8",
-                (long long)z.m, (long long)z.n, (long long)z.k, bad ? "MISMATCH" : "ok", (long long)checked,
+                (long long)z.m, (long long)z.n, (long long)z.k, k.grid[2], bad ? "MISMATCH" : "ok", (long long)checked,
                 (long long)bad, fp8 ? "err/sum|ab|" : "rel", worst, timing.median(), timing.min(), timing.p90(),
                 iterations, tops);
     allOk = allOk && bad == 0;
