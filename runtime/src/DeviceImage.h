@@ -40,11 +40,9 @@ class DeviceImageCache {
   using Make = std::function<Status(DeviceImage&)>;
   // The live image for `context`, or a new one filled by `make` (called on this thread, where
   // `context` must be current, under the cache's lock, so that two threads never upload the same
-  // weights twice). On
-  // failure returns null with `status` saying why; what `make` had made is freed and nothing is
-  // cached.
-  std::shared_ptr<const DeviceImage> acquire(const CudaDriver& cu, CUcontext context, const Make& make,
-                                             Status& status);
+  // weights twice). On failure returns null with `status` saying why; what `make` had made is
+  // freed and nothing is cached.
+  std::shared_ptr<const DeviceImage> acquire(const CudaDriver& cu, CUcontext context, const Make& make, Status& status);
 
  private:
   std::mutex mutex_;

@@ -42,8 +42,8 @@ using namespace kiln::rt;
 
 namespace {
 
-constexpr int kN = 1 << 20;             // elements of x and y (4 MiB each, and the arena)
-constexpr int kEnqueuesPerCheck = 3;    // direct, then captured, then replayed (CUDA graphs)
+constexpr int kN = 1 << 20;           // elements of x and y (4 MiB each, and the arena)
+constexpr int kEnqueuesPerCheck = 3;  // direct, then captured, then replayed (CUDA graphs)
 const CudaDriver* cu = nullptr;
 CUcontext primary = nullptr;
 std::atomic<int> failures{0};
@@ -63,6 +63,12 @@ bool check(CUresult r, const char* call) {
 }
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+std::string oneDecimal(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", v);
+  return text;
+}
 
 // Device memory in use, device-wide.
 size_t usedBytes() {
@@ -222,13 +228,12 @@ int main(int argc, char** argv) {
     if (k) std::printf(" (+%.1f MiB)", used[k] - used[k - 1]);
     std::printf("\n");
   }
-  std::printf("per extra context: %.1f MiB on average (the weights: %.1f MiB)\n", (used.back() - used[0]) / 3,
-              mib(W));
+  std::printf("per extra context: %.1f MiB on average (the weights: %.1f MiB)\n", (used.back() - used[0]) / 3, mib(W));
   if (used[0] < mib(W) * 0.95) fail("the first context holds less device memory than the weights");
   for (size_t k = 1; k < used.size(); ++k)
     if (used[k] - used[k - 1] > mib(limitExtra))
-      fail("context " + std::to_string(k + 1) + " added " + std::to_string(used[k] - used[k - 1]) +
-           " MiB, more than " + std::to_string(mib(limitExtra)) + " (weights not shared?)");
+      fail("context " + std::to_string(k + 1) + " added " + oneDecimal(used[k] - used[k - 1]) + " MiB, more than " +
+           oneDecimal(mib(limitExtra)) + " (weights not shared?)");
   for (size_t k = 0; k < r.size(); ++k) r[k].run(x, "context " + std::to_string(k + 1));
   for (size_t k = 1; k < r.size(); ++k)
     if (r[k].out != r[0].out) fail("context " + std::to_string(k + 1) + "'s output differs from context 1's");
@@ -294,8 +299,7 @@ int main(int argc, char** argv) {
         std::string what = "thread " + std::to_string(t) + " round " + std::to_string(round);
         if (k.create(engine, what)) {
           size_t u = usedBytes(), p = peak.load();
-          while (u > p && !peak.compare_exchange_weak(p, u)) {
-          }
+          while (u > p && !peak.compare_exchange_weak(p, u)) continue;
           if (k.run(x, what)) ++runs;
         }
         k.destroy();
