@@ -69,7 +69,10 @@ Status Executor::init() {
     work_ = nullptr;
     return makeStatus(codeFor(r), "cuStreamCreate failed: " + cu_.describe(r));
   }
-  if ((s = loadModules()).ok() && (s = allocate()).ok()) {
+  image_ = engine_->images.acquire(
+      cu_, context_, [this](DeviceImage& image) { return loadImage(image); }, s);
+  if (!image_) return s;
+  if ((s = allocate()).ok()) {
     prepareLaunches();
     s = prepareGemms();
   }
@@ -108,7 +111,7 @@ std::string Executor::deviceText() const {
          smText(deviceSm_);
 }
 
-Status Executor::loadModules() {
+Status Executor::loadImage(DeviceImage& image) {
   const EngineDesc& d = engine_->desc;
   const bool exact = deviceSm_ == d.sm;
   // PTX compiled for sm_X runs on sm_X and newer, except arch-specific PTX (sm_90a), which
@@ -141,16 +144,16 @@ Status Executor::loadModules() {
     if (r != CUDA_SUCCESS)
       return makeStatus(codeFor(r), "loading module " + std::to_string(i) + " on " + deviceText() + " failed: " +
                                         cu_.describe(r) + (jitLog.empty() ? "" : "\nPTX JIT log:\n" + jitLog));
-    modules_.push_back(module);
+    image.modules.push_back(module);
   }
   for (size_t k = 0; k < d.kernels.size(); ++k) {
     CUfunction f = nullptr;
-    CUresult r = cu_.cuModuleGetFunction(&f, modules_[size_t(d.kernels[k].module)], d.kernels[k].entry.c_str());
+    CUresult r = cu_.cuModuleGetFunction(&f, image.modules[size_t(d.kernels[k].module)], d.kernels[k].entry.c_str());
     if (r != CUDA_SUCCESS)
       return makeStatus(KILN_ERROR_FORMAT, "kernel " + std::to_string(k) + ": module " +
                                                std::to_string(d.kernels[k].module) + " has no function '" +
                                                d.kernels[k].entry + "': " + cu_.describe(r));
-    functions_.push_back(f);
+    image.functions.push_back(f);
   }
   // Dynamic shared memory above 48 KiB must be opted into per function.
   std::map<int32_t, uint32_t> maxShared;
@@ -158,35 +161,39 @@ Status Executor::loadModules() {
     if (l.kind == Launch::Kind::Kernel && l.sharedBytes > 48 * 1024)
       maxShared[l.kernel] = std::max(maxShared[l.kernel], l.sharedBytes);
   for (const auto& [kernel, bytes] : maxShared) {
-    CUresult r =
-        cu_.cuFuncSetAttribute(functions_[size_t(kernel)], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
+    CUresult r = cu_.cuFuncSetAttribute(image.functions[size_t(kernel)],
+                                        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
     if (r != CUDA_SUCCESS)
       return makeStatus(KILN_ERROR_CUDA, "kernel '" + d.kernels[size_t(kernel)].entry + "' needs " +
                                              std::to_string(bytes) + " bytes of shared memory, more than " +
                                              deviceText() + " allows: " + cu_.describe(r));
   }
+  return uploadWeights(image);
+}
+
+Status Executor::deviceAlloc(CUdeviceptr& p, uint64_t bytes, const char* what) const {
+  CUresult r = cu_.cuMemAlloc(&p, size_t(bytes));
+  if (r == CUDA_SUCCESS) return Status::success();
+  p = 0;
+  return makeStatus(codeFor(r), "allocating the " + std::to_string(bytes) + "-byte " + what + " on " + deviceText() +
+                                    ": " + cu_.describe(r));
+}
+
+Status Executor::uploadWeights(DeviceImage& image) {
+  if (!engine_->weights.size) return Status::success();
+  Status s = deviceAlloc(image.weights, engine_->weights.size, "weights");
+  if (!s.ok()) return s;
+  // Straight from the engine file's bytes.
+  CUresult r = cu_.cuMemcpyHtoDAsync(image.weights, engine_->weightsData(), size_t(engine_->weights.size), work_);
+  if (r == CUDA_SUCCESS) r = cu_.cuStreamSynchronize(work_);
+  if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "uploading the weights: " + cu_.describe(r));
   return Status::success();
 }
 
 Status Executor::allocate() {
   const EngineDesc& d = engine_->desc;
-  auto alloc = [&](CUdeviceptr& p, uint64_t bytes, const char* what) {
-    CUresult r = cu_.cuMemAlloc(&p, size_t(bytes));
-    if (r == CUDA_SUCCESS) return Status::success();
-    p = 0;
-    return makeStatus(codeFor(r), "allocating the " + std::to_string(bytes) + "-byte " + what + " on " + deviceText() +
-                                      ": " + cu_.describe(r));
-  };
-  if (engine_->weights.size) {
-    Status s = alloc(weights_, engine_->weights.size, "weights");
-    if (!s.ok()) return s;
-    // Uploaded once, straight from the engine file's bytes.
-    CUresult r = cu_.cuMemcpyHtoDAsync(weights_, engine_->weightsData(), size_t(engine_->weights.size), work_);
-    if (r == CUDA_SUCCESS) r = cu_.cuStreamSynchronize(work_);
-    if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "uploading the weights: " + cu_.describe(r));
-  }
   if (d.arenaBytes) {
-    Status s = alloc(arena_, d.arenaBytes, "arena");
+    Status s = deviceAlloc(arena_, d.arenaBytes, "arena");
     if (!s.ok()) return s;
   }
   ioAddress_.assign(d.io.size(), 0);
@@ -196,7 +203,7 @@ Status Executor::allocate() {
 CUdeviceptr Executor::resolve(const BufferRef& b) const {
   switch (b.space) {
     case BufferRef::Space::Arena: return arena_ + b.offset;
-    case BufferRef::Space::Weights: return weights_ + b.offset;
+    case BufferRef::Space::Weights: return image_->weights + b.offset;
     case BufferRef::Space::Io: return ioAddress_[size_t(b.io)] + b.offset;
   }
   return 0;
@@ -210,7 +217,7 @@ void Executor::prepareLaunches() {
     PreparedLaunch& p = launches_[i];
     p.index = i;
     if (l.kind != Launch::Kind::Kernel) continue;
-    p.function = functions_[size_t(l.kernel)];
+    p.function = image_->functions[size_t(l.kernel)];
     p.slots.assign(l.args.size(), 0);
     for (size_t a = 0; a < l.args.size(); ++a) {
       const LaunchArg& arg = l.args[a];
@@ -640,11 +647,11 @@ Executor::~Executor() {
       if (ltWorkspace_) cu_.cuMemFree(ltWorkspace_);
       if (scratch_) cu_.cuMemFree(scratch_);  // (a gemm_search that stopped on an error)
       if (arena_) cu_.cuMemFree(arena_);
-      if (weights_) cu_.cuMemFree(weights_);
-      for (CUmodule m : modules_) cu_.cuModuleUnload(m);
+      image_.reset();  // (frees the modules and weights if no other context of the engine uses them)
       if (work_) cu_.cuStreamDestroy(work_);
     }
   }
+  image_.reset();  // (already, unless the context could not be made current: before it may go)
   if (ownsPrimaryContext_) cu_.cuDevicePrimaryCtxRelease(device_);
 }
 

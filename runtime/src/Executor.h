@@ -1,5 +1,6 @@
 // Runs a loaded engine on one GPU through the CUDA driver API: module loading with the
-// architecture check, the weights and arena allocations, tensor bindings and the launch list.
+// architecture check and the weights upload (into the device image that the engine's contexts on
+// one CUDA context share), the arena, tensor bindings and the launch list.
 #pragma once
 
 #include "runtime/driver/CublasLt.h"
@@ -53,8 +54,11 @@ class Executor {
   Executor(const CudaDriver& cu, std::shared_ptr<const LoadedEngine> engine) : cu_(cu), engine_(std::move(engine)) {}
   Status init();
   Status selectContext();
-  Status loadModules();
-  Status allocate();
+  // Fills a new device image: loads the modules (the architecture check) and uploads the weights.
+  Status loadImage(DeviceImage& image);
+  Status uploadWeights(DeviceImage& image);
+  Status allocate();  // the arena
+  Status deviceAlloc(CUdeviceptr& p, uint64_t bytes, const char* what) const;
   void prepareLaunches();
   Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
   Status launchGemm(PreparedLaunch& p, CUstream stream);
@@ -84,9 +88,9 @@ class Executor {
   CUdevice device_ = 0;
   int deviceSm_ = 0;
   std::string deviceName_;
-  std::vector<CUmodule> modules_;
-  std::vector<CUfunction> functions_;  // per kernel
-  CUdeviceptr weights_ = 0, arena_ = 0;
+  std::shared_ptr<const DeviceImage> image_;  // modules and weights, shared with the engine's other
+                                              // contexts on context_
+  CUdeviceptr arena_ = 0;
   std::vector<CUdeviceptr> ioAddress_;
   std::vector<PreparedLaunch> launches_;  // one per launch of the plan, in order
   CUstream work_ = nullptr;               // the context's own non-blocking stream (set-up, capture)

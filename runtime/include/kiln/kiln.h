@@ -7,13 +7,16 @@
  *
  *   kiln_engine   an engine file loaded into host memory and verified: immutable, so it may be
  *                 shared by any number of threads and contexts.
- *   kiln_context  one execution of an engine on one GPU: its modules, weights and scratch memory
- *                 (the arena). A context may be used by one thread at a time; use one context per
- *                 concurrent stream, because all enqueues of a context share its arena. Contexts
- *                 (of one engine or of several) may be created, used and destroyed concurrently
- *                 by different threads, each on its own stream: their one-time set-up steps are
- *                 serialised inside the runtime and never touch the legacy default stream, so one
- *                 thread's set-up cannot disturb another thread's CUDA graph capture.
+ *   kiln_context  one execution of an engine on one GPU: its scratch memory (the arena) and
+ *                 launch state. The engine's loaded kernels and its weights on the device are not
+ *                 the context's own: all contexts of one engine on the same CUDA context share
+ *                 one copy (see Ownership), which kernels only read. A context may be used by one
+ *                 thread at a time; use one context per concurrent stream, because all enqueues
+ *                 of a context share its arena. Contexts (of one engine or of several) may be
+ *                 created, used and destroyed concurrently by different threads, each on its own
+ *                 stream: their one-time set-up steps (the shared copy included) are serialised
+ *                 inside the runtime and never touch the legacy default stream, so one thread's
+ *                 set-up cannot disturb another thread's CUDA graph capture.
  *
  * Errors. Every function that can fail returns a kiln_status. On failure the reason is kept per
  * thread and kiln_status_message() returns it until the next failing call on that thread. A
@@ -25,6 +28,13 @@
  * alive, so an engine may be destroyed while contexts made from it still run. Strings and arrays
  * returned by accessors belong to the engine and live until the engine and all of its contexts
  * are destroyed.
+ * Device memory: the first context of an engine on a CUDA context loads the engine's kernels and
+ * uploads its weights there; later contexts of that engine on the same CUDA context use that copy
+ * (two contexts on one GPU hold one copy of the weights and two arenas). The copy lives as long as
+ * any of those contexts and is freed by the last one's kiln_context_destroy, whatever the order,
+ * and whether or not the engine handle is still alive (kiln_engine_destroy frees host memory
+ * only). A context on another CUDA context (another device, or a context the application created
+ * itself) has its own copy. Destroy every context before the CUDA context it runs on.
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -122,8 +132,9 @@ KILN_API const char* kiln_engine_route(const kiln_engine* engine);
 
 /* Prepares `engine` for execution on a GPU: uses the CUDA context current on this thread, or
  * else the primary context of device 0. Checks the device's compute capability against the
- * engine's target, loads its kernels, uploads its weights once and allocates its arena. The
- * calling thread's current CUDA context is the same before and after the call.
+ * engine's target, loads its kernels and uploads its weights (unless a live context of this
+ * engine on the same CUDA context already did: then it shares them) and allocates its own arena.
+ * The calling thread's current CUDA context is the same before and after the call.
  * Errors: INVALID_ARGUMENT, NO_DEVICE, ARCH, CUDA, OUT_OF_MEMORY. */
 KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** out);
 
@@ -166,8 +177,10 @@ typedef struct {
 KILN_API kiln_status kiln_context_profile(kiln_context* context, void* cuda_stream, kiln_launch_profile* out,
                                           int32_t capacity, int32_t* count);
 
-/* Frees the context's device memory and modules. Work it enqueued must have finished (for
- * example, synchronize the stream first). NULL is ignored. */
+/* Frees the context's own device memory (its arena and launch state), and the engine's kernels and
+ * weights on its CUDA context when no other context uses them. Work it enqueued must have
+ * finished (for example, synchronize the stream first); other contexts' work may still run.
+ * NULL is ignored. */
 KILN_API void kiln_context_destroy(kiln_context* context);
 
 #ifdef __cplusplus
