@@ -393,7 +393,7 @@ if [ "$mode" = qops ]; then
       run "latency_${name}_$p" "$bin/kiln" run "$e" --iterations 200 --profile
       # onnxruntime's outputs made on this machine's CPU too (8-bit sums depend on its ISA).
       if [[ $p = fp32 ]]; then
-        run "devref_${name}" python3 bench/ort_reference.py "$dir/$name.onnx" "$dir/$name.inputs.npz" /tmp/qops_devref_$name.npz
+        run "devref_${name}" python3 bench/ort_outputs.py "$dir/$name.onnx" "$dir/$name.inputs.npz" /tmp/qops_devref_$name.npz
       fi
       [[ -f /tmp/qops_devref_$name.npz ]] && run "check_devref_${name}_$p" "$bin/kiln" check "$e" \
         --inputs "$dir/$name.inputs.npz" --reference /tmp/qops_devref_$name.npz --accuracy "$acc"
