@@ -34,6 +34,8 @@
 #                                   # activation; fp32, fp16, bf16) vs the CPU evaluator, the recurrent
 #                                   # node tests vs their expected outputs, and a bidirectional 2-layer
 #                                   # LSTM fp16 vs PyTorch's cuDNN LSTM (bench/lstm_vs_cudnn.py)
+#   bash bench/gpu_suite.sh splitk  # split-K over clusters: kiln-gemm8-check, zoo CNNs fp16 with
+#                                   # gemm.splitk=1 vs auto; one engine's weights shared by contexts
 #   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
 #                                   # models, the corpus's ORT-quantized models, one model per op) vs
@@ -494,6 +496,30 @@ if [ "$mode" = corpus ]; then
   KILN_TIMEOUT=${KILN_TIMEOUT:-580} run corpus python3 models/realmodels/run_corpus.py --dir "${KILN_CORPUS_DIR:-.carry/corpus}" \
     --kiln "$bin/kiln" --gpu --no-eval --jobs "${KILN_CORPUS_JOBS:-4}" ${KILN_CORPUS_ONLY:+--only "$KILN_CORPUS_ONLY"} --json "$OUT/corpus.json"
   grep -vE '^\s*$' "$OUT/logs/corpus.log" >> "$summary"
+fi
+
+# Split-K over thread-block clusters (gemm.splitk): the 8-bit/fp8 product kernel split and unsplit
+# against exact sums (kiln-gemm8-check), and the zoo's convolutional models in fp16 built with
+# gemm.splitk=1 and auto (their implicit-GEMM convolutions are where auto splits), run on the
+# same inputs: outputs compared, latency side by side. Then one engine's weights shared by its
+# contexts (kiln-shared-weights-test: device memory per extra context, issue 24).
+if [ "$mode" = splitk ]; then
+  : > "$summary"
+  run gemm8 "$bin/kiln-gemm8-check" --iterations 100
+  grep -E "split" "$OUT/logs/gemm8.log" >> "$summary"
+  run shared_weights "$bin/kiln-shared-weights-test"
+  grep -E "context|PASS|FAIL" "$OUT/logs/shared_weights.log" >> "$summary"
+  KILN_ZOO_NO_REF=1 make_zoo
+  for m in ${KILN_SPLITK_MODELS:-resnet50 resnet50_b32 mobilenetv2_b32}; do
+    for sk in 1 auto; do
+      run "compile_${m}_splitk_$sk" "$bin/kiln" compile "$zoo/$m.onnx" -o "/tmp/${m}_sk$sk.kiln" --route "precision=fp16;gemm.splitk=$sk" || continue
+      "$bin/kiln" inspect "/tmp/${m}_sk$sk.kiln" > "$OUT/logs/inspect_${m}_splitk_$sk.txt" 2>&1
+      run "latency_${m}_splitk_$sk" "$bin/kiln" run "/tmp/${m}_sk$sk.kiln" --iterations 300 --profile --outputs "/tmp/${m}_sk$sk.npz"
+    done
+    python3 -c "import numpy as np,sys; a,b=np.load(sys.argv[1]),np.load(sys.argv[2]); k=[n for n in a.files if n in b.files and a[n].dtype.kind=='f' and n not in ('input','x')]; print(' '.join(f'{n}: rel_l2 {np.linalg.norm(b[n].astype(np.float64)-a[n])/np.linalg.norm(a[n].astype(np.float64)):.2e}' for n in k))" \
+      "/tmp/${m}_sk1.npz" "/tmp/${m}_skauto.npz" > "$OUT/logs/diff_${m}.log" 2>&1
+    echo "$m: splitk=1 $(grep -h '^latency' "$OUT/logs/latency_${m}_splitk_1.log" | cut -c1-60) | auto $(grep -h '^latency' "$OUT/logs/latency_${m}_splitk_auto.log" | cut -c1-60) | $(cat "$OUT/logs/diff_${m}.log")" >> "$summary"
+  done
 fi
 
 if [ "$mode" = conformance ]; then

@@ -66,7 +66,8 @@ struct ElementwiseViewsPass : impl::ElementwiseViewsBase<ElementwiseViewsPass> {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       auto f = dyn_cast<FusedOp>(op);
-      if ((f && f.getKind() == "elementwise") || (!f && !op->getParentOfType<FusedOp>() && isFusableElementwise(op)))
+      if ((f && f.getKind() == FusedKind::Elementwise) ||
+          (!f && !op->getParentOfType<FusedOp>() && isFusableElementwise(op)))
         ops.push_back(op);
     });
     OpBuilder b(&getContext());

@@ -43,7 +43,7 @@ bool isScalarConstant(Value v) {
 
 // Replaces `ops` (in program order; the last one's result is the region's result) by one
 // kiln.fused op of `kind` placed at the last op.
-void buildRegion(ArrayRef<Operation *> ops, StringRef kind, OpBuilder &b) {
+void buildRegion(ArrayRef<Operation *> ops, FusedKind kind, OpBuilder &b) {
   llvm::DenseSet<Operation *> inRegion(ops.begin(), ops.end());
   llvm::SetVector<Value> inputs;
   for (Operation *op : ops)
@@ -52,7 +52,7 @@ void buildRegion(ArrayRef<Operation *> ops, StringRef kind, OpBuilder &b) {
   Operation *last = ops.back();
   b.setInsertionPoint(last);
   SmallVector<Value> in(inputs.begin(), inputs.end());
-  auto fused = b.create<FusedOp>(last->getLoc(), last->getResultTypes(), in, b.getStringAttr(kind));
+  auto fused = b.create<FusedOp>(last->getLoc(), last->getResultTypes(), in, kind);
   Block *body = new Block();
   fused.getBody().push_back(body);
   IRMapping map;
@@ -107,7 +107,7 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
       while (cur.hasOneUse()) {
         Operation *u = *cur.getUsers().begin();
         auto region = dyn_cast<FusedOp>(u);
-        bool elementwiseRegion = region && region.getKind() == "elementwise" && region->getNumResults() == 1;
+        bool elementwiseRegion = region && region.getKind() == FusedKind::Elementwise && region->getNumResults() == 1;
         if (u->getParentOp() != anchor->getParentOp() || !(isFusableElementwise(u) || elementwiseRegion)) break;
         auto ut = dyn_cast<RankedTensorType>(u->getResult(0).getType());
         if (!ut || ut.getShape() != outType.getShape()) break;
@@ -119,7 +119,7 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
         cur = u->getResult(0);
         if (quantized) break;
       }
-      if (chain.size() > 1) buildRegion(chain, "epilogue", b);
+      if (chain.size() > 1) buildRegion(chain, FusedKind::Epilogue, b);
     }
   }
 };
@@ -200,7 +200,7 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
       regions.push_back(ops);
     }
     OpBuilder b(&getContext());
-    for (auto &ops : regions) buildRegion(ops, "elementwise", b);
+    for (auto &ops : regions) buildRegion(ops, FusedKind::Elementwise, b);
   }
 };
 

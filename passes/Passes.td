@@ -282,7 +282,7 @@ def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
   let summary = "Fuse elementwise ops into the store of a matrix product or convolution (knob fusion.epilogue)";
   let description = [{
     A MatMul, TransposedMatMul, Conv or ConvNhwc whose result flows through a chain of
-    elementwise ops or `kiln.fused "elementwise"` regions (bias add, scale, activation, residual
+    elementwise ops or `kiln.fused elementwise` regions (bias add, scale, activation, residual
     add, casts), each the single user of the value before it, becomes one `kiln.fused
     "epilogue"` region: the chain runs on each output element as it is stored (absorbed regions
     are inlined). Chain links keep the product's result shape; their other operands broadcast
@@ -295,7 +295,7 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   let description = [{
     Grows regions backwards from each elementwise op over elementwise producers whose results
     are used only inside the region, and makes every region of two or more ops one
-    `kiln.fused "elementwise"` op (one launch, intermediates never stored).
+    `kiln.fused elementwise` op (one launch, intermediates never stored).
   }];
 }
 

@@ -247,7 +247,7 @@ Operation *productOf(Operation *op, int operandOf[2]) {
   Operation *mm = op;
   if (auto f = dyn_cast<FusedOp>(op)) {
     Block &body = f.getBody().front();
-    if (f.getKind() != "epilogue" || body.empty()) return nullptr;
+    if (f.getKind() != FusedKind::Epilogue || body.empty()) return nullptr;
     mm = &body.front();
     if (!isa<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
     for (unsigned k = 0; k < 2; ++k) {

@@ -67,7 +67,7 @@ void Lowering::lowerFused(FusedOp f) {
   for (Operation &op : f.getBody().front().without_terminator())
     if (!isa<NoneOp, ConstantOp>(op)) body.push_back(&op);
   if (body.empty()) throw std::invalid_argument("empty kernel region");
-  if (f.getKind() == "epilogue")
+  if (f.getKind() == FusedKind::Epilogue)
     lowerProduct(body.front(), ArrayRef<Operation *>(body).drop_front(), f.getResult(0));
   else
     lowerElementwise(body, f.getResult(0));

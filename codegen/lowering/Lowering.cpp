@@ -68,7 +68,7 @@ bool isProductOperand(Operation *u, Value v) {
 bool isReadInPlaceView(Operation *op) {
   return isa<StridedViewOp>(op) && llvm::all_of(op->getUsers(), [&](Operation *u) {
            auto f = dyn_cast<FusedOp>(u);
-           return isa<AttentionOp>(u) || (f && f.getKind() == "elementwise") || isFusableElementwise(u) ||
+           return isa<AttentionOp>(u) || (f && f.getKind() == FusedKind::Elementwise) || isFusableElementwise(u) ||
                   isProductOperand(u, op->getResult(0));
          });
 }

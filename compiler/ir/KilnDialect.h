@@ -32,6 +32,8 @@ template <typename ConcreteType> class KilnInternal : public TraitBase<ConcreteT
 }  // namespace mlir::OpTrait
 #include "compiler/ir/KilnInterfaces.h.inc"
 
+#include "compiler/ir/KilnEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "compiler/ir/KilnOps.h.inc"
 

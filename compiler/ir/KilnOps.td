@@ -7,6 +7,7 @@
 include "compiler/ir/KilnDialect.td"
 include "compiler/ir/KilnInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Kiln_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
@@ -536,17 +537,25 @@ def Kiln_AveragePoolNhwcOp : Kiln_UnaryOp<"average_pool_nhwc", "AveragePoolNhwc"
 
 //===--- Kernel regions ---------------------------------------------------------------------===//
 
+// How codegen reads a kernel region's body (kiln.fused).
+def Kiln_FusedKind : I32EnumAttr<"FusedKind", "the kind of a kernel region", [
+    I32EnumAttrCase<"Elementwise", 0, "elementwise">,  // a DAG of elementwise ops, one output
+    I32EnumAttrCase<"Epilogue", 1, "epilogue">          // a product first, then ops on its result
+  ]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_FusedOp : Op<Kiln_Dialect, "fused", [IsolatedFromAbove, Pure]> {
   let summary = "A kernel region: the ops that one kernel launch computes";
   let description = [{
     The body is ordinary kiln ops over the region's block arguments (bound to `inputs`);
     `kiln.yield` returns the region's results. `kind` says how codegen reads the body:
-    "elementwise" (a DAG of elementwise ops, one output) or "epilogue" (a matrix product or
+    `elementwise` (a DAG of elementwise ops, one output) or `epilogue` (a matrix product or
     convolution first, then elementwise ops applied to its result as it is stored). Fusion
     passes create these; the evaluator runs the body op by op, so a fused graph keeps its
     reference semantics.
   }];
-  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, StrAttr:$kind);
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, Kiln_FusedKind:$kind);
   let results = (outs Variadic<Kiln_Tensor>:$outputs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body";

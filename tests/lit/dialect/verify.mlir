@@ -23,3 +23,15 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> te
   %y = kiln.conv %x, %w, %none : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>, none) -> tensor<1x4x6x6xf32>
   return %y : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// A kernel region's kind is an enum: elementwise or epilogue.
+func.func @fused_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [elementwise, epilogue]}}
+  %y = kiln.fused reduction(%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    kiln.yield %x : tensor<4xf32>
+  }
+  return %y : tensor<4xf32>
+}

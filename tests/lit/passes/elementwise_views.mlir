@@ -25,7 +25,7 @@ func.func @slice_cast(%x: tensor<2x8xf16>) -> tensor<2x5xf32> {
 // rows: one view; the region's other (broadcast) input stays as it is.
 // CHECK-LABEL: func.func @region_transpose
 // CHECK: %[[V:.*]] = kiln.strided_view %arg0 {offset = 12 : i64, shape = array<i64: 3, 2, 4>, strides = array<i64: 4, 12, 1>} : (tensor<3x3x4xf32>) -> tensor<3x2x4xf32>
-// CHECK: kiln.fused "elementwise"(%[[V]], %arg1)
+// CHECK: kiln.fused elementwise(%[[V]], %arg1)
 // CHECK-NOT: kiln.transpose
 func.func @region_transpose(%x: tensor<3x3x4xf32>, %b: tensor<4xf32>) -> tensor<3x2x4xf32> {
   %s = kiln.constant dense<1> : tensor<1xi64>
@@ -34,7 +34,7 @@ func.func @region_transpose(%x: tensor<3x3x4xf32>, %b: tensor<4xf32>) -> tensor<
   %none = kiln.none
   %rows = kiln.slice %x, %s, %e, %a, %none : (tensor<3x3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<2x3x4xf32>
   %t = kiln.transpose %rows {perm = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
-  %y = kiln.fused "elementwise"(%t, %b) : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32> {
+  %y = kiln.fused elementwise(%t, %b) : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32> {
   ^bb0(%t1: tensor<3x2x4xf32>, %b1: tensor<4xf32>):
     %m = kiln.mul %t1, %b1 : (tensor<3x2x4xf32>, tensor<4xf32>) -> tensor<3x2x4xf32>
     %r = kiln.relu %m : (tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
@@ -60,7 +60,7 @@ func.func @stay_copies(%x: tensor<4x6xf32>, %w: tensor<6x6xf32>) -> (tensor<6x4x
   %c = kiln.slice %x, %s, %e, %a, %none : (tensor<4x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<4x3xf32>
   %r = kiln.relu %c : (tensor<4x3xf32>) -> tensor<4x3xf32>
   %xt = kiln.transpose %x {perm = array<i64: 0, 1>} : (tensor<4x6xf32>) -> tensor<4x6xf32>
-  %p = kiln.fused "epilogue"(%x, %w, %xt) : (tensor<4x6xf32>, tensor<6x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %p = kiln.fused epilogue(%x, %w, %xt) : (tensor<4x6xf32>, tensor<6x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32> {
   ^bb0(%x1: tensor<4x6xf32>, %w1: tensor<6x6xf32>, %r1: tensor<4x6xf32>):
     %mm = kiln.matmul %x1, %w1 : (tensor<4x6xf32>, tensor<6x6xf32>) -> tensor<4x6xf32>
     %sum = kiln.add %mm, %r1 : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>

@@ -4,7 +4,7 @@
 
 // Linear layer: bias add, GELU (erf form) and a residual add run in the product's store.
 // CHECK-LABEL: func.func @linear_gelu_residual
-// CHECK: %[[F:.*]] = kiln.fused "epilogue"(%arg0, %{{.*}}, %{{.*}}, %arg1)
+// CHECK: %[[F:.*]] = kiln.fused epilogue(%arg0, %{{.*}}, %{{.*}}, %arg1)
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: %[[P:.*]] = kiln.transposed_matmul
 // CHECK-NEXT: kiln.add %[[P]]
@@ -16,7 +16,7 @@
 // OFF-NOT: kiln.fused
 // EWONLY-LABEL: func.func @linear_gelu_residual
 // EWONLY: kiln.transposed_matmul
-// EWONLY: kiln.fused "elementwise"
+// EWONLY: kiln.fused elementwise
 func.func @linear_gelu_residual(%x: tensor<4x6xf32>, %res: tensor<4x5xf32>) -> tensor<4x5xf32> {
   %w = kiln.constant dense<0.125> : tensor<5x6xf32>
   %b = kiln.constant dense<[0.5, -0.5, 1.0, -1.0, 0.0]> : tensor<5xf32>
@@ -33,7 +33,7 @@ func.func @linear_gelu_residual(%x: tensor<4x6xf32>, %res: tensor<4x5xf32>) -> t
 // would change the stored shape.
 // CHECK-LABEL: func.func @conv_two_uses
 // CHECK: %[[C:.*]] = kiln.conv
-// CHECK-NOT: kiln.fused "epilogue"
+// CHECK-NOT: kiln.fused epilogue
 // CHECK: return
 func.func @conv_two_uses(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
   %w = kiln.constant dense<0.5> : tensor<2x2x1x1xf32>
@@ -48,7 +48,7 @@ func.func @conv_two_uses(%x: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tenso
 // GELU written out (tanh form, as GPT-2 exports it): one elementwise region; x feeds it twice;
 // the scalar constants are copied into the region.
 // CHECK-LABEL: func.func @gelu_tanh
-// CHECK: %[[F:.*]] = kiln.fused "elementwise"(%arg0) : (tensor<3x7xf32>) -> tensor<3x7xf32>
+// CHECK: %[[F:.*]] = kiln.fused elementwise(%arg0) : (tensor<3x7xf32>) -> tensor<3x7xf32>
 // CHECK: kiln.constant dense<3.000000e+00>
 // CHECK-NEXT: kiln.pow %arg1
 // CHECK: kiln.tanh
@@ -81,7 +81,7 @@ func.func @gelu_tanh(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {
 // Add after it are separate kernels, while Add → Abs fuse.
 // CHECK-LABEL: func.func @escape
 // CHECK: %[[E:.*]] = kiln.exp %arg0
-// CHECK: %[[F:.*]] = kiln.fused "elementwise"(%[[E]], %arg1)
+// CHECK: %[[F:.*]] = kiln.fused elementwise(%[[E]], %arg1)
 // CHECK: return %[[E]], %[[F]]
 func.func @escape(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %e = kiln.exp %x : (tensor<8xf32>) -> tensor<8xf32>
@@ -95,7 +95,7 @@ func.func @escape(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tenso
 // After elementwise fusion, an epilogue takes a whole region: GELU (erf form) reads the
 // product's biased result twice, so no single-use chain reaches it.
 // CHECK-LABEL: func.func @linear_gelu_erf
-// CHECK: %[[F:.*]] = kiln.fused "epilogue"
+// CHECK: %[[F:.*]] = kiln.fused epilogue
 // CHECK: kiln.matmul
 // CHECK: kiln.erf
 // CHECK: kiln.yield
@@ -122,7 +122,7 @@ func.func @linear_gelu_erf(%x: tensor<4x6xf32>) -> tensor<4x5xf32> {
 // An int8 product's epilogue may end in QuantizeLinear (the next int8 product's input): the
 // region stores int8.
 // CHECK-LABEL: func.func @int8_chain
-// CHECK: kiln.fused "epilogue"
+// CHECK: kiln.fused epilogue
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: kiln.quantized_matmul
 // CHECK: kiln.gelu
@@ -147,13 +147,13 @@ func.func @int8_chain(%x: tensor<4x16xi8>) -> tensor<4x32xi8> {
 // both results and adding them goes to the first product's epilogue; the second keeps its own
 // QuantizeLinear and stores int8 for it, instead of its raw fp32 sums.
 // CHECK-LABEL: func.func @two_products_requantized
-// CHECK: %[[B:.*]] = kiln.fused "epilogue"
+// CHECK: %[[B:.*]] = kiln.fused epilogue
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: kiln.matmul
 // CHECK-NOT: kiln.add
 // CHECK: kiln.quantize_linear
 // CHECK-NEXT: kiln.yield {{.*}} : tensor<4x8xi8>
-// CHECK: kiln.fused "epilogue"({{.*}}%[[B]]) : ({{.*}}tensor<4x8xi8>) -> tensor<4x8xi8>
+// CHECK: kiln.fused epilogue({{.*}}%[[B]]) : ({{.*}}tensor<4x8xi8>) -> tensor<4x8xi8>
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: kiln.matmul
 // CHECK: kiln.add
@@ -180,12 +180,12 @@ func.func @two_products_requantized(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>) 
 // a per-axis DequantizeLinear reads its scale as a [C, 1, 1] view; both join one region with
 // integer arithmetic (uint8 adds wrap on store).
 // CHECK-LABEL: func.func @castlike_per_axis_dq_uint8
-// CHECK: kiln.fused "elementwise"
+// CHECK: kiln.fused elementwise
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: kiln.dequantize_linear
 // CHECK-NEXT: kiln.cast_like
 // CHECK-NEXT: kiln.yield
-// CHECK: kiln.fused "elementwise"
+// CHECK: kiln.fused elementwise
 // CHECK-NEXT: ^bb0(
 // CHECK-NEXT: kiln.add
 // CHECK-NEXT: kiln.mul

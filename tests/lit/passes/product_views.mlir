@@ -9,7 +9,7 @@
 // CHECK-LABEL: func.func @sequence_first_heads
 // CHECK-DAG: %[[Q:.*]] = kiln.strided_view %arg0 {offset = 0 : i64, shape = array<i64: 2, 2, 3, 4>, strides = array<i64: 8, 4, 16, 1>} : (tensor<3x2x8xf32>) -> tensor<2x2x3x4xf32>
 // CHECK-DAG: %[[K:.*]] = kiln.strided_view %arg1 {offset = 0 : i64, shape = array<i64: 2, 2, 3, 4>, strides = array<i64: 8, 4, 16, 1>} : (tensor<3x2x8xf32>) -> tensor<2x2x3x4xf32>
-// CHECK: kiln.fused "epilogue"(%[[Q]], %[[K]])
+// CHECK: kiln.fused epilogue(%[[Q]], %[[K]])
 // CHECK: %[[V:.*]] = kiln.strided_view %arg2 {offset = 0 : i64, shape = array<i64: 2, 2, 3, 4>, strides = array<i64: 8, 4, 16, 1>}
 // CHECK: kiln.matmul %{{.*}}, %[[V]]
 // CHECK: %[[T:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 1, 0, 2>} : (tensor<3x4x4xf32>) -> tensor<4x3x4xf32>
@@ -27,7 +27,7 @@ func.func @sequence_first_heads(%q: tensor<3x2x8xf32>, %k: tensor<3x2x8xf32>, %v
   %kr = kiln.reshape %k, %s1 : (tensor<3x2x8xf32>, tensor<3xi64>) -> tensor<3x4x4xf32>
   %kt = kiln.transpose %kr {perm = array<i64: 1, 0, 2>} : (tensor<3x4x4xf32>) -> tensor<4x3x4xf32>
   %kh = kiln.reshape %kt, %s2 : (tensor<4x3x4xf32>, tensor<4xi64>) -> tensor<2x2x3x4xf32>
-  %sc = kiln.fused "epilogue"(%qh, %kh) : (tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x3xf32> {
+  %sc = kiln.fused epilogue(%qh, %kh) : (tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x3xf32> {
   ^bb0(%a: tensor<2x2x3x4xf32>, %b: tensor<2x2x3x4xf32>):
     %m = kiln.transposed_matmul %a, %b {perm_b = array<i64: 0, 1, 3, 2>} : (tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x3x3xf32>
     %c = kiln.constant dense<0.5> : tensor<1xf32>
