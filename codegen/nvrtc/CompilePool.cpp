@@ -2,6 +2,7 @@
 
 #include "compiler/support/Files.h"
 #include "compiler/support/Hash.h"
+#include "compiler/support/Parallel.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -21,7 +22,6 @@
 #include <memory>
 #include <mutex>
 #include <system_error>
-#include <thread>
 #include <unordered_map>
 
 namespace kiln::codegen {
@@ -243,7 +243,7 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
     finished();
   };
 
-  unsigned jobs = options_.jobs ? options_.jobs : std::max(1u, std::thread::hardware_concurrency());
+  unsigned jobs = options_.jobs ? options_.jobs : support::hardwareThreads();
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, pending.size()));
   bool useProcesses =
       options_.parallelism == CompileParallelism::Processes ||
@@ -364,21 +364,8 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
   // 2b. Threads in this process: the whole list, or what the workers did not get to.
   std::vector<size_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(nextPending), pending.end());
   if (!rest.empty()) {
-    std::atomic<size_t> next{0};
-    auto worker = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < rest.size();) compileHere(rest[i]);
-    };
-    unsigned threadsWanted = static_cast<unsigned>(std::min<size_t>(std::max(jobs, 1u), rest.size()));
-    if (!result.processes) result.jobs = threadsWanted;
-    std::vector<std::thread> threads;
-    try {
-      for (unsigned j = 0; j + 1 < threadsWanted; ++j) threads.emplace_back(worker);
-    } catch (const std::system_error &) {
-      // could not start more threads: run with those we have (the caller is one of them)
-    }
-    if (!result.processes) result.jobs = static_cast<unsigned>(threads.size() + 1);
-    worker();
-    for (std::thread &t : threads) t.join();
+    unsigned used = support::parallelFor(rest.size(), std::max(jobs, 1u), [&](size_t i) { compileHere(rest[i]); });
+    if (!result.processes) result.jobs = used;
   }
 
   for (const CompiledKernel &k : result.kernels) {

@@ -39,7 +39,7 @@ enum class CompileParallelism { Auto, Threads, Processes };
 struct CompilePoolOptions {
   std::string arch = "sm_90";
   CompileOptions compile;
-  unsigned jobs = 0;  // workers; 0: std::thread::hardware_concurrency()
+  unsigned jobs = 0;  // workers; 0: one per core
   CompileParallelism parallelism = CompileParallelism::Auto;
   // Called after each unique kernel finishes (hit or compile): done in 1..total, total = unique
   // kernels. Not called when there is nothing to compile.

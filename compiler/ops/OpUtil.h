@@ -2,10 +2,10 @@
 #pragma once
 
 #include "compiler/ops/OpSemantics.h"
+#include "compiler/support/Parallel.h"
 
 #include <algorithm>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace kiln::ops {
@@ -13,18 +13,15 @@ namespace kiln::ops {
 // Runs body(row) for row in [0, rows) on the machine's cores when the work (rows · workPerRow
 // multiply-adds) is large. Rows must be independent (each writes its own outputs).
 template <class Body> void parallelRows(int64_t rows, int64_t workPerRow, const Body &body) {
-  int64_t threads = std::min<int64_t>(
-      {int64_t(std::max(1u, std::thread::hardware_concurrency())), rows, rows * workPerRow / (int64_t(1) << 22) + 1});
+  int64_t threads =
+      std::min<int64_t>({int64_t(support::hardwareThreads()), rows, rows * workPerRow / (int64_t(1) << 22) + 1});
   if (threads <= 1) {
     for (int64_t r = 0; r < rows; ++r) body(r);
     return;
   }
-  std::vector<std::thread> pool;
-  for (int64_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int64_t r = t * rows / threads; r < (t + 1) * rows / threads; ++r) body(r);
-    });
-  for (auto &th : pool) th.join();
+  support::parallelFor(size_t(threads), unsigned(threads), [&](size_t t) {
+    for (int64_t r = int64_t(t) * rows / threads; r < (int64_t(t) + 1) * rows / threads; ++r) body(r);
+  });
 }
 
 // The ShapeContext of a kernel's actual inputs (every present input is also a known value), so a
