@@ -195,7 +195,7 @@ bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine
   if (!knobs::Route::parse(route, &bo.route, &error)) return false;
   ImportOptions io;
   io.allowExternalOutside = o_.allowExternalOutside;
-  if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) {
+  if (auto e = parseShapeOverrides(o_.shapes, io); !e.empty()) {
     error = e;
     return false;
   }
@@ -489,7 +489,7 @@ TuneReport Session::run() {
            report_;
   ImportOptions io;
   io.allowExternalOutside = o_.allowExternalOutside;
-  if (auto e = parseShapeOverrides(o_.shapes, io.shapes); !e.empty()) return report_.error = e, report_;
+  if (auto e = parseShapeOverrides(o_.shapes, io); !e.empty()) return report_.error = e, report_;
   mlir::MLIRContext ctx;
   auto t0 = Clock::now();
   codegen::ModelBuild lowered = codegen::lowerModel(o_.model, io, knobs::Route(), ctx, target_);

@@ -28,7 +28,7 @@ void registerKilnDialects(MLIRContext &ctx) {
   ctx.getOrLoadDialect<func::FuncDialect>();
 }
 
-std::string parseShapeOverrides(const std::string &spec, std::map<std::string, std::vector<int64_t>> &out) {
+std::string parseShapeOverrides(const std::string &spec, ImportOptions &opts) {
   std::string item;
   std::stringstream ss(spec);
   while (std::getline(ss, item, item.find(';') != std::string::npos ? ';' : ',')) {
@@ -37,19 +37,32 @@ std::string parseShapeOverrides(const std::string &spec, std::map<std::string, s
       part = item.substr(0, sep);
       item = sep == std::string::npos ? "" : item.substr(sep + 1);
       if (part.empty()) continue;
-      size_t colon = part.rfind(':');
-      if (colon == std::string::npos || colon == 0) return "bad --shapes entry '" + part + "': expected NAME:D1xD2x...";
+      auto number = [](const std::string &d, int64_t &v) {
+        char *end = nullptr;
+        long long x = std::strtoll(d.c_str(), &end, 10);
+        v = x;
+        return !d.empty() && *end == '\0' && x >= 0;
+      };
+      size_t colon = part.rfind(':'), eq = part.find('=');
+      if (colon == std::string::npos && eq != std::string::npos && eq > 0) {  // DIM=VALUE
+        int64_t v;
+        if (!number(part.substr(eq + 1), v) || v == 0)
+          return "bad --shapes entry '" + part + "': a symbolic dimension takes a positive size (NAME=N)";
+        opts.dims[part.substr(0, eq)] = v;
+        continue;
+      }
+      if (colon == std::string::npos || colon == 0)
+        return "bad --shapes entry '" + part + "': expected INPUT:D1xD2x... or DIM=N";
       std::string name = part.substr(0, colon), dims = part.substr(colon + 1);
       std::vector<int64_t> shape;
       std::stringstream ds(dims);
       for (std::string d; std::getline(ds, d, 'x');) {
-        char *end = nullptr;
-        long long v = std::strtoll(d.c_str(), &end, 10);
-        if (d.empty() || *end != '\0' || v < 0) return "bad dimension '" + d + "' in --shapes entry '" + part + "'";
+        int64_t v;
+        if (!number(d, v)) return "bad dimension '" + d + "' in --shapes entry '" + part + "'";
         shape.push_back(v);
       }
       if (dims == "scalar") shape.clear();
-      out[name] = shape;
+      opts.shapes[name] = shape;
     }
   }
   return "";
@@ -144,7 +157,7 @@ std::string GraphImporter::importInitializers(const onnx::GraphProto &g) {
 
 std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorImpl<Type> &types,
                                          std::vector<std::string> &names) {
-  std::set<std::string> seen, all;
+  std::set<std::string> seen, all, usedDims, symbolic;
   for (const auto &in : g.input()) all.insert(in.name());
   for (auto &kv : opts_.shapes)
     if (!all.count(kv.first)) return "--shapes names '" + kv.first + "', which is not a graph input";
@@ -169,6 +182,14 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
                " but the model declares rank " + std::to_string(tt.shape().dim_size());
       for (int k = 0; tt.has_shape() && k < tt.shape().dim_size(); ++k) {
         const auto &d = tt.shape().dim(k);
+        if (d.has_dim_param()) symbolic.insert(d.dim_param());
+        if (d.has_dim_param() && opts_.dims.count(d.dim_param())) {
+          usedDims.insert(d.dim_param());
+          if (opts_.dims.at(d.dim_param()) != shape[k])
+            return "--shapes gives input '" + in.name() + "' dimension " + std::to_string(k) + " ('" + d.dim_param() +
+                   "') = " + std::to_string(shape[k]) + " but also " + d.dim_param() + "=" +
+                   std::to_string(opts_.dims.at(d.dim_param()));
+        }
         if (d.has_dim_value() && d.dim_value() > 0 && d.dim_value() != shape[k])
           return "--shapes gives input '" + in.name() + "' dimension " + std::to_string(k) + " = " +
                  std::to_string(shape[k]) + " but the model fixes it to " + std::to_string(d.dim_value());
@@ -178,19 +199,27 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
         return "graph input '" + in.name() + "' has no shape: pass --shapes " + in.name() + ":D1xD2x...";
       for (int k = 0; k < tt.shape().dim_size(); ++k) {
         const auto &d = tt.shape().dim(k);
+        if (d.has_dim_param()) symbolic.insert(d.dim_param());
+        if (d.has_dim_param() && opts_.dims.count(d.dim_param())) {  // --shapes NAME=N
+          usedDims.insert(d.dim_param());
+          shape.push_back(opts_.dims.at(d.dim_param()));
+          continue;
+        }
         if (!d.has_dim_value() || d.dim_value() < 0) {
           std::string sym = d.has_dim_param()   ? "'" + d.dim_param() + "'"
                             : d.has_dim_value() ? "(declared " + std::to_string(d.dim_value()) + ")"
                                                 : "unknown";
           return "graph input '" + in.name() + "' has symbolic dimension " + sym + " at axis " + std::to_string(k) +
-                 "; dynamic shapes are not supported: pass --shapes " + in.name() + ":" + [&] {
+                 "; dynamic shapes are not supported: pass --shapes " + in.name() + ":" +
+                 [&] {
                    std::string s;
                    for (int j = 0; j < tt.shape().dim_size(); ++j)
                      s += (j ? "x" : "") + (tt.shape().dim(j).has_dim_value() && tt.shape().dim(j).dim_value() >= 0
                                                 ? std::to_string(tt.shape().dim(j).dim_value())
                                                 : std::string("N"));
                    return s;
-                 }();
+                 }() +
+                 (d.has_dim_param() ? " or --shapes " + d.dim_param() + "=N" : "");
         }
         shape.push_back(d.dim_value());
       }
@@ -198,6 +227,14 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
     types.push_back(RankedTensorType::get(shape, et));
     names.push_back(in.name());
   }
+  for (const auto &[dim, value] : opts_.dims)
+    if (!usedDims.count(dim)) {
+      std::string known;
+      for (const std::string &d : symbolic) known += (known.empty() ? "" : ", ") + d;
+      return "--shapes sets dimension '" + dim + "', which no graph input has (" +
+             (known.empty() ? std::string("the inputs have no named dimensions") : "their named dimensions: " + known) +
+             ")";
+    }
   return "";
 }
 

@@ -1,4 +1,5 @@
-// ONNX → kiln dialect. Static shapes only: symbolic input dimensions must be given by --shapes.
+// ONNX → kiln dialect. Static shapes only: symbolic input dimensions must be given by --shapes
+// (an input's shape, or the dimension's value by name).
 #pragma once
 
 #include "mlir/IR/BuiltinOps.h"
@@ -17,6 +18,8 @@ namespace kiln {
 struct ImportOptions {
   // Input shape overrides by graph input name ("x" → {1,3,224,224}).
   std::map<std::string, std::vector<int64_t>> shapes;
+  // Values of symbolic dimensions by name ("batch" → 8), for the inputs `shapes` does not name.
+  std::map<std::string, int64_t> dims;
   // Ops whose operands are all constants are folded while importing (Shape→Gather→Concat→
   // Reshape chains must be, for Reshape's shape to be known); results above this many elements
   // stay as ops.
@@ -41,8 +44,10 @@ struct ImportResult {
   std::vector<std::string> warnings;
 };
 
-// Parses "x:1x3x224x224,mask:1x128" (also ';'-separated). Returns "" or an error.
-std::string parseShapeOverrides(const std::string &spec, std::map<std::string, std::vector<int64_t>> &out);
+// Parses --shapes into `opts`: "x:1x3x224x224,mask:1x128" (an input's whole shape) and
+// "batch=8,sequence=128" (a symbolic dimension by name, for every input that has it), mixed as
+// needed, ','- or ';'-separated. Returns "" or an error.
+std::string parseShapeOverrides(const std::string &spec, ImportOptions &opts);
 
 void registerKilnDialects(mlir::MLIRContext &ctx);
 

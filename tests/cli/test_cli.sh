@@ -54,6 +54,13 @@ expect 2 "symbolic dimension 'batch'.*--shapes" -- plan "$tiny/bad/symbolic_dim.
 expect 0 "input +x +f32 +4x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4x3
 expect 2 "not a graph input" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes nope:4x3
 expect 2 "bad dimension" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4xq
+# A symbolic dimension by name (issue 24's --shapes batch=8), alone or with an input's shape.
+expect 2 "pass --shapes x:Nx3 or --shapes batch=N" -- plan "$tiny/bad/symbolic_dim.onnxtxt"
+expect 0 "input +x +f32 +8x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=8
+expect 0 "input +x +f32 +8x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes "x:8x3;batch=8"
+expect 2 "input 'x' dimension 0 \('batch'\) = 4 but also batch=8" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4x3,batch=8
+expect 2 "sets dimension 'seq', which no graph input has \(their named dimensions: batch\)" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=2,seq=5
+expect 2 "a symbolic dimension takes a positive size" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=0
 expect 2 "node 'add' \(Add\).*cannot be broadcast" -- plan "$tiny/bad/bad_shapes.onnxtxt"
 expect 2 "cannot open external data file" -- plan "$tiny/bad/missing_external/model.onnx"
 expect 2 "reads tensor 'nonexistent'" -- plan "$tiny/bad/undefined_input.onnxtxt"

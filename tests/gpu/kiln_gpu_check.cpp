@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
   // The reference: the model's own semantics (import + cleanup, fp32).
   mlir::MLIRContext ctx;
   kiln::ImportOptions io;
-  if (auto err = kiln::parseShapeOverrides(shapes, io.shapes); !err.empty())
+  if (auto err = kiln::parseShapeOverrides(shapes, io); !err.empty())
     return std::fprintf(stderr, "%s\n", err.c_str()), 2;
   kiln::ImportResult imp = kiln::importModelFile(model, ctx, io);
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;

@@ -21,7 +21,9 @@ namespace kiln::cli {
 
 void ModelOptions::add(CLI::App &cmd) {
   cmd.add_option("model", model, "ONNX model (.onnx, or text format .onnxtxt)")->required();
-  cmd.add_option("--shapes", shapes, "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's)");
+  cmd.add_option("--shapes", shapes,
+                 "Input shapes, e.g. x:1x3x224x224,mask:1x128 (overrides the model's), or symbolic dimensions by name, "
+                 "e.g. batch=8,sequence=128 (both forms may be mixed)");
   cmd.add_option("--constant-inputs", constantInputs,
                  "Bind graph inputs to these values at build time (.npz, arrays named after the inputs): they "
                  "become constants (an If on them folds to its branch) and leave the engine's I/O table");
@@ -36,7 +38,7 @@ void ModelOptions::addExternalFlag(CLI::App &cmd) {
 
 std::string ModelOptions::importOptions(ImportOptions &io) const {
   io.allowExternalOutside = allowExternalOutside;
-  if (auto e = parseShapeOverrides(shapes, io.shapes); !e.empty()) return e;
+  if (auto e = parseShapeOverrides(shapes, io); !e.empty()) return e;
   if (constantInputs.empty()) return "";
   std::vector<tuner::HostTensor> arrays;
   std::string error;
