@@ -59,14 +59,18 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       claimedBy[k.name] = term;
       Dimension d;
       d.knob = k.name;
-      bool quantizedDropped = false;  // int8/fp8 values left out for want of a calibration
+      std::string dropped;  // int8/fp8 values left out for want of a calibration
       for (const std::string &v : k.def->domain) {
         if (!valueRe.fullMatch(v, why)) continue;
         if (!withCalibration && k.def->name == "precision" && (v == "int8" || v == "fp8"))
-          quantizedDropped = true;
+          dropped += (dropped.empty() ? "" : " and ") + v;
         else
           d.values.push_back(v);
       }
+      bool quantizedDropped = !dropped.empty();
+      if (quantizedDropped && !d.values.empty())
+        out.notes.push_back("route term " + quote(term) + " selects " + dropped + " for " + quote(k.name) +
+                            ": left out, 8-bit precisions need --calib FILE (kiln calibrate)");
       if (d.values.empty() && quantizedDropped) {
         error = "route term " + quote(term) + " leaves knob " + quote(k.name) +
                 " only int8/fp8, which need --calib FILE (kiln calibrate)";

@@ -27,6 +27,9 @@ struct Dimension {
 
 struct SearchSpace {
   std::vector<Dimension> dims;
+  // What the expression selected but the space leaves out, one line each (int8/fp8 without a
+  // calibration file): the tuner prints them, so nothing is dropped silently.
+  std::vector<std::string> notes;
   // Routes: the base, and candidates as base + changes.
   knobs::Route base() const;
   // fast: the base, then each dimension's other values one at a time.
@@ -49,7 +52,7 @@ struct SearchSpace {
 constexpr uint64_t kMaxPlannedCandidates = 100000;
 
 // `withCalibration` false (no calibration file): the precision knobs' int8 and fp8 values are not
-// candidates (a term that leaves only those is an error that says so).
+// candidates (a note in `out.notes` says so; a term that leaves only those is an error).
 bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef> &nodes, SearchSpace &out,
                 std::string &error, bool withCalibration = true);
 

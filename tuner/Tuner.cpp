@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -501,6 +502,8 @@ TuneReport Session::run() {
   SearchSpace space;
   if (!parseSpace(o_.routeExpression, codegen::modelNodes(*imported.module), space, report_.error, !o_.calib.empty()))
     return report_;
+  report_.notes = space.notes;
+  for (const std::string &n : space.notes) log("note: " + n);
   std::vector<knobs::Route> plan;
   if (o_.search == "fast" || o_.search == "mixed") {
     plan = space.fast();
@@ -553,7 +556,6 @@ TuneReport Session::run() {
   work_ = tmpl;
   for (int d : o_.devices)
     if (!visibleDevice(d, visible_[d], error)) return report_.error = error, report_;
-  if (!prepareInputs(report_.error)) return report_;
   // The environment of every device, asked of children (that see their device as the measuring
   // children do) so that this process never initialises CUDA (it forks NVRTC workers). A
   // measurement is keyed by its GPU and driver, so every device of one tune must give the same.
@@ -575,7 +577,11 @@ TuneReport Session::run() {
     if (!report_.error.empty()) continue;  // (still reaps every probe)
     if (code != 0 || env.empty()) {
       std::string which = o_.devices.size() > 1 ? " (device " + std::to_string(o_.devices[k]) + ")" : "";
-      report_.error = "no GPU to measure on" + which + ": " + readText(stem + ".err", 2000);
+      std::string why = readText(stem + ".err", 2000);
+      for (const char *prefix : {"kiln: error: ", "kiln: "})  // (the child's own prefix: printed once)
+        if (why.rfind(prefix, 0) == 0) why.erase(0, std::strlen(prefix));
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      report_.error = "no GPU to measure on" + which + ": " + why;
     } else if (k == 0) {
       report_.environment = env;
     } else if (env != report_.environment) {
@@ -586,6 +592,7 @@ TuneReport Session::run() {
   }
   if (!report_.error.empty()) return report_;
   log("environment: " + report_.environment);
+  if (!prepareInputs(report_.error)) return report_;  // (builds the reference engine: after the GPU check)
   if (!computeReference(report_.error)) return report_;
   std::vector<uint8_t> inBytes, refBytes;
   readBytes(inputsNpz_, inBytes);

@@ -60,6 +60,7 @@ struct TuneReport {
   std::string error;                 // non-empty: the tune could not run (bad model, expression, cache...)
   std::vector<std::string> planned;  // candidate routes of the plan (mixed: its fast phase)
   std::string plannedNote;           // what the count means
+  std::vector<std::string> notes;    // what the route expression selected but the plan leaves out
   double estimatedSeconds = 0;
   std::string environment;
   std::vector<CandidateResult> results;

@@ -184,8 +184,11 @@ expect 0 "2 candidates \(full search\)" -- tune "$tiny/mlp.onnxtxt" --config "$t
 printf 'rute: x\n' > "$tmp/bad.yaml"
 expect 2 "unknown setting 'rute'" -- tune "$tiny/mlp.onnxtxt" --config "$tmp/bad.yaml" --dry-run
 if [ ! -e /dev/nvidia0 ]; then
-  expect 2 "no GPU to measure on" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --cache "$tmp/t.db"
+  # Said first (before the reference engine is built: no "building" line), with one prefix.
+  expect 2 "^kiln: error: no GPU to measure on: [^k]" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --cache "$tmp/t.db"
 fi
+# An 8-bit precision the expression selects without --calib is left out with a note, not silently.
+expect 0 "note: route term 'precision=fp16\|int8' selects int8 for 'precision': left out" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|int8' --dry-run
 # --reference and --inputs files are checked against the model before any GPU work, also in a
 # dry run: every output with its shape, nothing that is neither an input nor an output.
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
@@ -208,6 +211,7 @@ CUDA_VISIBLE_DEVICES=0,0 expect 2 "CUDA_VISIBLE_DEVICES='0,0' lists '0' twice, w
 CUDA_VISIBLE_DEVICES=3 expect 2 "CUDA_VISIBLE_DEVICES='3' leaves 1 device visible" -- \
   tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --devices 0,1 --cache "$tmp/t.db"
 expect 0 "0 measurements" -- cache list --cache "$tmp/t.db"
+expect 0 '"count": 0' -- cache list --json --cache "$tmp/t.db"
 expect 0 "exported 0 measurements" -- cache export "$tmp/t.jsonl" --cache "$tmp/t.db"
 expect 0 "imported 0 measurements" -- cache import "$tmp/t.jsonl" --cache "$tmp/t.db"
 echo "not a database at all, definitely not SQLite format 3 ..........................." > "$tmp/junk.db"

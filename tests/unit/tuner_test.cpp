@@ -98,6 +98,13 @@ TEST(RouteExpression, ErrorsNameTheTerm) {
   ASSERT_TRUE(parseSpace("precision=.*", {}, s6, err, /*withCalibration=*/false)) << err;
   ASSERT_EQ(s6.dims.size(), 1u);
   EXPECT_EQ(s6.dims[0].values, (std::vector<std::string>{"fp32", "fp16", "bf16"}));
+  // ... and not silently: a note names what was left out (none with a calibration file).
+  ASSERT_EQ(s6.notes.size(), 1u);
+  EXPECT_NE(s6.notes[0].find("selects int8 and fp8 for 'precision': left out"), std::string::npos) << s6.notes[0];
+  SearchSpace s7;
+  ASSERT_TRUE(parseSpace("precision=fp16|int8", {}, s7, err, /*withCalibration=*/true)) << err;
+  EXPECT_TRUE(s7.notes.empty());
+  EXPECT_EQ(s7.dims[0].values, (std::vector<std::string>{"fp16", "int8"}));
   EXPECT_FALSE(parseSpace("precision=int8|fp8", {}, s6, err, false));
   EXPECT_NE(err.find("only int8/fp8, which need --calib"), std::string::npos) << err;
   SearchSpace s4;

@@ -1,4 +1,4 @@
-// `kiln cache {list,show,export,import,merge,gc} [--cache db]`: the tuner's SQLite cache.
+// `kiln cache {list,show,export,import,merge,gc} [--cache db] [--json]`: the tuner's SQLite cache.
 //   list                 one line per measurement
 //   show MODEL_HASH      the measurements of one model (a prefix is enough)
 //   export FILE          every row as JSON lines (to move results between machines)
@@ -13,8 +13,11 @@
 #include "tools/kiln/Commands.h"
 #include "tuner/Cache.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 namespace kiln::cli {
 
@@ -29,6 +32,8 @@ Runner addCacheCommand(CLI::App &app) {
       ->check(CLI::IsMember({"list", "show", "export", "import", "merge", "gc"}));
   cmd->add_option("arg", *arg, "MODEL_HASH (show), FILE (export/import), OTHER.db (merge)");
   cmd->add_option("--cache", *path, "Cache file (default $XDG_DATA_HOME/kiln/tune-cache.db)");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "list, show: print a JSON document (each measurement as export writes it)");
   return [=]() -> int {
     if (!*cmd) return -1;
     std::string err;
@@ -64,6 +69,15 @@ Runner addCacheCommand(CLI::App &app) {
         if (!support::writeFileAtomically(*arg, tuner::rowsToJsonLines(rows), err, {db, db + "-wal", db + "-shm"}))
           return fail(err);
         std::printf("exported %zu measurements to %s\n", rows.size(), printable(*arg).c_str());
+        return 0;
+      }
+      if (*json) {
+        nlohmann::json list = nlohmann::json::array();
+        std::istringstream lines(tuner::rowsToJsonLines(rows));
+        for (std::string line; std::getline(lines, line);)
+          if (!line.empty()) list.push_back(nlohmann::json::parse(line));
+        std::cout << nlohmann::json{{"cache", cache->path()}, {"count", rows.size()}, {"measurements", list}}.dump(2)
+                  << "\n";
         return 0;
       }
       std::printf("%s: %zu measurements\n", printable(cache->path()).c_str(), rows.size());

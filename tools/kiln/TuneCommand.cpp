@@ -205,7 +205,8 @@ Runner addTuneCommand(CLI::App &app) {
       if (*json) {
         std::cout << nlohmann::json{{"model", o->model},       {"search", o->search},
                                     {"candidates", r.planned}, {"count", r.planned.size()},
-                                    {"note", r.plannedNote},   {"estimated_seconds", r.estimatedSeconds}}
+                                    {"note", r.plannedNote},   {"estimated_seconds", r.estimatedSeconds},
+                                    {"notes", r.notes}}
                          .dump(2)
                   << "\n";
       } else {
