@@ -377,18 +377,17 @@ std::optional<std::pair<Value, Value>> splitScale(Value s, int64_t channelAxis, 
 // The largest |x - zp| over x's elements: exact when both are constant and zp is one element,
 // else from x's 8-bit type (and zp's value, if one constant element).
 int64_t maxOffset(Value x, Value zp) {
-  std::optional<ops::Tensor> z =
-      isNone(zp) ? std::optional<ops::Tensor>(ops::Tensor::scalar(ops::DType::I32, 0)) : constantValue(zp);
-  if (z && z->size() != 1) z.reset();
-  int64_t zv = z ? z->getInt(0) : 0;
-  if (auto xv = z ? constantValue(x, int64_t(1) << 26) : std::nullopt) {
+  bool zKnown = isNone(zp);  // (no zero point: 0)
+  int64_t zv = 0;
+  if (auto z = isNone(zp) ? std::nullopt : constantValue(zp); z && z->size() == 1) zKnown = true, zv = z->getInt(0);
+  if (auto xv = zKnown ? constantValue(x, int64_t(1) << 26) : std::nullopt) {
     int64_t m = 0;
     for (int64_t k = 0; k < xv->size(); ++k) m = std::max(m, std::abs(xv->getInt(k) - zv));
     return m;
   }
   bool u8 = dtypeOfValue(x) == ops::DType::U8;
   int64_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
-  return z ? std::max(zv - lo, hi - zv) : hi - lo;
+  return zKnown ? std::max(zv - lo, hi - zv) : hi - lo;
 }
 
 // Integer sums used as integers (a graph output, or an integer op's operand): Cast<i32> of the
@@ -426,18 +425,16 @@ bool lowerExactIntegerProduct(Operation *p) {
     auto i64 = [&](int64_t x) { return r.constant(ops::Tensor::fromInts(ops::DType::I64, {1}, {x})); };
     return r.make<SliceOp>({v, i64(from), i64(to), i64(axis), r.none()});
   };
+  // A convolution's w zero point: one, or one per output channel (w's axis 0), for every chunk.
+  ops::Shape perChannel(bs.size(), 1);
+  perChannel[0] = bs[0];
   Value sum;
   for (int64_t from = 0; from < length; from += perChunk) {
     int64_t to = std::min(length, from + perChunk);
     Value ac = slice(a, aAxis, from, to), bc = slice(b, bAxis, from, to);
     auto [aParamAxis, aParamShape] = productParam(ac, za, true);
-    auto [bParamAxis, bParamShape] = productParam(bc, zb, false);
-    if (conv) {  // w's zero point: one, or one per output channel (w's axis 0)
-      ops::Shape perChannel(bs.size(), 1);
-      perChannel[0] = bs[0];
-      bParamAxis = 0;
-      bParamShape = perChannel;
-    }
+    auto [bParamAxis, bParamShape] = conv ? std::pair(std::optional<int64_t>(0), std::optional<ops::Shape>(perChannel))
+                                          : productParam(bc, zb, false);
     Value xa = r.dequantize(ac, Value(), za, aParamAxis, aParamShape);
     Value xb = r.dequantize(bc, Value(), zb, bParamAxis, bParamShape);
     Value y =

@@ -314,17 +314,18 @@ bool Cache::integrityCheck(std::string &result) {
   return result == "ok";
 }
 
+nlohmann::json rowToJson(const CacheRow &r) {
+  return {{"model_hash", r.key.modelHash}, {"shapes", r.key.shapes},
+          {"route", r.key.route},          {"environment", r.key.environment},
+          {"status", r.m.status},          {"reason", r.m.reason},
+          {"median_ms", r.m.medianMs},     {"p90_ms", r.m.p90Ms},
+          {"min_ms", r.m.minMs},           {"runs", r.m.runs},
+          {"metrics", r.m.metrics},        {"created", r.m.created}};
+}
+
 std::string rowsToJsonLines(const std::vector<CacheRow> &rows) {
   std::string out;
-  for (const CacheRow &r : rows) {
-    nlohmann::json j = {{"model_hash", r.key.modelHash}, {"shapes", r.key.shapes},
-                        {"route", r.key.route},          {"environment", r.key.environment},
-                        {"status", r.m.status},          {"reason", r.m.reason},
-                        {"median_ms", r.m.medianMs},     {"p90_ms", r.m.p90Ms},
-                        {"min_ms", r.m.minMs},           {"runs", r.m.runs},
-                        {"metrics", r.m.metrics},        {"created", r.m.created}};
-    out += j.dump() + "\n";
-  }
+  for (const CacheRow &r : rows) out += rowToJson(r).dump() + "\n";
   return out;
 }
 

@@ -5,6 +5,8 @@
 // file. The schema is versioned: an older file is migrated, a newer one refused.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -76,6 +78,8 @@ class Cache {
 };
 
 // Rows as JSON lines (one object per row) and back, for export/import between machines.
+// One row as the JSON object export writes (one per line) and `kiln cache list --json` lists.
+nlohmann::json rowToJson(const CacheRow &row);
 std::string rowsToJsonLines(const std::vector<CacheRow> &rows);
 bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std::string &error);
 

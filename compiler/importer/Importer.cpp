@@ -29,6 +29,12 @@ void registerKilnDialects(MLIRContext &ctx) {
 }
 
 std::string parseShapeOverrides(const std::string &spec, ImportOptions &opts) {
+  auto number = [](const std::string &d, int64_t &v) {  // a whole non-negative decimal
+    char *end = nullptr;
+    long long x = std::strtoll(d.c_str(), &end, 10);
+    v = x;
+    return !d.empty() && *end == '\0' && x >= 0;
+  };
   std::string item;
   std::stringstream ss(spec);
   while (std::getline(ss, item, item.find(';') != std::string::npos ? ';' : ',')) {
@@ -37,12 +43,6 @@ std::string parseShapeOverrides(const std::string &spec, ImportOptions &opts) {
       part = item.substr(0, sep);
       item = sep == std::string::npos ? "" : item.substr(sep + 1);
       if (part.empty()) continue;
-      auto number = [](const std::string &d, int64_t &v) {
-        char *end = nullptr;
-        long long x = std::strtoll(d.c_str(), &end, 10);
-        v = x;
-        return !d.empty() && *end == '\0' && x >= 0;
-      };
       size_t colon = part.rfind(':'), eq = part.find('=');
       if (colon == std::string::npos && eq != std::string::npos && eq > 0) {  // DIM=VALUE
         int64_t v;

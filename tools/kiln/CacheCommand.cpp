@@ -17,7 +17,6 @@
 
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 namespace kiln::cli {
 
@@ -73,9 +72,7 @@ Runner addCacheCommand(CLI::App &app) {
       }
       if (*json) {
         nlohmann::json list = nlohmann::json::array();
-        std::istringstream lines(tuner::rowsToJsonLines(rows));
-        for (std::string line; std::getline(lines, line);)
-          if (!line.empty()) list.push_back(nlohmann::json::parse(line));
+        for (const tuner::CacheRow &r : rows) list.push_back(tuner::rowToJson(r));
         std::cout << nlohmann::json{{"cache", cache->path()}, {"count", rows.size()}, {"measurements", list}}.dump(2)
                   << "\n";
         return 0;
