@@ -113,7 +113,7 @@ host_engines() {
 }
 
 # The tiny models (models/tiny) that check and quick run over their routes, and the case models.
-tiny_models=(mlp conv_bn_relu opset11_mix shape_chain qdq_matmul qdq_matmul_u8 qdq_pool qdq_matmul_fp8 seq_first_linear
+tiny_models=(mlp conv_bn_relu opset11_mix shape_chain qdq_matmul qdq_matmul_u8 qdq_conv_u8 qdq_pool qdq_matmul_fp8 seq_first_linear
              pool_same attention views einsum)
 case_models() {
   for m in "${tiny_models[@]}"; do echo "models/tiny/$m.onnxtxt"; done
@@ -278,6 +278,7 @@ if [ "$mode" = int8 ]; then
     run "int8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul.onnxtxt --route "$r" --iterations 3
     run "int8_qdq_matmul_u8_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul_u8.onnxtxt --route "$r" --iterations 3
     run "int8_qdq_pool_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_pool.onnxtxt --route "$r" --iterations 3
+    run "int8_qdq_conv_u8_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_conv_u8.onnxtxt --route "$r" --iterations 3
   done
   for r in "precision=int8" "node.fc2.precision=int8"; do
     run "int8_mlp_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/mlp.onnxtxt --calib /tmp/mlp.calib --route "$r" --iterations 3

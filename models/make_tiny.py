@@ -276,6 +276,34 @@ def make_qdq_matmul_u8():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_qdq_conv_u8():
+    """onnxruntime's static QDQ convolution (U8S8): a uint8 image with zero point 131, padded by 1,
+    int8 weights per output channel, a float bias. Padding is zero after dequantization, so the
+    int8 kernel's padded taps must hold the zero point (131), not 0: the border pixels check it."""
+    r = rng_for("qdq_conv_u8")
+    x = inputs(r, (2, 32, 7, 7))
+    wq = r.integers(-127, 128, size=(24, 32, 3, 3)).astype(np.int8)
+    ws = ((np.arange(24, dtype=np.float32) % 5) + 1) / np.float32(2048)
+    b = weights(r, (24,))
+    xs, xz = np.float32(1 / 64), np.uint8(131)
+    g = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["xq"], name="quant_x"),
+         helper.make_node("DequantizeLinear", ["xq", "x_scale", "x_zero"], ["xd"], name="dequant_x"),
+         helper.make_node("DequantizeLinear", ["w_q", "w_scale"], ["wd"], name="dequant_w", axis=0),
+         helper.make_node("Conv", ["xd", "wd", "b"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+        "qdq_conv_u8", [vi("x", F32, [2, 32, 7, 7])], [vi("y", F32, [2, 24, 7, 7])],
+        [numpy_helper.from_array(np.array(xs, np.float32), "x_scale"),
+         numpy_helper.from_array(np.array(xz, np.uint8), "x_zero"),
+         numpy_helper.from_array(wq, "w_q"), numpy_helper.from_array(ws, "w_scale"), raw_tensor("b", b)],
+        doc_string="x[2,32,7,7] -> QuantizeLinear/DequantizeLinear (uint8, 1/64, zero point 131) -> "
+                   "Conv 3x3 pad 1 with int8 weights per output channel and a float bias")
+    f32 = lambda a: f64(np.asarray(a, np.float32))
+    xq = np.clip(np.round(f64(np.asarray(x, np.float32) / xs)) + 131, 0, 255)
+    xd = f32((xq - 131) * f64(xs))
+    y = conv2d_ref(xd, f32(f64(wq) * f64(ws)[:, None, None, None]), f64(b), 1)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 # float8e4m3fn (ONNX data type 17; Debian's onnx 1.12 predates the enum, so tensors are built by
 # hand): bits <-> values, round to nearest even, saturating at 448 (ONNX's default).
 FLOAT8E4M3FN = 17
@@ -686,6 +714,7 @@ def main(argv=None):
              "shape_chain": make_shape_chain(), "opset11_mix": make_opset11_mix(),
              "qdq_matmul": make_qdq_matmul(), "qdq_matmul_u8": make_qdq_matmul_u8(),
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
+             "qdq_conv_u8": make_qdq_conv_u8(),
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
              "pool_same": make_pool_same(), "attention": make_attention(), "views": make_views(),
              "einsum": make_einsum()}

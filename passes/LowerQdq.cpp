@@ -75,8 +75,9 @@ void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
   if (b.scale.size() != 1 && (b.axis != 0 || b.scale.size() != m)) return;
   OpBuilder builder(op);
   Value s = combinedScale(builder, op, a, b, m);
-  replaceWithQuantized(builder, op, QuantizedConvOp::getOperationName(), {a.data, b.data, s, op->getOperand(2)},
-                       op->getAttrs());
+  SmallVector<NamedAttribute> attrs(op->getAttrs());
+  if (a.zeroPoint != 0) attrs.push_back(builder.getNamedAttr("a_zero_point", builder.getI64IntegerAttr(a.zeroPoint)));
+  replaceWithQuantized(builder, op, QuantizedConvOp::getOperationName(), {a.data, b.data, s, op->getOperand(2)}, attrs);
 }
 
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
@@ -95,11 +96,9 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
       // int8 (A may be uint8) with int8, or fp8 with fp8.
       bool sameFamily =
           a && b && (elementDtype(a->data) == ops::DType::F8E4M3) == (elementDtype(b->data) == ops::DType::F8E4M3);
-      bool plain = a && a->zeroPoint == 0 && elementDtype(a->data) != ops::DType::U8;
-      if (!sameFamily || a->scale.size() != 1 || (onnxTypeOf(op) == "Conv" && !plain)) {
-        // (Convolutions take int8/fp8 activations without a zero point: a padded tap must be 0.)
-        // (Dequantized operands that are uint8, have zero points, per-axis activation scales, or
-        // mix int8 with fp8.)
+      if (!sameFamily || a->scale.size() != 1) {
+        // (Dequantized weights that are uint8 or have zero points, per-axis activation scales,
+        // or int8 mixed with fp8.)
         if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) notInt8Form.push_back(nodeName(op));
         continue;
       }
@@ -130,8 +129,8 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
     if (!notInt8Form.empty())
       getOperation().emitRemark(std::to_string(notInt8Form.size()) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "
-                                "kernels take int8 (or both fp8 e4m3) weights without zero points, a per-tensor "
-                                "activation scale, and for convolutions activations without a zero point" +
+                                "kernels take int8 (or both fp8 e4m3) weights without zero points and a "
+                                "per-tensor activation scale" +
                                 nameList(notInt8Form));
     if (!noKernel.empty())
       getOperation().emitRemark(std::to_string(noKernel.size()) +

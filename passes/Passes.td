@@ -415,7 +415,9 @@ def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
     becomes `QuantizedMatMul(a, b, sa·sb)`: exact integer sums scaled per column, what the int8
     tensor-core kernel computes. TransposedMatMul keeps its operand permutations. A 2-D,
     ungrouped Conv likewise becomes `QuantizedConv(x, w, sa·sw[m], B)` (weights per output
-    channel, axis 0; the float bias added after the scale). float8e4m3fn data on both sides
+    channel, axis 0; the float bias added after the scale). A uint8 (or int8) activation with a
+    per-tensor zero point (onnxruntime's U8S8) keeps it as `a_zero_point`: the kernel subtracts
+    za·Σw per column, and a convolution's padded taps read za, as onnxruntime pads. float8e4m3fn data on both sides
     (zero points zero) becomes the same ops with fp8 operands. Products the 8-bit kernel cannot run
     (`eightBitKernelTakes`) and other DequantizeLinear uses are left as they are.
 

@@ -196,7 +196,14 @@ KILN_DEV void load_tile(T* as, T* bs, const T* __restrict__ Ab, const T* __restr
       const LI ow = gm % OW, t = gm / OW, oh = t % OH, img = t / OH;
       const LI ch = gk % CC, tap = gk / CC, kw = tap % KW, kh = tap / KW;
       const LI ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
-      valid = ih >= 0 && ih < IH && iw >= 0 && iw < IW;
+      const bool inside = ih >= 0 && ih < IH && iw >= 0 && iw < IW;
+#if KILN_QOFFSET
+      if (!inside) {  // a padded tap holds the zero point
+        *reinterpret_cast<uint4*>(as + r * A_COLS + kc) = make_uint4(KILN_ZA4, KILN_ZA4, KILN_ZA4, KILN_ZA4);
+        continue;
+      }
+#endif
+      valid = inside;
       if (valid) src = Ab + ((img * IH + ih) * IW + iw) * CC + ch;
     }
     cp_async16(as + r * A_COLS + kc, src, valid);
@@ -612,7 +619,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   if (s.int8) s.type = ElemType::F16;  // 8-bit pairs travel as 16-bit elements (packInt8Pairs)
   if (s.splitK != 0 && s.splitK != 1 && s.splitK != 2 && s.splitK != 4 && s.splitK != 8)
     throw std::invalid_argument("matmul: splitK must be 0 (automatic), 1, 2, 4 or 8");
-  if (s.fp8 && (!s.int8 || s.aUnsigned || s.aOffset))
+  if (s.fp8 && (!s.int8 || s.aUnsigned || s.aZeroPoint))
     throw std::invalid_argument("matmul: fp8 takes two e4m3 operands (int8 = true, no zero point)");
   const bool mma = s.type == ElemType::F16 || s.type == ElemType::BF16;
   const bool f64 = s.type == ElemType::F64;
@@ -688,7 +695,14 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   src += std::string("#define KILN_INT8 ") + (s.int8 ? "1" : "0") + "\n";
   if (s.int8) src += std::string("#define KILN_A8 \"") + (s.aUnsigned ? "u8" : "s8") + "\"\n";
   src += std::string("#define KILN_FP8 ") + (s.fp8 ? "1" : "0") + "\n";
-  src += std::string("#define KILN_QOFFSET ") + (s.int8 && s.aOffset ? "1" : "0") + "\n";
+  src += std::string("#define KILN_QOFFSET ") + (s.int8 && s.aZeroPoint ? "1" : "0") + "\n";
+  if (s.int8 && s.aZeroPoint) {
+    if (s.aZeroPoint < (s.aUnsigned ? 0 : -128) || s.aZeroPoint > (s.aUnsigned ? 255 : 127))
+      throw std::invalid_argument("matmul: A's zero point " + std::to_string(s.aZeroPoint) +
+                                  " is not a value of A's type");
+    // (four copies of its byte: what a padded convolution tap holds)
+    src += "#define KILN_ZA4 " + std::to_string(uint32_t(uint8_t(s.aZeroPoint)) * 0x01010101u) + "u\n";
+  }
   if (s.conv) {
     const ConvGeometry &g = *s.conv;
     auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -756,9 +770,9 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   body = replaceAll(body, "KILN_BATCH_OFFSETS", kBatchOffsets);
   body = replaceAll(body, "KILN_EPILOGUE_PARAMS", programParams(epi, "e"));
   body = replaceAll(body, "KILN_QSCALE_PARAM",
-                    !s.int8     ? ""
-                    : s.aOffset ? "const float* __restrict__ QSCALE, const int* __restrict__ QOFF,"
-                                : "const float* __restrict__ QSCALE,");
+                    !s.int8        ? ""
+                    : s.aZeroPoint ? "const float* __restrict__ QSCALE, const int* __restrict__ QOFF,"
+                                   : "const float* __restrict__ QSCALE,");
   body = replaceAll(body, "KILN_EPILOGUE", programElementCode(epi, outShape, s.outType, "LI", "L", "e", "C[L]"));
   src += body;
   if (ceilDiv(s.M, mma ? mmaTile(tile).bm : simtTile(tile).bm) > 65535)
@@ -771,7 +785,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(split > 1 ? split : std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;
-  out.numParams = 3 + (s.int8 ? 1 : 0) + (s.int8 && s.aOffset ? 1 : 0) + static_cast<int>(epi.numInputs());
+  out.numParams = 3 + (s.int8 ? 1 : 0) + (s.int8 && s.aZeroPoint ? 1 : 0) + static_cast<int>(epi.numInputs());
   return out;
 }
 

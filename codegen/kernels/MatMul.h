@@ -71,9 +71,10 @@ struct MatMulSpec {
   bool int8 = false;
   bool fp8 = false;        // int8: A and B hold float8e4m3fn (sm_89+)
   bool aUnsigned = false;  // int8: A holds uint8 (mma .u8.s8); B is always int8
-  // int8 with a zero point on A: an int32 [N] parameter after the scales, za · Σ_k B[k][n],
-  // subtracted from the sums before scaling.
-  bool aOffset = false;
+  // int8: A's zero point za (0: none). An int32 [N] parameter after the scales holds
+  // za · Σ_k B[k][n], subtracted from the sums before scaling; a convolution's padded taps read za
+  // (as onnxruntime pads a quantized image), so they add nothing to Σ (a - za)·b.
+  int64_t aZeroPoint = 0;
 };
 
 KernelLaunch emitMatMul(const MatMulSpec &spec);

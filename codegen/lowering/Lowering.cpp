@@ -159,10 +159,12 @@ Value Lowering::repacked(Value weights, const Shape &perm, const Shape &newShape
 
 Value Lowering::zeroPointOffsets(Value b, const Shape &permB, int64_t za, Operation *at) {
   auto w = constantValue(outer(b), int64_t(1) << 30);
-  if (!w || w->rank() != 2)
+  if (!w || w->rank() < 2)
     throw std::invalid_argument("int8 product with an activation zero point: B must be a constant matrix");
-  bool nk = permB == Shape{1, 0};  // stored [N, K]
-  int64_t n = w->shape[nk ? 0 : 1], k = w->shape[nk ? 1 : 0];
+  // A matrix [K, N] (or [N, K] with perm_b 10), or convolution weights [M, C, kernel...]: [N, K].
+  bool nk = permB == Shape{1, 0} || w->rank() > 2;
+  int64_t n = w->shape[0], k = w->size() / std::max<int64_t>(n, 1);
+  if (!nk) std::swap(n, k);
   ops::Tensor off(ops::DType::I32, {n});
   for (int64_t j = 0; j < n; ++j) {
     int64_t sum = 0;

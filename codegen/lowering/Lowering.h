@@ -158,8 +158,9 @@ class Lowering {
   // A float32 constant computed at build time (BatchNormalization's scale and shift).
   mlir::Value addWeights(const std::vector<float> &vals, mlir::Operation *at);
   mlir::Value addConstant(const ops::Tensor &t, mlir::Operation *at);
-  // za · Σ_k B[k][n] per column of a constant 2-D int8 B (read through perm_b): the int8
-  // kernel's offsets for an A with zero point za (MatMul.h).
+  // za · Σ_k B[k][n] per column of a constant int8 B — a matrix read through perm_b, or
+  // convolution weights [M, C, kernel...] (a column per output channel): the int8 kernel's
+  // offsets for an A with zero point za (MatMul.h).
   mlir::Value zeroPointOffsets(mlir::Value b, const Shape &permB, int64_t za, mlir::Operation *at);
   // The int8 kernel's per-column scale parameter (MatMul.h): the constant `scale` operand of n
   // elements, or one element spread over n.

@@ -159,7 +159,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
       params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
       if (int64_t za = attrs.getInt("a_zero_point", 0)) {
         params.insert(params.begin() + 3, zeroPointOffsets(operands[1], attrs.getInts("perm_b", {}), za, anchor));
-        spec.aOffset = true;
+        spec.aZeroPoint = za;
       }
     } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
       return;
@@ -244,7 +244,12 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     if (quantizedConv) {
       spec.int8 = true;
       spec.fp8 = inType == ElemType::F8E4M3;
+      spec.aUnsigned = inType == ElemType::U8;
       params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
+      if (int64_t za = attrs.getInt("a_zero_point", 0)) {
+        params.insert(params.begin() + 3, zeroPointOffsets(operands[1], {}, za, anchor));
+        spec.aZeroPoint = za;
+      }
     }
     addLaunch(anchor, targetMatMul(spec), params);
     return;

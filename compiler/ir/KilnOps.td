@@ -488,17 +488,18 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", "QuantizedMatMul", [Kil
                    I64Opt:$a_zero_point);
   let results = (outs Kiln_Tensor:$Y);
 }
-// int8 convolution: int8 X and W, exact sums × scale[m] in float32, + float32 bias B[m].
+// int8 convolution: int8 (or uint8) X with zero point za (padding reads za), int8 W, exact sums
+// of (x - za)·w × scale[m] in float32, + float32 bias B[m].
 def Kiln_QuantizedConvOp : Kiln_Op<"quantized_conv", "QuantizedConv", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$scale, Kiln_TensorOrNone:$B,
                    StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
-                   IntsOpt:$pads, IntsOpt:$strides);
+                   IntsOpt:$pads, IntsOpt:$strides, I64Opt:$a_zero_point);
   let results = (outs Kiln_Tensor:$Y);
 }
 def Kiln_QuantizedConvNhwcOp : Kiln_Op<"quantized_conv_nhwc", "QuantizedConvNhwc", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$W, Kiln_Tensor:$scale, Kiln_TensorOrNone:$B,
                    StrOpt:$auto_pad, IntsOpt:$dilations, I64Opt:$group, IntsOpt:$kernel_shape,
-                   IntsOpt:$pads, IntsOpt:$strides);
+                   IntsOpt:$pads, IntsOpt:$strides, I64Opt:$a_zero_point);
   let results = (outs Kiln_Tensor:$Y);
 }
 // Conv, Max/AveragePool with NHWC activations (W keeps ONNX's [M, C/group, KH, KW] layout).

@@ -5,8 +5,10 @@
 //     int8 (or uint8) A with zero point za (attribute, default 0), int8 B
 //     (as TransposedMatMul's operands), exact integer sums, the per-column scale applied in
 //     float32 as the int8 kernel does (scale: [N], or one element)
-//   QuantizedConv(X, W, scale, B)          = float32(float32(Conv(X, W)) · scale[m]) + B[m]: int8 X
-//     and W, exact integer sums (scale: [M], or one element; B: float32 [M], optional)
+//   QuantizedConv(X, W, scale, B, a_zero_point) = float32(float32(Conv(X - za, W)) · scale[m]) + B[m]:
+//     int8 (or uint8) X with zero point za (attribute, default 0; the padding of X - za is 0, as
+//     X padded with za), int8 W, exact integer sums (scale: [M], or one element; B: float32 [M],
+//     optional)
 //   ConvNhwc(X, W, B)                      = Transpose(Conv(Transpose(X, 0231ᵀ), W, B), 0231)
 //     (also 1-D, with the pools: X [N, L, C], the transposes 021)
 //   QuantizedConvNhwc(X, W, scale, B)      = the same transposes around QuantizedConv
@@ -180,7 +182,7 @@ int64_t quantizedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorTy
 // Conv's view of a QuantizedConv: X and W as float32, no bias.
 ShapeContext quantizedConvContext(const ShapeContext &ctx, std::vector<TensorType> &types) {
   check(ctx.present(0) && ctx.present(1) && ctx.present(2), "QuantizedConv: needs X, W and scale");
-  checkQuantizedOperands("QuantizedConv", ctx.inputs[0], ctx.inputs[1], false);
+  checkQuantizedOperands("QuantizedConv", ctx.inputs[0], ctx.inputs[1], true);
   check(ctx.inputs[2].dtype == DType::F32, "QuantizedConv: scale must be float32");
   types = {{DType::F32, ctx.inputs[0].shape}, {DType::F32, ctx.inputs[1].shape}};
   return ShapeContext{types, {nullptr, nullptr}, ctx.attrs, ctx.numOutputs};
@@ -201,6 +203,8 @@ std::vector<TensorType> quantizedConvShape(const ShapeContext &ctx) {
 
 std::vector<Tensor> quantizedConvEval(const EvalContext &ctx) {
   Tensor x = widened(ctx.in(0)), w = widened(ctx.in(1));
+  int64_t za = ctx.attrs.getInt("a_zero_point", 0);
+  for (double &v : x.f) v -= double(za);
   EvalContext inner{{&x, &w}, ctx.attrs, 1};
   Tensor sums = base("Conv").eval(inner)[0];
   const Tensor &scale = ctx.in(2);

@@ -289,6 +289,10 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   # point subtracted per column).
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul_u8.onnxtxt" -o "$tmp/q8.kiln"
   expect 0 "matmul +int8 +kiln_mma_u8_" -- inspect "$tmp/q8.kiln"
+  # ... and its convolutions: the uint8 image's padded taps hold the zero point (131).
+  expect_eval_matches "$tiny/qdq_conv_u8.onnxtxt" --precision fp16
+  expect 0 "wrote .*4 launches" -- compile "$tiny/qdq_conv_u8.onnxtxt" -o "$tmp/qc8.kiln"
+  expect 0 "conv +int8 +kiln_mma_u8_" -- inspect "$tmp/qc8.kiln"
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
   # int8 per node on an fp32 route (fc2 is the product with an int8 kernel).
   expect 0 "1 of 1 int8/fp8" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --calib "$tmp/mlp.calib" --route 'node.fc2.precision=int8'

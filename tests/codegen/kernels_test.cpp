@@ -401,7 +401,8 @@ TEST(MatMulKernels, Int8TensorCores) {
   }
   // uint8 A with a zero point: .u8.s8 and an int32 offset per column after the scales.
   MatMulSpec u8 = transposedMatMulSpec({100, 48}, {}, {40, 48}, {1, 0});
-  u8.int8 = u8.aUnsigned = u8.aOffset = true;
+  u8.int8 = u8.aUnsigned = true;
+  u8.aZeroPoint = 128;
   KernelLaunch ku = emitMatMul(u8);
   EXPECT_NE(ku.source.find("#define KILN_A8 \"u8\""), std::string::npos);
   EXPECT_NE(ku.entry.find("kiln_mma_u8_"), std::string::npos);
@@ -416,7 +417,7 @@ TEST(MatMulKernels, Int8TensorCores) {
   EXPECT_NE(kf.source.find("m16n8k32.row.col.f32.e4m3.e4m3.f32"), std::string::npos);
   EXPECT_NE(kf.entry.find("kiln_mma_e4m3_"), std::string::npos);
   expectKernel(kf, 4);
-  f8.aOffset = true;
+  f8.aZeroPoint = 3;
   EXPECT_THROW(emitMatMul(f8), std::invalid_argument);
   MatMulSpec batched = transposedMatMulSpec({2, 64, 96}, {}, {80, 96}, {1, 0});  // shared weights: folded into M
   batched.int8 = true;
@@ -429,6 +430,15 @@ TEST(MatMulKernels, Int8TensorCores) {
   c.b.rowStride = 1, c.b.colStride = c.K;
   c.int8 = true;
   expectKernel(emitMatMul(c), 4);
+  // uint8 image with a zero point: padded taps hold it (four bytes of 0x83 = 131), and an offset
+  // parameter; a zero point outside uint8 is refused.
+  c.aUnsigned = true;
+  c.aZeroPoint = 131;
+  KernelLaunch kz = emitMatMul(c);
+  EXPECT_NE(kz.source.find("#define KILN_ZA4 2206434179u"), std::string::npos);
+  expectKernel(kz, 5);
+  c.aZeroPoint = 256;
+  EXPECT_THROW(emitMatMul(c), std::invalid_argument);
   MatMulSpec rowB = transposedMatMulSpec({64, 64}, {}, {64, 64}, {});  // B as [K, N]: not k-contiguous
   rowB.int8 = true;
   EXPECT_THROW(emitMatMul(rowB), std::invalid_argument);

@@ -78,7 +78,8 @@ int main(int argc, char **argv) {
     codegen::MatMulSpec s = codegen::transposedMatMulSpec({z.m, z.k}, {}, {z.n, z.k}, {1, 0});
     s.int8 = true;
     s.fp8 = fp8;
-    s.aUnsigned = s.aOffset = u8;
+    s.aUnsigned = u8;
+    s.aZeroPoint = u8 ? zp : 0;
     s.outType = codegen::ElemType::F32;
     s.splitK = z.split;
     codegen::KernelLaunch k = codegen::emitMatMul(s);
