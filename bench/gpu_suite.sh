@@ -37,6 +37,7 @@
 #   bash bench/gpu_suite.sh splitk  # split-K over clusters: kiln-gemm8-check, zoo CNNs fp16 with
 #                                   # gemm.splitk=1 vs auto; one engine's weights shared by contexts
 #   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
+#   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
 #                                   # models, the corpus's ORT-quantized models, one model per op) vs
 #                                   # onnxruntime, timed against the float models' fp16 engines
@@ -415,6 +416,22 @@ if [ "$mode" = qops ]; then
           --reference "$dir/ops/$name.ref.npz" --accuracy "$acc"
     done
   done < "$dir/ops/cases.tsv"
+fi
+
+# Nsight Compute on the small 8-bit products that keep the quantized models slower than their
+# float fp16 engines (the qops engines; run qops first, same $OUT root): duration, achieved
+# occupancy, warp stall reasons per kernel, against the float model's fp16 kernels. Clocks are
+# left alone (--clock-control none).
+if [ "$mode" = ncu-int8 ]; then
+  : > "$summary"
+  for e in /tmp/qops_mlp.qop_fp16.kiln /tmp/qops_cnn.qop_fp16.kiln /tmp/qops_float_mlp_fp16.kiln /tmp/qops_float_cnn_fp16.kiln; do
+    [ -f "$e" ] || { echo "ncu $e missing (run qops first)" >> "$summary"; continue; }
+    name=$(basename "$e" .kiln)
+    run "ncu_$name" ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --section WarpStateStats --launch-skip 0 --launch-count 40 "$bin/kiln" run "$e" --warmup 1 --iterations 1
+    grep -E '^  kiln_|Duration|Achieved Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued' \
+      "$OUT/logs/ncu_$name.log" | sed 's/  */ /g' | head -120 > "$OUT/ncu_$name.txt"
+  done
 fi
 
 if [ "$mode" = reliability ]; then

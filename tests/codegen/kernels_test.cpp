@@ -386,6 +386,30 @@ TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
     }
 }
 
+// Split K over a thread-block cluster: one cluster of SPLITK blocks per tile (grid z), the whole
+// tile staged in the leader for the cluster's blocks to store (shared memory for BM x (BN + 4)
+// floats); the vector store (N % 4 == 0) and the element store (N odd), with epilogue inputs.
+TEST(MatMulKernels, SplitKOverClusters) {
+  for (int64_t n : {256, 250})
+    for (int split : {2, 8}) {
+      MatMulSpec s = transposedMatMulSpec({64, 1024}, {}, {n, 1024}, {1, 0});
+      s.type = ElemType::F16;
+      s.outType = ElemType::F16;
+      s.tile = "64x64";
+      s.splitK = split;
+      s.epilogue.inputShapes = {{n}, {64, n}};
+      s.epilogue.inputTypes = {ElemType::F16, ElemType::U8};
+      s.epilogue.body = {"const float t0 = acc + x0;"};
+      s.epilogue.result = "fmaxf(t0 + (float)x1, 0.f)";
+      SCOPED_TRACE("N " + std::to_string(n) + " split " + std::to_string(split));
+      KernelLaunch k = emitMatMul(s);
+      EXPECT_NE(k.source.find("#define SPLITK " + std::to_string(split)), std::string::npos);
+      EXPECT_EQ(k.grid[2], unsigned(split));
+      EXPECT_GE(k.sharedBytes, 64u * (64 + 4) * 4);
+      expectKernel(k, 5);
+    }
+}
+
 // int8 (and fp8) tensor-core products: weights as [N, K] (k-contiguous), batched activations, implicit-GEMM
 // NHWC convolutions with C % 16 == 0; other layouts are refused with a message.
 TEST(MatMulKernels, Int8TensorCores) {
