@@ -37,6 +37,7 @@
 #   bash bench/gpu_suite.sh splitk  # split-K over clusters: kiln-gemm8-check, zoo CNNs fp16 with
 #                                   # gemm.splitk=1 vs auto; one engine's weights shared by contexts
 #   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
+#   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
 #                                   # models, the corpus's ORT-quantized models, one model per op) vs
@@ -432,6 +433,13 @@ if [ "$mode" = ncu-int8 ]; then
     grep -E '^  kiln_|Duration|Achieved Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued' \
       "$OUT/logs/ncu_$name.log" | sed 's/  */ /g' | head -120 > "$OUT/ncu_$name.txt"
   done
+fi
+
+# An installed kiln ($KILN_PREFIX: `cmake --install build --prefix P --strip`, carried): the README's
+# C example built against it out of tree (find_package shared and static, pkg-config) and run.
+if [ "$mode" = install ]; then
+  : > "$summary"
+  run install_example bash tests/install/test_install.sh --prefix="${KILN_PREFIX:-.carry/prefix}" .
 fi
 
 if [ "$mode" = reliability ]; then

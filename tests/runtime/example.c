@@ -1,6 +1,7 @@
 /* Run a kiln engine from C: load, bind, enqueue, synchronize.
- *   cc example.c -Iruntime/include -I/usr/local/cuda/include -Lbuild/lib -lkiln_runtime \
- *      -L/usr/local/cuda/lib64 -lcudart -lstdc++ -ldl -lm -o example
+ * With kiln installed in P (cmake --install build --prefix P):
+ *   cc example.c $(PKG_CONFIG_PATH=P/lib/pkgconfig pkg-config --cflags --libs kiln) -Wl,-rpath,P/lib \
+ *      -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcudart -o example
  *   ./example model.kiln
  * Inputs are filled with 1.0 (float32 engines); the first values of each output are printed. */
 #include <kiln/kiln.h>
