@@ -1,6 +1,7 @@
 #include "tuner/EngineRunner.h"
 
 #include "runtime/driver/CudaDriver.h"
+#include "compiler/ops/Tensor.h"
 #include "runtime/format/EngineFormat.h"
 
 #include <algorithm>
@@ -207,11 +208,8 @@ std::string EngineRunner::deviceName() const { return impl_->deviceName; }
 std::string EngineRunner::route() const { return kiln_engine_route(impl_->engine); }
 
 std::string dtypeName(int32_t dtype) {
-  static const std::map<int32_t, const char *> names = {
-      {1, "float32"}, {2, "uint8"},    {3, "int8"},     {4, "uint16"},  {5, "int16"},   {6, "int32"},    {7, "int64"},
-      {9, "bool"},    {10, "float16"}, {11, "float64"}, {12, "uint32"}, {13, "uint64"}, {16, "bfloat16"}};
-  auto it = names.find(dtype);
-  return it != names.end() ? it->second : "dtype " + std::to_string(dtype);
+  const char *name = ops::dtypeName(ops::DType(dtype));
+  return std::string(name) != "undefined" ? name : "dtype " + std::to_string(dtype);
 }
 
 bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string &error) {

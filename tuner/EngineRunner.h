@@ -71,7 +71,7 @@ class EngineRunner {
 // (token ids, indices) in [0, intHigh).
 std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t seed, int64_t intHigh = 97);
 
-// "float32", "bfloat16", … for an ONNX dtype code.
+// ops::dtypeName for an ONNX dtype code ("dtype N" for codes it does not know).
 std::string dtypeName(int32_t dtype);
 // Element i of a host tensor as double (float16/bfloat16 decoded; integers and bools converted).
 double elementAsDouble(const HostTensor &t, int64_t i);

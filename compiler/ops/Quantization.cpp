@@ -110,7 +110,7 @@ std::vector<TensorType> quantizeShape(const ShapeContext &ctx) {
           op + ": output_dtype " + std::to_string(outAttr) + " differs from the zero point's dtype " + dtypeName(out));
   check(supportedQuantType(out),
         op + ": quantizing to " + (ctx.present(2) ? std::string(dtypeName(out)) : "dtype " + std::to_string(outAttr)) +
-            " is not supported (supported: i8, ui8, i16, ui16, f8E4M3FN)");
+            " is not supported (supported: int8, uint8, int16, uint16, float8_e4m3fn)");
   quantLayout(op, ctx);
   return {{out, x.shape}};
 }
@@ -154,7 +154,8 @@ std::vector<TensorType> dequantizeShape(const ShapeContext &ctx) {
   checkOutputs(op, ctx, 1);
   const TensorType &x = ctx.inputs[0];
   check(supportedQuantType(x.dtype) || x.dtype == DType::I32,
-        op + ": x has dtype " + dtypeName(x.dtype) + ", but i8, ui8, i16, ui16, f8E4M3FN or i32 is required");
+        op + ": x has dtype " + dtypeName(x.dtype) +
+            ", but int8, uint8, int16, uint16, float8_e4m3fn or int32 is required");
   if (ctx.present(2)) checkSameDtype(op, "x", x.dtype, "x_zero_point", ctx.inputs[2].dtype);
   quantLayout(op, ctx);
   return {{ctx.inputs[1].dtype, x.shape}};

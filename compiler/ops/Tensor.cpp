@@ -38,19 +38,19 @@ int64_t byteSize(DType t) {
 
 const char *dtypeName(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::F8E4M3: return "f8E4M3FN";
-    case DType::I8: return "i8";
-    case DType::I16: return "i16";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::U8: return "ui8";
-    case DType::U16: return "ui16";
-    case DType::U32: return "ui32";
-    case DType::U64: return "ui64";
+    case DType::F32: return "float32";
+    case DType::F64: return "float64";
+    case DType::F16: return "float16";
+    case DType::BF16: return "bfloat16";
+    case DType::F8E4M3: return "float8_e4m3fn";
+    case DType::I8: return "int8";
+    case DType::I16: return "int16";
+    case DType::I32: return "int32";
+    case DType::I64: return "int64";
+    case DType::U8: return "uint8";
+    case DType::U16: return "uint16";
+    case DType::U32: return "uint32";
+    case DType::U64: return "uint64";
     case DType::Bool: return "bool";
     case DType::String: return "string";
     default: return "undefined";

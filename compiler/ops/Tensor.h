@@ -35,8 +35,10 @@ enum class DType : int32_t {
 bool isFloat(DType t);    // F8E4M3, F16, BF16, F32, F64
 bool isInteger(DType t);  // signed and unsigned integers (not Bool)
 bool isSignedInteger(DType t);
-int64_t byteSize(DType t);       // bytes per element as stored in a model or engine (Bool: 1)
-const char *dtypeName(DType t);  // "f32", "i64", "bool", ... (MLIR spelling)
+int64_t byteSize(DType t);  // bytes per element as stored in a model or engine (Bool: 1)
+// The one spelling of element types in everything kiln prints (plan, inspect, eval, messages):
+// numpy's (ml_dtypes' for bfloat16 and float8_e4m3fn), what users' .npz files say.
+const char *dtypeName(DType t);  // "float32", "int64", "bool", ...
 
 using Shape = std::vector<int64_t>;
 int64_t numElements(const Shape &s);

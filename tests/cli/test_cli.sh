@@ -40,8 +40,8 @@ sys.exit(0 if all(np.allclose(got[k], want[k], rtol=1e-6, atol=1e-6) for k in go
 
 expect 0 "Conv +1 " -- plan "$tiny/conv_bn_relu.onnxtxt"
 expect 0 '"total_flops"' -- plan "$tiny/mlp.onnxtxt" --json
-expect 0 "output y +f32 +2x12" -- plan "$tiny/shape_chain.onnxtxt"
-expect 0 "output y +f32 +2x3" -- plan "$tiny/external_data/model.onnx"
+expect 0 "output y +float32 +2x12" -- plan "$tiny/shape_chain.onnxtxt"
+expect 0 "output y +float32 +2x3" -- plan "$tiny/external_data/model.onnx"
 expect 1 "unsupported: 1 node" -- plan "$tiny/unsupported.onnxtxt"
 expect 1 '"op_type": "Foo"' -- plan "$tiny/unsupported.onnxtxt" --json
 expect 2 "not a valid ONNX protobuf" -- plan "$tiny/bad/truncated.onnx"
@@ -51,13 +51,13 @@ expect 2 "tensor 't' is produced by both" -- plan "$tiny/bad/duplicate_names.onn
 expect 2 "graph has no outputs" -- plan "$tiny/bad/empty_graph.onnxtxt"
 expect 2 "opset 99" -- plan "$tiny/bad/unknown_opset.onnxtxt"
 expect 2 "symbolic dimension 'batch'.*--shapes" -- plan "$tiny/bad/symbolic_dim.onnxtxt"
-expect 0 "input +x +f32 +4x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4x3
+expect 0 "input +x +float32 +4x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4x3
 expect 2 "not a graph input" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes nope:4x3
 expect 2 "bad dimension" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4xq
 # A symbolic dimension by name (issue 24's --shapes batch=8), alone or with an input's shape.
 expect 2 "pass --shapes x:Nx3 or --shapes batch=N" -- plan "$tiny/bad/symbolic_dim.onnxtxt"
-expect 0 "input +x +f32 +8x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=8
-expect 0 "input +x +f32 +8x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes "x:8x3;batch=8"
+expect 0 "input +x +float32 +8x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=8
+expect 0 "input +x +float32 +8x3" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes "x:8x3;batch=8"
 expect 2 "input 'x' dimension 0 \('batch'\) = 4 but also batch=8" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes x:4x3,batch=8
 expect 2 "sets dimension 'seq', which no graph input has \(their named dimensions: batch\)" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=2,seq=5
 expect 2 "a symbolic dimension takes a positive size" -- plan "$tiny/bad/symbolic_dim.onnxtxt" --shapes batch=0
@@ -66,7 +66,7 @@ expect 2 "cannot open external data file" -- plan "$tiny/bad/missing_external/mo
 expect 2 "reads tensor 'nonexistent'" -- plan "$tiny/bad/undefined_input.onnxtxt"
 expect 2 "cannot read model file" -- plan "$tiny/does_not_exist.onnx"
 expect 1 "sv +StridedView: no kiln op for ai.onnx::StridedView" -- plan "$tiny/bad/internal_op.onnxtxt"
-expect 2 "node 'if' \\(If\\): the condition must be a compile-time constant here: it is known only at run time and output 0 is f32 3 in the then branch but f32 6 in the else branch" -- plan "$tiny/bad/if_runtime_shapes.onnxtxt"
+expect 2 "node 'if' \\(If\\): the condition must be a compile-time constant here: it is known only at run time and output 0 is float32 3 in the then branch but float32 6 in the else branch" -- plan "$tiny/bad/if_runtime_shapes.onnxtxt"
 expect 2 "node 'loop' \\(Loop\\): the trip count M must be a compile-time constant" -- plan "$tiny/bad/loop_runtime_trips.onnxtxt"
 # fp16 that stays right: what fp16 overflows is kept in fp32 and said so; without that, kiln debug
 # precision names where the fp16 graph starts to drift.
@@ -77,8 +77,8 @@ expect 1 "first node that drifts: 'square' \\(Pow\\)" -- debug precision "$ov.on
 expect 1 "drifts too, its inputs within 0.01: 'one_minus'" -- debug precision "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off"
 expect 0 "no node drifts beyond 0.01" -- debug precision "$ov.onnxtxt" --inputs "$ov.npz" --precision fp16
 expect 0 "node 'std' \\(Sqrt\\) runs in fp32: reads values that reach 7.13e\\+04 on the check inputs" -- eval "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off" --check-inputs "$ov.npz"
-expect 0 "warning: graph output 'y' is declared with shape 1xseqlen but computes f32 2x3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
-expect 0 "warning: graph output 's' is declared with shape 1 but computes f32 scalar" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
+expect 0 "warning: graph output 'y' is declared with shape 1xseqlen but computes float32 2x3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
+expect 0 "warning: graph output 's' is declared with shape 1 but computes float32 scalar" -- plan "$tiny/quirks/exporter_quirks.onnxtxt" --shapes x:2x3x4
 expect 2 "graph input 'x' has symbolic dimension \\(declared -1\\) at axis 0.*--shapes x:Nx3x4" -- plan "$tiny/quirks/exporter_quirks.onnxtxt"
 expect 2 "not a valid text-format ONNX model" -- plan "$tiny/bad/garbled_text.onnxtxt"
 expect 2 "" -- frobnicate
@@ -152,7 +152,7 @@ np.savez('$tmp/cbad.npz', x=np.ones((2, 3)))
 np.savez('$tmp/cname.npz', nope=np.ones((2, 8), np.float32))"
   expect 0 "0 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cx.npz"
   expect 0 "^output +y" -- inspect "$tmp/mc.kiln"
-  expect 2 "constant input 'x' is f64 \[2x3\], the graph declares f32 \[2x8\]" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cbad.npz"
+  expect 2 "constant input 'x' is float64 \[2x3\], the graph declares float32 \[2x8\]" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cbad.npz"
   expect 2 "constant input 'nope' is not a graph input" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/cname.npz"
   expect 2 "none.npz: no such file" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mc.kiln" --constant-inputs "$tmp/none.npz"
 fi

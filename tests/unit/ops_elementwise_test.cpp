@@ -137,8 +137,8 @@ TEST(OpsElementwise, MismatchedDtypesAreReported) {
   Tensor a = f32({2}, {1, 2}), b = ints(DType::I64, {2}, {1, 2});
   std::string msg = errorOf("Sub", {&a, &b});
   expectContains(msg, "Sub");
-  expectContains(msg, "f32");
-  expectContains(msg, "i64");
+  expectContains(msg, "float32");
+  expectContains(msg, "int64");
   Tensor c = ints(DType::Bool, {2}, {1, 0});
   expectContains(errorOf("Where", {&c, &a, &b}), "same dtype");
 }

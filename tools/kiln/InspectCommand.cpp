@@ -3,6 +3,7 @@
 #include "compiler/support/Files.h"
 #include "compiler/support/Text.h"
 #include "runtime/format/EngineFormat.h"
+#include "tuner/EngineRunner.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 
@@ -74,7 +75,11 @@ Runner addInspectCommand(CLI::App &app) {
     if (*json) {
       nlohmann::json io = nlohmann::json::array();
       for (auto &t : d.io)
-        io.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"is_input", t.isInput}});
+        io.push_back({{"name", t.name},
+                      {"dtype", t.dtype},
+                      {"dtype_name", tuner::dtypeName(t.dtype)},
+                      {"shape", t.shape},
+                      {"is_input", t.isInput}});
       nlohmann::json kernels = nlohmann::json::array();
       for (auto &k : d.kernels) kernels.push_back({{"entry", k.entry}, {"node", k.node}, {"module", k.module}});
       std::map<std::string, int> products;  // launches of matrix products / convolutions per precision
@@ -110,8 +115,8 @@ Runner addInspectCommand(CLI::App &app) {
                 d.route.empty() ? "(default)" : text(d.route).c_str());
     for (auto &[k, v] : d.environment) std::printf("env:      %s = %s\n", text(k).c_str(), text(v).c_str());
     for (auto &t : d.io)
-      std::printf("%-9s %-24s dtype %-3d %s\n", t.isInput ? "input" : "output", text(t.name).c_str(), t.dtype,
-                  shapeText(t.shape).c_str());
+      std::printf("%-9s %-24s %-8s %s\n", t.isInput ? "input" : "output", text(t.name).c_str(),
+                  tuner::dtypeName(t.dtype).c_str(), shapeText(t.shape).c_str());
     std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
                 humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);
     std::printf("memory:   arena %s, weights %s\n", humanBytes(d.arenaBytes).c_str(),

@@ -94,9 +94,9 @@ static void printPlan(const std::string &model, const ModelPlan &p) {
   auto text = [](const std::string &s) { return support::printableLine(s); };
   std::printf("model: %s\n", text(model).c_str());
   for (auto &r : p.inputs)
-    std::printf("  input  %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
+    std::printf("  input  %-24s %-8s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
   for (auto &r : p.outputs)
-    std::printf("  output %-24s %-5s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
+    std::printf("  output %-24s %-8s %s\n", text(r.name).c_str(), r.dtype.c_str(), shapeText(r).c_str());
   std::printf("\n%-28s %7s %14s %7s\n", "op", "count", "FLOPs", "share");
   for (auto &[name, s] : p.ops)
     std::printf("%-28s %7lld %14s %6.1f%%\n", text(name).c_str(), static_cast<long long>(s.count),
