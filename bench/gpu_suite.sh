@@ -37,6 +37,7 @@
 #   bash bench/gpu_suite.sh splitk  # split-K over clusters: kiln-gemm8-check, zoo CNNs fp16 with
 #                                   # gemm.splitk=1 vs auto; one engine's weights shared by contexts
 #   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
+#   bash bench/gpu_suite.sh python  # the Python package with torch: outputs equal to kiln run's, latency
 #   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -433,6 +434,15 @@ if [ "$mode" = ncu-int8 ]; then
     grep -E '^  kiln_|Duration|Achieved Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued' \
       "$OUT/logs/ncu_$name.log" | sed 's/  */ /g' | head -120 > "$OUT/ncu_$name.txt"
   done
+fi
+
+# The Python package (runtime/python/kiln) with torch on the GPU: outputs equal to `kiln run`'s,
+# latency from Python beside the CLI's (bench/python_check.py).
+if [ "$mode" = python ]; then
+  : > "$summary"
+  PYTHONPATH=runtime/python KILN_BIN="$bin/kiln" KILN_RUNTIME_LIB="${KILN_RUNTIME_LIB:-${KILN_PREFIX:-.carry/prefix}/lib/libkiln_runtime.so}" \
+    run python_check python3 bench/python_check.py models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt \
+    $(ls "$cases"/*.onnx 2>/dev/null | grep -E 'bert_small|convnet' | head -2)
 fi
 
 # An installed kiln ($KILN_PREFIX: `cmake --install build --prefix P --strip`, carried): the README's
