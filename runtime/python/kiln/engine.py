@@ -199,7 +199,11 @@ class Context:
             cai = tensor.__cuda_array_interface__
             dtype = _TYPESTR.get(cai["typestr"], cai["typestr"])
             ptr, shape = cai["data"][0], tuple(cai["shape"])
-            contiguous = cai.get("strides") is None or getattr(tensor, "flags", {}).get("C_CONTIGUOUS", False)
+            strides, step = [], int(cai["typestr"][2:])  # C-order strides in bytes
+            for d in reversed(shape):
+                strides.insert(0, step)
+                step *= d
+            contiguous = cai.get("strides") is None or tuple(cai["strides"]) == tuple(strides)
         else:
             raise KilnError(f"'{name}': {type(tensor).__name__} is not a CUDA tensor")
         if dtype != info.dtype or shape != info.shape:
