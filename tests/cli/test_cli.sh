@@ -130,6 +130,15 @@ expect 0 "runtime: +CUDA graph on, cuBLASLt algorithms timed at context creation
 expect 0 "runtime: +CUDA graph on, cuBLASLt algorithms the heuristic's first" -- inspect "$tmp/cbr16.kiln"
 expect 0 "target: +sm_90" -- inspect "$tmp/cbr.kiln"
 expect 0 '"arena_bytes"' -- inspect "$tmp/cbr.kiln" --json
+# Every launch listed, in order: kind, node, kernel and launch shape, the buffers it touches.
+if "$kiln" inspect "$tmp/cbr.kiln" --json | /usr/bin/python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+ls = d['launch_list']
+ok = len(ls) == d['launches'] and all(l['kind'] in ('kernel', 'copy', 'cublaslt') and l['buffers'] for l in ls)
+ok = ok and all(l['kernel'].startswith('kiln_') and len(l['grid']) == 3 for l in ls if l['kind'] == 'kernel')
+ok = ok and any(b['space'] == 'io' and b['tensor'] == 'x' for b in ls[0]['buffers'])
+sys.exit(0 if ok else 1)"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: inspect --json launch_list"; fi
 head -c 1000 "$tmp/cbr.kiln" > "$tmp/truncated.kiln"
 expect 2 "truncated|size" -- inspect "$tmp/truncated.kiln"
 cp "$tmp/cbr.kiln" "$tmp/flipped.kiln"; printf '\x55' | dd of="$tmp/flipped.kiln" bs=1 seek=5000 conv=notrunc 2>/dev/null

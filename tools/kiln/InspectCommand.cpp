@@ -85,6 +85,43 @@ Runner addInspectCommand(CLI::App &app) {
       std::map<std::string, int> products;  // launches of matrix products / convolutions per precision
       for (auto &l : d.launches)
         if (auto p = productPrecision(d, l); !p.empty()) products[p]++;
+      // Every launch in execution order: what it runs, its launch shape and the memory it reads
+      // and writes (arena / weights offsets, or the I/O tensor bound there).
+      auto buffer = [&](const rt::BufferRef &b) -> nlohmann::json {
+        if (b.space == rt::BufferRef::Space::Io)
+          return {{"space", "io"},
+                  {"tensor", b.io >= 0 && size_t(b.io) < d.io.size() ? d.io[size_t(b.io)].name : ""},
+                  {"offset", b.offset}};
+        return {{"space", b.space == rt::BufferRef::Space::Arena ? "arena" : "weights"}, {"offset", b.offset}};
+      };
+      nlohmann::json launchList = nlohmann::json::array();
+      for (auto &l : d.launches) {
+        nlohmann::json e = {{"node", l.node}};
+        if (l.kind == rt::Launch::Kind::Copy) {
+          e.update({{"kind", "copy"}, {"bytes", l.bytes}, {"buffers", {buffer(l.src), buffer(l.dst)}}});
+        } else if (l.kind == rt::Launch::Kind::Gemm) {
+          const rt::GemmCall &g = l.gemm;
+          e.update({{"kind", "cublaslt"},
+                    {"precision", productPrecision(d, l)},
+                    {"m", g.m},
+                    {"n", g.n},
+                    {"k", g.k},
+                    {"batch", g.batch},
+                    {"buffers", {buffer(g.a), buffer(g.b), buffer(g.d)}}});
+        } else {
+          nlohmann::json buffers = nlohmann::json::array();
+          for (auto &a : l.args)
+            if (a.kind == rt::LaunchArg::Kind::Buffer) buffers.push_back(buffer(a.buffer));
+          e.update({{"kind", "kernel"},
+                    {"precision", productPrecision(d, l)},
+                    {"kernel", d.kernels[size_t(l.kernel)].entry},
+                    {"grid", {l.grid[0], l.grid[1], l.grid[2]}},
+                    {"block", {l.block[0], l.block[1], l.block[2]}},
+                    {"shared_bytes", l.sharedBytes},
+                    {"buffers", buffers}});
+        }
+        launchList.push_back(e);
+      }
       nlohmann::json j = {{"engine", *path},
                           {"bytes", bytes.size()},
                           {"kiln_version", d.kilnVersion},
@@ -94,6 +131,7 @@ Runner addInspectCommand(CLI::App &app) {
                           {"io", io},
                           {"kernels", kernels},
                           {"launches", d.launches.size()},
+                          {"launch_list", launchList},
                           {"copies", copies},
                           {"product_precisions", products},
                           {"arena_bytes", d.arenaBytes},
