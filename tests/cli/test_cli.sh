@@ -39,6 +39,17 @@ sys.exit(0 if all(np.allclose(got[k], want[k], rtol=1e-6, atol=1e-6) for k in go
 }
 
 expect 0 "Conv +1 " -- plan "$tiny/conv_bn_relu.onnxtxt"
+# Shell completion from the CLI's own definition: subcommands, options, nested subcommands.
+if out=$(bash -c '
+source <("$1" completion bash)
+comp() { COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=(); _kiln; echo "${COMPREPLY[*]}"; }
+comp kiln com; comp kiln compile m.onnx --pre; comp kiln debug ""; comp kiln debug precision --tol' _ "$kiln" 2>&1) &&
+   [ "$out" = $'compile completion\n--precision\nprecision --help -h\n--tolerance' ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: kiln completion bash: $out"
+fi
+expect 2 "zsh not in" -- completion zsh
 expect 0 '"total_flops"' -- plan "$tiny/mlp.onnxtxt" --json
 expect 0 "output y +float32 +2x12" -- plan "$tiny/shape_chain.onnxtxt"
 expect 0 "output y +float32 +2x3" -- plan "$tiny/external_data/model.onnx"

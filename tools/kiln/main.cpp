@@ -36,10 +36,11 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
   std::vector<kiln::cli::Runner> runners = {
-      kiln::cli::addPlanCommand(app),      kiln::cli::addImportCommand(app), kiln::cli::addCompileCommand(app),
-      kiln::cli::addInspectCommand(app),   kiln::cli::addRunCommand(app),    kiln::cli::addCheckCommand(app),
-      kiln::cli::addKnobsCommand(app),     kiln::cli::addTuneCommand(app),   kiln::cli::addCacheCommand(app),
-      kiln::cli::addCalibrateCommand(app), kiln::cli::addEvalCommand(app),   kiln::cli::addDebugCommand(app),
+      kiln::cli::addPlanCommand(app),       kiln::cli::addImportCommand(app), kiln::cli::addCompileCommand(app),
+      kiln::cli::addInspectCommand(app),    kiln::cli::addRunCommand(app),    kiln::cli::addCheckCommand(app),
+      kiln::cli::addKnobsCommand(app),      kiln::cli::addTuneCommand(app),   kiln::cli::addCacheCommand(app),
+      kiln::cli::addCalibrateCommand(app),  kiln::cli::addEvalCommand(app),   kiln::cli::addDebugCommand(app),
+      kiln::cli::addCompletionCommand(app),
   };
   int rc = 2;
   try {

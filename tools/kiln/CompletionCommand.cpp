@@ -1,0 +1,85 @@
+// kiln completion bash: a bash completion script made from the CLI's own definition, so it lists
+// exactly the subcommands and options this kiln has.
+#include "tools/kiln/Commands.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+namespace {
+
+// The long options (and -o style short ones) of one (sub)command, space-separated.
+std::string optionWords(const CLI::App &cmd) {
+  std::string w;
+  for (const CLI::Option *o : cmd.get_options()) {
+    for (const std::string &n : o->get_lnames()) w += " --" + n;
+    for (const std::string &n : o->get_snames()) w += " -" + n;
+  }
+  return w.empty() ? w : w.substr(1);
+}
+
+// The subcommands users see (hidden ones, like the tuner's measuring child, have no group).
+std::vector<const CLI::App *> visible(const CLI::App &cmd) {
+  std::vector<const CLI::App *> v;
+  for (const CLI::App *s : cmd.get_subcommands({}))
+    if (!s->get_group().empty()) v.push_back(s);
+  return v;
+}
+
+std::string subcommandWords(const CLI::App &cmd) {
+  std::string w;
+  for (const CLI::App *s : visible(cmd)) w += (w.empty() ? "" : " ") + s->get_name();
+  return w;
+}
+
+std::string bashScript(const CLI::App &app) {
+  std::string s =
+      "# bash completion for kiln: source <(kiln completion bash), or save it as\n"
+      "# /etc/bash_completion.d/kiln. Generated from this kiln's own command definitions.\n"
+      "_kiln() {\n"
+      "  local cur=${COMP_WORDS[COMP_CWORD]} cmd= sub= i words=\n"
+      "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+      "    case ${COMP_WORDS[i]} in\n"
+      "      -*) ;;\n"
+      "      *) if [[ -z $cmd ]]; then cmd=${COMP_WORDS[i]}; elif [[ -z $sub ]]; then sub=${COMP_WORDS[i]}; fi ;;\n"
+      "    esac\n"
+      "  done\n"
+      "  case $cmd in\n"
+      "    '') words='" +
+      subcommandWords(app) + " " + optionWords(app) + "' ;;\n";
+  for (const CLI::App *c : visible(app)) {
+    s += "    " + c->get_name() + ")";
+    if (visible(*c).empty()) {
+      // A leaf command: options after '-', files otherwise.
+      s += " [[ $cur == -* ]] && words='" + optionWords(*c) + "' ;;\n";
+      continue;
+    }
+    s += "\n      case $sub in\n        '') words='" + subcommandWords(*c) + " " + optionWords(*c) + "' ;;\n";
+    for (const CLI::App *g : visible(*c))
+      s += "        " + g->get_name() + ") [[ $cur == -* ]] && words='" + optionWords(*g) + "' ;;\n";
+    s += "      esac ;;\n";
+  }
+  s += "  esac\n"
+       "  if [[ -n $words ]]; then COMPREPLY=($(compgen -W \"$words\" -- \"$cur\")); fi\n"
+       "  if [[ ${#COMPREPLY[@]} -eq 0 ]]; then COMPREPLY=($(compgen -f -- \"$cur\")); fi\n"
+       "}\n"
+       "complete -o filenames -F _kiln kiln\n";
+  return s;
+}
+
+}  // namespace
+
+Runner addCompletionCommand(CLI::App &app) {
+  auto *cmd = app.add_subcommand("completion", "Print a shell completion script (bash)");
+  auto shell = std::make_shared<std::string>();
+  cmd->add_option("shell", *shell, "The shell (bash)")->required()->check(CLI::IsMember({"bash"}));
+  return [=, &app]() -> int {
+    if (!*cmd) return -1;
+    std::fputs(bashScript(app).c_str(), stdout);
+    return 0;
+  };
+}
+
+}  // namespace kiln::cli
