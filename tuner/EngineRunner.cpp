@@ -1,11 +1,10 @@
 #include "tuner/EngineRunner.h"
 
-#include "runtime/driver/CudaDriver.h"
 #include "compiler/ops/Tensor.h"
+#include "runtime/driver/CudaDriver.h"
 #include "runtime/format/EngineFormat.h"
 
 #include <algorithm>
-#include <map>
 #include <cmath>
 #include <cstring>
 #include <random>

@@ -96,6 +96,15 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   llvm::DenseMap<Value, std::string> names;
   std::vector<Value> params = {outer(operands[0]), outer(operands[1])};
   names[anchor->getResult(0)] = "acc";
+  // The 8-bit kernel's parameters after B (MatMul.h): the per-column scale, then za·Σ_k B[k][n]
+  // when A has a zero point (B read through permB).
+  auto addInt8Params = [&](MatMulSpec &spec, const Shape &permB) {
+    params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
+    if (int64_t za = attrs.getInt("a_zero_point", 0)) {
+      params.insert(params.begin() + 3, zeroPointOffsets(operands[1], permB, za, anchor));
+      spec.aZeroPoint = za;
+    }
+  };
   const bool quantizedConv = isa<QuantizedConvOp, QuantizedConvNhwcOp>(anchor);
   const bool conv = isa<ConvOp, ConvNhwcOp>(anchor) || quantizedConv;
   const bool nhwc = isa<ConvNhwcOp, QuantizedConvNhwcOp>(anchor);
@@ -156,11 +165,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.outType = outType;
     if (spec.fp8 && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])) return;
     if (spec.int8) {
-      params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
-      if (int64_t za = attrs.getInt("a_zero_point", 0)) {
-        params.insert(params.begin() + 3, zeroPointOffsets(operands[1], attrs.getInts("perm_b", {}), za, anchor));
-        spec.aZeroPoint = za;
-      }
+      addInt8Params(spec, attrs.getInts("perm_b", {}));
     } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
       return;
     }
@@ -245,11 +250,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
       spec.int8 = true;
       spec.fp8 = inType == ElemType::F8E4M3;
       spec.aUnsigned = inType == ElemType::U8;
-      params.insert(params.begin() + 2, int8Scale(operands[2], spec.N, anchor));
-      if (int64_t za = attrs.getInt("a_zero_point", 0)) {
-        params.insert(params.begin() + 3, zeroPointOffsets(operands[1], {}, za, anchor));
-        spec.aZeroPoint = za;
-      }
+      addInt8Params(spec, {});
     }
     addLaunch(anchor, targetMatMul(spec), params);
     return;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cmake --install` of a built tree into a fresh prefix, then the README's C example built out of
-# tree against it twice — with find_package(kiln) and with pkg-config — and run on an engine that
+# tree against it three ways — find_package(kiln) shared and static, pkg-config — and run on an engine that
 # the installed kiln compiled. Without a GPU the example must get as far as loading the engine (it
 # then stops at kiln_context_create); with one it must run.
 #   tests/install/test_install.sh BUILD_DIR SOURCE_DIR
@@ -41,16 +41,19 @@ check_run() {  # NAME BINARY
 }
 
 cuda=${CUDAToolkit_ROOT:-/usr/local/cuda}
-cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCUDAToolkit_ROOT="$cuda" -DEXAMPLE_SOURCE="$src/tests/runtime/example.c" > "$tmp/consumer.log"
-cmake --build "$tmp/consumer" > "$tmp/consumer-build.log"
-check_run "find_package, kiln::runtime" "$tmp/consumer/example"
-ldd "$tmp/consumer/example" | grep -q "libkiln_runtime.so.0 => $prefix/lib/" || { echo "FAIL: not linked to the installed .so"; exit 1; }
-cmake -S "$src/tests/install/consumer" -B "$tmp/consumer-static" -DCMAKE_PREFIX_PATH="$prefix" -DKILN_TARGET=kiln::runtime_static \
-  -DCUDAToolkit_ROOT="$cuda" -DEXAMPLE_SOURCE="$src/tests/runtime/example.c" > "$tmp/consumer-static.log"
-cmake --build "$tmp/consumer-static" > "$tmp/consumer-static-build.log"
-if ldd "$tmp/consumer-static/example" | grep -q libkiln_runtime; then echo "FAIL: the static build links the .so"; exit 1; fi
-check_run "find_package, kiln::runtime_static" "$tmp/consumer-static/example"
+# find_package(kiln) with the shared library (linked from the prefix) and with the static archive.
+for target in runtime runtime_static; do
+  dir=$tmp/consumer-$target
+  cmake -S "$src/tests/install/consumer" -B "$dir" -DCMAKE_PREFIX_PATH="$prefix" -DKILN_TARGET=kiln::$target \
+    -DCUDAToolkit_ROOT="$cuda" -DEXAMPLE_SOURCE="$src/tests/runtime/example.c" > "$dir.log"
+  cmake --build "$dir" > "$dir-build.log"
+  if [ $target = runtime ]; then
+    ldd "$dir/example" | grep -q "libkiln_runtime.so.0 => $prefix/lib/" || { echo "FAIL: not linked to the installed .so"; exit 1; }
+  elif ldd "$dir/example" | grep -q libkiln_runtime; then
+    echo "FAIL: the static build links the .so"; exit 1
+  fi
+  check_run "find_package, kiln::$target" "$dir/example"
+done
 
 cc "$src/tests/runtime/example.c" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln) \
   -I"$cuda/include" -L"$cuda/lib64" -lcudart -Wl,-rpath,"$prefix/lib" -o "$tmp/example-pc"

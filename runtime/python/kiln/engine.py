@@ -148,12 +148,10 @@ class Context:
         if framework is None:
             raise KilnError("running an engine needs torch or cupy for device memory")
         keep = []  # device tensors that must live until the stream is done
-        bound = {}
         for name, value in inputs.items():
             dev = self._to_device(value, framework, torch, cupy)
             self._bind(name, dev, want[name], torch, cupy)
             keep.append(dev)
-            bound[name] = dev
         result = {}
         for t in self.engine.outputs:
             out = (outputs or {}).get(t.name)
