@@ -391,8 +391,8 @@ KILN_BATCH_OFFSETS
               for (int q = 0; q < 4; ++q)
                 acc_raw[i][j][q] += from_bits(cluster_load(red + ((i * NI + j) * 4 + q) * THREADS + tid, r), acc_raw[i][j][q]);
       }
-      cluster_sync();  // a block's shared memory stays until the leader has read it
-      if (crank != 0) continue;
+      // (The other blocks' shared memory stays until the leader has read it: the store's first
+      // cluster barrier comes after.)
     }
 #endif
     // fp32 values for the store (int8: the integer sums times the column's scale).
@@ -412,8 +412,9 @@ KILN_STORE
 }
 )CUDA";
 
-// The tensor-core kernel's store: the tile goes through shared memory one band of warp rows at a
-// time (fp32), then every thread stores VE consecutive columns of a row with 16-byte accesses,
+// The tensor-core kernel's store: the tile goes through shared memory (fp32) whole where it fits
+// the pipeline's (split K: in the leader, read by every block of the cluster), else one band of
+// warp rows at a time; then every thread stores VE consecutive columns of a row with 16-byte accesses,
 // loading the epilogue's inputs once per row (broadcast along the row) or as vectors (contiguous
 // along it). Rows whose columns do not fit the vector path, and inputs read with another stride,
 // take the element path.
@@ -421,45 +422,73 @@ const char *kStagedStore = R"CUDA(
     {
       float* Cs = reinterpret_cast<float*>(smem_raw);
       constexpr int CS_LD = BN + 4;
+#if SPLITK > 1
+      // Split K: the leader stages its whole tile, then every block of the cluster stores its
+      // share of the items, reading the tile from the leader's shared memory: the epilogue runs
+      // on SPLITK blocks, not one.
+      constexpr int NBANDS = 1, BAND_ROWS = BM;
+      const int item0 = (int)crank * THREADS + tid, step = SPLITK * THREADS, r0 = wm * WTM;
+      const bool stager = crank == 0;
+#define KILN_STAGED(off) from_bits(cluster_load(Cs + (off), 0), 0.f)
+#define KILN_STAGE_SYNC() cluster_sync()
+#elif STAGE_WHOLE
+      // The whole tile fits the pipeline's shared memory: staged at once, every thread stores.
+      constexpr int NBANDS = 1, BAND_ROWS = BM;
+      const int item0 = tid, step = THREADS, r0 = wm * WTM;
+      const bool stager = true;
+#define KILN_STAGED(off) Cs[off]
+#define KILN_STAGE_SYNC() __syncthreads()
+#else
+      // One band of warp rows at a time.
+      constexpr int NBANDS = WM, BAND_ROWS = WTM;
+      const int item0 = tid, step = THREADS, r0 = 0;
+      const bool stager = false;  // (the band's warps stage)
+#define KILN_STAGED(off) Cs[off]
+#define KILN_STAGE_SYNC() __syncthreads()
+#endif
 #pragma unroll 1
-      for (int band = 0; band < WM; ++band) {
-        if (wm == band) {
+      for (int band = 0; band < NBANDS; ++band) {
+        if (NBANDS == 1 ? stager : wm == band) {
 #pragma unroll
           for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                const int r = mi * 16 + (lane >> 2) + h * 8, c = wn * WTN + ni * 8 + (lane & 3) * 2;
+                const int r = r0 + mi * 16 + (lane >> 2) + h * 8, c = wn * WTN + ni * 8 + (lane & 3) * 2;
                 *reinterpret_cast<float2*>(Cs + r * CS_LD + c) = make_float2(accum[mi][ni][2 * h], accum[mi][ni][2 * h + 1]);
               }
         }
-        __syncthreads();
+        KILN_STAGE_SYNC();
         if (FAST_N) {
           // VE consecutive columns per thread: 16-byte loads and stores.
-          for (int it = tid; it < WTM * (BN / VE); it += THREADS) {
+          for (int it = item0; it < BAND_ROWS * (BN / VE); it += step) {
             const int r = it / (BN / VE), c = (it % (BN / VE)) * VE;
-            const LI gm = m0 + (LI)band * WTM + r, gn = n0 + c;
+            const LI gm = m0 + (LI)band * BAND_ROWS + r, gn = n0 + c;
             if (gm >= M || gn >= N) continue;  // N % VE == 0: a started vector is whole
             const IDX row = (IDX)(bz * M + gm);
-            const float* cs = Cs + r * CS_LD + c;
+            float cs[VE];
+#pragma unroll
+            for (int e = 0; e < VE; ++e) cs[e] = KILN_STAGED(r * CS_LD + c + e);
 KILN_VECTOR_ITEM
           }
         } else {
           // One element per thread, consecutive threads on consecutive columns.
-          for (int it = tid; it < WTM * BN; it += THREADS) {
+          for (int it = item0; it < BAND_ROWS * BN; it += step) {
             const int r = it / BN, c = it % BN;
-            const LI gm = m0 + (LI)band * WTM + r, gn = n0 + c;
+            const LI gm = m0 + (LI)band * BAND_ROWS + r, gn = n0 + c;
             if (gm >= M || gn >= N) continue;
-            const float acc = Cs[r * CS_LD + c];
+            const float acc = KILN_STAGED(r * CS_LD + c);
             const IDX L = (IDX)(bz * M + gm) * (IDX)N + (IDX)gn;
             {
 KILN_ELEMENT
             }
           }
         }
-        __syncthreads();
+        KILN_STAGE_SYNC();  // (split K: the leader's tile stays until every block has read it)
       }
+#undef KILN_STAGED
+#undef KILN_STAGE_SYNC
     }
 )CUDA";
 
@@ -763,7 +792,10 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
     k.grid = {static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.N, t.bn))),
               static_cast<uint32_t>(std::max<int64_t>(1, ceilDiv(s.M, t.bm))), 0};
     split = chooseSplitK(s, nbatch, int64_t(k.grid[0]) * k.grid[1], ceilDiv(s.K, bk));
-    if (split > 1) smem = std::max(smem, int64_t(t.bm) * t.bn * 4);  // the sums the leader reads
+    if (split > 1) smem = std::max(smem, int64_t(t.bm) * (t.bn + 4) * 4);  // the sums; the leader's staged tile
+    // The store stages the whole tile at once where the pipeline's shared memory holds it (every
+    // thread then runs the epilogue), else band by band.
+    src += std::string("#define STAGE_WHOLE ") + (int64_t(t.bm) * (t.bn + 4) * 4 <= smem ? "1" : "0") + "\n";
     src += "#define SPLITK " + std::to_string(split) + "\n";
     k.sharedBytes = static_cast<uint32_t>(smem);
   }

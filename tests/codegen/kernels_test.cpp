@@ -387,8 +387,10 @@ TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
 }
 
 // Split K over a thread-block cluster: one cluster of SPLITK blocks per tile (grid z), the sums
-// added in the leader, which stores; the vector store (N % 4 == 0) and the element store (N not),
-// with epilogue inputs.
+// added in the leader, whose staged tile every block of the cluster stores a share of (shared
+// memory for BM x (BN + 4) floats); the vector store (N % 4 == 0) and the element store (N not),
+// with epilogue inputs. Unsplit, a 64x64 tile is staged whole (the pipeline's shared memory holds
+// it), a 256x128 one band by band.
 TEST(MatMulKernels, SplitKOverClusters) {
   for (int64_t n : {256, 250})
     for (int split : {2, 8}) {
@@ -405,9 +407,16 @@ TEST(MatMulKernels, SplitKOverClusters) {
       KernelLaunch k = emitMatMul(s);
       EXPECT_NE(k.source.find("#define SPLITK " + std::to_string(split)), std::string::npos);
       EXPECT_EQ(k.grid[2], unsigned(split));
-      EXPECT_GE(k.sharedBytes, 64u * 64 * 4);
+      EXPECT_GE(k.sharedBytes, 64u * (64 + 4) * 4);
       expectKernel(k, 5);
     }
+  MatMulSpec s = transposedMatMulSpec({512, 1024}, {}, {512, 1024}, {1, 0});
+  s.type = s.outType = ElemType::F16;
+  s.splitK = 1;
+  s.tile = "64x64";
+  EXPECT_NE(emitMatMul(s).source.find("#define STAGE_WHOLE 1"), std::string::npos);
+  s.tile = "256x128";
+  EXPECT_NE(emitMatMul(s).source.find("#define STAGE_WHOLE 0"), std::string::npos);
 }
 
 // int8 (and fp8) tensor-core products: weights as [N, K] (k-contiguous), batched activations, implicit-GEMM
