@@ -277,7 +277,9 @@ if [ "$mode" = int8 ]; then
   # elsewhere), a calibrated MLP (fc1 has no int8 kernel and stays float; int8 with fp16 elsewhere,
   # and fc2 alone int8 on an fp32 route).
   "$bin/kiln" calibrate models/tiny/mlp.onnxtxt --data models/tiny/mlp.npz --method minmax -o /tmp/mlp.calib > /dev/null
-  for r in "" "precision=fp16"; do
+  # (On half routes the models' own QDQ products run as dequantized half products unless
+  # quant.products=int8.)
+  for r in "" "precision=fp16;quant.products=int8" "precision=fp16"; do
     run "int8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul.onnxtxt --route "$r" --iterations 3
     run "int8_qdq_matmul_u8_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul_u8.onnxtxt --route "$r" --iterations 3
     run "int8_qdq_pool_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_pool.onnxtxt --route "$r" --iterations 3
@@ -293,7 +295,7 @@ if [ "$mode" = int8 ]; then
   done
   # fp8 e4m3: an fp8 QDQ model (cuBLASLt, and kiln's mma.sync kernel), calibrated fp8 products
   # (matrix and NHWC convolution).
-  for r in "" "precision=fp16" "gemm.tactic=kiln" "precision=fp16;gemm.tactic=kiln"; do
+  for r in "" "precision=fp16;quant.products=int8" "gemm.tactic=kiln" "precision=fp16;gemm.tactic=kiln;quant.products=int8"; do
     run "fp8_qdq_matmul_${r//[^a-z0-9]/_}" "$bin/kiln-gpu-check" models/tiny/qdq_matmul_fp8.onnxtxt --route "$r" --iterations 3
   done
   for r in "precision=fp8" "node.fc2.precision=fp8"; do
@@ -389,11 +391,13 @@ if [ "$mode" = qops ]; then
   dir=${KILN_QOPS_DIR:-.carry/qops}
   while IFS=$'\t' read -r name base acc32 acc16 flags; do
     [[ -z $name || $name == \#* ]] && continue
-    for p in fp32 fp16; do
-      acc=$acc32; [ $p = fp16 ] && acc=$acc16
+    # fp16i8: the fp16 route with the model's QDQ products on int8 tensor cores (quant.products).
+    for p in fp32 fp16 fp16i8; do
+      acc=$acc32; [ $p != fp32 ] && acc=$acc16
+      route="precision=$p"; [ $p = fp16i8 ] && route="precision=fp16;quant.products=int8"
       e=/tmp/qops_${name}_$p.kiln
       # shellcheck disable=SC2086  # flags are words
-      run "compile_${name}_$p" "$bin/kiln" compile "$dir/$name.onnx" -o "$e" --precision $p $flags || continue
+      run "compile_${name}_$p" "$bin/kiln" compile "$dir/$name.onnx" -o "$e" --route "$route" $flags || continue
       "$bin/kiln" inspect "$e" > "$OUT/logs/inspect_${name}_$p.txt" 2>&1
       run "check_${name}_$p" "$bin/kiln" check "$e" --inputs "$dir/$name.inputs.npz" --reference "$dir/$name.ref.npz" --accuracy "$acc"
       run "latency_${name}_$p" "$bin/kiln" run "$e" --iterations 200 --profile
@@ -410,10 +414,11 @@ if [ "$mode" = qops ]; then
     fi
   done < "$dir/qops.tsv"
   while IFS=$'\t' read -r name acc; do
-    for p in fp32 fp16; do
+    for p in fp32 fp16 fp16i8; do
       # A float output stored in half is ~5e-4 from the fp32 reference (quantized outputs: exact).
-      [[ $p = fp16 && $acc == rel_l2* ]] && acc="rel_l2<=1e-2"
-      run "op_${name}_$p" "$bin/kiln" compile "$dir/ops/$name.onnx" -o /tmp/qops_op.kiln --precision $p &&
+      [[ $p != fp32 && $acc == rel_l2* ]] && acc="rel_l2<=1e-2"
+      route="precision=$p"; [ $p = fp16i8 ] && route="precision=fp16;quant.products=int8"
+      run "op_${name}_$p" "$bin/kiln" compile "$dir/ops/$name.onnx" -o /tmp/qops_op.kiln --route "$route" &&
         run "op_check_${name}_$p" "$bin/kiln" check /tmp/qops_op.kiln --inputs "$dir/ops/$name.inputs.npz" \
           --reference "$dir/ops/$name.ref.npz" --accuracy "$acc"
     done
@@ -426,7 +431,7 @@ fi
 # left alone (--clock-control none).
 if [ "$mode" = ncu-int8 ]; then
   : > "$summary"
-  for e in /tmp/qops_mlp.qop_fp16.kiln /tmp/qops_cnn.qop_fp16.kiln /tmp/qops_float_mlp_fp16.kiln /tmp/qops_float_cnn_fp16.kiln; do
+  for e in /tmp/qops_mlp.qop_fp16i8.kiln /tmp/qops_cnn.qop_fp16i8.kiln /tmp/qops_float_mlp_fp16.kiln /tmp/qops_float_cnn_fp16.kiln; do
     [ -f "$e" ] || { echo "ncu $e missing (run qops first)" >> "$summary"; continue; }
     name=$(basename "$e" .kiln)
     run "ncu_$name" ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy \

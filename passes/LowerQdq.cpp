@@ -2,6 +2,7 @@
 // Passes.td).
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
+#include "compiler/knobs/Knob.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
 
@@ -9,9 +10,31 @@ namespace kiln {
 #define GEN_PASS_DEF_LOWERQDQ
 #include "passes/Passes.h.inc"
 
+KILN_KNOB(kQuantProducts, {"quant.products",
+                           {"auto", "int8", "float"},
+                           "auto",
+                           "How a model's own QDQ matrix products and convolutions (onnxruntime's quantizer, "
+                           "TensorRT-style QDQ exports) run: int8 (or fp8) tensor cores on the 8-bit data, or float "
+                           "(dequantized operands, products in the route's precision); auto: float on fp16/bf16 "
+                           "routes, where half tensor-core products are faster than kiln's int8 kernel on every "
+                           "product measured so far, int8 elsewhere. Products a route quantizes itself "
+                           "(precision=int8|fp8) are always 8-bit",
+                           knobs::Tier::Fast,
+                           "passes/LowerQdq.cpp",
+                           "quant",
+                           {"MatMul", "Gemm", "Conv"}});
+
 namespace {
 
 using namespace mlir;
+
+// Whether the product `node` runs on 8-bit tensor cores under route `r` (quant.products).
+bool eightBit(const knobs::Route &r, const std::string &node) {
+  std::string p = r.get(*knobs::findKnob("precision"), node);  // (the Precision pass's knob)
+  if (p == "int8" || p == "fp8") return true;
+  std::string v = r.get(kQuantProducts, node);
+  return v == "int8" || (v == "auto" && p != "fp16" && p != "bf16");
+}
 
 ops::DType elementDtype(Value v) { return tensorTypeOf(v.getType()).dtype; }
 
@@ -81,13 +104,17 @@ void lowerConv(Operation *op, const Dequant &a, const Dequant &b) {
 }
 
 struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
+  using LowerQdqBase::LowerQdqBase;
+
   void runOnOperation() override {
+    knobs::Route r;
+    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
     std::vector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       std::string t = onnxTypeOf(op);
       if (t == "MatMul" || t == "TransposedMatMul" || t == "Conv") products.push_back(op);
     });
-    std::vector<std::string> noKernel, notInt8Form;  // node names
+    std::vector<std::string> noKernel, notInt8Form, keptFloat;  // node names
     auto isDequantized = [](Value v) {
       return v.getDefiningOp() && onnxTypeOf(v.getDefiningOp()) == "DequantizeLinear";
     };
@@ -100,6 +127,10 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
         // (Dequantized weights that are uint8 or have zero points, per-axis activation scales,
         // or int8 mixed with fp8.)
         if (isDequantized(op->getOperand(0)) && isDequantized(op->getOperand(1))) notInt8Form.push_back(nodeName(op));
+        continue;
+      }
+      if (!eightBit(r, nodeName(op))) {
+        keptFloat.push_back(nodeName(op));
         continue;
       }
       if (!eightBitKernelTakes(op, b->data.getDefiningOp<ConstantOp>() != nullptr)) {
@@ -132,6 +163,11 @@ struct LowerQdqPass : impl::LowerQdqBase<LowerQdqPass> {
                                 "kernels take int8 (or both fp8 e4m3) weights without zero points and a "
                                 "per-tensor activation scale" +
                                 nameList(notInt8Form));
+    if (!keptFloat.empty())
+      getOperation().emitRemark(std::to_string(keptFloat.size()) +
+                                " QDQ matrix products/convolutions run as dequantized float products "
+                                "(quant.products; int8 puts them on 8-bit tensor cores)" +
+                                nameList(keptFloat));
     if (!noKernel.empty())
       getOperation().emitRemark(std::to_string(noKernel.size()) +
                                 " QDQ matrix products/convolutions stay float (dequantized operands): the 8-bit "

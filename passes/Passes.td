@@ -406,7 +406,7 @@ def PropagateQdq : Pass<"kiln-propagate-qdq", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
-def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
+def LowerQdq : RoutePass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
   let summary = "Matrix products and convolutions between DequantizeLinear pairs become int8/fp8 ops";
   let description = [{
     `MatMul(DQ(a, sa, 0), DQ(b, sb, 0))` with int8 `a` and `b`, a one-element activation scale
@@ -419,7 +419,11 @@ def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
     per-tensor zero point (onnxruntime's U8S8) keeps it as `a_zero_point`: the kernel subtracts
     za·Σw per column, and a convolution's padded taps read za, as onnxruntime pads. float8e4m3fn data on both sides
     (zero points zero) becomes the same ops with fp8 operands. Products the 8-bit kernel cannot run
-    (`eightBitKernelTakes`) and other DequantizeLinear uses are left as they are.
+    (`eightBitKernelTakes`) and other DequantizeLinear uses are left as they are, and so are
+    the products that knob `quant.products` keeps float: on a half-precision route (auto) a
+    model's own QDQ product runs as a dequantized fp16/bf16 tensor-core product, which is faster
+    than kiln's int8 kernel on the products measured so far; products the route itself quantizes
+    (`precision=int8|fp8`) always become 8-bit ops.
 
     Before:
       %xd = kiln.dequantize_linear %xq, %sa, %zp
@@ -428,7 +432,6 @@ def LowerQdq : Pass<"kiln-lower-qdq", "mlir::func::FuncOp"> {
     After:
       %y = kiln.quantized_matmul %xq, %wq, %scale     (scale = sa · sw)
   }];
-  let dependentDialects = ["::kiln::KilnDialect"];
 }
 
 #endif

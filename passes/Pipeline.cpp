@@ -29,7 +29,7 @@ static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &rou
                                   const QuantOptions &quant) {
   f.addPass(createQuantizeProducts({quant.calib, quant.keepFloat, route, target.arch}));
   f.addPass(createPropagateQdq());
-  f.addPass(createLowerQdq());
+  f.addPass(createLowerQdq({route, target.arch}));
   f.addPass(createFoldConstants());
   f.addPass(mlir::createCSEPass());            // one QuantizeLinear per tensor and scale
   f.addPass(mlir::createCanonicalizerPass());  // the DequantizeLinear ops left without users

@@ -310,7 +310,10 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 "wrote .*2 launches" -- compile "$tiny/qdq_matmul_u8.onnxtxt" -o "$tmp/q8.kiln"
   expect 0 "matmul +int8 +kiln_mma_u8_" -- inspect "$tmp/q8.kiln"
   # ... and its convolutions: the uint8 image's padded taps hold the zero point (131).
-  expect_eval_matches "$tiny/qdq_conv_u8.onnxtxt" --precision fp16
+  expect_eval_matches "$tiny/qdq_conv_u8.onnxtxt" --route 'precision=fp16;quant.products=int8'
+  # On a half route a model's own QDQ products run as dequantized half products by default.
+  expect 0 "1 QDQ matrix products/convolutions run as dequantized float products .*\\[conv\\]" -- compile "$tiny/qdq_conv_u8.onnxtxt" --precision fp16 -o "$tmp/qc16.kiln"
+  expect 0 "conv +fp16 +cuBLASLt matmul" -- inspect "$tmp/qc16.kiln"
   expect 0 "wrote .*4 launches" -- compile "$tiny/qdq_conv_u8.onnxtxt" -o "$tmp/qc8.kiln"
   expect 0 "conv +int8 +kiln_mma_u8_" -- inspect "$tmp/qc8.kiln"
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"
