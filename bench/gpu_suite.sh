@@ -39,6 +39,7 @@
 #   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
 #   bash bench/gpu_suite.sh python  # the Python package with torch: outputs equal to kiln run's, latency
 #   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
+#   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
 #                                   # models, the corpus's ORT-quantized models, one model per op) vs
@@ -438,6 +439,26 @@ if [ "$mode" = ncu-int8 ]; then
       --section WarpStateStats --launch-skip 0 --launch-count 40 "$bin/kiln" run "$e" --warmup 1 --iterations 1
     grep -E '^  kiln_|Duration|Achieved Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued' \
       "$OUT/logs/ncu_$name.log" | sed 's/  */ /g' | head -120 > "$OUT/ncu_$name.txt"
+  done
+fi
+
+# Side-by-side latencies in one call (A/B of a knob, two binaries): $KILN_LATENCY holds lines
+# "NAME<TAB>MODEL<TAB>ROUTE[<TAB>KILN BINARY]"; each is compiled, checked against the CPU
+# evaluator (kiln-gpu-check, 3 runs) and timed (200 runs, per-launch profile), in order, twice
+# (ABAB: a drift of the clocks shows as a difference between the rounds).
+if [ "$mode" = latency ]; then
+  : > "$summary"
+  for round in 1 2; do
+    while IFS=$'\t' read -r name model route kiln; do
+      [[ -z $name || $name == \#* ]] && continue
+      kiln=${kiln:-$bin/kiln}
+      e=/tmp/latency_$name.kiln
+      if [ $round = 1 ]; then
+        run "compile_$name" "$kiln" compile "$model" -o "$e" --route "$route" || continue
+        run "check_$name" "$bin/kiln-gpu-check" "$model" --route "$route" --iterations 3
+      fi
+      [ -f "$e" ] && run "latency_${name}_$round" "$kiln" run "$e" --iterations 200 --profile
+    done <<< "${KILN_LATENCY:-}"
   done
 fi
 

@@ -200,7 +200,39 @@ def SplitRecurrent : Pass<"kiln-split-recurrent", "mlir::func::FuncOp"> {
 
 def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> {
   let summary = "Compose transposes, drop identities, turn unit-dim transposes into reshapes";
+  let description = [{
+    Also a Reduce* over every axis reads a transposed tensor's input instead: the order of the
+    elements does not change the min, max or sum (the layout pass's NCHW copy before
+    DynamicQuantizeLinear's range goes).
+
+    Before:
+      %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>}
+      %m = kiln.reduce_min %t {keepdims = 0 : i64}
+    After:
+      %m = kiln.reduce_min %x {keepdims = 0 : i64}
+  }];
   let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def SplitReductions : RoutePass<"kiln-split-reductions", "mlir::func::FuncOp"> {
+  let summary = "Long reductions over few rows in two stages (knob reduce.split)";
+  let description = [{
+    The row kernel gives each row of a reduction over trailing axes one block; a reduction of a
+    whole tensor (DynamicQuantizeLinear's ReduceMin and ReduceMax, a global mean) is then one
+    block reading everything (20 us for 1 MiB on an H100). When the rows are fewer than the
+    target's SMs and at least 65536 long, ReduceSum/Mean/Max/Min/SumSquare/L1 become a reduction
+    of [rows, S, cols / S] over its last axis (S chunks of 2048 or more, up to two blocks per SM
+    in all) and a ReduceSum (SumSquare, L1), ReduceMean, ReduceMax or ReduceMin of the S
+    partial results; cols must divide by S.
+
+    Before:
+      %m = kiln.reduce_min %x {keepdims = 0 : i64} : (tensor<8x32x32x32xf32>) -> tensor<f32>
+    After:
+      %v = kiln.reshape %x, %shape : (tensor<8x32x32x32xf32>, tensor<3xi64>) -> tensor<1x128x2048xf32>
+      %p = kiln.reduce_min %v {axes = array<i64: 2>, keepdims = 0 : i64} -> tensor<1x128xf32>
+      %q = kiln.reduce_min %p {axes = array<i64: 1>, keepdims = 0 : i64} -> tensor<1xf32>
+      %m = kiln.reshape %q, %scalar : (tensor<1xf32>, tensor<0xi64>) -> tensor<f32>
+  }];
 }
 
 def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {

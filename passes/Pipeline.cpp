@@ -62,9 +62,10 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
   f.addPass(createLayout({route, target.arch}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
   f.addPass(createSimplifyTransposes());
-  f.addPass(mlir::createCSEPass());                      // one transpose per value (the layout pass adds one per use)
-  f.addPass(mlir::createCanonicalizerPass());            // dead ops and constants
-  f.addPass(createFuseAttention({route, target.arch}));  // before kernel regions hide the softmax's producers
+  f.addPass(mlir::createCSEPass());                        // one transpose per value (the layout pass adds one per use)
+  f.addPass(mlir::createCanonicalizerPass());              // dead ops and constants
+  f.addPass(createSplitReductions({route, target.arch}));  // after layout: the rows are final
+  f.addPass(createFuseAttention({route, target.arch}));    // before kernel regions hide the softmax's producers
   // Elementwise regions first, so an epilogue can take a whole region (GELU's DAG uses the
   // product's result twice, which a chain of single uses would not reach).
   f.addPass(createFuseElementwise({route, target.arch}));

@@ -84,11 +84,30 @@ bool simplifyTranspose(TransposeOp t, OpBuilder &b) {
 
 namespace {
 
+// Whether `op` is a Reduce* over every axis of its input (whose order then does not matter).
+bool reducesEveryAxis(Operation *op) {
+  if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL1Op, ReduceL2Op, ReduceLogSumOp,
+           ReduceLogSumExpOp, ReduceSumSquareOp>(op))
+    return false;
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  if (axes && !axes.empty())
+    return int64_t(axes.size()) == cast<RankedTensorType>(op->getOperand(0).getType()).getRank();
+  auto noop = op->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+  return !(noop && noop.getInt());
+}
+
 struct SimplifyTransposesPass : impl::SimplifyTransposesBase<SimplifyTransposesPass> {
   void runOnOperation() override {
     OpBuilder b(&getContext());
     for (bool changed = true; changed;) {
       changed = false;
+      getOperation().walk([&](Operation *op) {
+        if (auto t = op->getNumOperands() ? op->getOperand(0).getDefiningOp<TransposeOp>() : TransposeOp();
+            t && reducesEveryAxis(op)) {
+          op->setOperand(0, t.getX());
+          changed = true;
+        }
+      });
       SmallVector<TransposeOp> ts;
       getOperation().walk([&](TransposeOp t) { ts.push_back(t); });
       for (TransposeOp t : ts) {

@@ -206,6 +206,11 @@ TEST(LowerQuantizedOps, PreservesSemantics) {
                            1e-2);
 }
 
+// Partial results of chunks, then of the partials: sums in another order (float32 rounding).
+TEST(SplitReductions, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/split_reductions.mlir", nested([] { return kiln::createSplitReductions(); }), 1e-6);
+}
+
 TEST(LowerQdq, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/lower_qdq.mlir", nested([] { return kiln::createLowerQdq(); }), 1e-6);
 }

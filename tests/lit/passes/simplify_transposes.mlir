@@ -31,3 +31,30 @@ func.func @unit_dims(%x: tensor<2x1x1x8xf32>) -> tensor<2x8x1x1xf32> {
   %t = kiln.transpose %x {perm = array<i64: 0, 3, 1, 2>} : (tensor<2x1x1x8xf32>) -> tensor<2x8x1x1xf32>
   return %t : tensor<2x8x1x1xf32>
 }
+
+// -----
+
+// A reduction over every axis reads the transpose's input (the transpose goes, if unused);
+// one over some axes keeps it. (Max and min: the semantic check is bit-exact, and a sum in
+// another order is not.)
+// CHECK-LABEL: func.func @full_reduction
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.reduce_min %arg0 {keepdims = 0 : i64} : (tensor<2x3x4x5xf32>) -> tensor<f32>
+// CHECK: kiln.reduce_max %arg0 {axes = array<i64: 0, 1, 2, 3>, keepdims = 1 : i64} : (tensor<2x3x4x5xf32>) -> tensor<1x1x1x1xf32>
+func.func @full_reduction(%x: tensor<2x3x4x5xf32>) -> (tensor<f32>, tensor<1x1x1x1xf32>) {
+  %t = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x5x3xf32>
+  %m = kiln.reduce_min %t {keepdims = 0 : i64} : (tensor<2x4x5x3xf32>) -> tensor<f32>
+  %s = kiln.reduce_max %t {axes = array<i64: 0, 1, 2, 3>, keepdims = 1 : i64} : (tensor<2x4x5x3xf32>) -> tensor<1x1x1x1xf32>
+  return %m, %s : tensor<f32>, tensor<1x1x1x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @partial_reduction
+// CHECK: %[[T:.*]] = kiln.transpose %arg0
+// CHECK: kiln.reduce_max %[[T]] {axes = array<i64: 3>, keepdims = 0 : i64}
+func.func @partial_reduction(%x: tensor<2x3x4x5xf32>) -> tensor<2x4x5xf32> {
+  %t = kiln.transpose %x {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x5x3xf32>
+  %m = kiln.reduce_max %t {axes = array<i64: 3>, keepdims = 0 : i64} : (tensor<2x4x5x3xf32>) -> tensor<2x4x5xf32>
+  return %m : tensor<2x4x5xf32>
+}

@@ -1,0 +1,48 @@
+// RUN: %kiln-opt %s -split-input-file -kiln-split-reductions | FileCheck %s
+// RUN: %kiln-opt %s -split-input-file -kiln-split-reductions="route=reduce.split=off" | FileCheck %s --check-prefix=OFF
+// OFF-NOT: kiln.reshape
+
+// A whole tensor's min (DynamicQuantizeLinear's range): 262144 elements as 128 chunks of 2048
+// (two blocks per SM of sm_90's 132 at most), then the 128 partial minima.
+// CHECK-LABEL: func.func @whole_min
+// CHECK: %[[S:.*]] = kiln.constant dense<[1, 128, 2048]> : tensor<3xi64>
+// CHECK: %[[V:.*]] = kiln.reshape %arg0, %[[S]] : (tensor<8x32x32x32xf32>, tensor<3xi64>) -> tensor<1x128x2048xf32>
+// CHECK: %[[P:.*]] = kiln.reduce_min %[[V]] {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x128x2048xf32>) -> tensor<1x128xf32>
+// CHECK: %[[Q:.*]] = kiln.reduce_min %[[P]] {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<1x128xf32>) -> tensor<1xf32>
+// CHECK: %[[R:.*]] = kiln.reshape %[[Q]], %{{.*}} : (tensor<1xf32>, tensor<0xi64>) -> tensor<f32>
+// CHECK: return %[[R]]
+func.func @whole_min(%x: tensor<8x32x32x32xf32>) -> tensor<f32> {
+  %m = kiln.reduce_min %x {keepdims = 0 : i64} : (tensor<8x32x32x32xf32>) -> tensor<f32>
+  return %m : tensor<f32>
+}
+
+// -----
+
+// Four rows of 65536 (trailing axes, keepdims): 66 chunks per row at most, 64 divides the row.
+// A sum of squares adds its partial sums up.
+// CHECK-LABEL: func.func @rows_sum_square
+// CHECK: kiln.reduce_sum_square %{{.*}} {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<4x32x2048xf32>) -> tensor<4x32xf32>
+// CHECK: kiln.reduce_sum %{{.*}} {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x32xf32>) -> tensor<4xf32>
+// CHECK: kiln.reshape %{{.*}} -> tensor<4x1x1xf32>
+func.func @rows_sum_square(%x: tensor<4x256x256xf32>) -> tensor<4x1x1xf32> {
+  %m = kiln.reduce_sum_square %x {axes = array<i64: 1, 2>, keepdims = 1 : i64} : (tensor<4x256x256xf32>) -> tensor<4x1x1xf32>
+  return %m : tensor<4x1x1xf32>
+}
+
+// -----
+
+// Left alone: short rows, many rows, a strided (non-trailing) reduction, ReduceProd.
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: kiln.reshape
+// CHECK: kiln.reduce_max %arg0 {axes = array<i64: 1>
+// CHECK: kiln.reduce_mean %arg1 {axes = array<i64: 1>
+// CHECK: kiln.reduce_sum %arg2 {axes = array<i64: 0>
+// CHECK: kiln.reduce_prod %arg2 {keepdims = 0 : i64}
+func.func @kept(%a: tensor<4x32768xf32>, %b: tensor<256x65536xf32>, %c: tensor<65536x2xf32>)
+    -> (tensor<4xf32>, tensor<256xf32>, tensor<2xf32>, tensor<f32>) {
+  %0 = kiln.reduce_max %a {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<4x32768xf32>) -> tensor<4xf32>
+  %1 = kiln.reduce_mean %b {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<256x65536xf32>) -> tensor<256xf32>
+  %2 = kiln.reduce_sum %c {axes = array<i64: 0>, keepdims = 0 : i64} : (tensor<65536x2xf32>) -> tensor<2xf32>
+  %3 = kiln.reduce_prod %c {keepdims = 0 : i64} : (tensor<65536x2xf32>) -> tensor<f32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<256xf32>, tensor<2xf32>, tensor<f32>
+}
