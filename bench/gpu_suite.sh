@@ -39,6 +39,7 @@
 #   bash bench/gpu_suite.sh corpus  # the real-model corpus's fp32/fp16 engines vs onnxruntime (issue 23)
 #   bash bench/gpu_suite.sh python  # the Python package with torch: outputs equal to kiln run's, latency
 #   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
+#   bash bench/gpu_suite.sh runopts # kiln run --streams/--host-io/--duration/--trace/--device
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -460,6 +461,24 @@ if [ "$mode" = latency ]; then
       [ -f "$e" ] && run "latency_${name}_$round" "$kiln" run "$e" --iterations 200 --profile
     done <<< "${KILN_LATENCY:-}"
   done
+fi
+
+# kiln run's trtexec-style options (issue 27) on the convnet and BERT case models in fp16: one
+# stream against 4 at once, host latency (--host-io) against device latency, --duration, the
+# Chrome trace (parsed back: one event per launch), a device that is not there.
+if [ "$mode" = runopts ]; then
+  : > "$summary"
+  for m in convnet bert_small; do
+    "$bin/kiln" compile "$cases/$m.onnx" -o /tmp/runopts_$m.kiln --precision fp16 > "$OUT/logs/compile_$m.log" 2>&1
+    run "run_${m}_1" "$bin/kiln" run /tmp/runopts_$m.kiln --iterations 500
+    run "run_${m}_streams4" "$bin/kiln" run /tmp/runopts_$m.kiln --iterations 500 --streams 4
+    run "run_${m}_hostio" "$bin/kiln" run /tmp/runopts_$m.kiln --iterations 500 --host-io
+    run "run_${m}_duration" "$bin/kiln" run /tmp/runopts_$m.kiln --iterations 10 --duration 2 --json
+    run "run_${m}_trace" "$bin/kiln" run /tmp/runopts_$m.kiln --trace "$OUT/trace_$m.json"
+    run "trace_${m}_parsed" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); e=d['traceEvents']; \
+print('trace events', len(e), 'passed' if e and all(x['ph'] == 'X' and x['dur'] > 0 for x in e) else 'FAIL')" "$OUT/trace_$m.json"
+  done
+  run run_no_device "$bin/kiln" run /tmp/runopts_convnet.kiln --device 99
 fi
 
 # The Python package (runtime/python/kiln) with torch on the GPU: outputs equal to `kiln run`'s,

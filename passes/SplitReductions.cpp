@@ -54,10 +54,10 @@ Value reshape(OpBuilder &b, Location loc, Value x, const std::vector<int64_t> &s
 
 Value reduce(OpBuilder &b, Location loc, StringRef name, Value x, int64_t axis) {
   std::string err;
-  Operation *r = createInferred(b, loc, name, {x},
-                                {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})),
-                                 b.getNamedAttr("keepdims", b.getI64IntegerAttr(0))},
-                                &err);
+  Operation *r = createInferred(
+      b, loc, name, {x},
+      {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})), b.getNamedAttr("keepdims", b.getI64IntegerAttr(0))},
+      &err);
   return r ? r->getResult(0) : Value();
 }
 

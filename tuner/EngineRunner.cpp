@@ -5,6 +5,7 @@
 #include "runtime/format/EngineFormat.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -108,26 +109,36 @@ std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t
   return out;
 }
 
+// One context of the engine with its stream and I/O buffers.
+struct Lane {
+  kiln_context *context = nullptr;
+  CUstream stream = nullptr;
+  std::vector<CUdeviceptr> buffers;  // per I/O index of the engine
+};
+
 struct EngineRunner::Impl {
   const CudaDriver *cu = nullptr;
   CUdevice device = 0;
   CUcontext ctx = nullptr;
-  CUstream stream = nullptr;
   kiln_engine *engine = nullptr;
-  kiln_context *context = nullptr;
-  std::vector<CUdeviceptr> buffers;  // per I/O index of the engine
-  std::vector<int32_t> ioIndex;      // inputs_ then outputs_ → engine I/O index
+  std::vector<Lane> lanes;
+  std::vector<int32_t> ioIndex;  // inputs_ then outputs_ → engine I/O index
+  std::vector<void *> pinned;    // page-locked copies of the I/O tensors (--host-io), by ioIndex order
   std::string deviceName;
 
   ~Impl() {
-    if (context) {
-      if (stream) cu->cuStreamSynchronize(stream);
-      kiln_context_destroy(context);
+    for (Lane &l : lanes) {
+      if (l.context) {
+        if (l.stream) cu->cuStreamSynchronize(l.stream);
+        kiln_context_destroy(l.context);
+      }
+      for (CUdeviceptr b : l.buffers)
+        if (b) cu->cuMemFree(b);
+      if (l.stream) cu->cuStreamDestroy(l.stream);
     }
     kiln_engine_destroy(engine);
-    for (CUdeviceptr b : buffers)
-      if (b) cu->cuMemFree(b);
-    if (stream) cu->cuStreamDestroy(stream);
+    for (void *p : pinned)
+      if (p) cu->cuMemFreeHost(p);
     if (ctx) cu->cuDevicePrimaryCtxRelease(device);
   }
 
@@ -135,9 +146,17 @@ struct EngineRunner::Impl {
     error = std::string(what) + " failed: " + cu->describe(r);
     return false;
   }
+  bool enqueue(const Lane &l, std::string &error) const {
+    if (kiln_status s = kiln_context_enqueue(l.context, l.stream)) {
+      error = kiln_status_message(s);
+      return false;
+    }
+    return true;
+  }
 };
 
-std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &engine, std::string &error) {
+std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &engine, std::string &error, int device,
+                                                 int streams) {
   std::unique_ptr<EngineRunner> r(new EngineRunner());
   r->impl_ = std::make_unique<Impl>();
   Impl &m = *r->impl_;
@@ -158,7 +177,12 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
     error = "no CUDA device" + (res != CUDA_SUCCESS ? ": " + cu.describe(res) : std::string());
     return nullptr;
   }
-  if ((res = cu.cuDeviceGet(&m.device, 0)) != CUDA_SUCCESS) return m.fail(res, "cuDeviceGet", error), nullptr;
+  if (device < 0 || device >= count) {
+    error = "no CUDA device " + std::to_string(device) + " (this machine has " + std::to_string(count) +
+            (count == 1 ? ": device 0)" : ": devices 0-" + std::to_string(count - 1) + ")");
+    return nullptr;
+  }
+  if ((res = cu.cuDeviceGet(&m.device, device)) != CUDA_SUCCESS) return m.fail(res, "cuDeviceGet", error), nullptr;
   if ((res = cu.cuDevicePrimaryCtxRetain(&m.ctx, m.device)) != CUDA_SUCCESS) {
     m.ctx = nullptr;
     return m.fail(res, "cuDevicePrimaryCtxRetain", error), nullptr;
@@ -166,16 +190,7 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
   if ((res = cu.cuCtxSetCurrent(m.ctx)) != CUDA_SUCCESS) return m.fail(res, "cuCtxSetCurrent", error), nullptr;
   char name[256] = {0};
   if (cu.cuDeviceGetName(name, sizeof name - 1, m.device) == CUDA_SUCCESS) m.deviceName = name;
-  if ((res = cu.cuStreamCreate(&m.stream, 0)) != CUDA_SUCCESS) {
-    m.stream = nullptr;
-    return m.fail(res, "cuStreamCreate", error), nullptr;
-  }
-  if (kiln_status s = kiln_context_create(m.engine, &m.context)) {
-    error = kiln_status_message(s);
-    return nullptr;
-  }
   int32_t n = kiln_engine_num_io(m.engine);
-  m.buffers.assign(size_t(n), 0);
   for (int pass = 0; pass < 2; ++pass)
     for (int32_t i = 0; i < n; ++i) {
       if (kiln_engine_io_is_input(m.engine, i) != (pass == 0)) continue;
@@ -186,18 +201,33 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
       t.shape.assign(dims, dims + kiln_engine_io_rank(m.engine, i));
       (pass == 0 ? r->inputs_ : r->outputs_).push_back(t);
       m.ioIndex.push_back(i);
+    }
+  m.lanes.resize(size_t(std::max(streams, 1)));
+  for (Lane &l : m.lanes) {
+    if ((res = cu.cuStreamCreate(&l.stream, 0)) != CUDA_SUCCESS) {
+      l.stream = nullptr;
+      return m.fail(res, "cuStreamCreate", error), nullptr;
+    }
+    if (kiln_status s = kiln_context_create(m.engine, &l.context)) {
+      error = kiln_status_message(s);
+      return nullptr;
+    }
+    l.buffers.assign(size_t(n), 0);
+    for (size_t k = 0; k < m.ioIndex.size(); ++k) {
+      const HostTensor &t = k < r->inputs_.size() ? r->inputs_[k] : r->outputs_[k - r->inputs_.size()];
+      CUdeviceptr &b = l.buffers[size_t(m.ioIndex[k])];
       size_t bytes = std::max<size_t>(size_t(numElements(t.shape)) * dtypeSize(t.dtype), 1);
-      if ((res = cu.cuMemAlloc(&m.buffers[size_t(i)], bytes)) != CUDA_SUCCESS) {
-        m.buffers[size_t(i)] = 0;
+      if ((res = cu.cuMemAlloc(&b, bytes)) != CUDA_SUCCESS) {
+        b = 0;
         return m.fail(res, ("allocating " + std::to_string(bytes) + " bytes for '" + t.name + "'").c_str(), error),
                nullptr;
       }
-      if (kiln_status s = kiln_context_set_tensor_address(m.context, t.name.c_str(),
-                                                          reinterpret_cast<void *>(m.buffers[size_t(i)]))) {
+      if (kiln_status s = kiln_context_set_tensor_address(l.context, t.name.c_str(), reinterpret_cast<void *>(b))) {
         error = kiln_status_message(s);
         return nullptr;
       }
     }
+  }
   return r;
 }
 
@@ -213,6 +243,7 @@ std::string dtypeName(int32_t dtype) {
 
 bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string &error) {
   Impl &m = *impl_;
+  hostInputs_.clear();
   for (size_t k = 0; k < inputs_.size(); ++k) {
     const HostTensor &want = inputs_[k];
     auto it = std::find_if(values.begin(), values.end(), [&](const HostTensor &v) { return v.name == want.name; });
@@ -237,88 +268,182 @@ bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string 
               std::to_string(bytes);
       return false;
     }
-    CUresult r = m.cu->cuMemcpyHtoD(m.buffers[size_t(m.ioIndex[k])], it->data.data(), bytes);
-    if (r != CUDA_SUCCESS) return m.fail(r, "uploading an input", error);
+    for (const Lane &l : m.lanes)
+      if (CUresult r = m.cu->cuMemcpyHtoD(l.buffers[size_t(m.ioIndex[k])], it->data.data(), bytes); r != CUDA_SUCCESS)
+        return m.fail(r, "uploading an input", error);
+    hostInputs_.push_back(it->data);
   }
   return true;
 }
 
 bool EngineRunner::run(std::vector<HostTensor> &outputs, std::string &error) {
   Impl &m = *impl_;
+  const Lane &l = m.lanes[0];
   outputs = outputs_;
   for (size_t k = 0; k < outputs_.size(); ++k) {
     size_t bytes = size_t(numElements(outputs_[k].shape)) * dtypeSize(outputs_[k].dtype);
     CUresult r =
-        m.cu->cuMemsetD8(m.buffers[size_t(m.ioIndex[inputs_.size() + k])], 0xff, bytes);  // NaN: unwritten shows
+        m.cu->cuMemsetD8(l.buffers[size_t(m.ioIndex[inputs_.size() + k])], 0xff, bytes);  // NaN: unwritten shows
     if (r != CUDA_SUCCESS) return m.fail(r, "poisoning the outputs", error);
   }
-  if (kiln_status s = kiln_context_enqueue(m.context, m.stream)) {
-    error = kiln_status_message(s);
-    return false;
-  }
-  CUresult r = m.cu->cuStreamSynchronize(m.stream);
+  if (!m.enqueue(l, error)) return false;
+  CUresult r = m.cu->cuStreamSynchronize(l.stream);
   if (r != CUDA_SUCCESS) return m.fail(r, "executing the engine", error);
   for (size_t k = 0; k < outputs.size(); ++k) {
     HostTensor &t = outputs[k];
     t.data.resize(size_t(numElements(t.shape)) * dtypeSize(t.dtype));
-    if ((r = m.cu->cuMemcpyDtoH(t.data.data(), m.buffers[size_t(m.ioIndex[inputs_.size() + k])], t.data.size())) !=
+    if ((r = m.cu->cuMemcpyDtoH(t.data.data(), l.buffers[size_t(m.ioIndex[inputs_.size() + k])], t.data.size())) !=
         CUDA_SUCCESS)
       return m.fail(r, "downloading an output", error);
   }
   return true;
 }
 
-bool EngineRunner::time(int warmup, int iterations, Timing &timing, std::string &error) {
+namespace {
+
+// Event pairs, created once and destroyed with the pool.
+struct EventPool {
+  const CudaDriver &cu;
+  std::vector<CUevent> events;
+  explicit EventPool(const CudaDriver &c) : cu(c) {}
+  ~EventPool() {
+    for (CUevent e : events) cu.cuEventDestroy(e);
+  }
+  CUresult create(size_t n) {
+    events.resize(n, nullptr);
+    for (CUevent &e : events)
+      if (CUresult r = cu.cuEventCreate(&e, 0); r != CUDA_SUCCESS) return e = nullptr, r;
+    return CUDA_SUCCESS;
+  }
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+bool EngineRunner::time(int warmup, int iterations, Timing &timing, std::string &error, double seconds, bool hostIo) {
   Impl &m = *impl_;
   const CudaDriver &cu = *m.cu;
+  const Lane &l = m.lanes[0];
   timing.ms.clear();
-  for (int i = 0; i < warmup; ++i)
-    if (kiln_status s = kiln_context_enqueue(m.context, m.stream)) {
-      error = kiln_status_message(s);
+  // --host-io: page-locked copies of the inputs (as last set) and room for the outputs.
+  std::vector<size_t> bytes;
+  for (size_t k = 0; k < m.ioIndex.size(); ++k) {
+    const HostTensor &t = k < inputs_.size() ? inputs_[k] : outputs_[k - inputs_.size()];
+    bytes.push_back(size_t(numElements(t.shape)) * dtypeSize(t.dtype));
+  }
+  if (hostIo && m.pinned.empty()) {
+    if (!cu.cuMemAllocHost || !cu.cuMemFreeHost || !cu.cuMemcpyDtoHAsync) {
+      error = "the NVIDIA driver lacks page-locked memory or asynchronous downloads (--host-io)";
       return false;
     }
-  CUevent a = nullptr, b = nullptr;
-  CUresult r;
-  if ((r = cu.cuEventCreate(&a, 0)) != CUDA_SUCCESS || (r = cu.cuEventCreate(&b, 0)) != CUDA_SUCCESS) {
-    if (a) cu.cuEventDestroy(a);
-    return m.fail(r, "cuEventCreate", error);
+    m.pinned.assign(m.ioIndex.size(), nullptr);
+    for (size_t k = 0; k < m.ioIndex.size(); ++k) {
+      if (CUresult r = cu.cuMemAllocHost(&m.pinned[k], std::max<size_t>(bytes[k], 1)); r != CUDA_SUCCESS) {
+        m.pinned[k] = nullptr;
+        return m.fail(r, "cuMemAllocHost", error);
+      }
+      if (k < hostInputs_.size()) std::memcpy(m.pinned[k], hostInputs_[k].data(), bytes[k]);
+    }
   }
-  bool ok = true;
-  for (int i = 0; i < iterations && ok; ++i) {
+  auto once = [&]() -> bool {
+    if (hostIo)
+      for (size_t k = 0; k < m.ioIndex.size(); ++k) {
+        CUdeviceptr d = l.buffers[size_t(m.ioIndex[k])];
+        CUresult r = k < inputs_.size() ? cu.cuMemcpyHtoDAsync(d, m.pinned[k], bytes[k], l.stream) : CUDA_SUCCESS;
+        if (r != CUDA_SUCCESS) return m.fail(r, "uploading an input", error);
+      }
+    if (!m.enqueue(l, error)) return false;
+    if (hostIo)
+      for (size_t k = inputs_.size(); k < m.ioIndex.size(); ++k)
+        if (CUresult r = cu.cuMemcpyDtoHAsync(m.pinned[k], l.buffers[size_t(m.ioIndex[k])], bytes[k], l.stream);
+            r != CUDA_SUCCESS)
+          return m.fail(r, "downloading an output", error);
+    return true;
+  };
+  for (int i = 0; i < warmup; ++i)
+    if (!once()) return false;
+  EventPool ev(cu);
+  if (CUresult r = ev.create(2); r != CUDA_SUCCESS) return m.fail(r, "cuEventCreate", error);
+  CUevent a = ev.events[0], b = ev.events[1];
+  CUresult r;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations || secondsSince(t0) < seconds; ++i) {
     float ms = 0;
-    if ((r = cu.cuEventRecord(a, m.stream)) != CUDA_SUCCESS) {
-      ok = m.fail(r, "cuEventRecord", error);
-      break;
-    }
-    if (kiln_status s = kiln_context_enqueue(m.context, m.stream)) {
-      error = kiln_status_message(s);
-      ok = false;
-      break;
-    }
-    if ((r = cu.cuEventRecord(b, m.stream)) != CUDA_SUCCESS || (r = cu.cuEventSynchronize(b)) != CUDA_SUCCESS ||
-        (r = cu.cuEventElapsedTime(&ms, a, b)) != CUDA_SUCCESS) {
-      ok = m.fail(r, "timing a run", error);
-      break;
-    }
+    if ((r = cu.cuEventRecord(a, l.stream)) != CUDA_SUCCESS) return m.fail(r, "cuEventRecord", error);
+    if (!once()) return false;
+    if ((r = cu.cuEventRecord(b, l.stream)) != CUDA_SUCCESS || (r = cu.cuEventSynchronize(b)) != CUDA_SUCCESS ||
+        (r = cu.cuEventElapsedTime(&ms, a, b)) != CUDA_SUCCESS)
+      return m.fail(r, "timing a run", error);
     timing.ms.push_back(ms);
   }
-  cu.cuEventDestroy(a);
-  cu.cuEventDestroy(b);
   std::sort(timing.ms.begin(), timing.ms.end());
-  return ok;
+  return true;
+}
+
+bool EngineRunner::throughput(int warmup, int iterations, double seconds, Throughput &t, std::string &error) {
+  Impl &m = *impl_;
+  const CudaDriver &cu = *m.cu;
+  const size_t lanes = m.lanes.size();
+  t = Throughput();
+  t.streams = int(lanes);
+  for (int i = 0; i < warmup; ++i)
+    for (const Lane &l : m.lanes)
+      if (!m.enqueue(l, error)) return false;
+  for (const Lane &l : m.lanes)
+    if (CUresult r = cu.cuStreamSynchronize(l.stream); r != CUDA_SUCCESS) return m.fail(r, "warm-up", error);
+  // Rounds of one run per stream; kDepth rounds in flight, a round's events read before reuse.
+  constexpr size_t kDepth = 8;
+  EventPool ev(cu);
+  if (CUresult r = ev.create(kDepth * lanes * 2); r != CUDA_SUCCESS) return m.fail(r, "cuEventCreate", error);
+  auto event = [&](size_t round, size_t lane, int end) {
+    return ev.events[((round % kDepth) * lanes + lane) * 2 + end];
+  };
+  auto collect = [&](size_t round) -> bool {
+    for (size_t k = 0; k < lanes; ++k) {
+      float ms = 0;
+      CUresult r = cu.cuEventSynchronize(event(round, k, 1));
+      if (r == CUDA_SUCCESS) r = cu.cuEventElapsedTime(&ms, event(round, k, 0), event(round, k, 1));
+      if (r != CUDA_SUCCESS) return m.fail(r, "timing a run", error);
+      t.latency.ms.push_back(ms);
+    }
+    return true;
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  size_t round = 0;
+  for (; round < size_t(iterations) || secondsSince(t0) < seconds; ++round) {
+    if (round >= kDepth && !collect(round - kDepth)) return false;
+    for (size_t k = 0; k < lanes; ++k) {
+      const Lane &l = m.lanes[k];
+      if (CUresult r = cu.cuEventRecord(event(round, k, 0), l.stream); r != CUDA_SUCCESS)
+        return m.fail(r, "cuEventRecord", error);
+      if (!m.enqueue(l, error)) return false;
+      if (CUresult r = cu.cuEventRecord(event(round, k, 1), l.stream); r != CUDA_SUCCESS)
+        return m.fail(r, "cuEventRecord", error);
+    }
+  }
+  for (size_t done = round > kDepth ? round - kDepth : 0; done < round; ++done)
+    if (!collect(done)) return false;
+  t.wallMs = secondsSince(t0) * 1e3;
+  t.runs = int64_t(round * lanes);
+  std::sort(t.latency.ms.begin(), t.latency.ms.end());
+  return true;
 }
 
 bool EngineRunner::profile(int runs, std::vector<LaunchTime> &out, std::string &error) {
   Impl &m = *impl_;
+  const Lane &l = m.lanes[0];
   int32_t count = 0;
-  if (kiln_status s = kiln_context_profile(m.context, m.stream, nullptr, 0, &count)) {
+  if (kiln_status s = kiln_context_profile(l.context, l.stream, nullptr, 0, &count)) {
     error = kiln_status_message(s);
     return false;
   }
   std::vector<std::vector<kiln_launch_profile>> all(size_t(std::max(runs, 1)),
                                                     std::vector<kiln_launch_profile>(size_t(count)));
   for (auto &r : all)
-    if (kiln_status s = kiln_context_profile(m.context, m.stream, r.data(), count, &count)) {
+    if (kiln_status s = kiln_context_profile(l.context, l.stream, r.data(), count, &count)) {
       error = kiln_status_message(s);
       return false;
     }

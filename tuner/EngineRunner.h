@@ -31,6 +31,14 @@ struct Timing {
   double mean() const;
 };
 
+// Several contexts of one engine on their own streams, run concurrently (kiln run --streams).
+struct Throughput {
+  Timing latency;     // every run's own time (its stream's events), all streams together
+  double wallMs = 0;  // first enqueue to the last run's end
+  int64_t runs = 0;   // timed runs, all streams together
+  int streams = 1;
+};
+
 struct LaunchTime {
   std::string node, kernel;
   float ms;
@@ -38,9 +46,11 @@ struct LaunchTime {
 
 class EngineRunner {
  public:
-  // Loads and verifies the engine bytes, creates a context on the current (or primary) device
-  // context, and allocates one device buffer per I/O tensor. Null with `error` on failure.
-  static std::unique_ptr<EngineRunner> open(const std::vector<uint8_t> &engine, std::string &error);
+  // Loads and verifies the engine bytes, creates `streams` contexts of it on device `device`'s
+  // primary context, each with its own stream and one device buffer per I/O tensor. Null with
+  // `error` on failure (an unknown device names the devices there are).
+  static std::unique_ptr<EngineRunner> open(const std::vector<uint8_t> &engine, std::string &error, int device = 0,
+                                            int streams = 1);
   ~EngineRunner();
 
   // The I/O table as tensors without data (inputs first, in the engine's order).
@@ -49,13 +59,18 @@ class EngineRunner {
   std::string deviceName() const;
   std::string route() const;
 
-  // Uploads inputs by name (each must match the engine's dtype and shape, except that a uint16
-  // array may hold a bfloat16 input's bits; all must be given).
+  // Uploads inputs by name to every context (each must match the engine's dtype and shape, except
+  // that a uint16 array may hold a bfloat16 input's bits; all must be given).
   bool setInputs(const std::vector<HostTensor> &values, std::string &error);
-  // One execution: outputs poisoned first, then computed and downloaded.
+  // One execution (the first context): outputs poisoned first, then computed and downloaded.
   bool run(std::vector<HostTensor> &outputs, std::string &error);
-  // Warm-up runs, then `iterations` runs each between two CUDA events.
-  bool time(int warmup, int iterations, Timing &timing, std::string &error);
+  // Warm-up runs, then runs each between two CUDA events on the first context: `iterations` of
+  // them, and more until `seconds` have passed. `hostIo`: each timed run also uploads the inputs
+  // from and downloads the outputs to page-locked host memory (trtexec's host latency).
+  bool time(int warmup, int iterations, Timing &timing, std::string &error, double seconds = 0, bool hostIo = false);
+  // Every context at once: warm-up runs on each, then `iterations` runs per context (more until
+  // `seconds` have passed), each between two events on its own stream.
+  bool throughput(int warmup, int iterations, double seconds, Throughput &t, std::string &error);
   // Per-launch device times (median of `runs` profiled executions).
   bool profile(int runs, std::vector<LaunchTime> &out, std::string &error);
 
@@ -64,6 +79,7 @@ class EngineRunner {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<HostTensor> inputs_, outputs_;
+  std::vector<std::vector<uint8_t>> hostInputs_;  // the inputs last set, in inputs_ order (--host-io)
 };
 
 // Random, non-zero inputs for every input of `io`: floats of both signs in ±[0.25, 1]; integer

@@ -186,6 +186,10 @@ expect 2 "excludes" -- check "$tmp/m.kiln" --onnx a.onnx --reference b.npz
 expect 2 "unknown metric 'coss'" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --accuracy 'coss>=1'
 expect 2 "is not a number" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --accuracy 'cos>=high'
 expect 2 "cannot read" -- run "$tmp/missing.kiln"
+# trtexec-style options: checked before the engine is opened.
+expect 2 "--host-io times one stream" -- run "$tmp/m.kiln" --streams 2 --host-io
+expect 2 "--streams: Value 65 not in range 1 to 64" -- run "$tmp/m.kiln" --streams 65
+expect 2 "--trace: will not write .*it is the input" -- run "$tmp/m.kiln" --trace "$tmp/m.kiln"
 head -c 500 "$tmp/m.kiln" > "$tmp/short.kiln"
 expect 2 "truncated|outside|smaller" -- run "$tmp/short.kiln"
 # The tuner's CPU side: dry runs list candidates; bad expressions, models and settings fail

@@ -23,7 +23,8 @@
 
 namespace kiln::cli {
 
-std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error);
+std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error, int device = 0,
+                                                int streams = 1);
 bool loadInputs(tuner::EngineRunner &r, const std::string &path, uint32_t seed, std::vector<tuner::HostTensor> &inputs,
                 std::string &error);
 

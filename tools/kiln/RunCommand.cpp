@@ -1,8 +1,10 @@
 // `kiln run model.kiln [--inputs in.npz] [--outputs run.npz] [--warmup N] [--iterations N]
-// [--profile] [--json]`: execute and benchmark an engine, like trtexec. --outputs writes the inputs
-// and outputs of one run. Inputs come from the
-// file or are random (non-zero); latency is CUDA events around each run after warm-up: median,
-// p90, min, max, mean, and throughput in samples/s (the first input's first dim is the batch).
+// [--duration S] [--device N] [--streams N] [--host-io] [--profile] [--trace FILE] [--json]`:
+// execute and benchmark an engine, like trtexec. --outputs writes the inputs and outputs of one
+// run. Inputs come from the file or are random (non-zero); latency is CUDA events around each run
+// after warm-up: median, p90, min, max, mean, and throughput in samples/s (the first input's first
+// dim is the batch). --streams N runs N contexts of the engine at once and reports their
+// throughput; --trace writes the per-launch profile as a Chrome trace (Perfetto opens it).
 #include "compiler/support/Files.h"
 #include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
@@ -21,10 +23,10 @@
 
 namespace kiln::cli {
 
-std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error) {
+std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error, int device, int streams) {
   std::vector<uint8_t> bytes;
   if (!support::readFile(path, bytes, error, "engine file")) return nullptr;
-  auto r = tuner::EngineRunner::open(bytes, error);
+  auto r = tuner::EngineRunner::open(bytes, error, device, streams);
   if (!r) error = path + ": " + error;
   return r;
 }
@@ -63,6 +65,32 @@ static bool writeRunFile(const std::string &path, const std::vector<tuner::HostT
   return true;
 }
 
+// The per-launch profile as a Chrome trace: one complete event per launch, end to end on one
+// track in launch order (they were timed one by one), named by kernel, with the node(s).
+static bool writeTrace(const std::string &path, const std::vector<tuner::LaunchTime> &launches, std::string &error) {
+  nlohmann::json events = nlohmann::json::array();
+  double ts = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const auto &l = launches[i];
+    double dur = double(l.ms) * 1e3;  // microseconds
+    events.push_back({{"name", l.kernel},
+                      {"cat", l.kernel.rfind("kiln_", 0) == 0 ? l.kernel.substr(0, l.kernel.rfind('_')) : l.kernel},
+                      {"ph", "X"},
+                      {"ts", ts},
+                      {"dur", dur},
+                      {"pid", 1},
+                      {"tid", 1},
+                      {"args", {{"node", l.node}, {"launch", i}}}});
+    ts += dur;
+  }
+  nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  if (!support::writeFileAtomically(path, doc.dump(1) + "\n", error)) {
+    error = "--trace: " + error;
+    return false;
+  }
+  return true;
+}
+
 Runner addRunCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("run", "Execute and benchmark an engine on the GPU");
   auto path = std::make_shared<std::string>();
@@ -70,6 +98,10 @@ Runner addRunCommand(CLI::App &app) {
   auto warmup = std::make_shared<int>(10), iterations = std::make_shared<int>(100);
   auto seed = std::make_shared<uint32_t>(1);
   auto json = std::make_shared<bool>(false), profile = std::make_shared<bool>(false);
+  auto hostIo = std::make_shared<bool>(false);
+  auto duration = std::make_shared<double>(0);
+  auto device = std::make_shared<int>(0), streams = std::make_shared<int>(1);
+  auto trace = std::make_shared<std::string>();
   cmd->add_option("engine", *path, "Engine file (.kiln)")->required();
   cmd->add_option("--inputs", *in, "Inputs (.npz with one array per input name; default: random)");
   cmd->add_option("--outputs", *out,
@@ -77,29 +109,53 @@ Runner addRunCommand(CLI::App &app) {
   cmd->add_option("--warmup", *warmup, "Untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--iterations", *iterations, "Timed runs")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--duration", *duration,
+                  "Keep timing until this many seconds have passed (at least --iterations runs)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", *device, "CUDA device ordinal")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--streams", *streams,
+                  "Run this many contexts of the engine at once, each on its own stream, and report their throughput")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--host-io", *hostIo,
+                "Time each run with its input uploads and output downloads (page-locked host memory), like "
+                "trtexec's host latency");
   cmd->add_flag("--profile", *profile, "Also time every launch (median of 5 profiled runs)");
+  cmd->add_option("--trace", *trace,
+                  "Write the per-launch profile as a Chrome trace (JSON; chrome://tracing or ui.perfetto.dev), "
+                  "launches end to end as profiled one by one; implies --profile");
   cmd->add_flag("--json", *json, "Print a JSON document");
   return [=]() -> int {
     if (!*cmd) return -1;
     std::string err;
     const std::vector<std::string> files = {*path, *in};
-    if (!out->empty())
-      if (auto why = support::checkOutputPath(*out, files); !why.empty()) {
-        std::cerr << "kiln: error: --outputs: " << why << "\n";
-        return 2;
-      }
-    auto r = openEngine(*path, err);
+    for (auto [flag, file] : {std::pair{"--outputs", out.get()}, std::pair{"--trace", trace.get()}})
+      if (!file->empty())
+        if (auto why = support::checkOutputPath(*file, files); !why.empty()) {
+          std::cerr << "kiln: error: " << flag << ": " << why << "\n";
+          return 2;
+        }
+    if (*streams > 1 && *hostIo) {
+      std::cerr << "kiln: error: --host-io times one stream; leave out --streams\n";
+      return 2;
+    }
+    *profile |= !trace->empty();
+    auto r = openEngine(*path, err, *device, *streams);
     std::vector<tuner::HostTensor> inputs, outputs;
     tuner::Timing t;
+    tuner::Throughput many;
     std::vector<tuner::LaunchTime> launches;
     if (!r || !loadInputs(*r, *in, *seed, inputs, err) || !r->run(outputs, err) ||
-        (!out->empty() && !writeRunFile(*out, inputs, outputs, files, err)) || !r->time(*warmup, *iterations, t, err) ||
-        (*profile && !r->profile(5, launches, err))) {
+        (!out->empty() && !writeRunFile(*out, inputs, outputs, files, err)) ||
+        !r->time(*warmup, *iterations, t, err, *streams > 1 ? 0 : *duration, *hostIo) ||
+        (*streams > 1 && !r->throughput(*warmup, *iterations, *duration, many, err)) ||
+        (*profile && !r->profile(5, launches, err)) || (!trace->empty() && !writeTrace(*trace, launches, err))) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
     int64_t batch = r->inputs().empty() || r->inputs()[0].shape.empty() ? 1 : r->inputs()[0].shape[0];
     double throughput = t.median() > 0 ? batch * 1000.0 / t.median() : 0;
+    double manyThroughput = many.wallMs > 0 ? double(many.runs * batch) * 1000.0 / many.wallMs : 0;
     if (*json) {
       nlohmann::json j = {
           {"engine", *path},
@@ -109,8 +165,22 @@ Runner addRunCommand(CLI::App &app) {
           {"warmup", *warmup},
           {"latency_ms",
            {{"median", t.median()}, {"p90", t.p90()}, {"min", t.min()}, {"max", t.max()}, {"mean", t.mean()}}},
+          {"runs", t.ms.size()},
+          {"host_io", *hostIo},
           {"throughput_per_s", throughput},
           {"batch", batch}};
+      if (*streams > 1)
+        j["streams"] = {{"count", *streams},
+                        {"runs", many.runs},
+                        {"wall_ms", many.wallMs},
+                        {"throughput_per_s", manyThroughput},
+                        {"latency_ms",
+                         {{"median", many.latency.median()},
+                          {"p90", many.latency.p90()},
+                          {"min", many.latency.min()},
+                          {"max", many.latency.max()},
+                          {"mean", many.latency.mean()}}}};
+      if (!trace->empty()) j["trace"] = *trace;
       if (*profile) {
         nlohmann::json l = nlohmann::json::array();
         for (auto &x : launches) l.push_back({{"node", x.node}, {"kernel", x.kernel}, {"ms", x.ms}});
@@ -121,9 +191,15 @@ Runner addRunCommand(CLI::App &app) {
     }
     std::printf("engine:     %s on %s, route '%s'\n", support::printableLine(*path).c_str(),
                 support::printableLine(r->deviceName()).c_str(), support::printableLine(r->route()).c_str());
-    std::printf("latency:    median %.3f ms, p90 %.3f, min %.3f, max %.3f, mean %.3f (%d runs after %d warm-up)\n",
-                t.median(), t.p90(), t.min(), t.max(), t.mean(), *iterations, *warmup);
+    std::printf("latency:    median %.3f ms, p90 %.3f, min %.3f, max %.3f, mean %.3f (%zu runs after %d warm-up%s)\n",
+                t.median(), t.p90(), t.min(), t.max(), t.mean(), t.ms.size(), *warmup,
+                *hostIo ? ", with input uploads and output downloads" : "");
     std::printf("throughput: %.1f samples/s (batch %lld)\n", throughput, static_cast<long long>(batch));
+    if (*streams > 1)
+      std::printf("streams:    %d at once: %.1f samples/s (%lld runs in %.1f ms), latency median %.3f ms, p90 %.3f\n",
+                  *streams, manyThroughput, static_cast<long long>(many.runs), many.wallMs, many.latency.median(),
+                  many.latency.p90());
+    if (!trace->empty()) std::printf("trace:      %s\n", support::printableLine(*trace).c_str());
     if (*profile) {
       float total = 0;
       std::map<std::string, std::pair<float, int>> byKind;
