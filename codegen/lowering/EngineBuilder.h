@@ -26,6 +26,9 @@ struct BuildOptions {
   unsigned jobs = 0;            // NVRTC workers; 0: all cores
   bool launchPlanOnly = false;  // lower and place, but compile no kernel: BuildResult::launchPlan
   std::function<void(size_t done, size_t total)> progress;
+  // Called as each phase of buildModel ends ("import", "passes", "codegen", "kernels").
+  std::function<void(const std::string &phase, double seconds)> onPhase;
+  bool passTiming = false;  // buildModel: MLIR's per-pass timing report (to stderr)
 };
 
 struct BuildStats {

@@ -17,10 +17,27 @@ ModelBuild lowerModel(const std::string &path, const ImportOptions &importOption
                         [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), target, quant); });
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Ends a phase begun at `t0`: recorded in `m`, reported to the caller; returns the time now.
+Clock::time_point endPhase(ModelBuild &m, const BuildOptions &options, const char *name, Clock::time_point t0) {
+  Clock::time_point now = Clock::now();
+  double s = std::chrono::duration<double>(now - t0).count();
+  m.phases.push_back({name, s});
+  if (options.onPhase) options.onPhase(name, s);
+  return now;
+}
+
+}  // namespace
+
 ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,
-                          const std::function<void(mlir::OpPassManager &)> &pipeline) {
+                          const std::function<void(mlir::OpPassManager &)> &pipeline, const BuildOptions &options) {
   ModelBuild m;
+  Clock::time_point t = Clock::now();
   m.import = importModelFile(path, ctx, importOptions);
+  t = endPhase(m, options, "import", t);
   if (!m.import.error.empty()) {
     m.error = m.import.error;
     return m;
@@ -43,7 +60,9 @@ ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOp
   });
   mlir::PassManager pm(&ctx);
   pipeline(pm);
+  if (options.passTiming) pm.enableTiming();
   if (mlir::failed(pm.run(*m.import.module))) m.error = errors.empty() ? "the compile pipeline failed" : errors;
+  endPhase(m, options, "passes", t);
   return m;
 }
 
@@ -58,14 +77,26 @@ std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module) {
 
 ModelBuild buildModel(const std::string &path, const ImportOptions &importOptions, const BuildOptions &options,
                       mlir::MLIRContext &ctx) {
-  auto t0 = std::chrono::steady_clock::now();
-  ModelBuild m = lowerModel(path, importOptions, options.route, ctx, options.target, options.quant);
+  auto t0 = Clock::now();
+  ModelBuild m = lowerModelWith(
+      path, importOptions, ctx,
+      [&](mlir::OpPassManager &pm) {
+        buildCompilePipeline(pm, options.route.canonical(), options.target, options.quant);
+      },
+      options);
   if (m.ok()) {
     auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+    Clock::time_point t = Clock::now();
     m.engine = buildEngine(f, options);
     if (!m.engine.error.empty()) m.error = m.engine.error;
+    // (NVRTC runs inside buildEngine: its own time is the kernels phase, the rest is codegen.)
+    double all = std::chrono::duration<double>(Clock::now() - t).count(), nvrtc = m.engine.stats.compileSeconds;
+    for (auto [name, s] : {std::pair{"codegen", std::max(all - nvrtc, 0.0)}, std::pair{"kernels", nvrtc}}) {
+      m.phases.push_back({name, s});
+      if (options.onPhase) options.onPhase(name, s);
+    }
   }
-  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return m;
 }
 

@@ -24,6 +24,7 @@ struct ModelBuild {
   std::string error;                 // non-empty on failure (import, pipeline or codegen)
   BuildResult engine;                // engine bytes and stats, when error is empty
   double seconds = 0;
+  std::vector<std::pair<std::string, double>> phases;  // import, passes (and buildModel: codegen, kernels)
   bool ok() const { return error.empty(); }
 };
 
@@ -37,8 +38,9 @@ ModelBuild lowerModel(const std::string &path, const ImportOptions &importOption
                       mlir::MLIRContext &ctx, const target::GpuTarget &target = {}, const QuantOptions &quant = {});
 
 // Import and a pipeline of the caller's (calibration, int8): no code generation.
+// `options` (buildModel's): its onPhase and passTiming apply.
 ModelBuild lowerModelWith(const std::string &path, const ImportOptions &importOptions, mlir::MLIRContext &ctx,
-                          const std::function<void(mlir::OpPassManager &)> &pipeline);
+                          const std::function<void(mlir::OpPassManager &)> &pipeline, const BuildOptions &options = {});
 // The nodes of an imported model (ONNX name and op type, in program order), for per-node knobs.
 std::vector<knobs::NodeRef> modelNodes(mlir::ModuleOp module);
 

@@ -318,6 +318,17 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   # On a half route a model's own QDQ products run as dequantized half products by default.
   expect 0 "1 QDQ matrix products/convolutions run as dequantized float products .*\\[conv\\]" -- compile "$tiny/qdq_conv_u8.onnxtxt" --precision fp16 -o "$tmp/qc16.kiln"
   expect 0 "conv +fp16 +cuBLASLt matmul" -- inspect "$tmp/qc16.kiln"
+  # Log levels: -v times each phase (as it ends), -q leaves only errors (and the result line).
+  for phase in import passes codegen kernels write; do
+    expect 0 "^kiln: $phase: [0-9.]+ s$" -- compile "$tiny/qdq_conv_u8.onnxtxt" --precision fp16 -o "$tmp/qc16.kiln" -v
+  done
+  expect 0 '"phases": \{' -- compile "$tiny/qdq_conv_u8.onnxtxt" --precision fp16 -o "$tmp/qc16.kiln" --json
+  if out=$("$kiln" -q compile "$tiny/qdq_conv_u8.onnxtxt" --precision fp16 -o "$tmp/qc16.kiln" 2>&1) && [[ $out == wrote* && $out != *note:* ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); echo "FAIL: kiln -q compile printed more than its result: $out"
+  fi
+  expect 2 "--verbose excludes --quiet" -- -v -q plan "$tiny/mlp.onnxtxt"
   expect 0 "wrote .*4 launches" -- compile "$tiny/qdq_conv_u8.onnxtxt" -o "$tmp/qc8.kiln"
   expect 0 "conv +int8 +kiln_mma_u8_" -- inspect "$tmp/qc8.kiln"
   expect 2 "was made for another model" -- eval "$tiny/conv_bn_relu.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/mlp.calib"

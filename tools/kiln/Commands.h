@@ -26,6 +26,15 @@ Runner addDebugCommand(CLI::App &app);
 // Last: it prints a completion script from every subcommand registered before it.
 Runner addCompletionCommand(CLI::App &app);
 
+// How much the tool says on stderr: -q (-1) errors only; 0 (default) also warnings, notes and
+// progress; -v (1) also each phase's time; -vv (2) also MLIR's per-pass timing of compiles.
+int verbosity();
+void setVerbosity(int level);
+// "kiln: warning: TEXT" / "kiln: note: TEXT" unless -q; "kiln: TEXT" at verbosity `level` or more.
+void warning(const std::string &text);
+void note(const std::string &text);
+void info(int level, const std::string &text);
+
 // Shared by commands that read a model.
 struct ModelOptions {
   std::string model;

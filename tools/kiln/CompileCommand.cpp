@@ -20,6 +20,13 @@
 
 namespace kiln::cli {
 
+// "passes: 0.123 s" (kiln compile -v).
+static std::string phaseLine(const std::string &phase, double seconds) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ": %.3f s", seconds);
+  return phase + buf;
+}
+
 Runner addCompileCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("compile", "Compile an ONNX model into an engine file (no GPU needed)");
   auto opts = std::make_shared<ModelOptions>();
@@ -85,7 +92,9 @@ Runner addCompileCommand(CLI::App &app) {
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;
     bo.jobs = *jobs;
-    if (!*json) bo.progress = codegen::terminalProgress();
+    if (!*json && verbosity() >= 0) bo.progress = codegen::terminalProgress();
+    bo.onPhase = [](const std::string &phase, double s) { info(1, phaseLine(phase, s)); };
+    bo.passTiming = verbosity() >= 2;
     ImportOptions io;
     if (auto e = opts->importOptions(io); !e.empty()) {
       std::cerr << "kiln: error: " << e << "\n";
@@ -93,8 +102,8 @@ Runner addCompileCommand(CLI::App &app) {
     }
     mlir::MLIRContext ctx;
     codegen::ModelBuild m = codegen::buildModel(opts->model, io, bo, ctx);
-    for (auto &w : m.import.warnings) std::cerr << "kiln: warning: " << w << "\n";
-    for (auto &r : m.remarks) std::cerr << "kiln: note: " << r << "\n";
+    for (auto &w : m.import.warnings) warning(w);
+    for (auto &r : m.remarks) note(r);
     if (!m.ok()) {
       std::cerr << "kiln: error: " << opts->model << ": " << m.error;
       if (m.error.back() != '\n') std::cerr << "\n";
@@ -105,10 +114,13 @@ Runner addCompileCommand(CLI::App &app) {
       std::cout << r.launchPlan;
       return 0;
     }
+    auto tw = std::chrono::steady_clock::now();
     if (!support::writeFileAtomically(*out, r.engine.data(), r.engine.size(), err, inputs)) {
       std::cerr << "kiln: error: -o: " << err << "\n";
       return 2;
     }
+    m.phases.push_back({"write", std::chrono::duration<double>(std::chrono::steady_clock::now() - tw).count()});
+    info(1, phaseLine("write", m.phases.back().second));
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const codegen::BuildStats &s = r.stats;
     if (*json) {
@@ -124,6 +136,7 @@ Runner addCompileCommand(CLI::App &app) {
                           {"weights_bytes", s.weightsBytes},
                           {"compile_seconds", s.compileSeconds},
                           {"total_seconds", secs}};
+      for (auto &[phase, seconds] : m.phases) j["phases"][phase] = seconds;
       std::cout << jsonText(j) << "\n";
     } else {
       std::printf(

@@ -17,8 +17,8 @@ mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContex
     return nullptr;
   }
   lowered = codegen::lowerModelWith(opts.model, io, ctx, pipeline);
-  for (auto &w : lowered.import.warnings) std::cerr << "kiln: warning: " << w << "\n";
-  for (auto &r : lowered.remarks) std::cerr << "kiln: note: " << r << "\n";
+  for (auto &w : lowered.import.warnings) warning(w);
+  for (auto &r : lowered.remarks) note(r);
   if (!lowered.ok()) {
     std::cerr << "kiln: error: " << opts.model << ": " << lowered.error << "\n";
     return nullptr;

@@ -40,8 +40,8 @@ Runner addImportCommand(CLI::App &app) {
         return 2;
       }
       codegen::ModelBuild b = codegen::lowerModel(opts->model, io, r, ctx);
-      for (auto &w : b.import.warnings) std::cerr << "kiln: warning: " << w << "\n";
-      for (auto &n : b.remarks) std::cerr << "kiln: note: " << n << "\n";
+      for (auto &w : b.import.warnings) warning(w);
+      for (auto &n : b.remarks) note(n);
       if (!b.ok()) {
         std::cerr << "kiln: error: " << opts->model << ": " << b.error << "\n";
         return 2;

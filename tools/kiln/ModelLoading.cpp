@@ -57,7 +57,7 @@ LoadedModel loadModel(const ModelOptions &opts, mlir::MLIRContext &ctx, bool cle
     return m;
   }
   m.import = importModelFile(opts.model, ctx, io);
-  for (auto &w : m.import.warnings) std::cerr << "kiln: warning: " << w << "\n";
+  for (auto &w : m.import.warnings) warning(w);
   if (!m.import.error.empty()) {
     std::cerr << "kiln: error: " << opts.model << ": " << m.import.error << "\n";
     return m;

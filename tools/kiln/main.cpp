@@ -28,6 +28,23 @@ bool stdoutWritten() {
 
 }  // namespace
 
+namespace kiln::cli {
+
+static int level = 0;
+int verbosity() { return level; }
+void setVerbosity(int l) { level = l; }
+void warning(const std::string &text) {
+  if (level >= 0) std::cerr << "kiln: warning: " << text << "\n";
+}
+void note(const std::string &text) {
+  if (level >= 0) std::cerr << "kiln: note: " << text << "\n";
+}
+void info(int at, const std::string &text) {
+  if (level >= at) std::cerr << "kiln: " << text << "\n";
+}
+
+}  // namespace kiln::cli
+
 int main(int argc, char **argv) {
   // Messages quote names from models, engines and caches: escape control characters in them.
   kiln::support::PrintableBuf safeErr(std::cerr.rdbuf());
@@ -35,6 +52,11 @@ int main(int argc, char **argv) {
   CLI::App app{"kiln: an ahead-of-time graph compiler and autotuner for NVIDIA GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose, "Say more on stderr: -v each phase's time, -vv also every compile pass's");
+  app.add_flag("-q,--quiet", quiet, "Print errors only (no warnings, notes or progress)")->excludes("--verbose");
+  app.fallthrough();  // (so they may also follow the subcommand)
   std::vector<kiln::cli::Runner> runners = {
       kiln::cli::addPlanCommand(app),       kiln::cli::addImportCommand(app), kiln::cli::addCompileCommand(app),
       kiln::cli::addInspectCommand(app),    kiln::cli::addRunCommand(app),    kiln::cli::addCheckCommand(app),
@@ -45,6 +67,7 @@ int main(int argc, char **argv) {
   int rc = 2;
   try {
     app.parse(argc, argv);
+    kiln::cli::setVerbosity(quiet ? -1 : verbose);
     for (auto &run : runners)
       if (int r = run(); r >= 0) {
         rc = r;
