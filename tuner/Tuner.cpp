@@ -31,6 +31,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string hashOf(const std::vector<uint8_t> &bytes) { return rt::fnv1a64Hex(bytes.data(), bytes.size()); }
+
+// A hash of what an engine computes and how: its bytes written again without the route it
+// records ("" when the bytes do not parse).
+std::string contentHash(const std::vector<uint8_t> &engine) {
+  rt::EngineDesc desc;
+  std::string error;
+  if (rt::parseEngine(engine.data(), engine.size(), desc, error) != rt::ParseStatus::Ok) return "";
+  desc.route.clear();
+  return hashOf(rt::writeEngine(desc));
+}
 std::string hashOf(const std::string &s) { return rt::fnv1a64Hex(s.data(), s.size()); }
 
 bool readBytes(const std::string &path, std::vector<uint8_t> &out) {
@@ -164,12 +174,13 @@ class Session {
   // the accuracy metrics were computed against.
   std::string inputsKey_;
   std::vector<HostTensor> reference_;
-  std::vector<uint8_t> refEngine_;       // the fp32 default route's engine
-  std::vector<HostTensor> modelInputs_;  // names, dtypes and shapes (no data)
-  std::vector<HostTensor> givenInputs_;  // from --inputs or the reference file
-  std::map<std::string, size_t> done_;   // route → result index
-  size_t total_ = 0, measured_ = 0;      // candidates planned; results that were measured (not cached)
-  double measuringSince_ = 0;            // elapsed() when measuring began
+  std::vector<uint8_t> refEngine_;           // the fp32 default route's engine
+  std::vector<HostTensor> modelInputs_;      // names, dtypes and shapes (no data)
+  std::vector<HostTensor> givenInputs_;      // from --inputs or the reference file
+  std::map<std::string, size_t> done_;       // route → result index
+  std::map<std::string, size_t> byContent_;  // engine content hash (route aside) → result index
+  size_t total_ = 0, measured_ = 0;          // candidates planned; results that were measured (not cached)
+  double measuringSince_ = 0;                // elapsed() when measuring began
 };
 
 void Session::progress() {
@@ -436,6 +447,17 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
       progress();
       continue;
     }
+    // A knob that changes nothing here: the same engine as an earlier candidate's.
+    if (std::string content = contentHash(engine); !content.empty()) {
+      auto [it, fresh] = byContent_.emplace(content, index);
+      if (!fresh) {
+        report_.results[index].sameAs = int(it->second);
+        ++report_.duplicates;
+        log("[" + std::to_string(index + 1) + "] same engine as [" + std::to_string(it->second + 1) +
+            "]: not measured  " + route);
+        continue;
+      }
+    }
     // A free device (waiting for one when all are busy).
     int device = -1;
     while (device < 0) {
@@ -469,6 +491,15 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     running[device] = run;
   }
   reap(true);
+  // The duplicates get their originals' measurements (judged by their own routes' constraints).
+  for (CandidateResult &r : report_.results) {
+    if (r.sameAs < 0 || !r.m.status.empty()) continue;
+    r.m = report_.results[size_t(r.sameAs)].m;
+    if (r.m.status == "ok" || r.m.status == "inaccurate") judge(r.route, r.m);
+    std::string error;
+    if (!cache_->store(key(r.route), r.m, error)) log("warning: " + error);
+    progress();
+  }
 }
 
 TuneReport Session::run() {
@@ -646,6 +677,20 @@ TuneReport Session::run() {
     if (r.route == baseRoute) report_.base = int(i);
     if (r.m.status == "ok" && (report_.best < 0 || r.m.medianMs < report_.results[size_t(report_.best)].m.medianMs))
       report_.best = int(i);
+  }
+  // A win must leave the run-to-run spread: the winner's p90 below the base route's min.
+  if (report_.best >= 0 && report_.base >= 0 && report_.best != report_.base) {
+    const Measurement &b = report_.results[size_t(report_.base)].m, &w = report_.results[size_t(report_.best)].m;
+    if (b.status == "ok" && !(w.p90Ms < b.minMs)) {
+      report_.notSignificant = report_.best;
+      report_.best = report_.base;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "no significant win: the fastest accurate candidate (%.4f ms, min..p90 %.4f..%.4f) overlaps the "
+                    "base route (%.4f..%.4f); keeping the base route",
+                    w.medianMs, w.minMs, w.p90Ms, b.minMs, b.p90Ms);
+      log(line);
+    }
   }
   if (!o_.output.empty() && report_.best >= 0) {
     std::vector<uint8_t> engine;

@@ -7,7 +7,10 @@
 // Searches: fast (the base route, then each knob's other values one at a time), full (every
 // combination; refused above maxCandidates), mixed (fast, then every combination of the knobs
 // whose flips beat the base). The reference is --reference outputs, or else the fp32 default
-// route's outputs on the same GPU and inputs (computed once, kept beside the cache).
+// route's outputs on the same GPU and inputs (computed once, kept beside the cache). A candidate
+// whose engine equals an earlier one's but for the recorded route is not measured again (knobs
+// that change nothing in this model), and a winner must beat the base route outside the
+// run-to-run spread (its p90 below the base's min), else the base route stays the winner.
 #pragma once
 
 #include "tuner/Accuracy.h"
@@ -54,6 +57,9 @@ struct CandidateResult {
   Measurement m;
   bool fromCache = false;
   double buildSeconds = 0;
+  // The earlier candidate whose engine was byte-identical (the recorded route aside): this one
+  // was not measured and has its measurement. -1: measured (or from the cache) itself.
+  int sameAs = -1;
 };
 
 struct TuneReport {
@@ -65,6 +71,10 @@ struct TuneReport {
   std::string environment;
   std::vector<CandidateResult> results;
   int best = -1, base = -1;  // indices into results
+  size_t duplicates = 0;     // candidates not measured: the same engine as an earlier one
+  // The fastest accurate candidate when its min..p90 overlaps the base route's (a tie in the
+  // run-to-run spread, not a win): best is then the base route. -1: none.
+  int notSignificant = -1;
   bool interrupted = false;
   double seconds = 0;
 };

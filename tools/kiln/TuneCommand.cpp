@@ -232,9 +232,14 @@ Runner addTuneCommand(CLI::App &app) {
                                    {"min_ms", c.m.minMs},
                                    {"speedup", baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0},
                                    {"from_cache", c.fromCache},
+                                   {"same_engine_as", c.sameAs >= 0 ? nlohmann::json(r.results[size_t(c.sameAs)].route)
+                                                                    : nlohmann::json(nullptr)},
                                    {"metrics", m}});
       }
       j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
+      j["duplicates"] = r.duplicates;
+      j["not_significant"] =
+          r.notSignificant >= 0 ? nlohmann::json(r.results[size_t(r.notSignificant)].route) : nlohmann::json(nullptr);
       std::cout << jsonText(j) << "\n";
     } else {
       std::printf("\n%-52s %-12s %10s %8s %10s %10s %10s\n", "route", "status", "median ms", "speedup", "worst l2",
@@ -251,8 +256,19 @@ Runner addTuneCommand(CLI::App &app) {
         std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(),
                     support::printableLine(c.m.status).c_str(), c.m.medianMs,
                     baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, maxAbs,
-                    c.fromCache ? "  (cache)" : "", int(i) == r.best ? "  <- best" : "");
+                    c.sameAs >= 0 ? "  (same engine)"
+                    : c.fromCache ? "  (cache)"
+                                  : "",
+                    int(i) == r.best ? "  <- best" : "");
       }
+      if (r.duplicates)
+        std::printf("\n%zu candidate%s built the same engine as an earlier one (a knob that changes nothing here): "
+                    "not measured again\n",
+                    r.duplicates, r.duplicates == 1 ? "" : "s");
+      if (r.notSignificant >= 0)
+        std::printf("\nno significant win: '%s' (%.3f ms) is within the base route's run-to-run spread\n",
+                    support::printableLine(r.results[size_t(r.notSignificant)].route).c_str(),
+                    r.results[size_t(r.notSignificant)].m.medianMs);
       if (r.best >= 0)
         std::printf("\nbest: '%s' %.3f ms\n", support::printableLine(r.results[size_t(r.best)].route).c_str(),
                     r.results[size_t(r.best)].m.medianMs);
