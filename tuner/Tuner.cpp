@@ -561,6 +561,22 @@ TuneReport Session::run() {
   } else {
     return report_.error = "unknown search '" + o_.search + "' (fast, mixed, full)", report_;
   }
+  if (o_.shards > 1) {
+    if (o_.shard < 1 || o_.shard > o_.shards)
+      return report_.error = "--shard " + std::to_string(o_.shard) + "/" + std::to_string(o_.shards) +
+                             ": K must be 1.." + std::to_string(o_.shards),
+             report_;
+    if (o_.search == "mixed")
+      return report_.error = "--shard needs --search fast or full (a mixed search's second phase depends on every "
+                             "first-phase result)",
+             report_;
+    std::vector<knobs::Route> mine;
+    for (size_t i = 0; i < plan.size(); ++i)
+      if (i % size_t(o_.shards) == size_t(o_.shard - 1)) mine.push_back(plan[i]);
+    report_.plannedNote += ", shard " + std::to_string(o_.shard) + " of " + std::to_string(o_.shards) + " (of " +
+                           std::to_string(plan.size()) + " in all)";
+    plan = std::move(mine);
+  }
   for (auto &r : plan) report_.planned.push_back(r.canonical());
   // A rough estimate: per candidate about three times the lowering (code generation and
   // compilation on a warm cache) plus a child's start, warm-up and runs (~5 s).

@@ -198,6 +198,15 @@ expect 0 "4 candidates \(fast search\)" -- tune "$tiny/mlp.onnxtxt" --route 'pre
 expect 0 '"count": 9' -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.tile=128x.*;precision=fp16' --search full --dry-run --json
 expect 2 "more than --max-candidates 4" -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.tile=.*' --search full --dry-run --max-candidates 4
 expect 2 "invalid regular expression" -- tune "$tiny/mlp.onnxtxt" --route 'gemm\.tile=(' --dry-run
+# Shards (separate processes): disjoint slices whose union is the whole plan.
+shard_route='precision=.*;fusion\..*=.*'
+candidates() { "$kiln" tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --json "$@" 2>/dev/null |
+  /usr/bin/python3 -c "import json,sys; print('\n'.join(json.load(sys.stdin)['candidates']))"; }
+all=$(candidates | sort)
+union=$(for k in 1 2 3; do candidates --shard $k/3; done | sort)
+if [ -n "$all" ] && [ "$all" = "$union" ] && [ -z "$(uniq -d <<<"$union")" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: tune --shard K/3 slices do not make the whole plan"; fi
+expect 2 "--shard '4/3': expected K/N with 1 <= K <= N" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 4/3
+expect 2 "--shard needs --search fast or full" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 1/2 --search mixed
 expect 2 "matches no knob" -- tune "$tiny/mlp.onnxtxt" --route 'nope=.*' --dry-run
 expect 2 "leaves knob 'precision' no value" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp64' --dry-run
 expect 2 "unknown metric" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --accuracy 'cosine>=1' --dry-run

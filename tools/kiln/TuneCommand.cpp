@@ -130,6 +130,10 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_flag("--resume", *resume, "Measure only what the cache lacks (the default; kept for scripts)");
   cmd->add_flag("--no-cache-read", *noRead, "Measure every candidate again (results are still stored)");
   cmd->add_flag("--dry-run", o->dryRun, "Plan only: validate and list the candidates; needs no GPU");
+  auto shard = std::make_shared<std::string>();
+  cmd->add_option("--shard", *shard,
+                  "K/N: measure only the K-th of N deterministic slices of the candidates (fast and full searches; "
+                  "join the shards' caches with `kiln cache merge`)");
   cmd->add_flag("--json", *json, "Print a JSON document");
 
   auto *device = app.add_subcommand("device", "Print this GPU's environment fingerprint (used by tune)");
@@ -165,6 +169,15 @@ Runner addTuneCommand(CLI::App &app) {
     if (!err.empty()) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
+    }
+    if (!shard->empty()) {
+      int k = 0, n = 0;
+      char end = 0;
+      if (std::sscanf(shard->c_str(), "%d/%d%c", &k, &n, &end) != 2 || n < 1 || k < 1 || k > n) {
+        std::cerr << "kiln: error: --shard '" << *shard << "': expected K/N with 1 <= K <= N (e.g. 2/8)\n";
+        return 2;
+      }
+      o->shard = k, o->shards = n;
     }
     o->readCache = !*noRead;
     o->kilnVersion = KILN_VERSION;
