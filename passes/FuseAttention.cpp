@@ -184,7 +184,9 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   if (transpose) attrs.push_back(b.getNamedAttr("perm_y", b.getDenseI64ArrayAttr(permY)));
   if (found->causal) attrs.push_back(b.getNamedAttr("causal_diagonal", b.getI64IntegerAttr(*found->causal)));
   std::string err;
-  Operation *attn = createInferred<AttentionOp>(b, loc, {q, k, v, mask}, attrs, &err);
+  // Named by the nodes it replaces (the launch lists them: kiln inspect, profiles).
+  Location named = FusedLoc::get(b.getContext(), {qk->getLoc(), softmax->getLoc(), pv->getLoc()});
+  Operation *attn = createInferred<AttentionOp>(b, named, {q, k, v, mask}, attrs, &err);
   Value replaced = transpose ? transpose->getResult(0) : out;
   if (!attn || attn->getResult(0).getType() != replaced.getType() || !kernelTakes(cast<AttentionOp>(attn))) {
     if (attn) attn->erase();

@@ -6,6 +6,8 @@
 #include "codegen/kernels/KernelUtil.h"
 #include "passes/ElementwiseUse.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 using namespace mlir;
 
 namespace kiln::codegen {
@@ -67,6 +69,8 @@ void Lowering::lowerFused(FusedOp f) {
   for (Operation &op : f.getBody().front().without_terminator())
     if (!isa<NoneOp, ConstantOp>(op)) body.push_back(&op);
   if (body.empty()) throw std::invalid_argument("empty kernel region");
+  fusedNodes_ = launchNodes(f);
+  auto unname = llvm::make_scope_exit([&] { fusedNodes_.clear(); });  // (also when lowering throws)
   if (f.getKind() == FusedKind::Epilogue)
     lowerProduct(body.front(), ArrayRef<Operation *>(body).drop_front(), f.getResult(0));
   else

@@ -167,7 +167,7 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
   }
   p.paramOffsets.assign(p.params.size(), 0);
   p.paramOffsets[0] = offsets[1], p.paramOffsets[1] = offsets[0];  // (cuBLASLt's A is our B)
-  p.node = nodeName(anchor);
+  p.node = fusedNodes_.empty() ? launchNodes(anchor) : fusedNodes_;
   launches_.push_back(std::move(p));
   if (taken < chain.size()) lowerElementwise(chain.drop_front(taken), result);
   return true;

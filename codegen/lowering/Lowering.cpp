@@ -124,8 +124,16 @@ void Lowering::addLaunch(Operation *op, KernelLaunch k, std::vector<Value> param
   p.kernel = std::move(k);
   p.params = std::move(params);
   p.paramOffsets = std::move(offsets);
-  p.node = nodeName(op);
+  p.node = fusedNodes_.empty() ? launchNodes(op) : fusedNodes_;
   launches_.push_back(std::move(p));
+}
+
+std::string launchNodes(Operation *op) {
+  std::vector<std::string> names = nodeNames(op);
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 8; ++i) s += (i ? "+" : "") + names[i];
+  if (names.size() > 8) s += " (+" + std::to_string(names.size() - 8) + " more)";
+  return s;
 }
 
 Value Lowering::addWeights(const std::vector<float> &vals, Operation *at) {

@@ -187,6 +187,10 @@ class Lowering {
   std::vector<std::string> errors_;
   std::vector<mlir::Operation *> buildTimeConstants_;  // erased when done: the caller's IR is unchanged
   mlir::OpBuilder builder_{f_.getContext()};
+  std::string fusedNodes_;  // while lowerFused runs: its launches' node names, "a+b+c"
 };
+
+// A launch's node text: every ONNX node `op` stands for (nodeNames), "+"-joined, eight at most.
+std::string launchNodes(mlir::Operation *op);
 
 }  // namespace kiln::codegen

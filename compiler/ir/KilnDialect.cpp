@@ -111,6 +111,20 @@ static std::string nameIn(Location loc) {
 
 std::string nodeName(Operation *op) { return nameIn(op->getLoc()); }
 
+static void namesIn(Location loc, std::vector<std::string> &out) {
+  if (auto n = dyn_cast<NameLoc>(loc)) {
+    if (std::string s = n.getName().str(); !s.empty() && !llvm::is_contained(out, s)) out.push_back(s);
+  } else if (auto f = dyn_cast<FusedLoc>(loc)) {
+    for (Location l : f.getLocations()) namesIn(l, out);
+  }
+}
+
+std::vector<std::string> nodeNames(Operation *op) {
+  std::vector<std::string> out;
+  op->walk<WalkOrder::PostOrder>([&](Operation *o) { namesIn(o->getLoc(), out); });  // (a region's ops first)
+  return out;
+}
+
 std::string describeOp(Operation *op) {
   std::string type = op->getName().getStringRef().str();
   if (auto s = dyn_cast<ShapeInferenceOpInterface>(op)) type = s.getOnnxOpType().str();

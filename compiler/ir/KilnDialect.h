@@ -12,6 +12,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -40,6 +41,10 @@ template <typename ConcreteType> class KilnInternal : public TraitBase<ConcreteT
 namespace kiln {
 // The ONNX node name recorded in an op's location (NameLoc), or "" if none.
 std::string nodeName(mlir::Operation *op);
+// Every ONNX node an op stands for: the names in its location (a fused location names several:
+// a Conv with the BatchNormalization folded into it, an attention's products and softmax) and in
+// those of the ops in its regions, in order, each once.
+std::vector<std::string> nodeNames(mlir::Operation *op);
 // "node 'conv1' (Conv)" or "op kiln.conv" when the node has no name: for error messages.
 std::string describeOp(mlir::Operation *op);
 }  // namespace kiln

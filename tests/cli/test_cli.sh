@@ -159,10 +159,10 @@ expect 2 "unsupported ops" -- compile "$tiny/unsupported.onnxtxt" -o "$tmp/u.kil
 expect 2 "sm_42" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --arch sm_42
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --compile-cache-dir "$tmp/cache"
 # fp32 products go to cuBLASLt by default, exact; gemm.tf32=on marks them TF32 (one per node too).
-expect 0 "fc1 +fp32 +cuBLASLt matmul" -- inspect "$tmp/m.kiln"
+expect 0 "fc1\+relu +fp32 +cuBLASLt matmul" -- inspect "$tmp/m.kiln"
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mt.kiln" --compile-cache-dir "$tmp/cache" --route 'node.fc2.tf32=on'
 expect 0 "fc2 +tf32 +cuBLASLt matmul" -- inspect "$tmp/mt.kiln"
-expect 0 "fc1 +fp32 +cuBLASLt matmul" -- inspect "$tmp/mt.kiln"
+expect 0 "fc1\+relu +fp32 +cuBLASLt matmul" -- inspect "$tmp/mt.kiln"
 # --constant-inputs binds inputs at build time: they leave the I/O table (here everything folds).
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
   /usr/bin/python3 -c "
@@ -285,12 +285,12 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   # scale and mask folded in) between the input casts and the output's.
   expect_eval_matches "$tiny/attention.onnxtxt"
   expect 0 "wrote .*6 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn.kiln" --precision fp16
-  expect 0 "pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/attn.kiln"
+  expect 0 "qk\+softmax\+pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/attn.kiln"
   # Unfused: the two products and the softmax; the output cast reads the head transpose in place.
   # The products read the batch-first heads in place on cuBLASLt's pointer-array batches (the
   # mask add after the scores then its own kernel); without them, on kiln's kernel.
   expect 0 "wrote .*8 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
-  expect 0 "qk +fp16 +cuBLASLt matmul 9x9x16 .* batch 4 \(address arrays, 2x2\)" -- inspect "$tmp/attn_off.kiln"
+  expect 0 "qk\+mask\+scale\+mask_add +fp16 +cuBLASLt matmul 9x9x16 .* batch 4 \(address arrays, 2x2\)" -- inspect "$tmp/attn_off.kiln"
   expect 0 "wrote .*7 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_nop.kiln" \
     --route 'precision=fp16;fusion.attention=off;gemm.batch_pointers=off'
   # torch's sequence-first output projection, then a column slice and a transpose read in place:
