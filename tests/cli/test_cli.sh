@@ -205,6 +205,11 @@ candidates() { "$kiln" tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run
 all=$(candidates | sort)
 union=$(for k in 1 2 3; do candidates --shard $k/3; done | sort)
 if [ -n "$all" ] && [ "$all" = "$union" ] && [ -z "$(uniq -d <<<"$union")" ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: tune --shard K/3 slices do not make the whole plan"; fi
+if out=$("$kiln" -q tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run 2>&1 >/dev/null) && [ -z "$out" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: kiln -q tune printed log lines: $out"
+fi
 expect 2 "--shard '4/3': expected K/N with 1 <= K <= N" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 4/3
 expect 2 "--shard needs --search fast or full" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 1/2 --search mixed
 expect 2 "matches no knob" -- tune "$tiny/mlp.onnxtxt" --route 'nope=.*' --dry-run

@@ -185,11 +185,12 @@ Runner addTuneCommand(CLI::App &app) {
     static std::string bar;
     static const bool terminal = isatty(STDERR_FILENO);
     o->log = [](const std::string &s) {
+      if (verbosity() < 0) return;  // -q: errors only
       std::fprintf(stderr, terminal ? "\r\033[Ktune: %s\n%s" : "tune: %s\n%s", support::printable(s).c_str(),
                    terminal ? bar.c_str() : "");
       std::fflush(stderr);
     };
-    if (terminal)
+    if (terminal && verbosity() >= 0)
       o->progress = [](const tuner::Progress &p) {
         const int width = 24;
         int filled = p.total ? int(width * std::min(p.done, p.total) / p.total) : 0;
