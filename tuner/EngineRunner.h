@@ -79,7 +79,6 @@ class EngineRunner {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<HostTensor> inputs_, outputs_;
-  std::vector<std::vector<uint8_t>> hostInputs_;  // the inputs last set, in inputs_ order (--host-io)
 };
 
 // Random, non-zero inputs for every input of `io`: floats of both signs in ±[0.25, 1]; integer

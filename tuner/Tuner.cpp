@@ -32,14 +32,16 @@ using Clock = std::chrono::steady_clock;
 
 std::string hashOf(const std::vector<uint8_t> &bytes) { return rt::fnv1a64Hex(bytes.data(), bytes.size()); }
 
-// A hash of what an engine computes and how: its bytes written again without the route it
-// records ("" when the bytes do not parse).
+// A hash of what an engine computes and how: its metadata written again without the route it
+// records, then its weights where they lie in the file (not copied: they can be hundreds of
+// MiB); "" when the bytes do not parse.
 std::string contentHash(const std::vector<uint8_t> &engine) {
   rt::EngineDesc desc;
+  rt::ByteRange weights;
   std::string error;
-  if (rt::parseEngine(engine.data(), engine.size(), desc, error) != rt::ParseStatus::Ok) return "";
+  if (rt::parseEngine(engine.data(), engine.size(), desc, error, &weights) != rt::ParseStatus::Ok) return "";
   desc.route.clear();
-  return hashOf(rt::writeEngine(desc));
+  return hashOf(rt::writeEngine(desc)) + rt::fnv1a64Hex(engine.data() + weights.offset, weights.size);
 }
 std::string hashOf(const std::string &s) { return rt::fnv1a64Hex(s.data(), s.size()); }
 

@@ -21,12 +21,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Ends a phase begun at `t0`: recorded in `m`, reported to the caller; returns the time now.
+// A phase's time: recorded in `m`, reported to the caller.
+void recordPhase(ModelBuild &m, const BuildOptions &options, const char *name, double seconds) {
+  m.phases.push_back({name, seconds});
+  if (options.onPhase) options.onPhase(name, seconds);
+}
+
+// Ends a phase begun at `t0` (recordPhase); returns the time now.
 Clock::time_point endPhase(ModelBuild &m, const BuildOptions &options, const char *name, Clock::time_point t0) {
   Clock::time_point now = Clock::now();
-  double s = std::chrono::duration<double>(now - t0).count();
-  m.phases.push_back({name, s});
-  if (options.onPhase) options.onPhase(name, s);
+  recordPhase(m, options, name, std::chrono::duration<double>(now - t0).count());
   return now;
 }
 
@@ -91,10 +95,8 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
     if (!m.engine.error.empty()) m.error = m.engine.error;
     // (NVRTC runs inside buildEngine: its own time is the kernels phase, the rest is codegen.)
     double all = std::chrono::duration<double>(Clock::now() - t).count(), nvrtc = m.engine.stats.compileSeconds;
-    for (auto [name, s] : {std::pair{"codegen", std::max(all - nvrtc, 0.0)}, std::pair{"kernels", nvrtc}}) {
-      m.phases.push_back({name, s});
-      if (options.onPhase) options.onPhase(name, s);
-    }
+    recordPhase(m, options, "codegen", std::max(all - nvrtc, 0.0));
+    recordPhase(m, options, "kernels", nvrtc);
   }
   m.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return m;

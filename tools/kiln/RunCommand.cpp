@@ -65,6 +65,10 @@ static bool writeRunFile(const std::string &path, const std::vector<tuner::HostT
   return true;
 }
 
+static nlohmann::json latencyJson(const tuner::Timing &t) {
+  return {{"median", t.median()}, {"p90", t.p90()}, {"min", t.min()}, {"max", t.max()}, {"mean", t.mean()}};
+}
+
 // The per-launch profile as a Chrome trace: one complete event per launch, end to end on one
 // track in launch order (they were timed one by one), named by kernel, with the node(s).
 static bool writeTrace(const std::string &path, const std::vector<tuner::LaunchTime> &launches, std::string &error) {
@@ -157,29 +161,22 @@ Runner addRunCommand(CLI::App &app) {
     double throughput = t.median() > 0 ? batch * 1000.0 / t.median() : 0;
     double manyThroughput = many.wallMs > 0 ? double(many.runs * batch) * 1000.0 / many.wallMs : 0;
     if (*json) {
-      nlohmann::json j = {
-          {"engine", *path},
-          {"device", r->deviceName()},
-          {"route", r->route()},
-          {"iterations", *iterations},
-          {"warmup", *warmup},
-          {"latency_ms",
-           {{"median", t.median()}, {"p90", t.p90()}, {"min", t.min()}, {"max", t.max()}, {"mean", t.mean()}}},
-          {"runs", t.ms.size()},
-          {"host_io", *hostIo},
-          {"throughput_per_s", throughput},
-          {"batch", batch}};
+      nlohmann::json j = {{"engine", *path},
+                          {"device", r->deviceName()},
+                          {"route", r->route()},
+                          {"iterations", *iterations},
+                          {"warmup", *warmup},
+                          {"latency_ms", latencyJson(t)},
+                          {"runs", t.ms.size()},
+                          {"host_io", *hostIo},
+                          {"throughput_per_s", throughput},
+                          {"batch", batch}};
       if (*streams > 1)
         j["streams"] = {{"count", *streams},
                         {"runs", many.runs},
                         {"wall_ms", many.wallMs},
                         {"throughput_per_s", manyThroughput},
-                        {"latency_ms",
-                         {{"median", many.latency.median()},
-                          {"p90", many.latency.p90()},
-                          {"min", many.latency.min()},
-                          {"max", many.latency.max()},
-                          {"mean", many.latency.mean()}}}};
+                        {"latency_ms", latencyJson(many.latency)}};
       if (!trace->empty()) j["trace"] = *trace;
       if (*profile) {
         nlohmann::json l = nlohmann::json::array();
