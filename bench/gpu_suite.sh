@@ -40,6 +40,7 @@
 #   bash bench/gpu_suite.sh python  # the Python package with torch: outputs equal to kiln run's, latency
 #   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
 #   bash bench/gpu_suite.sh runopts # kiln run --streams/--host-io/--duration/--trace/--device
+#   bash bench/gpu_suite.sh dynamic # engines with dynamic shapes (profiles) at built and padded shapes
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -217,6 +218,11 @@ if [ "$mode" = tune-quick ]; then
   tune tq_again "$m" --cache "$dbs/tq.db"                          # everything from the cache
   python3 bench/ort_reference.py "$m" /tmp/ref_convnet > "$OUT/logs/ort_reference.log" 2>&1
   tune tq_reference "$m" --cache "$dbs/tq.db" --reference /tmp/ref_convnet/reference.npz  # a new key: measured again
+  # Knobs that cannot change this engine (no attention in convnet): every candidate after the base
+  # is the same engine, so none is measured again and the base route is kept.
+  route='precision=fp16;attention\..*=.*'
+  tune tq_same_engine "$m" --cache "$dbs/tq.db" --search fast
+  echo "tq_same_engine: $(grep -c 'same engine' "$OUT/logs/tq_same_engine.log") same-engine lines" >> "$summary"
   # Two measuring workers, where the machine has two GPUs.
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     tune tq_one_worker "$m" --cache "$dbs/tq1.db" --devices 0
@@ -479,6 +485,28 @@ if [ "$mode" = runopts ]; then
 print('trace events', len(e), 'passed' if e and all(x['ph'] == 'X' and x['dur'] > 0 for x in e) else 'FAIL')" "$OUT/trace_$m.json"
   done
   run run_no_device "$bin/kiln" run /tmp/runopts_convnet.kiln --device 99
+fi
+
+# Dynamic shapes (issue 24): the tiny dynamic models compiled with a profile (batch 1..4, seq 4..8),
+# checked against the CPU evaluator at shapes the engine was built for and at shapes between
+# (padded), in fp32 and fp16; a seq that cannot be padded (dynamic_mix) and shapes outside the
+# profile must be refused with a message.
+if [ "$mode" = dynamic ]; then
+  : > "$summary"
+  profile=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8)
+  for m in dynamic dynamic_mix; do
+    for p in fp32 fp16; do
+      e=/tmp/${m}_$p.kiln
+      run "compile_${m}_$p" "$bin/kiln" compile models/tiny/$m.onnxtxt -o $e --precision $p "${profile[@]}"
+      for s in 2x8x8 1x4x8 4x8x8 3x8x8 3x4x8 1x5x8 3x7x8; do
+        run "check_${m}_${p}_$s" "$bin/kiln" check $e --onnx models/tiny/$m.onnxtxt --shapes x:$s
+      done
+    done
+  done
+  run refused_outside "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:5x8x8
+  run refused_fixed_axis "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:2x8x9
+  run timing_dynamic_opt "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:2x8x8 --iterations 200
+  run timing_dynamic_padded "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:3x7x8 --iterations 200
 fi
 
 # The Python package (runtime/python/kiln) with torch on the GPU: outputs equal to `kiln run`'s,

@@ -149,6 +149,28 @@ def make_mlp():
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_dynamic(mix):
+    """Dynamic shapes: x[batch, seq, 8] (ONNX dim names) -> MatMul(4) -> Add -> Softmax over the
+    features (every row on its own: both dims may be padded), or (mix) ReduceMean over seq, which
+    mixes along seq (batch may be padded, seq may not)."""
+    r = rng_for("dynamic_mix" if mix else "dynamic")
+    w = weights(r, (8, 4))
+    b = weights(r, (4,))
+    x = inputs(r, (2, 5, 8))
+    last = (helper.make_node("ReduceMean", ["h"], ["y"], name="mean_seq", axes=[1], keepdims=0) if mix
+            else helper.make_node("Softmax", ["h"], ["y"], name="softmax", axis=-1))
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"], name="proj"),
+         helper.make_node("Add", ["xw", "b"], ["h"], name="bias"), last],
+        "dynamic_mix" if mix else "dynamic", [vi("x", F32, ["batch", "seq", 8])],
+        [vi("y", F32, ["batch", 4] if mix else ["batch", "seq", 4])],
+        [f32_tensor("w", w), f32_tensor("b", b)],
+        doc_string="x[batch,seq,8] -> MatMul(4) -> Add -> " + ("ReduceMean(seq)" if mix else "Softmax"))
+    h = f64(x) @ f64(w) + f64(b)
+    y = h.mean(axis=1) if mix else softmax(h, axis=-1)
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def make_seq_first_linear():
     """A sequence-first linear layer (torch's MultiheadAttention export): the [B, S, K] activation
     is transposed to [S, B, K] before x·W + b. kiln computes it as B products of S rows."""
@@ -717,7 +739,7 @@ def main(argv=None):
              "qdq_conv_u8": make_qdq_conv_u8(),
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
              "pool_same": make_pool_same(), "attention": make_attention(), "views": make_views(),
-             "einsum": make_einsum()}
+             "einsum": make_einsum(), "dynamic": make_dynamic(False), "dynamic_mix": make_dynamic(True)}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

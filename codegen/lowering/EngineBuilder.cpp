@@ -206,6 +206,7 @@ BuildResult Lowering::run() {
     return result;
   }
   result.engine = rt::writeEngine(desc_);
+  result.weightStarts = weightStarts_;
   result.stats = {launches_.size(), compiled.kernels.size(), compiled.cacheHits, compiled.compiled,
                   desc_.arenaBytes, desc_.weights.size(),    compiled.seconds};
   return result;

@@ -42,6 +42,9 @@ struct BuildResult {
   std::string error;       // non-empty on failure: every op without a kernel, or the compile errors
   std::string launchPlan;  // BuildOptions::launchPlanOnly: one line per launch (kernel, grid, buffers)
   BuildStats stats;
+  // Where each constant starts in the weights (placement order): engines of one model merged
+  // into one (dynamic-shape specialisations) share the constants they have in common.
+  std::vector<uint64_t> weightStarts;
 };
 
 BuildResult buildEngine(mlir::func::FuncOp f, const BuildOptions &options);

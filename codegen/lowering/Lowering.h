@@ -182,6 +182,7 @@ class Lowering {
   mlir::func::FuncOp f_;
   const BuildOptions &opts_;
   rt::EngineDesc desc_;
+  std::vector<uint64_t> weightStarts_;                 // placeWeights: each constant's offset
   llvm::DenseMap<mlir::Value, rt::BufferRef> placed_;  // constants, I/O and planned intermediates
   std::vector<PendingLaunch> launches_;
   std::vector<std::string> errors_;

@@ -42,6 +42,7 @@ void Lowering::placeWeights(ConstantOp c) {
   desc_.weights.resize(offset);
   desc_.weights.insert(desc_.weights.end(), bytes.begin(), bytes.end());
   placed_[c.getResult()] = {rt::BufferRef::Space::Weights, offset, -1};
+  weightStarts_.push_back(offset);
 }
 
 rt::BufferRef Lowering::bufferOf(Value v, int64_t extraOffset) {

@@ -119,7 +119,8 @@ class GraphImporter {
   std::string baseDir_, file_;
   int64_t opset_ = 0;
   std::map<std::string, int64_t> domainOpsets_;
-  std::map<std::string, Value> values_;  // ONNX tensor name → SSA value
+  std::map<std::string, Value> values_;                       // ONNX tensor name → SSA value
+  std::map<std::string, std::vector<std::string>> dimNames_;  // declareInputs: each input's dim_params
   Value none_;
   std::string scope_;  // prefix of node names imported from subgraphs ("loop/iter3/")
   int subgraphDepth_ = 0;
@@ -174,6 +175,9 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
     Type et = elementTypeOf(dt, &ctx_);
     if (!et) return "graph input '" + in.name() + "' has unsupported element type " + std::to_string(tt.elem_type());
     std::vector<int64_t> shape;
+    std::vector<std::string> &dimNames = dimNames_[in.name()];
+    for (int k = 0; tt.has_shape() && k < tt.shape().dim_size(); ++k)
+      dimNames.push_back(tt.shape().dim(k).has_dim_param() ? tt.shape().dim(k).dim_param() : "");
     auto ov = opts_.shapes.find(in.name());
     if (ov != opts_.shapes.end()) {
       shape = ov->second;
@@ -835,6 +839,7 @@ ImportResult GraphImporter::run(const onnx::ModelProto &model) {
     std::string err = declareInputs(g, argTypes, argNames);
     values_.clear();
     if (!err.empty()) return failWith(err);
+    result.inputDimNames = dimNames_;
   }
   auto func =
       b_.create<func::FuncOp>(locFor(g.name().empty() ? "main" : g.name()), "main", b_.getFunctionType(argTypes, {}));

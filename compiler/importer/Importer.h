@@ -42,6 +42,8 @@ struct ImportResult {
   // Exporter quirks that onnxruntime accepts and kiln works around (a declared output shape the
   // graph does not compute, a dimension declared -1): one line each, naming the tensor.
   std::vector<std::string> warnings;
+  // Each graph input's declared symbolic dims (ONNX dim_param, "" for a fixed or unnamed axis).
+  std::map<std::string, std::vector<std::string>> inputDimNames;
 };
 
 // Parses --shapes into `opts`: "x:1x3x224x224,mask:1x128" (an input's whole shape) and

@@ -22,6 +22,7 @@ using CUgraphExec = struct CUgraphExec_st*;
 using CUevent = struct CUevent_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
@@ -34,6 +35,24 @@ constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+constexpr int CU_MEMORYTYPE_DEVICE = 2;
+
+// cuda.h's CUDA_MEMCPY2D (v2): a copy of Height rows of WidthInBytes between pitched buffers.
+struct CUDA_MEMCPY2D {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  void* srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  void* dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
 
 struct CudaDriver {
   CUresult (*cuInit)(unsigned);
@@ -87,6 +106,8 @@ struct CudaDriver {
   CUresult (*cuMemAllocHost)(void**, size_t);
   CUresult (*cuMemFreeHost)(void*);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
+  // Pitched copies (engines with padded profile dims). Optional.
+  CUresult (*cuMemcpy2DAsync)(const CUDA_MEMCPY2D*, CUstream);
   // Events (profiling). Optional as well.
   CUresult (*cuEventCreate)(CUevent*, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);

@@ -65,6 +65,68 @@ uint64_t ioTensorBytes(const IoTensor& t) {
   return b == UINT64_MAX ? 0 : b;
 }
 
+std::vector<int64_t> EngineDesc::valuesOf(size_t i) const {
+  if (i) return specialisations[i - 1].values;
+  std::vector<int64_t> v;
+  for (const ProfileDim& d : dims) {
+    const auto [io, axis] = d.axes.empty() ? std::pair<int32_t, int32_t>{-1, -1} : d.axes.front();
+    v.push_back(io >= 0 && size_t(io) < this->io.size() && axis >= 0 && size_t(axis) < this->io[size_t(io)].shape.size()
+                    ? this->io[size_t(io)].shape[size_t(axis)]
+                    : 0);
+  }
+  return v;
+}
+
+std::vector<int64_t> EngineDesc::shapeOf(size_t i, size_t ioIndex) const {
+  std::vector<int64_t> shape = io[ioIndex].shape;
+  if (!i) return shape;
+  const std::vector<int64_t>& values = specialisations[i - 1].values;
+  for (size_t k = 0; k < dims.size() && k < values.size(); ++k)
+    for (const auto& [tensor, axis] : dims[k].axes)
+      if (size_t(tensor) == ioIndex && axis >= 0 && size_t(axis) < shape.size()) shape[size_t(axis)] = values[k];
+  return shape;
+}
+
+std::vector<RegionCopy> regionCopies(const std::vector<int64_t>& dstShape, const std::vector<int64_t>& srcShape,
+                                     uint64_t elementBytes) {
+  // Rows along the innermost axis where the shapes differ (the axes after it are whole), one 2-D
+  // copy over the axis before it, one such copy per index of the axes before that.
+  const size_t rank = dstShape.size();
+  std::vector<int64_t> common(rank);
+  uint64_t total = elementBytes;
+  for (size_t k = 0; k < rank; ++k) common[k] = std::min(dstShape[k], srcShape[k]), total *= uint64_t(common[k]);
+  if (total == 0) return {};
+  size_t inner = rank;
+  for (size_t k = rank; k-- > 0 && inner == rank;)
+    if (dstShape[k] != srcShape[k]) inner = k;
+  if (inner == rank) return {{0, 0, total, 1, total, total}};  // (the same shape)
+  uint64_t block = elementBytes;
+  for (size_t k = inner + 1; k < rank; ++k) block *= uint64_t(common[k]);
+  const uint64_t width = block * uint64_t(common[inner]);
+  const uint64_t dstPitch = block * uint64_t(dstShape[inner]), srcPitch = block * uint64_t(srcShape[inner]);
+  const size_t outer = inner ? inner - 1 : 0;  // axes looped over; axis inner-1 is the copy's rows
+  const uint64_t height = inner ? uint64_t(common[inner - 1]) : 1;
+  std::vector<uint64_t> dstStride(outer), srcStride(outer);
+  uint64_t ds = dstPitch * (inner ? uint64_t(dstShape[inner - 1]) : 1);
+  uint64_t ss = srcPitch * (inner ? uint64_t(srcShape[inner - 1]) : 1);
+  for (size_t k = outer; k-- > 0;) {
+    dstStride[k] = ds, srcStride[k] = ss;
+    ds *= uint64_t(dstShape[k]), ss *= uint64_t(srcShape[k]);
+  }
+  std::vector<RegionCopy> copies;
+  std::vector<int64_t> idx(outer, 0);
+  for (;;) {
+    RegionCopy c{0, 0, width, height, dstPitch, srcPitch};
+    for (size_t k = 0; k < outer; ++k)
+      c.dstOffset += uint64_t(idx[k]) * dstStride[k], c.srcOffset += uint64_t(idx[k]) * srcStride[k];
+    copies.push_back(c);
+    size_t k = outer;
+    while (k > 0 && ++idx[k - 1] == common[k - 1]) idx[--k] = 0;
+    if (k == 0) break;
+  }
+  return copies;
+}
+
 static void putU32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
@@ -163,17 +225,29 @@ std::string clip(const std::string& name) { return name.size() <= 80 ? name : na
 
 class Checker {
  public:
-  Checker(const EngineDesc& d, uint64_t weightsBytes) : d_(d), weightsBytes_(weightsBytes) {}
+  Checker(const EngineDesc& d, uint64_t weightsBytes) : d_(d), weightsBytes_(weightsBytes), io_(d.io) {}
 
   std::string run() {
     checkTarget();
     checkIo();
     checkModulesAndKernels();
-    if (d_.arenaBytes > kMaxDeviceBytes)
-      fail("arena of " + std::to_string(d_.arenaBytes) + " bytes is larger than the limit");
     if (weightsBytes_ > kMaxDeviceBytes)
       fail("weights of " + std::to_string(weightsBytes_) + " bytes are larger than the limit");
-    for (size_t i = 0; i < d_.launches.size() && error_.empty(); ++i) checkLaunch(i);
+    checkDims();
+    // Each specialisation's launches against its own I/O shapes and arena.
+    for (size_t s = 0; s < d_.numSpecialisations() && error_.empty(); ++s) {
+      spec_ = s;
+      arena_ = d_.arenaOf(s);
+      for (size_t i = 0; i < io_.size(); ++i) io_[i].shape = d_.shapeOf(s, i);
+      std::string where = s ? "specialisation " + std::to_string(s) + ": " : "";
+      if (arena_ > kMaxDeviceBytes)
+        fail(where + "arena of " + std::to_string(arena_) + " bytes is larger than the limit");
+      for (size_t i = 0; i < io_.size() && error_.empty(); ++i)
+        if (tensorBytesSaturating(io_[i]) > kMaxDeviceBytes)
+          fail(where + "io[" + std::to_string(i) + "]: tensor size is absurd");
+      const std::vector<Launch>& launches = d_.launchesOf(s);
+      for (size_t i = 0; i < launches.size() && error_.empty(); ++i) checkLaunch(launches[i], i);
+    }
     return error_;
   }
 
@@ -212,6 +286,45 @@ class Checker {
     }
   }
 
+  // The profile: dims with sane ranges and axes, every input axis of a dim agreeing with it in
+  // the I/O table, each specialisation a distinct tuple of values inside the ranges.
+  void checkDims() {
+    if (d_.dims.size() > kMaxRank) return fail("too many profile dims");
+    if (d_.specialisations.size() > (1u << 12)) return fail("too many specialisations");
+    if (d_.dims.empty() && !d_.specialisations.empty()) return fail("specialisations without profile dims");
+    for (size_t k = 0; k < d_.dims.size(); ++k) {
+      const ProfileDim& p = d_.dims[k];
+      std::string what = "profile dim " + std::to_string(k) + " '" + clip(p.name) + "'";
+      if (p.min < 1 || p.min > p.opt || p.opt > p.max || p.max > int64_t(kMaxDeviceBytes))
+        return fail(what + ": range " + std::to_string(p.min) + ".." + std::to_string(p.max) + " (opt " +
+                    std::to_string(p.opt) + ") is not min <= opt <= max with min >= 1");
+      if (p.axes.empty() || p.axes.size() > kMaxLaunchArgs) return fail(what + ": no axes or too many");
+      for (const auto& [io, axis] : p.axes)
+        if (io < 0 || size_t(io) >= d_.io.size() || axis < 0 || size_t(axis) >= d_.io[size_t(io)].shape.size())
+          return fail(what + ": axis (" + std::to_string(io) + ", " + std::to_string(axis) +
+                      ") is not an I/O tensor's");
+    }
+    std::set<std::vector<int64_t>> seen;
+    for (size_t s = 0; s < d_.numSpecialisations(); ++s) {
+      std::vector<int64_t> v = d_.valuesOf(s);
+      std::string what = "specialisation " + std::to_string(s);
+      if (v.size() != d_.dims.size())
+        return fail(what + ": " + std::to_string(v.size()) + " values for " + std::to_string(d_.dims.size()) +
+                    " profile dims");
+      for (size_t k = 0; k < v.size(); ++k) {
+        if (v[k] < d_.dims[k].min || v[k] > d_.dims[k].max)
+          return fail(what + ": dim '" + clip(d_.dims[k].name) + "' = " + std::to_string(v[k]) +
+                      " is outside its range");
+        if (s == 0)
+          for (const auto& [io, axis] : d_.dims[k].axes)
+            if (d_.io[size_t(io)].shape[size_t(axis)] != v[k])
+              return fail("io[" + std::to_string(io) + "] axis " + std::to_string(axis) + " disagrees with dim '" +
+                          clip(d_.dims[k].name) + "'");
+      }
+      if (!seen.insert(v).second) return fail(what + " repeats an earlier one's values");
+    }
+  }
+
   void checkModulesAndKernels() {
     if (d_.modules.size() > kMaxSections) return fail("too many modules");
     for (size_t i = 0; i < d_.modules.size(); ++i) {
@@ -232,9 +345,9 @@ class Checker {
 
   uint64_t spaceBytes(const BufferRef& b) const {
     switch (b.space) {
-      case BufferRef::Space::Arena: return d_.arenaBytes;
+      case BufferRef::Space::Arena: return arena_;
       case BufferRef::Space::Weights: return weightsBytes_;
-      case BufferRef::Space::Io: return ioTensorBytes(d_.io[size_t(b.io)]);
+      case BufferRef::Space::Io: return ioTensorBytes(io_[size_t(b.io)]);
     }
     return 0;
   }
@@ -264,9 +377,9 @@ class Checker {
     return true;
   }
 
-  void checkLaunch(size_t i) {
-    const Launch& l = d_.launches[i];
-    std::string what = "launch " + std::to_string(i);
+  void checkLaunch(const Launch& l, size_t i) {
+    std::string what =
+        (spec_ ? "specialisation " + std::to_string(spec_) + " " : std::string()) + "launch " + std::to_string(i);
     if (!l.node.empty()) what += " (node '" + clip(l.node) + "')";
     if (l.kind == Launch::Kind::Copy) {
       if (l.bytes == 0) return fail(what + ": copy of 0 bytes");
@@ -370,6 +483,9 @@ class Checker {
 
   const EngineDesc& d_;
   uint64_t weightsBytes_;
+  std::vector<IoTensor> io_;  // the I/O table with the shapes of specialisation spec_
+  uint64_t arena_ = 0;        // its arena
+  size_t spec_ = 0;
   std::string error_;
 };
 

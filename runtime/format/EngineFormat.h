@@ -12,9 +12,10 @@
 namespace kiln::rt {
 
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
-// Version 2 added library GEMM launches (cuBLASLt), version 3 their pointer-array batches; the
-// reader still accepts version 1 and 2 files.
-constexpr uint32_t kEngineFormatVersion = 3;
+// Version 2 added library GEMM launches (cuBLASLt), version 3 their pointer-array batches,
+// version 4 dynamic shapes (profile dims and specialisations); the reader still accepts the
+// earlier versions' files (a static engine: no dims, one specialisation).
+constexpr uint32_t kEngineFormatVersion = 4;
 constexpr uint32_t kOldestEngineFormatVersion = 1;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
@@ -165,6 +166,31 @@ struct Launch {
   GemmCall gemm;
 };
 
+// Dynamic shapes (version 4). A dimension of the engine's profile: one value that a set of I/O
+// axes share (an ONNX dim_param such as "batch", or one input's axis), inside [min, max], the
+// engine tuned for `opt`. Every input axis in `axes` must be given the same value; output axes
+// in `axes` take it.
+struct ProfileDim {
+  std::string name;
+  int64_t min = 1, opt = 1, max = 1;
+  // A value between two specialisations' runs on the next larger one: the runtime zero-pads the
+  // inputs to it and cuts the outputs back (the compiler checked on the CPU evaluator that the
+  // outputs' real part does not depend on the padding). Without it only the specialisations'
+  // own values are accepted.
+  bool pad = false;
+  std::vector<std::pair<int32_t, int32_t>> axes;  // (io index, axis)
+};
+
+// The engine built for one value of every profile dim: its launches, arena and (implied) I/O
+// shapes, which are the I/O table's with the dims' axes set to `values` (one per dim, in order).
+// The I/O table, arenaBytes and launches of EngineDesc are the first specialisation's (the opt
+// shape); `specialisations` holds the others. Kernels, modules and weights are shared.
+struct Specialisation {
+  std::vector<int64_t> values;
+  uint64_t arenaBytes = 0;
+  std::vector<Launch> launches;
+};
+
 // Everything an engine file holds. The compiler fills one and calls writeEngine; parseEngine
 // fills one from file bytes.
 struct EngineDesc {
@@ -185,7 +211,30 @@ struct EngineDesc {
   // The runtime.gemm_search knob: time cuBLASLt's best-ranked algorithms for each distinct gemm
   // launch when a context is created and keep the fastest, instead of the heuristic's first.
   bool gemmSearch = false;
+  // Dynamic shapes: the profile's dims (none for a static engine) and the specialisations after
+  // the first.
+  std::vector<ProfileDim> dims;
+  std::vector<Specialisation> specialisations;
+
+  // Specialisation i's launches, arena and dim values (i = 0: the top-level ones; its values are
+  // read off the I/O table).
+  size_t numSpecialisations() const { return 1 + specialisations.size(); }
+  const std::vector<Launch>& launchesOf(size_t i) const { return i ? specialisations[i - 1].launches : launches; }
+  uint64_t arenaOf(size_t i) const { return i ? specialisations[i - 1].arenaBytes : arenaBytes; }
+  std::vector<int64_t> valuesOf(size_t i) const;
+  // I/O tensor `io`'s shape in specialisation i (the I/O table's for i = 0).
+  std::vector<int64_t> shapeOf(size_t i, size_t io) const;
 };
+
+// Dynamic shapes: the copies that move the common part of two row-major tensors of one rank
+// (each dim of the result the smaller of the two), e.g. an input into its zero-padded
+// specialisation or an output back out of it: one 2-D copy (Height rows of WidthInBytes, each
+// Pitch apart) per index of the axes before the row axis. Offsets are in bytes.
+struct RegionCopy {
+  uint64_t dstOffset, srcOffset, width, height, dstPitch, srcPitch;
+};
+std::vector<RegionCopy> regionCopies(const std::vector<int64_t>& dstShape, const std::vector<int64_t>& srcShape,
+                                     uint64_t elementBytes);
 
 // Byte size of an I/O tensor (elements * element size); 0 for an unsupported dtype.
 uint64_t ioTensorBytes(const IoTensor& t);

@@ -407,6 +407,52 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
     if (!dec.launch((*launches)[i], "launches[" + std::to_string(i) + "]", l)) return false;
     d.launches.push_back(std::move(l));
   }
+
+  // Version 4, optional: the profile's dims and the other specialisations.
+  if (!m.contains("dims")) return true;
+  const json* dims = dec.array(m, "dims", "");
+  if (!dims) return false;
+  if (dims->size() > kMaxRank) return dec.fail("dims", "more than " + std::to_string(kMaxRank) + " dims");
+  for (size_t i = 0; i < dims->size(); ++i) {
+    std::string p = "dims[" + std::to_string(i) + "]";
+    const json& jd = (*dims)[i];
+    ProfileDim pd;
+    if (!dec.str(jd, "name", p, pd.name) || !dec.integer(jd, "min", p, 0, int64_t(kMaxDeviceBytes), pd.min) ||
+        !dec.integer(jd, "opt", p, 0, int64_t(kMaxDeviceBytes), pd.opt) ||
+        !dec.integer(jd, "max", p, 0, int64_t(kMaxDeviceBytes), pd.max) || !dec.boolean(jd, "pad", p, pd.pad))
+      return false;
+    const json* axes = dec.array(jd, "axes", p);
+    if (!axes) return false;
+    if (axes->size() > kMaxLaunchArgs) return dec.fail(p + ".axes", "too many axes");
+    for (size_t a = 0; a < axes->size(); ++a) {
+      std::string pa = p + ".axes[" + std::to_string(a) + "]";
+      const json& ja = (*axes)[a];
+      int64_t io = 0, axis = 0;
+      if (!ja.is_array() || ja.size() != 2) return dec.fail(pa, "expected [io, axis]");
+      if (!dec.integer(ja[0], pa + "[0]", 0, std::numeric_limits<int32_t>::max(), io) ||
+          !dec.integer(ja[1], pa + "[1]", 0, int64_t(kMaxRank), axis))
+        return false;
+      pd.axes.push_back({int32_t(io), int32_t(axis)});
+    }
+    d.dims.push_back(std::move(pd));
+  }
+  const json* specs = dec.array(m, "specialisations", "");
+  if (!specs) return false;
+  for (size_t i = 0; i < specs->size(); ++i) {
+    std::string p = "specialisations[" + std::to_string(i) + "]";
+    Specialisation sp;
+    if (!dec.integers((*specs)[i], "values", p, 0, int64_t(kMaxDeviceBytes), sp.values) ||
+        !dec.u64((*specs)[i], "arena_bytes", p, kMaxDeviceBytes, sp.arenaBytes))
+      return false;
+    const json* launches = dec.array((*specs)[i], "launches", p);
+    if (!launches) return false;
+    for (size_t k = 0; k < launches->size(); ++k) {
+      Launch l;
+      if (!dec.launch((*launches)[k], p + ".launches[" + std::to_string(k) + "]", l)) return false;
+      sp.launches.push_back(std::move(l));
+    }
+    d.specialisations.push_back(std::move(sp));
+  }
   return true;
 }
 

@@ -135,6 +135,22 @@ std::vector<uint8_t> writeEngine(const EngineDesc& desc) {
   if (desc.gemmSearch) meta["gemm_search"] = true;
   meta["launches"] = json::array();
   for (const Launch& l : desc.launches) meta["launches"].push_back(launchJson(l));
+  if (!desc.dims.empty()) {  // (absent: a static engine, as before version 4)
+    meta["dims"] = json::array();
+    for (const ProfileDim& d : desc.dims) {
+      json axes = json::array();
+      for (const auto& [io, axis] : d.axes) axes.push_back({io, axis});
+      meta["dims"].push_back(
+          {{"name", d.name}, {"min", d.min}, {"opt", d.opt}, {"max", d.max}, {"pad", d.pad}, {"axes", axes}});
+    }
+    meta["specialisations"] = json::array();
+    for (const Specialisation& sp : desc.specialisations) {
+      json launches = json::array();
+      for (const Launch& l : sp.launches) launches.push_back(launchJson(l));
+      meta["specialisations"].push_back(
+          {{"values", sp.values}, {"arena_bytes", sp.arenaBytes}, {"launches", launches}});
+    }
+  }
 
   // Invalid UTF-8 in a name is replaced (U+FFFD) rather than thrown: writing never fails.
   std::string text = meta.dump(-1, ' ', false, json::error_handler_t::replace);

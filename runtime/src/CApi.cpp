@@ -224,13 +224,59 @@ KILN_API kiln_status kiln_context_set_input_shape(kiln_context* c, const char* n
     if (!t.isInput) return fail(KILN_ERROR_INVALID_ARGUMENT, "'" + t.name + "' is an output, not an input");
     if (rank < 0 || (rank > 0 && !dims))
       return fail(KILN_ERROR_INVALID_ARGUMENT, "bad dims/rank for input '" + t.name + "'");
-    bool same = size_t(rank) == t.shape.size();
-    for (int32_t k = 0; same && k < rank; ++k) same = dims[k] == t.shape[size_t(k)];
-    if (!same)
-      return fail(KILN_ERROR_SHAPE, "input '" + t.name + "' has the static shape " +
-                                        shapeText(t.shape.data(), t.shape.size()) + ", got " +
-                                        shapeText(dims, size_t(rank)) +
-                                        " (rebuild the engine with --shapes for another shape)");
+    Status s = c->exec->setInputShape(io, dims, rank);
+    return s.ok() ? KILN_OK : fail(s);
+  });
+}
+
+KILN_API kiln_status kiln_context_get_tensor_shape(kiln_context* c, const char* name, int64_t* dims, int32_t capacity,
+                                                   int32_t* rank) {
+  return guarded([&] {
+    kiln_status st = KILN_OK;
+    int32_t io = findTensor(c, name, st);
+    if (io < 0) return st;
+    if (!rank || (capacity > 0 && !dims))
+      return fail(KILN_ERROR_INVALID_ARGUMENT, !rank ? "rank is NULL" : "dims is NULL with a non-zero capacity");
+    Status s = c->exec->resolveShapes();
+    if (!s.ok()) return fail(s);
+    const std::vector<int64_t>& shape = c->exec->tensorShape(io);
+    *rank = int32_t(shape.size());
+    for (int32_t k = 0; k < capacity && k < *rank; ++k) dims[k] = shape[size_t(k)];
+    return KILN_OK;
+  });
+}
+
+KILN_API int32_t kiln_engine_num_profiles(const kiln_engine* engine) { return engine ? 1 : -1; }
+
+KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* e, int32_t profile, const char* name,
+                                               kiln_profile_bound which, int64_t* dims, int32_t capacity,
+                                               int32_t* rank) {
+  return guarded([&] {
+    if (!e || !name || !rank) return fail(KILN_ERROR_INVALID_ARGUMENT, !e ? "engine is NULL" : "name or rank is NULL");
+    if (profile != 0)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "profile " + std::to_string(profile) + " (the engine has 1)");
+    if (which < KILN_PROFILE_MIN || which > KILN_PROFILE_MAX) return fail(KILN_ERROR_INVALID_ARGUMENT, "bad bound");
+    const EngineDesc& d = e->impl->desc;
+    int32_t io = e->impl->findIo(name);
+    if (io < 0 || !d.io[size_t(io)].isInput)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, std::string("no input named '") + name + "'");
+    if (capacity > 0 && !dims) return fail(KILN_ERROR_INVALID_ARGUMENT, "dims is NULL with a non-zero capacity");
+    std::vector<int64_t> shape = d.io[size_t(io)].shape;
+    for (const ProfileDim& p : d.dims)
+      for (const auto& [i, axis] : p.axes)
+        if (i == io)
+          shape[size_t(axis)] = which == KILN_PROFILE_MIN ? p.min : which == KILN_PROFILE_OPT ? p.opt : p.max;
+    *rank = int32_t(shape.size());
+    for (int32_t k = 0; k < capacity && k < *rank; ++k) dims[k] = shape[size_t(k)];
+    return KILN_OK;
+  });
+}
+
+KILN_API kiln_status kiln_context_set_profile(kiln_context* c, int32_t profile) {
+  return guarded([&] {
+    if (!c) return fail(KILN_ERROR_INVALID_ARGUMENT, "context is NULL");
+    if (profile != 0)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "profile " + std::to_string(profile) + " (the engine has 1)");
     return KILN_OK;
   });
 }
@@ -268,9 +314,10 @@ KILN_API kiln_status kiln_context_profile(kiln_context* c, void* cuda_stream, ki
     Status s = c->exec->profile(static_cast<CUstream>(cuda_stream), ms);
     if (!s.ok()) return fail(s);
     const EngineDesc& d = c->exec->engine().desc;
+    const std::vector<Launch>& launches = d.launchesOf(c->exec->specialisation());
     *count = static_cast<int32_t>(ms.size());
     for (int32_t i = 0; i < capacity && i < *count; ++i) {
-      const Launch& l = d.launches[size_t(i)];
+      const Launch& l = launches[size_t(i)];
       out[i].node = l.node.c_str();
       out[i].kernel = l.kind == Launch::Kind::Copy   ? "copy"
                       : l.kind == Launch::Kind::Gemm ? "cublasLt_matmul"

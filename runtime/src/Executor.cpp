@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace kiln::rt {
 
@@ -157,9 +158,10 @@ Status Executor::loadImage(DeviceImage& image) {
   }
   // Dynamic shared memory above 48 KiB must be opted into per function.
   std::map<int32_t, uint32_t> maxShared;
-  for (const Launch& l : d.launches)
-    if (l.kind == Launch::Kind::Kernel && l.sharedBytes > 48 * 1024)
-      maxShared[l.kernel] = std::max(maxShared[l.kernel], l.sharedBytes);
+  for (size_t s = 0; s < d.numSpecialisations(); ++s)
+    for (const Launch& l : d.launchesOf(s))
+      if (l.kind == Launch::Kind::Kernel && l.sharedBytes > 48 * 1024)
+        maxShared[l.kernel] = std::max(maxShared[l.kernel], l.sharedBytes);
   for (const auto& [kernel, bytes] : maxShared) {
     CUresult r = cu_.cuFuncSetAttribute(image.functions[size_t(kernel)],
                                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(bytes));
@@ -192,11 +194,142 @@ Status Executor::uploadWeights(DeviceImage& image) {
 
 Status Executor::allocate() {
   const EngineDesc& d = engine_->desc;
-  if (d.arenaBytes) {
-    Status s = deviceAlloc(arena_, d.arenaBytes, "arena");
+  uint64_t arena = 0;
+  for (size_t i = 0; i < d.numSpecialisations(); ++i) arena = std::max(arena, d.arenaOf(i));
+  if (arena) {
+    Status s = deviceAlloc(arena_, arena, "arena");
     if (!s.ok()) return s;
   }
   ioAddress_.assign(d.io.size(), 0);
+  runAddress_.assign(d.io.size(), 0);
+  padded_.assign(d.io.size(), false);
+  staging_.assign(d.io.size(), 0);
+  shapes_.clear();
+  for (const IoTensor& t : d.io) shapes_.push_back(t.shape);
+  // Staging buffers, for the tensors that have an axis of a dim the runtime may pad: the
+  // tensor's size with every dim at its max.
+  for (size_t i = 0; i < d.io.size(); ++i) {
+    IoTensor largest = d.io[i];
+    bool pads = false;
+    for (const ProfileDim& p : d.dims)
+      for (const auto& [io, axis] : p.axes)
+        if (size_t(io) == i) largest.shape[size_t(axis)] = p.max, pads = pads || p.pad;
+    if (!pads || !ioTensorBytes(largest)) continue;
+    Status s = deviceAlloc(staging_[i], ioTensorBytes(largest), "staging buffer of a padded I/O tensor");
+    if (!s.ok()) return s;
+  }
+  return Status::success();
+}
+
+Status Executor::setInputShape(int32_t io, const int64_t* dims, int32_t rank) {
+  const EngineDesc& d = engine_->desc;
+  const IoTensor& t = d.io[size_t(io)];
+  auto text = [](const int64_t* v, size_t n) {
+    std::string s;
+    for (size_t k = 0; k < n; ++k) s += (k ? "x" : "") + std::to_string(v[k]);
+    return s.empty() ? std::string("a scalar") : s;
+  };
+  if (size_t(rank) != t.shape.size())
+    return makeStatus(KILN_ERROR_SHAPE, "input '" + t.name + "' has rank " + std::to_string(t.shape.size()) +
+                                            ", got the shape " + text(dims, size_t(rank)));
+  for (size_t k = 0; k < t.shape.size(); ++k) {
+    const ProfileDim* dim = nullptr;
+    for (const ProfileDim& p : d.dims)
+      for (const auto& [i, axis] : p.axes)
+        if (i == io && size_t(axis) == k) dim = &p;
+    if (!dim && dims[k] != t.shape[k])
+      return makeStatus(KILN_ERROR_SHAPE,
+                        "input '" + t.name + "' has " + (d.dims.empty() ? "the static shape " : "the shape ") +
+                            text(t.shape.data(), t.shape.size()) + (d.dims.empty() ? "" : " outside its profile dims") +
+                            ", got " + text(dims, size_t(rank)) + " (axis " + std::to_string(k) + " is fixed" +
+                            (d.dims.empty() ? "; build the engine with --min/--opt/--max-shapes for a range)" : ")"));
+    if (dim && (dims[k] < dim->min || dims[k] > dim->max))
+      return makeStatus(KILN_ERROR_SHAPE, "input '" + t.name + "' axis " + std::to_string(k) + " ('" + dim->name +
+                                              "') = " + std::to_string(dims[k]) + " is outside the profile's " +
+                                              std::to_string(dim->min) + ".." + std::to_string(dim->max));
+  }
+  std::vector<int64_t> shape(dims, dims + rank);
+  if (shape != shapes_[size_t(io)]) shapes_[size_t(io)] = std::move(shape), shapesDirty_ = true;
+  return Status::success();
+}
+
+Status Executor::resolveShapes() {
+  if (!shapesDirty_) return Status::success();
+  const EngineDesc& d = engine_->desc;
+  // Each dim's value, from the inputs (which must agree).
+  std::vector<int64_t> value(d.dims.size(), -1);
+  for (size_t k = 0; k < d.dims.size(); ++k) {
+    int32_t from = -1;
+    for (const auto& [io, axis] : d.dims[k].axes) {
+      if (!d.io[size_t(io)].isInput) continue;
+      int64_t v = shapes_[size_t(io)][size_t(axis)];
+      if (value[k] >= 0 && v != value[k])
+        return makeStatus(KILN_ERROR_SHAPE, "inputs '" + d.io[size_t(from)].name + "' and '" + d.io[size_t(io)].name +
+                                                "' share dim '" + d.dims[k].name + "' but were given " +
+                                                std::to_string(value[k]) + " and " + std::to_string(v));
+      value[k] = v, from = io;
+    }
+  }
+  // The specialisation: for each dim its own value if one has it, else (a padded dim) the
+  // smallest larger one; among those that fit, the one with the fewest padded elements.
+  size_t best = SIZE_MAX;
+  double bestCost = 0;
+  for (size_t sp = 0; sp < d.numSpecialisations(); ++sp) {
+    std::vector<int64_t> v = d.valuesOf(sp);
+    bool fits = true;
+    double cost = 1;
+    for (size_t k = 0; k < v.size() && fits; ++k) {
+      fits = value[k] < 0 || v[k] == value[k] || (d.dims[k].pad && v[k] > value[k]);
+      cost *= double(v[k]);
+    }
+    if (fits && (best == SIZE_MAX || cost < bestCost)) best = sp, bestCost = cost;
+  }
+  if (best == SIZE_MAX) {
+    std::string why;
+    for (size_t k = 0; k < d.dims.size(); ++k) {
+      std::string have;
+      std::set<int64_t> values;
+      for (size_t sp = 0; sp < d.numSpecialisations(); ++sp) values.insert(d.valuesOf(sp)[k]);
+      for (int64_t v : values) have += (have.empty() ? "" : ", ") + std::to_string(v);
+      if (!values.count(value[k]))
+        why += (why.empty() ? "" : "; ") + std::string("dim '") + d.dims[k].name + "' = " + std::to_string(value[k]) +
+               " (the engine was built for " + have +
+               (d.dims[k].pad ? " and pads up to them)" : " and cannot pad it: its outputs depend on the padding)");
+    }
+    return makeStatus(KILN_ERROR_SHAPE, "no specialisation of the engine runs these shapes: " + why);
+  }
+  spec_ = best;
+  launches_ = &plans_[best];
+  // Outputs take the dims' values; a tensor is padded where its specialisation's shape is larger.
+  for (size_t i = 0; i < d.io.size(); ++i) {
+    std::vector<int64_t> shape = d.shapeOf(best, i);
+    if (!d.io[i].isInput)
+      for (size_t k = 0; k < d.dims.size(); ++k)
+        for (const auto& [io, axis] : d.dims[k].axes)
+          if (size_t(io) == i && value[k] >= 0) shapes_[i][size_t(axis)] = value[k];
+    padded_[i] = shape != shapes_[i];
+  }
+  shapesDirty_ = false;
+  return Status::success();
+}
+
+Status Executor::copyRegion(CUdeviceptr dst, const std::vector<int64_t>& dstShape, CUdeviceptr src,
+                            const std::vector<int64_t>& srcShape, size_t elementBytes, CUstream stream) {
+  for (const RegionCopy& c : regionCopies(dstShape, srcShape, elementBytes)) {
+    CUresult r;
+    if (c.height == 1) {
+      r = cu_.cuMemcpyDtoDAsync(dst + c.dstOffset, src + c.srcOffset, size_t(c.width), stream);
+    } else if (!cu_.cuMemcpy2DAsync) {
+      r = CUDA_ERROR_NOT_SUPPORTED;
+    } else {
+      CUDA_MEMCPY2D m{};
+      m.srcMemoryType = CU_MEMORYTYPE_DEVICE, m.srcDevice = src + c.srcOffset, m.srcPitch = size_t(c.srcPitch);
+      m.dstMemoryType = CU_MEMORYTYPE_DEVICE, m.dstDevice = dst + c.dstOffset, m.dstPitch = size_t(c.dstPitch);
+      m.WidthInBytes = size_t(c.width), m.Height = size_t(c.height);
+      r = cu_.cuMemcpy2DAsync(&m, stream);
+    }
+    if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "copying a padded tensor: " + cu_.describe(r));
+  }
   return Status::success();
 }
 
@@ -204,19 +337,27 @@ CUdeviceptr Executor::resolve(const BufferRef& b) const {
   switch (b.space) {
     case BufferRef::Space::Arena: return arena_ + b.offset;
     case BufferRef::Space::Weights: return image_->weights + b.offset;
-    case BufferRef::Space::Io: return ioAddress_[size_t(b.io)] + b.offset;
+    case BufferRef::Space::Io: return runAddress_[size_t(b.io)] + b.offset;
   }
   return 0;
 }
 
 void Executor::prepareLaunches() {
   const EngineDesc& d = engine_->desc;
-  launches_.resize(d.launches.size());
-  for (size_t i = 0; i < d.launches.size(); ++i) {
-    const Launch& l = d.launches[i];
-    PreparedLaunch& p = launches_[i];
+  plans_.resize(d.numSpecialisations());
+  for (size_t s = 0; s < plans_.size(); ++s) {
+    const std::vector<Launch>& launches = d.launchesOf(s);
+    plans_[s].resize(launches.size());
+    for (size_t i = 0; i < launches.size(); ++i) prepareLaunch(plans_[s][i], launches[i], i);
+  }
+  launches_ = &plans_[0];
+}
+
+void Executor::prepareLaunch(PreparedLaunch& p, const Launch& l, size_t i) {
+  {
     p.index = i;
-    if (l.kind != Launch::Kind::Kernel) continue;
+    p.launch = &l;
+    if (l.kind != Launch::Kind::Kernel) return;
     p.function = image_->functions[size_t(l.kernel)];
     p.slots.assign(l.args.size(), 0);
     for (size_t a = 0; a < l.args.size(); ++a) {
@@ -256,7 +397,8 @@ Status Executor::prepareGemms() {
   const EngineDesc& d = engine_->desc;
   std::map<std::string, cublasLtMatmulAlgo> searched;  // gemm_search: product → fastest algorithm
   bool any = false;
-  for (const Launch& l : d.launches) any = any || l.kind == Launch::Kind::Gemm;
+  for (const auto& plan : plans_)
+    for (const PreparedLaunch& p : plan) any = any || p.launch->kind == Launch::Kind::Gemm;
   if (!any) return Status::success();
   std::string why;
   if (!(lt_ = cublasLt(why)))
@@ -271,103 +413,105 @@ Status Executor::prepareGemms() {
     ltWorkspace_ = 0;
     return makeStatus(codeFor(r), "allocating the cuBLASLt workspace: " + cu_.describe(r));
   }
-  for (PreparedLaunch& p : launches_) {
-    const Launch& l = d.launches[p.index];
-    if (l.kind != Launch::Kind::Gemm) continue;
-    const GemmCall& g = l.gemm;
-    std::string what = "launch " + std::to_string(p.index) + " (node '" + l.node + "'): ";
-    auto check = [&](cublasStatus s, const char* call) {
-      return s == 0 ? Status::success() : makeStatus(KILN_ERROR_CUDA, what + call + " failed: " + lt_->describe(s));
-    };
-    Status s = check(lt_->cublasLtMatmulDescCreate(
-                         &p.matmul, g.tf32 ? lt::CUBLAS_COMPUTE_32F_FAST_TF32 : lt::CUBLAS_COMPUTE_32F, lt::CUDA_R_32F),
-                     "cublasLtMatmulDescCreate");
-    if (!s.ok()) return s;
-    int32_t ta = g.transA ? lt::OP_T : lt::OP_N, tb = g.transB ? lt::OP_T : lt::OP_N;
-    uint32_t epi = g.epilogue == GemmCall::Relu       ? lt::EPILOGUE_RELU
-                   : g.epilogue == GemmCall::Bias     ? lt::EPILOGUE_BIAS
-                   : g.epilogue == GemmCall::ReluBias ? lt::EPILOGUE_RELU_BIAS
-                                                      : lt::EPILOGUE_DEFAULT;
-    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSA, &ta, sizeof ta);
-    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSB, &tb, sizeof tb);
-    lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_EPILOGUE, &epi, sizeof epi);
-    if (g.epilogue & GemmCall::Bias) {
-      int32_t bt = ltType(g.cdType);
-      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
-    }
-    if (g.fp8()) {  // per-row scales of op(A) and per-column of op(B) (pointers set at launch)
-      int32_t mode = lt::MATRIX_SCALE_OUTER_VEC_32F;
-      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_MODE, &mode, sizeof mode);
-      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_MODE, &mode, sizeof mode);
-      setScalePointers(p, g);
-    }
-    const int64_t rows[4] = {g.transA ? g.k : g.m, g.transB ? g.n : g.k, g.m, g.m};
-    const int64_t cols[4] = {g.transA ? g.m : g.k, g.transB ? g.k : g.n, g.n, g.n};
-    const int64_t lds[4] = {g.lda, g.ldb, g.ldc, g.ldc};
-    const int64_t strides[4] = {g.strideA, g.strideB, g.strideC, g.strideC};
-    const int32_t types[4] = {g.abType, g.abType, g.cdType, g.cdType};
-    for (int k = 0; k < 4; ++k) {
-      if (!(s = check(lt_->cublasLtMatrixLayoutCreate(&p.layouts[k], ltType(types[k]), uint64_t(rows[k]),
-                                                      uint64_t(cols[k]), lds[k]),
-                      "cublasLtMatrixLayoutCreate"))
-               .ok())
-        return s;
-      if (g.batch > 1 || g.pointerBatch()) {
-        int32_t count = int32_t(g.batch);
-        lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_COUNT, &count, sizeof count);
-        if (g.pointerBatch())
-          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_MODE, &lt::BATCH_MODE_POINTER_ARRAY,
-                                                sizeof lt::BATCH_MODE_POINTER_ARRAY);
-        else
-          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k],
-                                                sizeof strides[k]);
+  for (auto& plan : plans_)
+    for (PreparedLaunch& p : plan) {
+      const Launch& l = *p.launch;
+      if (l.kind != Launch::Kind::Gemm) continue;
+      const GemmCall& g = l.gemm;
+      std::string what = "launch " + std::to_string(p.index) + " (node '" + l.node + "'): ";
+      auto check = [&](cublasStatus s, const char* call) {
+        return s == 0 ? Status::success() : makeStatus(KILN_ERROR_CUDA, what + call + " failed: " + lt_->describe(s));
+      };
+      Status s =
+          check(lt_->cublasLtMatmulDescCreate(
+                    &p.matmul, g.tf32 ? lt::CUBLAS_COMPUTE_32F_FAST_TF32 : lt::CUBLAS_COMPUTE_32F, lt::CUDA_R_32F),
+                "cublasLtMatmulDescCreate");
+      if (!s.ok()) return s;
+      int32_t ta = g.transA ? lt::OP_T : lt::OP_N, tb = g.transB ? lt::OP_T : lt::OP_N;
+      uint32_t epi = g.epilogue == GemmCall::Relu       ? lt::EPILOGUE_RELU
+                     : g.epilogue == GemmCall::Bias     ? lt::EPILOGUE_BIAS
+                     : g.epilogue == GemmCall::ReluBias ? lt::EPILOGUE_RELU_BIAS
+                                                        : lt::EPILOGUE_DEFAULT;
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSA, &ta, sizeof ta);
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_TRANSB, &tb, sizeof tb);
+      lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_EPILOGUE, &epi, sizeof epi);
+      if (g.epilogue & GemmCall::Bias) {
+        int32_t bt = ltType(g.cdType);
+        lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+      }
+      if (g.fp8()) {  // per-row scales of op(A) and per-column of op(B) (pointers set at launch)
+        int32_t mode = lt::MATRIX_SCALE_OUTER_VEC_32F;
+        lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_A_SCALE_MODE, &mode, sizeof mode);
+        lt_->cublasLtMatmulDescSetAttribute(p.matmul, lt::DESC_B_SCALE_MODE, &mode, sizeof mode);
+        setScalePointers(p, g);
+      }
+      const int64_t rows[4] = {g.transA ? g.k : g.m, g.transB ? g.n : g.k, g.m, g.m};
+      const int64_t cols[4] = {g.transA ? g.m : g.k, g.transB ? g.k : g.n, g.n, g.n};
+      const int64_t lds[4] = {g.lda, g.ldb, g.ldc, g.ldc};
+      const int64_t strides[4] = {g.strideA, g.strideB, g.strideC, g.strideC};
+      const int32_t types[4] = {g.abType, g.abType, g.cdType, g.cdType};
+      for (int k = 0; k < 4; ++k) {
+        if (!(s = check(lt_->cublasLtMatrixLayoutCreate(&p.layouts[k], ltType(types[k]), uint64_t(rows[k]),
+                                                        uint64_t(cols[k]), lds[k]),
+                        "cublasLtMatrixLayoutCreate"))
+                 .ok())
+          return s;
+        if (g.batch > 1 || g.pointerBatch()) {
+          int32_t count = int32_t(g.batch);
+          lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_COUNT, &count, sizeof count);
+          if (g.pointerBatch())
+            lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_BATCH_MODE, &lt::BATCH_MODE_POINTER_ARRAY,
+                                                  sizeof lt::BATCH_MODE_POINTER_ARRAY);
+          else
+            lt_->cublasLtMatrixLayoutSetAttribute(p.layouts[k], lt::LAYOUT_STRIDED_BATCH_OFFSET, &strides[k],
+                                                  sizeof strides[k]);
+        }
+      }
+      if (g.pointerBatch() && !(s = uploadBatchPointers(p, g)).ok()) return s;
+      cublasLtMatmulPreference pref = nullptr;
+      if (!(s = check(lt_->cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")).ok()) return s;
+      uint64_t ws = kLtWorkspaceBytes;
+      lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+      // An operand read in place (a head of a packed projection) may start inside its buffer: the
+      // heuristic learns how aligned each pointer is (the arena and the weights start 256-byte
+      // aligned; I/O buffers are taken to be, as cuMemAlloc's are, though the C API asks for less).
+      // A pointer-array batch's products are as aligned as the least aligned of its first one and
+      // its steps (the lowest bit set in any of them).
+      auto aligned = [&](const BufferRef& ref, const std::vector<int64_t>& steps, int32_t type) {
+        int64_t bits = int64_t(ref.offset);
+        for (size_t d = 0; d < steps.size(); ++d)
+          if (g.batchDims[d] > 1) bits |= steps[d] * int64_t(dtypeByteSize(type));
+        return uint32_t(bits % 256 == 0 ? 256 : bits & -bits);
+      };
+      const uint32_t alignment[4] = {aligned(g.a, g.batchStepsA, g.abType), aligned(g.b, g.batchStepsB, g.abType),
+                                     aligned(g.beta != 0.f ? g.c : g.d, g.batchStepsC, g.cdType),
+                                     aligned(g.d, g.batchStepsC, g.cdType)};
+      for (int k = 0; k < 4; ++k)
+        lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MIN_ALIGNMENT_A_BYTES + k, &alignment[k],
+                                                  sizeof alignment[k]);
+      cublasLtMatmulHeuristicResult results[kGemmCandidates]{};
+      int found = 0;
+      cublasStatus hs =
+          lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, p.matmul, p.layouts[0], p.layouts[1], p.layouts[2],
+                                              p.layouts[3], pref, d.gemmSearch ? kGemmCandidates : 1, results, &found);
+      lt_->cublasLtMatmulPreferenceDestroy(pref);
+      if (hs != 0 || found == 0)
+        return makeStatus(KILN_ERROR_CUDA, what + "cuBLASLt has no algorithm for this product on " + deviceText() +
+                                               (hs != 0 ? ": " + lt_->describe(hs) : std::string()));
+      p.algo = results[0].algo;
+      if (found > 1) {  // runtime.gemm_search: one search per distinct product (BERT: 96 launches, 6 products)
+        std::string key;
+        for (int64_t v : {int64_t(g.abType), int64_t(g.cdType), int64_t(g.transA), int64_t(g.transB), g.m, g.n, g.k,
+                          g.lda, g.ldb, g.ldc, g.batch, g.strideA, g.strideB, g.strideC, int64_t(g.beta != 0.f),
+                          int64_t(g.epilogue), int64_t(g.tf32), int64_t(g.pointerBatch())})
+          key += std::to_string(v) + ",";
+        auto it = searched.find(key);
+        if (it != searched.end())
+          p.algo = it->second;
+        else if (fastestAlgo(p, g, results, found, p.algo))
+          searched.emplace(key, p.algo);
       }
     }
-    if (g.pointerBatch() && !(s = uploadBatchPointers(p, g)).ok()) return s;
-    cublasLtMatmulPreference pref = nullptr;
-    if (!(s = check(lt_->cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")).ok()) return s;
-    uint64_t ws = kLtWorkspaceBytes;
-    lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    // An operand read in place (a head of a packed projection) may start inside its buffer: the
-    // heuristic learns how aligned each pointer is (the arena and the weights start 256-byte
-    // aligned; I/O buffers are taken to be, as cuMemAlloc's are, though the C API asks for less).
-    // A pointer-array batch's products are as aligned as the least aligned of its first one and
-    // its steps (the lowest bit set in any of them).
-    auto aligned = [&](const BufferRef& ref, const std::vector<int64_t>& steps, int32_t type) {
-      int64_t bits = int64_t(ref.offset);
-      for (size_t d = 0; d < steps.size(); ++d)
-        if (g.batchDims[d] > 1) bits |= steps[d] * int64_t(dtypeByteSize(type));
-      return uint32_t(bits % 256 == 0 ? 256 : bits & -bits);
-    };
-    const uint32_t alignment[4] = {aligned(g.a, g.batchStepsA, g.abType), aligned(g.b, g.batchStepsB, g.abType),
-                                   aligned(g.beta != 0.f ? g.c : g.d, g.batchStepsC, g.cdType),
-                                   aligned(g.d, g.batchStepsC, g.cdType)};
-    for (int k = 0; k < 4; ++k)
-      lt_->cublasLtMatmulPreferenceSetAttribute(pref, lt::PREF_MIN_ALIGNMENT_A_BYTES + k, &alignment[k],
-                                                sizeof alignment[k]);
-    cublasLtMatmulHeuristicResult results[kGemmCandidates]{};
-    int found = 0;
-    cublasStatus hs =
-        lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, p.matmul, p.layouts[0], p.layouts[1], p.layouts[2], p.layouts[3],
-                                            pref, d.gemmSearch ? kGemmCandidates : 1, results, &found);
-    lt_->cublasLtMatmulPreferenceDestroy(pref);
-    if (hs != 0 || found == 0)
-      return makeStatus(KILN_ERROR_CUDA, what + "cuBLASLt has no algorithm for this product on " + deviceText() +
-                                             (hs != 0 ? ": " + lt_->describe(hs) : std::string()));
-    p.algo = results[0].algo;
-    if (found > 1) {  // runtime.gemm_search: one search per distinct product (BERT: 96 launches, 6 products)
-      std::string key;
-      for (int64_t v : {int64_t(g.abType), int64_t(g.cdType), int64_t(g.transA), int64_t(g.transB), g.m, g.n, g.k,
-                        g.lda, g.ldb, g.ldc, g.batch, g.strideA, g.strideB, g.strideC, int64_t(g.beta != 0.f),
-                        int64_t(g.epilogue), int64_t(g.tf32), int64_t(g.pointerBatch())})
-        key += std::to_string(v) + ",";
-      auto it = searched.find(key);
-      if (it != searched.end())
-        p.algo = it->second;
-      else if (fastestAlgo(p, g, results, found, p.algo))
-        searched.emplace(key, p.algo);
-    }
-  }
   if (scratch_) cu_.cuMemFree(scratch_);
   scratch_ = 0, scratchBytes_ = 0;
   return Status::success();
@@ -473,7 +617,7 @@ void Executor::setScalePointers(PreparedLaunch& p, const GemmCall& g) {
 }
 
 Status Executor::launchGemm(PreparedLaunch& p, CUstream stream) {
-  const Launch& l = engine_->desc.launches[p.index];
+  const Launch& l = *p.launch;
   const GemmCall& g = l.gemm;
   if (g.epilogue & GemmCall::Bias) {
     CUdeviceptr bias = resolve(g.bias);
@@ -506,11 +650,12 @@ Status Executor::checkBound() const {
 
 Status Executor::profile(CUstream stream, std::vector<float>& ms) {
   Status s = checkBound();
+  if (s.ok()) s = resolveShapes();
   if (!s.ok()) return s;
   if (!cu_.hasEvents()) return makeStatus(KILN_ERROR_CUDA, "the CUDA driver has no event functions");
   ScopedContext scope(cu_, context_);
   if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the context's CUDA context current");
-  std::vector<CUevent> events(launches_.size() + 1, nullptr);
+  std::vector<CUevent> events(launches_->size() + 1, nullptr);
   auto cleanup = [&] {
     for (CUevent e : events)
       if (e) cu_.cuEventDestroy(e);
@@ -522,9 +667,9 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
       cleanup();
       return makeStatus(codeFor(r), "cuEventCreate failed: " + cu_.describe(r));
     }
-  for (size_t i = 0; i < launches_.size() && r == CUDA_SUCCESS; ++i) {
+  for (size_t i = 0; i < launches_->size() && r == CUDA_SUCCESS; ++i) {
     r = cu_.cuEventRecord(events[i], stream);
-    if (r == CUDA_SUCCESS && !(s = launchOne(launches_[i], stream)).ok()) {
+    if (r == CUDA_SUCCESS && !(s = launchOne((*launches_)[i], stream)).ok()) {
       cu_.cuEventSynchronize(events[i]);
       cleanup();
       return s;
@@ -532,8 +677,8 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
   }
   if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(events.back(), stream);
   if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(events.back());
-  ms.assign(launches_.size(), 0.f);
-  for (size_t i = 0; i < launches_.size() && r == CUDA_SUCCESS; ++i)
+  ms.assign(launches_->size(), 0.f);
+  for (size_t i = 0; i < launches_->size() && r == CUDA_SUCCESS; ++i)
     r = cu_.cuEventElapsedTime(&ms[i], events[i], events[i + 1]);
   cleanup();
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "profiling failed: " + cu_.describe(r));
@@ -542,6 +687,7 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
 
 Status Executor::enqueue(CUstream stream) {
   Status bound = checkBound();
+  if (bound.ok()) bound = resolveShapes();
   if (!bound.ok()) return bound;
 
   ScopedContext scope(cu_, context_);
@@ -555,7 +701,7 @@ Status Executor::enqueue(CUstream stream) {
   CUresult r = cu_.cuStreamIsCapturing(stream, &capturing);
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamIsCapturing failed: " + cu_.describe(r));
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return launchAll(stream);
-  if (!graph_ || graphAddresses_ != ioAddress_) {
+  if (!graph_ || graphAddresses_ != ioAddress_ || graphShapes_ != shapes_) {
     std::lock_guard<std::mutex> lock(setupMutex());
     if (!warmed_) {
       // The first enqueue runs directly: whatever loads at a first launch (cuBLASLt's kernels)
@@ -574,13 +720,13 @@ Status Executor::enqueue(CUstream stream) {
 
 Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
   const EngineDesc& d = engine_->desc;
-  const Launch& l = d.launches[p.index];
+  const Launch& l = *p.launch;
   if (l.kind == Launch::Kind::Gemm) return launchGemm(p, stream);
   CUresult r;
   if (l.kind == Launch::Kind::Copy) {
     r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
   } else {
-    for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = ioAddress_[size_t(patch.io)] + patch.offset;
+    for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = runAddress_[size_t(patch.io)] + patch.offset;
     r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                            l.sharedBytes, stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
   }
@@ -591,10 +737,28 @@ Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
 }
 
 Status Executor::launchAll(CUstream stream) {
-  for (PreparedLaunch& p : launches_) {
+  // Padded tensors run in their staging buffers: inputs zero-padded in, outputs cut out after.
+  const EngineDesc& d = engine_->desc;
+  for (size_t i = 0; i < d.io.size(); ++i) {
+    runAddress_[i] = padded_[i] ? staging_[i] : ioAddress_[i];
+    if (!padded_[i] || !d.io[i].isInput) continue;
+    IoTensor t = d.io[i];
+    t.shape = d.shapeOf(spec_, i);
+    CUresult r = cu_.cuMemsetD8Async(staging_[i], 0, size_t(ioTensorBytes(t)), stream);
+    if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "clearing a padded input: " + cu_.describe(r));
+    Status s = copyRegion(staging_[i], t.shape, ioAddress_[i], shapes_[i], dtypeByteSize(t.dtype), stream);
+    if (!s.ok()) return s;
+  }
+  for (PreparedLaunch& p : *launches_) {
     Status s = launchOne(p, stream);
     if (!s.ok()) return s;
   }
+  for (size_t i = 0; i < d.io.size(); ++i)
+    if (padded_[i] && !d.io[i].isInput) {
+      Status s =
+          copyRegion(ioAddress_[i], shapes_[i], staging_[i], d.shapeOf(spec_, i), dtypeByteSize(d.io[i].dtype), stream);
+      if (!s.ok()) return s;
+    }
   return Status::success();
 }
 
@@ -621,6 +785,7 @@ Status Executor::captureGraph() {
     return makeStatus(codeFor(r), "instantiating the CUDA graph failed: " + cu_.describe(r));
   }
   graphAddresses_ = ioAddress_;
+  graphShapes_ = shapes_;
   return Status::success();
 }
 
@@ -637,16 +802,19 @@ Executor::~Executor() {
     ScopedContext scope(cu_, context_);
     if (scope.ok()) {
       dropGraph();
-      for (PreparedLaunch& p : launches_) {
-        if (p.matmul) lt_->cublasLtMatmulDescDestroy(p.matmul);
-        if (p.batchPointers) cu_.cuMemFree(p.batchPointers);
-        for (cublasLtMatrixLayout layout : p.layouts)
-          if (layout) lt_->cublasLtMatrixLayoutDestroy(layout);
-      }
+      for (auto& plan : plans_)
+        for (PreparedLaunch& p : plan) {
+          if (p.matmul) lt_->cublasLtMatmulDescDestroy(p.matmul);
+          if (p.batchPointers) cu_.cuMemFree(p.batchPointers);
+          for (cublasLtMatrixLayout layout : p.layouts)
+            if (layout) lt_->cublasLtMatrixLayoutDestroy(layout);
+        }
       if (ltHandle_) lt_->cublasLtDestroy(ltHandle_);
       if (ltWorkspace_) cu_.cuMemFree(ltWorkspace_);
       if (scratch_) cu_.cuMemFree(scratch_);  // (a gemm_search that stopped on an error)
       if (arena_) cu_.cuMemFree(arena_);
+      for (CUdeviceptr p : staging_)
+        if (p) cu_.cuMemFree(p);
       image_.reset();  // (frees the modules and weights if no other context of the engine uses them)
       if (work_) cu_.cuStreamDestroy(work_);
     }

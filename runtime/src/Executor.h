@@ -24,6 +24,16 @@ class Executor {
 
   const LoadedEngine& engine() const { return *engine_; }
   void bind(int32_t io, CUdeviceptr address) { ioAddress_[size_t(io)] = address; }
+  // Dynamic shapes: an input's shape for the next enqueues. Each axis of a profile dim must lie
+  // in its range and every other axis equal the engine's; whether inputs that share a dim agree
+  // is checked when the shapes are used (resolveShapes).
+  Status setInputShape(int32_t io, const int64_t* dims, int32_t rank);
+  // Picks the specialisation for the inputs' shapes (and whether they are padded to it) and
+  // derives the outputs' shapes; a no-op until an input shape changes.
+  Status resolveShapes();
+  // I/O tensor io's shape for the next enqueue (after resolveShapes).
+  const std::vector<int64_t>& tensorShape(int32_t io) const { return shapes_[size_t(io)]; }
+  size_t specialisation() const { return spec_; }
   Status enqueue(CUstream stream);
   // Runs the launches one by one on `stream` with an event between each and waits: ms[i] is
   // launch i's device time.
@@ -38,7 +48,8 @@ class Executor {
     uint64_t offset;
   };
   struct PreparedLaunch {
-    size_t index;  // into desc.launches
+    size_t index;                    // into its specialisation's launches
+    const Launch* launch = nullptr;  // the launch itself
     CUfunction function = nullptr;
     std::vector<uint64_t> slots;  // one 8-byte slot per argument, holding its value
     std::vector<void*> params;    // cuLaunchKernel's kernelParams: pointers to the slots
@@ -60,7 +71,12 @@ class Executor {
   Status allocate();  // the arena
   Status deviceAlloc(CUdeviceptr& p, uint64_t bytes, const char* what) const;
   void prepareLaunches();
+  void prepareLaunch(PreparedLaunch& p, const Launch& l, size_t index);
   Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
+  // Zero-padded inputs and cut outputs: copies between a tensor of `from` and one of `to`
+  // (row-major, same rank, each dim of the smaller no larger than the larger's) of the common part.
+  Status copyRegion(CUdeviceptr dst, const std::vector<int64_t>& dstShape, CUdeviceptr src,
+                    const std::vector<int64_t>& srcShape, size_t elementBytes, CUstream stream);
   Status launchGemm(PreparedLaunch& p, CUstream stream);
   // A pointer-array batch's address arrays, uploaded once (its operands never move).
   Status uploadBatchPointers(PreparedLaunch& p, const GemmCall& g);
@@ -90,11 +106,22 @@ class Executor {
   std::string deviceName_;
   std::shared_ptr<const DeviceImage> image_;  // modules and weights, shared with the engine's other
                                               // contexts on context_
-  CUdeviceptr arena_ = 0;
-  std::vector<CUdeviceptr> ioAddress_;
-  std::vector<PreparedLaunch> launches_;  // one per launch of the plan, in order
-  CUstream work_ = nullptr;               // the context's own non-blocking stream (set-up, capture)
-  bool warmed_ = false;                   // the first graph-mode enqueue ran directly
+  CUdeviceptr arena_ = 0;                     // as large as the largest specialisation's
+  std::vector<CUdeviceptr> ioAddress_;        // the application's bindings
+  std::vector<CUdeviceptr> runAddress_;       // what the launches use: a binding, or its staging buffer when padded
+  // One per specialisation: one prepared launch per launch of its plan, in order.
+  std::vector<std::vector<PreparedLaunch>> plans_;
+  std::vector<PreparedLaunch>* launches_ = nullptr;  // the current specialisation's
+  size_t spec_ = 0;
+  // Dynamic shapes: each I/O tensor's shape for the next enqueue, whether it is padded to the
+  // specialisation's (then it runs in its staging buffer, sized for the profile's max), and
+  // whether an input shape changed since resolveShapes.
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<bool> padded_;
+  std::vector<CUdeviceptr> staging_;
+  bool shapesDirty_ = false;
+  CUstream work_ = nullptr;  // the context's own non-blocking stream (set-up, capture)
+  bool warmed_ = false;      // the first graph-mode enqueue ran directly
   CUgraphExec graph_ = nullptr;
   const CublasLt* lt_ = nullptr;
   cublasLtHandle ltHandle_ = nullptr;
@@ -104,6 +131,7 @@ class Executor {
   static constexpr size_t kLtWorkspaceBytes = 32u << 20;
   static constexpr int kGemmCandidates = 8, kGemmSearchRuns = 5;  // runtime.gemm_search
   std::vector<CUdeviceptr> graphAddresses_;                       // the bindings graph_ was captured with
+  std::vector<std::vector<int64_t>> graphShapes_;                 // and the shapes
 };
 
 }  // namespace kiln::rt

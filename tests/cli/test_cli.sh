@@ -385,5 +385,22 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/new.calib"
 fi
 
+# Dynamic shapes: one engine for a profile (the dims named in the model), padding checked per
+# dim on the evaluator, bad profiles named.
+dyn=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8)
+expect 0 "profile: 6 specialisations" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn.kiln" "${dyn[@]}"
+expect 0 "seq +4\.\.8 \(opt 8\), values between padded" -- inspect "$tmp/dyn.kiln"
+expect 0 '"profiles": \[' -- inspect "$tmp/dyn.kiln" --json
+expect 0 "seq 4\.\.8 \(opt 8\): built for 4, 8; values between are refused: output 'y' changes by" -- compile "$tiny/dynamic_mix.onnxtxt" -o "$tmp/dynmix.kiln" "${dyn[@]}"
+expect 0 '"pad": true' -- compile "$tiny/dynamic_mix.onnxtxt" -o "$tmp/dynmix.kiln" "${dyn[@]}" --json
+expect 0 "values between are refused: --no-pad" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn.kiln" "${dyn[@]}" --no-pad
+expect 2 "input 'x' axis 1: min 9, opt 8, max 8 is not 1 <= min <= opt <= max" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1,seq=9 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8
+expect 2 "needs all three of --min-shapes" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1,seq=4
+expect 2 "needs 6 specialisations \(3 batch x 2 seq\), more than --max-specialisations 4" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" "${dyn[@]}" --max-specialisations 4
+expect 2 "--shapes and --min/--opt/--max-shapes do not mix" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" "${dyn[@]}" --shapes batch=2,seq=8
+expect 2 "--max-shapes names 'z', which is not a graph input" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes x:1x4x8 --opt-shapes x:2x8x8 --max-shapes z:4x8x8
+expect 2 "min and max shapes are the same" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes x:2x8x8 --opt-shapes x:2x8x8 --max-shapes x:2x8x8
+expect 2 "--shapes: give each input's whole shape" -- run "$tmp/dyn.kiln" --shapes batch=3
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

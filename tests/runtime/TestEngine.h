@@ -112,4 +112,16 @@ inline EngineDesc makeAxpbEngine(int n = 1000) {
   return d;
 }
 
+// The same engine with a dynamic n (version 4): dim "n" in 100..1000 (opt 1000), shared by x and y,
+// built for 1000 (the top-level plan), 500 and 100, other values padded to the next.
+inline EngineDesc makeDynamicAxpbEngine() {
+  EngineDesc d = makeAxpbEngine(1000);
+  d.dims.push_back({"n", 100, 1000, 1000, true, {{0, 0}, {1, 0}}});
+  for (int n : {500, 100}) {
+    EngineDesc s = makeAxpbEngine(n);
+    d.specialisations.push_back({{n}, s.arenaBytes, s.launches});
+  }
+  return d;
+}
+
 }  // namespace kiln::rt::test

@@ -161,12 +161,89 @@ static int run_on_gpu(kiln_engine* engine, kiln_context* ctx) {
   return 0;
 }
 
+/* An engine with a dynamic n (make_test_engine --dynamic): built for 1000, 500 and 100, other
+ * values in 100..1000 padded. Each n's outputs match the CPU; y past n is left alone; values
+ * outside the range are refused. */
+static void check_profile(kiln_engine* engine) {
+  int64_t dims[4];
+  int32_t rank = 0;
+  CHECK(kiln_engine_num_profiles(engine) == 1, "num_profiles");
+  CHECK(kiln_engine_profile_shape(engine, 0, "x", KILN_PROFILE_MIN, dims, 4, &rank) == KILN_OK && rank == 1 &&
+            dims[0] == 100,
+        "profile min");
+  CHECK(kiln_engine_profile_shape(engine, 0, "x", KILN_PROFILE_MAX, dims, 4, &rank) == KILN_OK && dims[0] == 1000,
+        "profile max");
+  CHECK(kiln_engine_profile_shape(engine, 1, "x", KILN_PROFILE_MAX, dims, 4, &rank) == KILN_ERROR_INVALID_ARGUMENT,
+        "profile 1");
+  CHECK(kiln_engine_profile_shape(engine, 0, "y", KILN_PROFILE_MAX, dims, 4, &rank) == KILN_ERROR_INVALID_ARGUMENT,
+        "profile of an output");
+}
+
+static int run_dynamic(kiln_context* ctx) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* cuctx = NULL;
+  void* stream = NULL;
+  devptr dx = 0, dy = 0;
+  float x[N], y[N];
+  int i, k, bad = 0;
+  static const int64_t sizes[] = {700, 500, 100, 1000, 333, 101, 700};
+  int64_t dims[2], outside[2] = {1001, 99};
+  int32_t rank = 0;
+  kiln_status s;
+  if (!lib) return fprintf(stderr, "libcuda.so.1 cannot be opened\n"), 1;
+  ((cuInit_t)sym(lib, "cuInit"))(0);
+  {
+    int dev = 0;
+    ((cuDeviceGet_t)sym(lib, "cuDeviceGet"))(&dev, 0);
+    CHECK(((cuPrimaryCtxRetain_t)sym(lib, "cuDevicePrimaryCtxRetain"))(&cuctx, dev) == 0, "retain");
+    CHECK(((cuCtxSetCurrent_t)sym(lib, "cuCtxSetCurrent"))(cuctx) == 0, "set current");
+  }
+  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dx, sizeof x) == 0, "alloc x");
+  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dy, sizeof y) == 0, "alloc y");
+  CHECK(((cuStreamCreate_t)sym(lib, "cuStreamCreate"))(&stream, 0) == 0, "stream");
+  for (i = 0; i < N; ++i) x[i] = x_of(i);
+  CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(dx, x, sizeof x) == 0, "upload x");
+  CHECK(kiln_context_set_tensor_address(ctx, "x", (void*)(size_t)dx) == KILN_OK, "bind x");
+  CHECK(kiln_context_set_tensor_address(ctx, "y", (void*)(size_t)dy) == KILN_OK, "bind y");
+  for (k = 0; k < 2; ++k) {
+    s = kiln_context_set_input_shape(ctx, "x", &outside[k], 1);
+    CHECK(s == KILN_ERROR_SHAPE && strstr(kiln_status_message(s), "'n'"), "outside: %d %s", (int)s,
+          kiln_status_message(s));
+    printf("expected error: %s\n", kiln_status_message(s));
+  }
+  for (k = 0; k < (int)(sizeof sizes / sizeof sizes[0]); ++k) {
+    int n = (int)sizes[k];
+    CHECK(kiln_context_set_input_shape(ctx, "x", &sizes[k], 1) == KILN_OK, "shape %d", n);
+    CHECK(kiln_context_get_tensor_shape(ctx, "y", dims, 2, &rank) == KILN_OK && rank == 1 && dims[0] == n,
+          "y's shape at %d: %lld", n, (long long)dims[0]);
+    for (i = 0; i < N; ++i) y[i] = -12345.0f;
+    CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(dy, y, sizeof y) == 0, "clear y");
+    s = kiln_context_enqueue(ctx, stream);
+    CHECK(s == KILN_OK, "enqueue at %d: %s", n, kiln_status_message(s));
+    CHECK(((cuStreamSynchronize_t)sym(lib, "cuStreamSynchronize"))(stream) == 0, "sync");
+    CHECK(((cuMemcpyDtoH_t)sym(lib, "cuMemcpyDtoH_v2"))(y, dy, sizeof y) == 0, "download y");
+    for (i = 0; i < N; ++i) {
+      float want = i < n ? fmaf(2.5f, x_of(i), b_of(i)) + 1.0f : -12345.0f;
+      if (fabsf(y[i] - want) > 1e-5f * (1.0f + fabsf(want)) && bad++ < 5)
+        fprintf(stderr, "n %d: y[%d] = %g, want %g\n", n, i, y[i], want);
+    }
+    printf("n %d: %d mismatches so far\n", n, bad);
+  }
+  CHECK(bad == 0, "%d outputs wrong", bad);
+  kiln_context_destroy(ctx);
+  ((cuStreamDestroy_t)sym(lib, "cuStreamDestroy_v2"))(stream);
+  ((cuMemFree_t)sym(lib, "cuMemFree_v2"))(dx);
+  ((cuMemFree_t)sym(lib, "cuMemFree_v2"))(dy);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   kiln_engine* engine = NULL;
   kiln_context* ctx = NULL;
   kiln_status s;
   int expect_arch = argc > 2 && strcmp(argv[2], "--expect-arch") == 0;
-  if (argc < 2) return fprintf(stderr, "usage: %s ENGINE.kiln [--expect-arch]\n", argv[0]), 2;
+  int dynamic = argc > 2 && strcmp(argv[2], "--dynamic") == 0;
+  if (argc < 2) return fprintf(stderr, "usage: %s ENGINE.kiln [--expect-arch | --dynamic]\n", argv[0]), 2;
 
   check_error_paths();
   s = kiln_engine_load(argv[1], &engine);
@@ -177,6 +254,7 @@ int main(int argc, char** argv) {
   CHECK(kiln_engine_io_dtype(engine, 1) == KILN_DTYPE_FLOAT32 && kiln_engine_io_is_input(engine, 1) == 0, "io 1");
   CHECK(kiln_engine_io_rank(engine, 1) == 1 && kiln_engine_io_shape(engine, 1)[0] == N, "io 1 shape");
   CHECK(kiln_engine_io_name(engine, 2) == NULL && kiln_engine_io_rank(engine, -1) == -1, "index out of range");
+  if (dynamic) check_profile(engine);
 
   s = kiln_context_create(engine, &ctx);
   if (s == KILN_ERROR_NO_DEVICE) {
@@ -195,7 +273,12 @@ int main(int argc, char** argv) {
   } else {
     CHECK(s == KILN_OK, "kiln_context_create: %s", kiln_status_message(s));
     if (s != KILN_OK) return 1;
-    run_on_gpu(engine, ctx);
+    if (dynamic) {
+      run_dynamic(ctx);
+      kiln_engine_destroy(engine);
+    } else {
+      run_on_gpu(engine, ctx);
+    }
   }
   if (failures) return fprintf(stderr, "%d check(s) failed\n", failures), 1;
   printf("ok\n");

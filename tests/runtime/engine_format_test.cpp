@@ -694,3 +694,117 @@ TEST(EngineFormat, NoDriverMeansNoDevice) {
 }
 
 }  // namespace
+
+// Dynamic shapes (version 4): dims and specialisations round-trip, the checker holds every
+// specialisation's launches inside its own I/O shapes and arena, and bad profiles are refused.
+TEST(EngineFormat, DynamicShapes) {
+  EngineDesc d = test::makeDynamicAxpbEngine();
+  ASSERT_EQ(checkEngineDesc(d), "");
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string error;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error), ParseStatus::Ok) << error;
+  ASSERT_EQ(back.dims.size(), 1u);
+  EXPECT_EQ(back.dims[0].name, "n");
+  EXPECT_TRUE(back.dims[0].pad);
+  EXPECT_EQ(back.numSpecialisations(), 3u);
+  EXPECT_EQ(back.valuesOf(0), std::vector<int64_t>{1000});
+  EXPECT_EQ(back.valuesOf(2), std::vector<int64_t>{100});
+  EXPECT_EQ(back.shapeOf(1, 1), std::vector<int64_t>{500});
+  EXPECT_EQ(back.arenaOf(1), 2000u);
+  EXPECT_EQ(back.launchesOf(2)[0].args[5].i64, 100);
+  EXPECT_EQ(writeEngine(back), bytes);
+
+  auto problem = [](const std::function<void(EngineDesc&)>& edit) {
+    EngineDesc e = test::makeDynamicAxpbEngine();
+    edit(e);
+    return checkEngineDesc(e);
+  };
+  EXPECT_NE(problem([](EngineDesc& e) { e.dims[0].min = 2000; }).find("not min <= opt <= max"), std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.dims[0].axes.push_back({1, 3});
+            }).find("not an I/O tensor's"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.specialisations[0].values = {50}; }).find("outside its range"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.specialisations[1].values = {500}; }).find("repeats"), std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.specialisations[0].values = {1000, 1};
+            }).find("2 values"),
+            std::string::npos);
+  // Specialisation 2 (n = 100) copying 400 bytes... made to copy 4000: outside its own y.
+  EXPECT_NE(problem([](EngineDesc& e) { e.specialisations[1].launches[1].bytes = 4000; }).find("specialisation 2"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.specialisations[1].arenaBytes = 100; }).find("outside the arena"),
+            std::string::npos);
+  // The same damage through the reader.
+  std::vector<uint8_t> bad = withMetadata([](json& m) {
+    m["dims"] = json::array({{{"name", "n"}, {"min", 1}, {"opt", 16}, {"max", 16}, {"pad", true}, {"axes", {{0, 0}}}}});
+    m["specialisations"] = json::array({{{"values", {8}}, {"arena_bytes", 10}, {"launches", m["launches"]}}});
+  });
+  EXPECT_REJECTED(bad, KILN_ERROR_FORMAT, "specialisation 1");
+  EXPECT_REJECTED(withMetadata([](json& m) { m["dims"] = 3; }), KILN_ERROR_FORMAT, "dims");
+}
+
+// regionCopies moves exactly the common part of two shapes, for every axis that may differ.
+TEST(EngineFormat, RegionCopies) {
+  auto index = [](const std::vector<int64_t>& shape, const std::vector<int64_t>& idx) {
+    int64_t o = 0;
+    for (size_t k = 0; k < shape.size(); ++k) o = o * shape[k] + idx[k];
+    return o;
+  };
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {{{7}, {8}},
+                                                                                    {{3, 5}, {4, 5}},
+                                                                                    {{3, 5}, {3, 8}},
+                                                                                    {{3, 5}, {4, 8}},
+                                                                                    {{2, 3, 4}, {2, 5, 4}},
+                                                                                    {{2, 3, 4}, {3, 3, 6}},
+                                                                                    {{2, 2, 3, 4}, {2, 3, 3, 5}},
+                                                                                    {{6, 1, 3}, {6, 1, 3}}};
+  for (const auto& [small, large] : cases)
+    for (bool pad : {true, false}) {
+      const std::vector<int64_t>& src = pad ? small : large;
+      const std::vector<int64_t>& dst = pad ? large : small;
+      int64_t ns = 1, nd = 1;
+      for (int64_t v : src) ns *= v;
+      for (int64_t v : dst) nd *= v;
+      std::vector<int32_t> from(static_cast<size_t>(ns)), to(static_cast<size_t>(nd), -1);
+      for (int64_t i = 0; i < ns; ++i) from[size_t(i)] = int32_t(i);
+      for (const RegionCopy& c : regionCopies(dst, src, 4))
+        for (uint64_t r = 0; r < c.height; ++r)
+          std::memcpy(reinterpret_cast<uint8_t*>(to.data()) + c.dstOffset + r * c.dstPitch,
+                      reinterpret_cast<const uint8_t*>(from.data()) + c.srcOffset + r * c.srcPitch, c.width);
+      // Every element of the common part came from the same index; nothing else was written.
+      std::vector<int64_t> idx(small.size(), 0);
+      int64_t written = 0;
+      for (int32_t v : to) written += v >= 0;
+      int64_t common = 1;
+      for (int64_t v : small) common *= v;
+      EXPECT_EQ(written, common);
+      for (int64_t i = 0; i < common; ++i) {
+        EXPECT_EQ(to[size_t(index(dst, idx))], index(src, idx));
+        for (size_t k = small.size(); k-- > 0;)
+          if (++idx[k] < small[k])
+            break;
+          else
+            idx[k] = 0;
+      }
+    }
+}
+
+// The profile queries of the C API (no GPU needed).
+TEST(EngineFormat, CApiProfiles) {
+  std::vector<uint8_t> bytes = writeEngine(test::makeDynamicAxpbEngine());
+  kiln_engine* e = nullptr;
+  ASSERT_EQ(kiln_engine_load_from_memory(bytes.data(), bytes.size(), &e), KILN_OK);
+  int64_t dims[2] = {0, 0};
+  int32_t rank = 0;
+  EXPECT_EQ(kiln_engine_num_profiles(e), 1);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 0, "x", KILN_PROFILE_MIN, dims, 2, &rank), KILN_OK);
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(dims[0], 100);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 0, "x", KILN_PROFILE_OPT, dims, 2, &rank), KILN_OK);
+  EXPECT_EQ(dims[0], 1000);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 0, "nope", KILN_PROFILE_OPT, dims, 2, &rank), KILN_ERROR_INVALID_ARGUMENT);
+  kiln_engine_destroy(e);
+}

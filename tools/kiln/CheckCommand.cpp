@@ -24,7 +24,8 @@
 namespace kiln::cli {
 
 std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error, int device = 0,
-                                                int streams = 1);
+                                                int streams = 1,
+                                                const std::map<std::string, std::vector<int64_t>> &shapes = {});
 bool loadInputs(tuner::EngineRunner &r, const std::string &path, uint32_t seed, std::vector<tuner::HostTensor> &inputs,
                 std::string &error);
 
@@ -87,7 +88,10 @@ Runner addCheckCommand(CLI::App &app) {
       std::cerr << "kiln: error: --accuracy: " << err << "\n";
       return 2;
     }
-    auto r = openEngine(*path, err);
+    // An engine with dynamic shapes runs at the --onnx model's input shapes (given whole).
+    ImportOptions parsed;
+    parseShapeOverrides(model->shapes, parsed);
+    auto r = openEngine(*path, err, 0, 1, parsed.shapes);
     if (!r) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;

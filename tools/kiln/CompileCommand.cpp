@@ -8,6 +8,7 @@
 #include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
+#include "tools/kiln/Profiles.h"
 #include "tuner/TensorFiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -63,6 +64,18 @@ Runner addCompileCommand(CLI::App &app) {
   cmd->add_option("--compile-cache-dir", *cacheDir, "NVRTC cache folder (default: $XDG_CACHE_HOME/kiln/nvrtc)");
   cmd->add_option("-j,--jobs", *jobs, "Parallel NVRTC compiles (default: all cores)");
   cmd->add_flag("--json", *json, "Print a JSON summary");
+  auto profile = std::make_shared<ProfileOptions>();
+  cmd->add_option("--min-shapes", profile->minShapes,
+                  "Dynamic shapes: the smallest input shapes the engine takes, as --shapes (x:1x3x224x224 or "
+                  "batch=1); with --opt-shapes and --max-shapes");
+  cmd->add_option("--opt-shapes", profile->optShapes, "Dynamic shapes: the shapes to build the engine's fastest for");
+  cmd->add_option("--max-shapes", profile->maxShapes, "Dynamic shapes: the largest input shapes the engine takes");
+  cmd->add_option("--max-specialisations", profile->maxSpecialisations,
+                  "Dynamic shapes: refuse a profile that needs more specialisations than this")
+      ->capture_default_str();
+  cmd->add_flag(
+      "--no-pad", [profile](int64_t) { profile->pad = false; },
+      "Dynamic shapes: run only the specialisations' own dim values, never padded ones");
   return [=]() -> int {
     if (!*cmd) return -1;
     if (out->empty() && *emit == "engine") {
@@ -101,7 +114,17 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     mlir::MLIRContext ctx;
-    codegen::ModelBuild m = codegen::buildModel(opts->model, io, bo, ctx);
+    codegen::ModelBuild m;
+    ProfileReport report;
+    if (profile->any()) {
+      if (bo.launchPlanOnly) {
+        std::cerr << "kiln: error: --emit launch-plan takes one shape (--shapes), not a profile\n";
+        return 2;
+      }
+      buildProfileEngine(*opts, *profile, bo, m, report);
+    } else {
+      m = codegen::buildModel(opts->model, io, bo, ctx);
+    }
     for (auto &w : m.import.warnings) warning(w);
     for (auto &r : m.remarks) note(r);
     if (!m.ok()) {
@@ -137,6 +160,17 @@ Runner addCompileCommand(CLI::App &app) {
                           {"compile_seconds", s.compileSeconds},
                           {"total_seconds", secs}};
       for (auto &[phase, seconds] : m.phases) j["phases"][phase] = seconds;
+      if (!report.dims.empty()) {
+        j["profile"]["specialisations"] = report.specialisations;
+        for (const ProfileReport::Dim &d : report.dims)
+          j["profile"]["dims"].push_back({{"name", d.name},
+                                          {"min", d.min},
+                                          {"opt", d.opt},
+                                          {"max", d.max},
+                                          {"buckets", d.buckets},
+                                          {"pad", d.pad},
+                                          {"no_pad_reason", d.noPad}});
+      }
       std::cout << jsonText(j) << "\n";
     } else {
       std::printf(
@@ -145,6 +179,15 @@ Runner addCompileCommand(CLI::App &app) {
           support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(),
           support::printableLine(bo.route.canonical()).c_str(), s.launches, s.uniqueKernels, s.cacheHits, s.compiled,
           s.compileSeconds, humanBytes(s.arenaBytes).c_str(), humanBytes(s.weightsBytes).c_str(), secs);
+      if (!report.dims.empty()) std::printf("profile: %zu specialisations\n", report.specialisations);
+      for (const ProfileReport::Dim &d : report.dims) {
+        std::string buckets;
+        for (int64_t b : d.buckets) buckets += (buckets.empty() ? "" : ", ") + std::to_string(b);
+        std::printf("  %s %lld..%lld (opt %lld): built for %s; %s\n", support::printableLine(d.name).c_str(),
+                    (long long)d.min, (long long)d.max, (long long)d.opt, buckets.c_str(),
+                    d.pad ? "values between run padded to the next"
+                          : ("values between are refused: " + d.noPad).c_str());
+      }
     }
     return 0;
   };

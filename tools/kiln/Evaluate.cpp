@@ -26,8 +26,7 @@ mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContex
   return (*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main");
 }
 
-// The names, dtypes and shapes of f's arguments (no data).
-static std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f) {
+std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f) {
   std::vector<tuner::HostTensor> r;
   for (unsigned k = 0; k < f.getNumArguments(); ++k) {
     auto name = f.getArgAttrOfType<mlir::StringAttr>(k, "kiln.name");

@@ -21,6 +21,9 @@ bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &i
                    std::vector<tuner::HostTensor> &outputs, std::string &error, const OpObserver &observe = nullptr,
                    const ResultObserver &onResults = nullptr);
 
+// The names, dtypes and shapes of f's arguments (no data).
+std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f);
+
 // Imports the model of `opts` (with its --shapes) and runs `pipeline` on it: the function the
 // evaluator is to run, or null after printing "kiln: error: ..." (remarks are printed as notes).
 mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContext &ctx,

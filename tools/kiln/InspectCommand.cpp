@@ -72,7 +72,25 @@ Runner addInspectCommand(CLI::App &app) {
     std::map<std::string, int> launchesPerNode;
     int copies = 0;
     for (auto &l : d.launches) l.kind == rt::Launch::Kind::Copy ? ++copies : launchesPerNode[l.node]++;
+    // Dynamic shapes: each input's min/opt/max (one profile), the dims and the specialisations.
+    auto bound = [&](size_t i, int which) {
+      std::vector<int64_t> s = d.io[i].shape;
+      for (const rt::ProfileDim &p : d.dims)
+        for (const auto &[io, axis] : p.axes)
+          if (size_t(io) == i) s[size_t(axis)] = which == 0 ? p.min : which == 1 ? p.opt : p.max;
+      return s;
+    };
     if (*json) {
+      nlohmann::json profile = {{"inputs", nlohmann::json::object()}, {"dims", nlohmann::json::array()}};
+      for (size_t i = 0; i < d.io.size(); ++i)
+        if (d.io[i].isInput)
+          profile["inputs"][d.io[i].name] = {{"min", bound(i, 0)}, {"opt", bound(i, 1)}, {"max", bound(i, 2)}};
+      for (const rt::ProfileDim &p : d.dims)
+        profile["dims"].push_back({{"name", p.name}, {"min", p.min}, {"opt", p.opt}, {"max", p.max}, {"pad", p.pad}});
+      profile["specialisations"] = nlohmann::json::array();
+      for (size_t s = 0; s < d.numSpecialisations(); ++s)
+        profile["specialisations"].push_back(
+            {{"values", d.valuesOf(s)}, {"launches", d.launchesOf(s).size()}, {"arena_bytes", d.arenaOf(s)}});
       nlohmann::json io = nlohmann::json::array();
       for (auto &t : d.io)
         io.push_back({{"name", t.name},
@@ -139,7 +157,8 @@ Runner addInspectCommand(CLI::App &app) {
                           {"cubin_bytes", cubin},
                           {"ptx_bytes", ptx},
                           {"cuda_graph", d.cudaGraph},
-                          {"gemm_search", d.gemmSearch}};
+                          {"gemm_search", d.gemmSearch},
+                          {"profiles", nlohmann::json::array({profile})}};
       std::cout << jsonText(j) << "\n";
       return 0;
     }
@@ -155,6 +174,19 @@ Runner addInspectCommand(CLI::App &app) {
     for (auto &t : d.io)
       std::printf("%-9s %-24s %-8s %s\n", t.isInput ? "input" : "output", text(t.name).c_str(),
                   tuner::dtypeName(t.dtype).c_str(), shapeText(t.shape).c_str());
+    for (const rt::ProfileDim &p : d.dims)
+      std::printf("dim       %-24s %lld..%lld (opt %lld)%s\n", text(p.name).c_str(), (long long)p.min, (long long)p.max,
+                  (long long)p.opt, p.pad ? ", values between padded" : ", only the built values");
+    if (!d.dims.empty()) {
+      std::string built;
+      for (size_t s = 0; s < d.numSpecialisations(); ++s) {
+        std::string v;
+        for (int64_t x : d.valuesOf(s)) v += (v.empty() ? "" : ",") + std::to_string(x);
+        built += (s ? " " : "") + ("(" + v + ")");
+      }
+      std::printf("shapes:   %zu specialisations %s; the launches below are the first's\n", d.numSpecialisations(),
+                  built.c_str());
+    }
     std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
                 humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);
     std::printf("memory:   arena %s, weights %s\n", humanBytes(d.arenaBytes).c_str(),

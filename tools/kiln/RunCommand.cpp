@@ -12,6 +12,8 @@
 #include "tuner/EngineRunner.h"
 #include "tuner/TensorFiles.h"
 
+#include "compiler/importer/Importer.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -23,10 +25,11 @@
 
 namespace kiln::cli {
 
-std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error, int device, int streams) {
+std::unique_ptr<tuner::EngineRunner> openEngine(const std::string &path, std::string &error, int device, int streams,
+                                                const std::map<std::string, std::vector<int64_t>> &shapes) {
   std::vector<uint8_t> bytes;
   if (!support::readFile(path, bytes, error, "engine file")) return nullptr;
-  auto r = tuner::EngineRunner::open(bytes, error, device, streams);
+  auto r = tuner::EngineRunner::open(bytes, error, device, streams, shapes);
   if (!r) error = path + ": " + error;
   return r;
 }
@@ -105,8 +108,11 @@ Runner addRunCommand(CLI::App &app) {
   auto hostIo = std::make_shared<bool>(false);
   auto duration = std::make_shared<double>(0);
   auto device = std::make_shared<int>(0), streams = std::make_shared<int>(1);
-  auto trace = std::make_shared<std::string>();
+  auto trace = std::make_shared<std::string>(), shapes = std::make_shared<std::string>();
   cmd->add_option("engine", *path, "Engine file (.kiln)")->required();
+  cmd->add_option("--shapes", *shapes,
+                  "Input shapes inside the profile of an engine with dynamic shapes, e.g. ids:8x100,mask:8x100 "
+                  "(default: its opt shapes)");
   cmd->add_option("--inputs", *in, "Inputs (.npz with one array per input name; default: random)");
   cmd->add_option("--outputs", *out,
                   "Write the inputs and outputs of one run here (.npz; `kiln check --reference` reads it)");
@@ -144,7 +150,12 @@ Runner addRunCommand(CLI::App &app) {
       return 2;
     }
     *profile |= !trace->empty();
-    auto r = openEngine(*path, err, *device, *streams);
+    ImportOptions parsed;
+    if (auto e = parseShapeOverrides(*shapes, parsed); !e.empty() || !parsed.dims.empty()) {
+      std::cerr << "kiln: error: --shapes: " << (e.empty() ? "give each input's whole shape (x:2x128)" : e) << "\n";
+      return 2;
+    }
+    auto r = openEngine(*path, err, *device, *streams, parsed.shapes);
     std::vector<tuner::HostTensor> inputs, outputs;
     tuner::Timing t;
     tuner::Throughput many;

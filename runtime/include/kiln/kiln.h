@@ -63,7 +63,7 @@ typedef enum {
   KILN_ERROR_CUDA,             /* a CUDA driver call failed; the message names it */
   KILN_ERROR_OUT_OF_MEMORY,    /* host or device memory */
   KILN_ERROR_UNBOUND,          /* enqueue before every I/O tensor has an address */
-  KILN_ERROR_SHAPE             /* a shape that does not match the engine's */
+  KILN_ERROR_SHAPE             /* a shape outside the engine's profile (or not its static shape) */
 } kiln_status;
 
 /* Element types; the values are ONNX TensorProto.DataType's. */
@@ -138,11 +138,38 @@ KILN_API const char* kiln_engine_route(const kiln_engine* engine);
  * Errors: INVALID_ARGUMENT, NO_DEVICE, ARCH, CUDA, OUT_OF_MEMORY. */
 KILN_API kiln_status kiln_context_create(kiln_engine* engine, kiln_context** out);
 
-/* Declares the shape of an input. Engines have static shapes, so `dims` must equal the engine's
- * shape; the call exists so that applications written for dynamic shapes work unchanged.
- * Errors: INVALID_ARGUMENT (unknown name, not an input, NULL dims with rank > 0), SHAPE. */
+/* Dynamic shapes. An engine built with a profile (kiln compile --min-shapes/--opt-shapes/
+ * --max-shapes) runs any input shapes inside it: each input axis that belongs to a profile dim
+ * (such as "batch" or "sequence") takes any value in the dim's [min, max]; inputs that share a dim
+ * must be given the same value. The engine holds specialisations built for some values of each
+ * dim (min, opt, max and the powers of two between); other values run on the next larger one,
+ * the inputs zero-padded and the outputs cut back, where the compiler verified that padding does
+ * not change the outputs, and are refused (SHAPE, naming the dim and the values built) where it
+ * does not. A static engine is one profile with min = opt = max.
+ * kiln_engine_io_shape gives the opt shape; until shapes are set a context runs it. */
+
+/* Declares the shape of an input for the next enqueues. Each axis must equal the engine's or lie
+ * in its profile dim's range.
+ * Errors: INVALID_ARGUMENT (unknown name, not an input, NULL dims with rank > 0), SHAPE (a rank
+ * or fixed axis that differs, a value outside the range; the message names the axis and range). */
 KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const char* name, const int64_t* dims,
                                                   int32_t rank);
+
+/* The shape an input or output tensor has for the next enqueue (outputs follow the inputs' dims):
+ * writes min(rank, capacity) dims to `dims` and the rank to *rank (capacity 0 asks for the rank).
+ * Errors: INVALID_ARGUMENT, SHAPE (inputs that share a dim were given different values, or no
+ * specialisation runs these shapes). */
+KILN_API kiln_status kiln_context_get_tensor_shape(kiln_context* context, const char* name, int64_t* dims,
+                                                   int32_t capacity, int32_t* rank);
+
+/* Profiles: their count (1 for every engine kiln builds today; -1 for a NULL engine), an input's
+ * min, opt or max shape in one, and the profile a context uses (only 0 exists). */
+typedef enum { KILN_PROFILE_MIN = 0, KILN_PROFILE_OPT = 1, KILN_PROFILE_MAX = 2 } kiln_profile_bound;
+KILN_API int32_t kiln_engine_num_profiles(const kiln_engine* engine);
+KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* engine, int32_t profile, const char* input,
+                                               kiln_profile_bound which, int64_t* dims, int32_t capacity,
+                                               int32_t* rank);
+KILN_API kiln_status kiln_context_set_profile(kiln_context* context, int32_t profile);
 
 /* Binds an input or output tensor to device memory (a CUdeviceptr / cudaMalloc pointer of at
  * least the tensor's byte size, aligned to its element size). NULL unbinds. The memory must stay

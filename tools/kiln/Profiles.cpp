@@ -1,0 +1,393 @@
+#include "tools/kiln/Profiles.h"
+
+#include "runtime/format/EngineFormat.h"
+#include "passes/Passes.h"
+#include "tools/kiln/Evaluate.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace kiln::cli {
+
+namespace {
+
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+std::string shapeText(const std::vector<int64_t> &s) {
+  std::string r;
+  for (size_t k = 0; k < s.size(); ++k) r += (k ? "x" : "") + std::to_string(s[k]);
+  return r.empty() ? "scalar" : r;
+}
+
+// A dim of the profile: the input axes that share it, its range and its buckets.
+struct Group {
+  std::string name;
+  int64_t min = 0, opt = 0, max = 0;
+  std::vector<std::pair<std::string, size_t>> axes;  // (input, axis)
+  std::vector<int64_t> buckets;
+};
+
+// Every input's shape with the groups at `values`.
+Shapes shapesAt(const Shapes &opt, const std::vector<Group> &groups, const std::vector<int64_t> &values) {
+  Shapes s = opt;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const auto &[input, axis] : groups[g].axes) s[input][axis] = values[g];
+  return s;
+}
+
+// The model imported at `shapes` (the plain fp32 graph, for the evaluator), or null with `error`.
+mlir::func::FuncOp importAt(const ModelOptions &model, const Shapes &shapes, mlir::MLIRContext &ctx,
+                            codegen::ModelBuild &m, std::string &error) {
+  ImportOptions io;
+  if (auto e = model.importOptions(io); !e.empty()) return error = e, nullptr;
+  io.shapes = shapes;
+  io.dims.clear();
+  m = codegen::lowerModelWith(model.model, io, ctx, [](mlir::OpPassManager &pm) { buildImportCleanupPipeline(pm); });
+  if (!m.ok()) return error = m.error, nullptr;
+  return (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
+}
+
+// Calls f(index) for every index of `shape`, row-major.
+template <typename F> void forEachIndex(const std::vector<int64_t> &shape, F f) {
+  int64_t n = tuner::numElements(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(idx);
+    for (size_t k = shape.size(); k-- > 0;)
+      if (++idx[k] < shape[k]) break;
+      else idx[k] = 0;
+  }
+}
+
+int64_t offsetIn(const std::vector<int64_t> &shape, const std::vector<int64_t> &idx) {
+  int64_t o = 0;
+  for (size_t k = 0; k < shape.size(); ++k) o = o * shape[k] + idx[k];
+  return o;
+}
+
+// `t` zero-padded to `shape` (each dim at least t's).
+tuner::HostTensor padded(const tuner::HostTensor &t, const std::vector<int64_t> &shape) {
+  tuner::HostTensor r = t;
+  const size_t e = tuner::dtypeSize(t.dtype);
+  r.shape = shape;
+  r.data.assign(size_t(tuner::numElements(shape)) * e, 0);
+  forEachIndex(t.shape, [&](const std::vector<int64_t> &idx) {
+    std::copy_n(t.data.begin() + offsetIn(t.shape, idx) * int64_t(e), e, r.data.begin() + offsetIn(shape, idx) * int64_t(e));
+  });
+  return r;
+}
+
+// Whether dim `g` may be padded: the model on random inputs with every dim at its min, against
+// the model with dim g one larger, the same inputs zero-padded and the outputs cut back. "" if
+// the outputs agree (1e-5 of their largest magnitude), else why not.
+std::string padCheck(const ModelOptions &model, const Shapes &opt, const std::vector<Group> &groups, size_t g) {
+  std::vector<int64_t> small, large;
+  for (const Group &x : groups) small.push_back(x.min);
+  large = small;
+  large[g] += 1;
+  std::string error;
+  std::vector<tuner::HostTensor> outSmall, outLarge, inLarge;
+  {
+    mlir::MLIRContext ctx;
+    codegen::ModelBuild m;
+    mlir::func::FuncOp f = importAt(model, shapesAt(opt, groups, small), ctx, m, error);
+    if (!f) return "the model does not import at its min shapes: " + error;
+    std::vector<tuner::HostTensor> in = tuner::randomInputs(modelInputs(f), 7);
+    if (!evaluateModel(f, in, outSmall, error)) return error;
+    Shapes big = shapesAt(opt, groups, large);
+    for (const tuner::HostTensor &t : in) inLarge.push_back(padded(t, big.at(t.name)));
+  }
+  mlir::MLIRContext ctx;
+  codegen::ModelBuild m;
+  mlir::func::FuncOp f = importAt(model, shapesAt(opt, groups, large), ctx, m, error);
+  if (!f) return "the model does not import with " + groups[g].name + " = " + std::to_string(large[g]) + ": " + error;
+  if (!evaluateModel(f, inLarge, outLarge, error)) return error;
+  for (size_t o = 0; o < outSmall.size() && o < outLarge.size(); ++o) {
+    const tuner::HostTensor &a = outSmall[o], &b = outLarge[o];
+    if (a.shape.size() != b.shape.size()) return "output '" + a.name + "' changes rank";
+    for (size_t k = 0; k < a.shape.size(); ++k)
+      if (b.shape[k] < a.shape[k]) return "output '" + a.name + "' gets smaller";
+    double scale = 0, worst = 0;
+    forEachIndex(a.shape, [&](const std::vector<int64_t> &idx) {
+      double x = tuner::elementAsDouble(a, offsetIn(a.shape, idx)), y = tuner::elementAsDouble(b, offsetIn(b.shape, idx));
+      scale = std::max(scale, std::fabs(x));
+      worst = std::max(worst, std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(x - y));
+    });
+    if (!(worst <= 1e-5 * scale + 1e-7)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3g", worst);
+      return "output '" + a.name + "' changes by " + buf + " when " + groups[g].name + " is padded from " +
+             std::to_string(small[g]) + " to " + std::to_string(large[g]) + " (an op mixes values along it)";
+    }
+  }
+  return "";
+}
+
+// Merges specialisations into the first one's engine: modules, kernels and weight regions (a
+// constant from its start to the next one's) that are byte-identical are stored once.
+class Merger {
+ public:
+  Merger(rt::EngineDesc &out, const std::vector<uint64_t> &starts) : out_(out) {
+    for (size_t i = 0; i < out_.modules.size(); ++i) moduleByKey_[moduleKey(out_.modules[i])] = int32_t(i);
+    for (size_t i = 0; i < out_.kernels.size(); ++i)
+      kernelByKey_[{out_.kernels[i].module, out_.kernels[i].entry}] = int32_t(i);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      uint64_t end = i + 1 < starts.size() ? starts[i + 1] : out_.weights.size();
+      regionByKey_.emplace(regionKey(out_.weights.data() + starts[i], end - starts[i]), starts[i]);
+    }
+  }
+
+  void add(rt::EngineDesc &d, const std::vector<uint64_t> &starts, std::vector<int64_t> values) {
+    std::vector<int32_t> module(d.modules.size()), kernel(d.kernels.size());
+    for (size_t i = 0; i < d.modules.size(); ++i) {
+      auto [it, added] = moduleByKey_.emplace(moduleKey(d.modules[i]), int32_t(out_.modules.size()));
+      if (added) out_.modules.push_back(std::move(d.modules[i]));
+      module[i] = it->second;
+    }
+    for (size_t i = 0; i < d.kernels.size(); ++i) {
+      rt::KernelDesc k = d.kernels[i];
+      k.module = module[size_t(k.module)];
+      auto [it, added] = kernelByKey_.emplace(std::make_pair(k.module, k.entry), int32_t(out_.kernels.size()));
+      if (added) out_.kernels.push_back(k);
+      kernel[i] = it->second;
+    }
+    std::vector<uint64_t> moved(starts.size());
+    for (size_t i = 0; i < starts.size(); ++i) {
+      uint64_t end = i + 1 < starts.size() ? starts[i + 1] : d.weights.size();
+      auto [it, added] = regionByKey_.emplace(regionKey(d.weights.data() + starts[i], end - starts[i]),
+                                              (out_.weights.size() + 63) / 64 * 64);
+      if (added) {
+        out_.weights.resize(it->second);
+        out_.weights.insert(out_.weights.end(), d.weights.begin() + int64_t(starts[i]), d.weights.begin() + int64_t(end));
+      }
+      moved[i] = it->second;
+    }
+    auto relocate = [&](rt::BufferRef &b) {
+      if (b.space != rt::BufferRef::Space::Weights || starts.empty()) return;
+      size_t i = size_t(std::upper_bound(starts.begin(), starts.end(), b.offset) - starts.begin()) - 1;
+      b.offset = moved[i] + (b.offset - starts[i]);
+    };
+    for (rt::Launch &l : d.launches) {
+      if (l.kind == rt::Launch::Kind::Kernel) l.kernel = kernel[size_t(l.kernel)];
+      for (rt::LaunchArg &a : l.args)
+        if (a.kind == rt::LaunchArg::Kind::Buffer) relocate(a.buffer);
+      relocate(l.src), relocate(l.dst);
+      for (rt::BufferRef *b : {&l.gemm.a, &l.gemm.b, &l.gemm.c, &l.gemm.d, &l.gemm.bias, &l.gemm.scaleA, &l.gemm.scaleB})
+        relocate(*b);
+    }
+    out_.gemmSearch = out_.gemmSearch || d.gemmSearch;
+    out_.specialisations.push_back({std::move(values), d.arenaBytes, std::move(d.launches)});
+  }
+
+ private:
+  static std::string moduleKey(const rt::ModuleDesc &m) {
+    return rt::fnv1a64Hex(m.cubin.data(), m.cubin.size()) + "/" + std::to_string(m.cubin.size()) + "/" +
+           rt::fnv1a64Hex(m.ptx.data(), m.ptx.size()) + "/" + std::to_string(m.ptx.size());
+  }
+  static std::string regionKey(const uint8_t *p, uint64_t n) { return rt::fnv1a64Hex(p, n) + "/" + std::to_string(n); }
+
+  rt::EngineDesc &out_;
+  std::map<std::string, int32_t> moduleByKey_;
+  std::map<std::pair<int32_t, std::string>, int32_t> kernelByKey_;
+  std::map<std::string, uint64_t> regionByKey_;
+};
+
+}  // namespace
+
+void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile, const codegen::BuildOptions &options,
+                        codegen::ModelBuild &build, ProfileReport &report) {
+  auto fail = [&](const std::string &e) { build.error = e; };
+  if (!model.shapes.empty()) return fail("--shapes and --min/--opt/--max-shapes do not mix: give the profile's shapes");
+  if (profile.optShapes.empty() || profile.minShapes.empty() || profile.maxShapes.empty())
+    return fail("a profile needs all three of --min-shapes, --opt-shapes and --max-shapes");
+  ImportOptions minIo, optIo, maxIo;
+  for (auto [text, io, flag] : {std::tuple{&profile.minShapes, &minIo, "--min-shapes"},
+                                std::tuple{&profile.optShapes, &optIo, "--opt-shapes"},
+                                std::tuple{&profile.maxShapes, &maxIo, "--max-shapes"}})
+    if (auto e = parseShapeOverrides(*text, *io); !e.empty()) return fail(std::string(flag) + ": " + e);
+
+  // The model at its opt shapes: its inputs, their shapes and declared dim names.
+  Shapes opt, lo, hi;
+  std::map<std::string, std::vector<std::string>> dimNames;
+  {
+    ModelOptions optModel = model;
+    optModel.shapes = profile.optShapes;
+    mlir::MLIRContext ctx;
+    codegen::ModelBuild m;
+    ImportOptions io;
+    if (auto e = optModel.importOptions(io); !e.empty()) return fail("--opt-shapes: " + e);
+    m = codegen::lowerModelWith(model.model, io, ctx, [](mlir::OpPassManager &pm) { buildImportCleanupPipeline(pm); });
+    if (!m.ok()) return fail("at the --opt-shapes: " + m.error);
+    build.import.warnings = m.import.warnings;
+    dimNames = m.import.inputDimNames;
+    for (const tuner::HostTensor &t : modelInputs((*m.import.module).lookupSymbol<mlir::func::FuncOp>("main")))
+      opt[t.name] = t.shape;
+  }
+  for (auto [io, flag] : {std::pair{&minIo, "--min-shapes"}, std::pair{&maxIo, "--max-shapes"}})
+    for (const auto &[name, shape] : io->shapes)
+      if (!opt.count(name)) return fail(std::string(flag) + " names '" + name + "', which is not a graph input");
+  for (auto [io, out, flag] : {std::tuple{&minIo, &lo, "--min-shapes"}, std::tuple{&maxIo, &hi, "--max-shapes"}})
+    for (const auto &[name, shape] : opt) {
+      std::vector<int64_t> s = shape;
+      const std::vector<std::string> &names = dimNames[name];
+      if (auto it = io->shapes.find(name); it != io->shapes.end()) {
+        if (it->second.size() != shape.size())
+          return fail(std::string(flag) + " gives input '" + name + "' rank " + std::to_string(it->second.size()) +
+                      ", the model's is " + std::to_string(shape.size()));
+        s = it->second;
+      } else {
+        for (size_t k = 0; k < s.size(); ++k)
+          if (k < names.size() && io->dims.count(names[k])) s[k] = io->dims.at(names[k]);
+      }
+      (*out)[name] = s;
+    }
+
+  // The dims: input axes whose range is not one value, shared by ONNX dim name.
+  std::vector<Group> groups;
+  for (const auto &[name, shape] : opt)
+    for (size_t k = 0; k < shape.size(); ++k) {
+      int64_t a = lo[name][k], o = shape[k], b = hi[name][k];
+      std::string where = "input '" + name + "' axis " + std::to_string(k);
+      if (a < 1 || a > o || o > b)
+        return fail(where + ": min " + std::to_string(a) + ", opt " + std::to_string(o) + ", max " + std::to_string(b) +
+                    " is not 1 <= min <= opt <= max");
+      if (a == b) continue;
+      const std::string &dn = k < dimNames[name].size() ? dimNames[name][k] : std::string();
+      std::string key = dn.empty() ? name + ":" + std::to_string(k) : dn;
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) { return x.name == key; });
+      if (g == groups.end()) {
+        groups.push_back({key, a, o, b, {}, {}});
+        g = groups.end() - 1;
+      } else if (g->min != a || g->opt != o || g->max != b) {
+        return fail(where + " is dim '" + key + "' with the range " + std::to_string(a) + ".." + std::to_string(b) +
+                    " (opt " + std::to_string(o) + "), but another input gives it " + std::to_string(g->min) + ".." +
+                    std::to_string(g->max) + " (opt " + std::to_string(g->opt) + ")");
+      }
+      g->axes.push_back({name, k});
+    }
+  if (groups.empty()) return fail("the profile's min and max shapes are the same: compile with --shapes instead");
+  size_t count = 1;
+  for (Group &g : groups) {
+    std::set<int64_t> b = {g.min, g.opt, g.max};
+    for (int64_t p = 1; p < g.max; p *= 2)
+      if (p > g.min) b.insert(p);
+    g.buckets.assign(b.begin(), b.end());
+    count *= g.buckets.size();
+  }
+  if (count > size_t(profile.maxSpecialisations)) {
+    std::string what;
+    for (const Group &g : groups) what += (what.empty() ? "" : " x ") + std::to_string(g.buckets.size()) + " " + g.name;
+    return fail("the profile needs " + std::to_string(count) + " specialisations (" + what + "), more than " +
+                "--max-specialisations " + std::to_string(profile.maxSpecialisations) + "; narrow the ranges or raise it");
+  }
+
+  // The specialisations: the opt values first, then every other combination of buckets.
+  std::vector<std::vector<int64_t>> specs;
+  std::vector<int64_t> optValues;
+  for (const Group &g : groups) optValues.push_back(g.opt);
+  specs.push_back(optValues);
+  std::vector<size_t> pick(groups.size(), 0);
+  for (size_t n = 0; n < count; ++n) {
+    std::vector<int64_t> v;
+    for (size_t g = 0; g < groups.size(); ++g) v.push_back(groups[g].buckets[pick[g]]);
+    if (v != optValues) specs.push_back(v);
+    for (size_t g = groups.size(); g-- > 0;)
+      if (++pick[g] < groups[g].buckets.size()) break;
+      else pick[g] = 0;
+  }
+
+  // Padding, per dim, checked on the CPU evaluator at the min shapes.
+  report.dims.clear();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    ProfileReport::Dim d{groups[g].name, groups[g].min, groups[g].opt, groups[g].max, groups[g].buckets, false, ""};
+    if (!profile.pad)
+      d.noPad = "--no-pad";
+    else if ((d.noPad = padCheck(model, opt, groups, g)).empty())
+      d.pad = true;
+    report.dims.push_back(d);
+  }
+
+  // Build each specialisation and merge.
+  rt::EngineDesc merged;
+  std::unique_ptr<Merger> merger;
+  codegen::BuildStats &stats = build.engine.stats;
+  std::vector<std::vector<std::vector<int64_t>>> ioShapes;  // per specialisation, per I/O tensor
+  std::map<std::string, double> phases;
+  for (size_t s = 0; s < specs.size(); ++s) {
+    std::string label;
+    for (size_t g = 0; g < groups.size(); ++g)
+      label += (g ? ", " : "") + groups[g].name + "=" + std::to_string(specs[s][g]);
+    info(0, "specialisation " + std::to_string(s + 1) + "/" + std::to_string(specs.size()) + ": " + label);
+    ImportOptions io;
+    if (auto e = model.importOptions(io); !e.empty()) return fail(e);
+    io.shapes = shapesAt(opt, groups, specs[s]);
+    mlir::MLIRContext ctx;
+    codegen::ModelBuild m = codegen::buildModel(model.model, io, options, ctx);
+    if (!m.ok()) return fail("specialisation " + label + ": " + m.error);
+    for (auto &[phase, secs] : m.phases) phases[phase] += secs;
+    if (s == 0) build.remarks = m.remarks;
+    rt::EngineDesc d;
+    std::string err;
+    if (rt::parseEngine(m.engine.engine.data(), m.engine.engine.size(), d, err) != rt::ParseStatus::Ok)
+      return fail("internal error: specialisation " + label + " does not parse: " + err);
+    if (s && d.io.size() != merged.io.size()) return fail("specialisation " + label + " has other inputs and outputs");
+    ioShapes.emplace_back();
+    for (const rt::IoTensor &t : d.io) ioShapes.back().push_back(t.shape);
+    stats.cacheHits += m.engine.stats.cacheHits, stats.compiled += m.engine.stats.compiled;
+    stats.compileSeconds += m.engine.stats.compileSeconds;
+    stats.arenaBytes = std::max(stats.arenaBytes, m.engine.stats.arenaBytes);
+    if (s) {
+      merger->add(d, m.engine.weightStarts, specs[s]);
+      continue;
+    }
+    merged = std::move(d);
+    stats.launches = m.engine.stats.launches;
+    merger = std::make_unique<Merger>(merged, m.engine.weightStarts);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      rt::ProfileDim pd{groups[g].name, groups[g].min, groups[g].opt, groups[g].max, report.dims[g].pad, {}};
+      for (const auto &[input, axis] : groups[g].axes)
+        for (size_t i = 0; i < merged.io.size(); ++i)
+          if (merged.io[i].name == input) pd.axes.push_back({int32_t(i), int32_t(axis)});
+      merged.dims.push_back(pd);
+    }
+  }
+  // Outputs: an axis that varies between specialisations must be one of the dims.
+  for (size_t i = 0; i < merged.io.size(); ++i) {
+    if (merged.io[i].isInput) continue;
+    for (size_t k = 0; k < merged.io[i].shape.size(); ++k) {
+      auto valueIn = [&](size_t s) { return ioShapes[s][i][k]; };
+      bool varies = false;
+      for (size_t s = 1; s < specs.size(); ++s) varies = varies || valueIn(s) != valueIn(0);
+      if (!varies) continue;
+      size_t g = 0;
+      for (; g < groups.size(); ++g) {
+        bool same = true;
+        for (size_t s = 0; s < specs.size(); ++s) same = same && valueIn(s) == specs[s][g];
+        if (same) break;
+      }
+      if (g == groups.size()) {
+        std::string values;
+        for (size_t s = 0; s < specs.size() && s < 6; ++s) values += (s ? ", " : "") + std::to_string(valueIn(s));
+        return fail("output '" + merged.io[i].name + "' axis " + std::to_string(k) +
+                    " changes with the input shapes but is none of the profile's dims (it is " + values +
+                    (specs.size() > 6 ? ", ..." : "") + " in the specialisations); kiln cannot describe it yet");
+      }
+      merged.dims[g].axes.push_back({int32_t(i), int32_t(k)});
+    }
+  }
+  if (auto e = rt::checkEngineDesc(merged); !e.empty())
+    return fail("internal error: the merged engine does not validate: " + e);
+  build.engine.engine = rt::writeEngine(merged);
+  build.engine.weightStarts.clear();
+  stats.uniqueKernels = merged.kernels.size();
+  stats.weightsBytes = merged.weights.size();
+  for (const char *phase : {"import", "passes", "codegen", "kernels"})
+    if (phases.count(phase)) build.phases.push_back({phase, phases[phase]});
+  report.specialisations = specs.size();
+}
+
+}  // namespace kiln::cli
