@@ -41,6 +41,7 @@
 #   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
 #   bash bench/gpu_suite.sh runopts # kiln run --streams/--host-io/--duration/--trace/--device
 #   bash bench/gpu_suite.sh dynamic # engines with dynamic shapes (profiles) at built and padded shapes
+#   bash bench/gpu_suite.sh dynamic-zoo  # ResNet-50 (and with KILN_DYN_BERT=1 BERT-base) dynamic vs static engines
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -507,6 +508,57 @@ if [ "$mode" = dynamic ]; then
   run refused_fixed_axis "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:2x8x9
   run timing_dynamic_opt "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:2x8x8 --iterations 200
   run timing_dynamic_padded "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:3x7x8 --iterations 200
+fi
+
+# Dynamic shapes on the zoo (issue 24): ResNet-50 exported with a symbolic batch, one fp16 engine
+# for batch 1..64 (opt 32), timed at batches 1, 7, 32, 64 against a static engine of each batch
+# (ABAB rounds), outputs at batch 7 (padded to 8) against the static batch-7 engine's on the same
+# inputs; with KILN_DYN_BERT=1 BERT-base with symbolic batch and sequence, 1x16..32x512 (opt 8x128),
+# at 1x16, 1x128, 8x128, 32x128, 32x512 and 4x100 (padded) likewise.
+if [ "$mode" = dynamic-zoo ]; then
+  : > "$summary"
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_dyn > "$OUT/logs/zoo.log" 2>&1
+  for b in 1 7 32 64; do
+    python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50 --batch $b >> "$OUT/logs/zoo.log" 2>&1
+  done
+  run compile_r50_dyn "$bin/kiln" compile "$zoo/resnet50_dyn.onnx" -o /tmp/r50dyn.kiln --precision fp16 \
+    --min-shapes batch=1 --opt-shapes batch=32 --max-shapes batch=64
+  ls -l /tmp/r50dyn.kiln >> "$summary"
+  pairs=()
+  for b in 1 7 32 64; do
+    stem=resnet50_b$b; [ $b = 1 ] && stem=resnet50
+    run "compile_r50_b$b" "$bin/kiln" compile "$zoo/$stem.onnx" -o /tmp/r50_b$b.kiln --precision fp16
+    pairs+=("r50 $b /tmp/r50_b$b.kiln input:${b}x3x224x224 /tmp/r50dyn.kiln")
+  done
+  if [ -n "${KILN_DYN_BERT:-}" ]; then
+    python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only bert_base_dyn >> "$OUT/logs/zoo.log" 2>&1
+    run compile_bert_dyn "$bin/kiln" compile "$zoo/bert_base_dyn.onnx" -o /tmp/bertdyn.kiln --precision fp16 \
+      --min-shapes batch=1,sequence=16 --opt-shapes batch=8,sequence=128 --max-shapes batch=32,sequence=512
+    ls -l /tmp/bertdyn.kiln >> "$summary"
+    for bs in 1x16 1x128 8x128 32x128 32x512 4x100; do
+      run "compile_bert_$bs" "$bin/kiln" compile "$zoo/bert_base_dyn.onnx" -o /tmp/bert_$bs.kiln --precision fp16 \
+        --shapes "input_ids:$bs,attention_mask:$bs"
+      pairs+=("bert $bs /tmp/bert_$bs.kiln input_ids:$bs,attention_mask:$bs /tmp/bertdyn.kiln")
+    done
+  fi
+  for round in 1 2; do
+    for p in "${pairs[@]}"; do
+      read -r m b static shapes dyn <<< "$p"
+      run "static_${m}_${b}_$round" "$bin/kiln" run "$static" --iterations 200
+      run "dynamic_${m}_${b}_$round" "$bin/kiln" run "$dyn" --shapes "$shapes" --iterations 200
+    done
+  done
+  # Outputs on the same inputs: the dynamic engine against the static one.
+  for p in "${pairs[@]}"; do
+    read -r m b static shapes dyn <<< "$p"
+    "$bin/kiln" run "$static" --iterations 1 --warmup 0 --outputs /tmp/static_$m$b.npz > /dev/null 2>&1
+    "$bin/kiln" run "$dyn" --shapes "$shapes" --inputs /tmp/static_$m$b.npz --iterations 1 --warmup 0 \
+      --outputs /tmp/dyn_$m$b.npz > /dev/null 2>&1
+    run "same_${m}_$b" python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); \
+o = [k for k in a.files if k in b.files and a[k].dtype.kind == 'f' and a[k].shape != () and k not in ('input',)][-1]; \
+x, y = a[o].astype(np.float64), b[o].astype(np.float64); \
+print('rel_l2', np.linalg.norm(x - y) / np.linalg.norm(x), o, x.shape, y.shape)" /tmp/static_$m$b.npz /tmp/dyn_$m$b.npz
+  done
 fi
 
 # The Python package (runtime/python/kiln) with torch on the GPU: outputs equal to `kiln run`'s,

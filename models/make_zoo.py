@@ -350,6 +350,9 @@ class Entry:
     # Symbolic axes to trace with (HF-exporter style), pinned to the static
     # sizes afterwards; None = trace fully static.  See export().
     dynamic_axes: dict = None
+    # False: keep the symbolic axes in the file (an engine with dynamic shapes is built from it
+    # with --min/--opt/--max-shapes).
+    pin: bool = True
 
     def file_stem(self, batch):
         return self.stem.format(b="" if batch == 1 else f"_b{batch}")
@@ -385,6 +388,21 @@ ZOO = [
           "gpt2_small{b}_s512", "GPT-2 small prefill, plain torch",
           {"input_ids": {0: "batch", 1: "sequence"},
            "logits": {0: "batch", 1: "sequence"}}),
+]
+# The same models with their batch (and sequence) axes left symbolic, for dynamic shapes.
+ZOO += [
+    Entry("resnet50_dyn", build_resnet50, 1,
+          [("input", IMAGE, torch.float32, None)], ["logits"],
+          "resnet50_dyn{b}", "torchvision resnet50, dynamic batch",
+          {"input": {0: "batch"}, "logits": {0: "batch"}}, pin=False),
+    Entry("bert_base_dyn", build_bert_base, 1,
+          [("input_ids", (128,), torch.int64, 30522),
+           ("attention_mask", (128,), torch.int64, 2)],
+          ["last_hidden_state"],
+          "bert_base_dyn{b}", "BERT-base encoder, dynamic batch and sequence",
+          {"input_ids": {0: "batch", 1: "sequence"},
+           "attention_mask": {0: "batch", 1: "sequence"},
+           "last_hidden_state": {0: "batch", 1: "sequence"}}, pin=False),
 ]
 ZOO_BY_NAME = {e.name: e for e in ZOO}
 
@@ -459,7 +477,7 @@ def export(entry, batch, path):
         output_names=entry.outputs,
         dynamic_axes=entry.dynamic_axes,
         **_export_kwargs())
-    if entry.dynamic_axes:
+    if entry.dynamic_axes and entry.pin:
         sym = {}
         for name, shape, _, _ in entry.inputs:
             full = (batch,) + tuple(shape)

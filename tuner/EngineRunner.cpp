@@ -156,7 +156,8 @@ struct EngineRunner::Impl {
 };
 
 std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &engine, std::string &error, int device,
-                                                 int streams) {
+                                                 int streams,
+                                                 const std::map<std::string, std::vector<int64_t>> &shapes) {
   std::unique_ptr<EngineRunner> r(new EngineRunner());
   r->impl_ = std::make_unique<Impl>();
   Impl &m = *r->impl_;
@@ -212,6 +213,21 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
       error = kiln_status_message(s);
       return nullptr;
     }
+    for (const auto &[name, shape] : shapes)
+      if (kiln_status s = kiln_context_set_input_shape(l.context, name.c_str(), shape.data(), int32_t(shape.size()))) {
+        error = kiln_status_message(s);
+        return nullptr;
+      }
+    if (&l == &m.lanes[0] && !shapes.empty())  // every tensor's shape at these input shapes
+      for (HostTensor *t : r->tensors()) {
+        int64_t dims[32];
+        int32_t rank = 0;
+        if (kiln_status s = kiln_context_get_tensor_shape(l.context, t->name.c_str(), dims, 32, &rank)) {
+          error = kiln_status_message(s);
+          return nullptr;
+        }
+        t->shape.assign(dims, dims + std::min(rank, 32));
+      }
     l.buffers.assign(size_t(n), 0);
     for (size_t k = 0; k < m.ioIndex.size(); ++k) {
       const HostTensor &t = k < r->inputs_.size() ? r->inputs_[k] : r->outputs_[k - r->inputs_.size()];

@@ -8,6 +8,7 @@
 #include "kiln/kiln.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,8 +50,11 @@ class EngineRunner {
   // Loads and verifies the engine bytes, creates `streams` contexts of it on device `device`'s
   // primary context, each with its own stream and one device buffer per I/O tensor. Null with
   // `error` on failure (an unknown device names the devices there are).
+  // `shapes`: input shapes for an engine with dynamic shapes (kiln_context_set_input_shape); the
+  // buffers and inputs()/outputs() then have those shapes (else the engine's opt shapes).
   static std::unique_ptr<EngineRunner> open(const std::vector<uint8_t> &engine, std::string &error, int device = 0,
-                                            int streams = 1);
+                                            int streams = 1,
+                                            const std::map<std::string, std::vector<int64_t>> &shapes = {});
   ~EngineRunner();
 
   // The I/O table as tensors without data (inputs first, in the engine's order).
@@ -76,6 +80,12 @@ class EngineRunner {
 
  private:
   EngineRunner() = default;
+  std::vector<HostTensor *> tensors() {
+    std::vector<HostTensor *> all;
+    for (auto *list : {&inputs_, &outputs_})
+      for (HostTensor &t : *list) all.push_back(&t);
+    return all;
+  }
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<HostTensor> inputs_, outputs_;

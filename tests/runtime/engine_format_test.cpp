@@ -241,14 +241,14 @@ TEST(EngineFormat, WrongMagic) {
 }
 
 TEST(EngineFormat, WrongVersion) {
-  std::vector<uint8_t> v4 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 4);
-  EXPECT_REJECTED(v4, KILN_ERROR_VERSION, "engine format version 4, this runtime reads versions 1 to 3");
+  std::vector<uint8_t> v5 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 5);
+  EXPECT_REJECTED(v5, KILN_ERROR_VERSION, "engine format version 5, this runtime reads versions 1 to 4");
   // A newer file says so even when it is cut short.
-  v4.resize(20);
-  EXPECT_REJECTED(v4, KILN_ERROR_VERSION, "engine format version 4");
+  v5.resize(20);
+  EXPECT_REJECTED(v5, KILN_ERROR_VERSION, "engine format version 5");
   // Header and metadata must agree.
   std::vector<uint8_t> v1 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 1);
-  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 3 disagrees with the header's 1");
+  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 4 disagrees with the header's 1");
 }
 
 // A library GEMM launch (format version 2): written, read back field by field, and its buffers

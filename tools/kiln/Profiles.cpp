@@ -58,8 +58,10 @@ template <typename F> void forEachIndex(const std::vector<int64_t> &shape, F f) 
   for (int64_t i = 0; i < n; ++i) {
     f(idx);
     for (size_t k = shape.size(); k-- > 0;)
-      if (++idx[k] < shape[k]) break;
-      else idx[k] = 0;
+      if (++idx[k] < shape[k])
+        break;
+      else
+        idx[k] = 0;
   }
 }
 
@@ -76,7 +78,8 @@ tuner::HostTensor padded(const tuner::HostTensor &t, const std::vector<int64_t> 
   r.shape = shape;
   r.data.assign(size_t(tuner::numElements(shape)) * e, 0);
   forEachIndex(t.shape, [&](const std::vector<int64_t> &idx) {
-    std::copy_n(t.data.begin() + offsetIn(t.shape, idx) * int64_t(e), e, r.data.begin() + offsetIn(shape, idx) * int64_t(e));
+    std::copy_n(t.data.begin() + offsetIn(t.shape, idx) * int64_t(e), e,
+                r.data.begin() + offsetIn(shape, idx) * int64_t(e));
   });
   return r;
 }
@@ -113,7 +116,8 @@ std::string padCheck(const ModelOptions &model, const Shapes &opt, const std::ve
       if (b.shape[k] < a.shape[k]) return "output '" + a.name + "' gets smaller";
     double scale = 0, worst = 0;
     forEachIndex(a.shape, [&](const std::vector<int64_t> &idx) {
-      double x = tuner::elementAsDouble(a, offsetIn(a.shape, idx)), y = tuner::elementAsDouble(b, offsetIn(b.shape, idx));
+      double x = tuner::elementAsDouble(a, offsetIn(a.shape, idx)),
+             y = tuner::elementAsDouble(b, offsetIn(b.shape, idx));
       scale = std::max(scale, std::fabs(x));
       worst = std::max(worst, std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(x - y));
     });
@@ -162,7 +166,8 @@ class Merger {
                                               (out_.weights.size() + 63) / 64 * 64);
       if (added) {
         out_.weights.resize(it->second);
-        out_.weights.insert(out_.weights.end(), d.weights.begin() + int64_t(starts[i]), d.weights.begin() + int64_t(end));
+        out_.weights.insert(out_.weights.end(), d.weights.begin() + int64_t(starts[i]),
+                            d.weights.begin() + int64_t(end));
       }
       moved[i] = it->second;
     }
@@ -176,7 +181,8 @@ class Merger {
       for (rt::LaunchArg &a : l.args)
         if (a.kind == rt::LaunchArg::Kind::Buffer) relocate(a.buffer);
       relocate(l.src), relocate(l.dst);
-      for (rt::BufferRef *b : {&l.gemm.a, &l.gemm.b, &l.gemm.c, &l.gemm.d, &l.gemm.bias, &l.gemm.scaleA, &l.gemm.scaleB})
+      for (rt::BufferRef *b :
+           {&l.gemm.a, &l.gemm.b, &l.gemm.c, &l.gemm.d, &l.gemm.bias, &l.gemm.scaleA, &l.gemm.scaleB})
         relocate(*b);
     }
     out_.gemmSearch = out_.gemmSearch || d.gemmSearch;
@@ -205,9 +211,9 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
   if (profile.optShapes.empty() || profile.minShapes.empty() || profile.maxShapes.empty())
     return fail("a profile needs all three of --min-shapes, --opt-shapes and --max-shapes");
   ImportOptions minIo, optIo, maxIo;
-  for (auto [text, io, flag] : {std::tuple{&profile.minShapes, &minIo, "--min-shapes"},
-                                std::tuple{&profile.optShapes, &optIo, "--opt-shapes"},
-                                std::tuple{&profile.maxShapes, &maxIo, "--max-shapes"}})
+  for (auto [text, io, flag] :
+       {std::tuple{&profile.minShapes, &minIo, "--min-shapes"}, std::tuple{&profile.optShapes, &optIo, "--opt-shapes"},
+        std::tuple{&profile.maxShapes, &maxIo, "--max-shapes"}})
     if (auto e = parseShapeOverrides(*text, *io); !e.empty()) return fail(std::string(flag) + ": " + e);
 
   // The model at its opt shapes: its inputs, their shapes and declared dim names.
@@ -282,7 +288,8 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
     std::string what;
     for (const Group &g : groups) what += (what.empty() ? "" : " x ") + std::to_string(g.buckets.size()) + " " + g.name;
     return fail("the profile needs " + std::to_string(count) + " specialisations (" + what + "), more than " +
-                "--max-specialisations " + std::to_string(profile.maxSpecialisations) + "; narrow the ranges or raise it");
+                "--max-specialisations " + std::to_string(profile.maxSpecialisations) +
+                "; narrow the ranges or raise it");
   }
 
   // The specialisations: the opt values first, then every other combination of buckets.
@@ -296,8 +303,10 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
     for (size_t g = 0; g < groups.size(); ++g) v.push_back(groups[g].buckets[pick[g]]);
     if (v != optValues) specs.push_back(v);
     for (size_t g = groups.size(); g-- > 0;)
-      if (++pick[g] < groups[g].buckets.size()) break;
-      else pick[g] = 0;
+      if (++pick[g] < groups[g].buckets.size())
+        break;
+      else
+        pick[g] = 0;
   }
 
   // Padding, per dim, checked on the CPU evaluator at the min shapes.

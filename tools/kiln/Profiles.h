@@ -18,7 +18,7 @@ namespace kiln::cli {
 
 struct ProfileOptions {
   std::string minShapes, optShapes, maxShapes;  // as --shapes: "x:1x3x224x224,..." or "batch=1,..."
-  bool pad = true;                               // allow padding where the evaluator check passes
+  bool pad = true;                              // allow padding where the evaluator check passes
   int maxSpecialisations = 64;
   bool any() const { return !minShapes.empty() || !optShapes.empty() || !maxShapes.empty(); }
 };
@@ -40,7 +40,7 @@ struct ProfileReport {
 // specialisation through codegen::buildModel, then the merge. `build` gets the first
 // specialisation's import and remarks, phases summed over all, and the merged engine's bytes and
 // stats; on failure build.error names the input, dim or specialisation.
-void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile,
-                        const codegen::BuildOptions &options, codegen::ModelBuild &build, ProfileReport &report);
+void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile, const codegen::BuildOptions &options,
+                        codegen::ModelBuild &build, ProfileReport &report);
 
 }  // namespace kiln::cli

@@ -123,7 +123,8 @@ class Context:
         """Enqueues one execution on `stream` (default: the caller's current torch/CuPy stream)
         and returns the outputs. CUDA tensors (torch, CuPy: anything with
         __cuda_array_interface__) are bound zero-copy and must be contiguous with the engine's
-        dtype and shape; `outputs` may give preallocated ones. numpy arrays are copied to the GPU
+        dtype and shape (any shape inside the profile of an engine built with dynamic shapes; the
+        outputs then have the shapes that follow); `outputs` may give preallocated ones. numpy arrays are copied to the GPU
         (through torch or CuPy) and the outputs come back as numpy after the stream is synchronized.
         """
         lib = _lib_handle()
@@ -149,15 +150,21 @@ class Context:
             raise KilnError("running an engine needs torch or cupy for device memory")
         keep = []  # device tensors that must live until the stream is done
         for name, value in inputs.items():
+            dims = tuple(int(d) for d in value.shape)
+            arr = (ctypes.c_int64 * max(len(dims), 1))(*dims)
+            _check(lib.kiln_context_set_input_shape(self._handle, name.encode(), arr, len(dims)),
+                   f"the shape of '{name}'")
+        for name, value in inputs.items():
             dev = self._to_device(value, framework, torch, cupy)
-            self._bind(name, dev, want[name], torch, cupy)
+            self._bind(name, dev, want[name], self._shape(name), torch, cupy)
             keep.append(dev)
         result = {}
         for t in self.engine.outputs:
+            shape = self._shape(t.name)
             out = (outputs or {}).get(t.name)
             if out is None:
-                out = self._empty(t, framework, torch, cupy)
-            self._bind(t.name, out, t, torch, cupy)
+                out = self._empty(t, shape, framework, torch, cupy)
+            self._bind(t.name, out, t, shape, torch, cupy)
             result[t.name] = out
         if stream is None:
             stream = (torch.cuda.current_stream().cuda_stream if framework == "torch"
@@ -178,16 +185,23 @@ class Context:
             return torch.from_numpy(value).cuda() if framework == "torch" else cupy.asarray(value)
         return value
 
+    def _shape(self, name):
+        """The tensor's shape for the next run (outputs follow the inputs' shapes)."""
+        dims, rank = (ctypes.c_int64 * 32)(), ctypes.c_int32()
+        _check(_lib_handle().kiln_context_get_tensor_shape(self._handle, name.encode(), dims, 32, ctypes.byref(rank)),
+               f"the shape of '{name}'")
+        return tuple(dims[k] for k in range(rank.value))
+
     @staticmethod
-    def _empty(info, framework, torch, cupy):
+    def _empty(info, shape, framework, torch, cupy):
         if framework == "torch":
             dt = getattr(torch, info.dtype, None)
             if dt is None:
                 raise KilnError(f"output '{info.name}': torch has no {info.dtype}")
-            return torch.empty(info.shape, dtype=dt, device="cuda")
-        return cupy.empty(info.shape, dtype=info.dtype)
+            return torch.empty(shape, dtype=dt, device="cuda")
+        return cupy.empty(shape, dtype=info.dtype)
 
-    def _bind(self, name, tensor, info, torch, cupy):
+    def _bind(self, name, tensor, info, want_shape, torch, cupy):
         if torch is not None and isinstance(tensor, torch.Tensor):
             if not tensor.is_cuda:
                 raise KilnError(f"'{name}': a CPU torch tensor; pass a CUDA tensor or a numpy array")
@@ -204,9 +218,9 @@ class Context:
             contiguous = cai.get("strides") is None or tuple(cai["strides"]) == tuple(strides)
         else:
             raise KilnError(f"'{name}': {type(tensor).__name__} is not a CUDA tensor")
-        if dtype != info.dtype or shape != info.shape:
+        if dtype != info.dtype or shape != want_shape:
             raise KilnError(f"'{name}' is {dtype} {'x'.join(map(str, shape))}, the engine takes "
-                            f"{info.dtype} {'x'.join(map(str, info.shape))}")
+                            f"{info.dtype} {'x'.join(map(str, want_shape))}")
         if not contiguous:
             raise KilnError(f"'{name}' is not contiguous (call .contiguous() first)")
         _check(_lib_handle().kiln_context_set_tensor_address(self._handle, name.encode(), ctypes.c_void_p(ptr)),
