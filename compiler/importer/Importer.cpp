@@ -214,7 +214,7 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
                             : d.has_dim_value() ? "(declared " + std::to_string(d.dim_value()) + ")"
                                                 : "unknown";
           return "graph input '" + in.name() + "' has symbolic dimension " + sym + " at axis " + std::to_string(k) +
-                 "; dynamic shapes are not supported: pass --shapes " + in.name() + ":" +
+                 " with no value: pass --shapes " + in.name() + ":" +
                  [&] {
                    std::string s;
                    for (int j = 0; j < tt.shape().dim_size(); ++j)
@@ -223,7 +223,8 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
                                                 : std::string("N"));
                    return s;
                  }() +
-                 (d.has_dim_param() ? " or --shapes " + d.dim_param() + "=N" : "");
+                 (d.has_dim_param() ? " or --shapes " + d.dim_param() + "=N" : "") +
+                 " (kiln compile: or a range, --min-shapes/--opt-shapes/--max-shapes)";
         }
         shape.push_back(d.dim_value());
       }

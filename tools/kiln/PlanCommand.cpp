@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iostream>
 
@@ -131,8 +132,31 @@ Runner addPlanCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--route", *routeText, "Build route the GPU check lowers (as compile's)");
   cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as compile's)");
-  return [cmd, opts, json, arch, routeText, precision]() -> int {
+  auto bounds = std::make_shared<std::array<std::string, 3>>();
+  cmd->add_option("--min-shapes", (*bounds)[0], "Dynamic shapes (as compile's): also plan at these shapes");
+  cmd->add_option("--opt-shapes", (*bounds)[1], "Dynamic shapes: the shapes the main plan is made at");
+  cmd->add_option("--max-shapes", (*bounds)[2], "Dynamic shapes: also plan at these shapes");
+  return [cmd, opts, json, arch, routeText, precision, bounds]() -> int {
     if (!*cmd) return -1;
+    const bool profile = !(*bounds)[0].empty() || !(*bounds)[1].empty() || !(*bounds)[2].empty();
+    if (profile && ((*bounds)[0].empty() || (*bounds)[1].empty() || (*bounds)[2].empty() || !opts->shapes.empty())) {
+      std::cerr << "kiln: error: a profile needs all three of --min-shapes, --opt-shapes and --max-shapes (not "
+                   "--shapes)\n";
+      return 2;
+    }
+    if (profile) opts->shapes = (*bounds)[1];
+    // FLOPs and memory at the profile's min and max shapes (the opt plan is the main one).
+    std::vector<std::pair<std::string, ModelPlan>> atBounds;
+    for (int b : {0, 2}) {
+      if (!profile) break;
+      ModelOptions at = *opts;
+      at.shapes = (*bounds)[size_t(b)];
+      mlir::MLIRContext bctx;
+      LoadedModel bm = loadModel(at, bctx);
+      if (!bm.ok()) return 2;
+      atBounds.push_back(
+          {b == 0 ? "min" : "max", planFunction((*bm.import.module).lookupSymbol<mlir::func::FuncOp>("main"))});
+    }
     knobs::Route route;
     std::string err;
     if (!parseRoute(*routeText, *precision, route, err)) {
@@ -144,6 +168,7 @@ Runner addPlanCommand(CLI::App &app) {
     if (!m.ok()) return 2;
     auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
     ModelPlan p = planFunction(f);
+    if (profile) atBounds.insert(atBounds.begin() + 1, {"opt", p});
     GpuCheck gpu;
     if (p.unsupported.empty()) gpu = checkGpu(*opts, *arch, route);
     bool gpuOk = !gpu.ran || (gpu.refused.empty() && gpu.error.empty());
@@ -166,6 +191,12 @@ Runner addPlanCommand(CLI::App &app) {
         un.push_back({{"name", u.name}, {"op_type", u.opType}, {"domain", u.domain}, {"reason", u.reason}});
       j["unsupported"] = un;
       j["complete"] = p.complete;
+      for (auto &[bound, bp] : atBounds)
+        j["profile"][bound] = {{"inputs", tensorsJson(bp.inputs)},
+                               {"total_flops", bp.totalFlops},
+                               {"activation_bytes", bp.activationBytes},
+                               {"peak_activation_bytes", bp.peakActivationBytes},
+                               {"arena_bytes", bp.arenaBytes}};
       if (gpu.ran) {
         nlohmann::json refused = nlohmann::json::array();
         for (auto &[node, reason] : gpu.refused) refused.push_back({{"node", node}, {"reason", reason}});
@@ -175,6 +206,10 @@ Runner addPlanCommand(CLI::App &app) {
       std::cout << jsonText(j) << "\n";
     } else {
       printPlan(opts->model, p);
+      if (!atBounds.empty()) std::printf("\n%-8s %14s %16s %16s\n", "profile", "FLOPs", "peak activations", "arena");
+      for (auto &[bound, bp] : atBounds)
+        std::printf("%-8s %14s %16s %16s\n", bound.c_str(), humanCount(double(bp.totalFlops)).c_str(),
+                    humanBytes(bp.peakActivationBytes).c_str(), humanBytes(bp.arenaBytes).c_str());
       if (gpu.ran && gpuOk)
         std::printf("\nGPU %s, route '%s': every node builds (%zu launches)\n", gpu.arch.c_str(), gpu.route.c_str(),
                     gpu.launches);
