@@ -354,32 +354,30 @@ void Executor::prepareLaunches() {
 }
 
 void Executor::prepareLaunch(PreparedLaunch& p, const Launch& l, size_t i) {
-  {
-    p.index = i;
-    p.launch = &l;
-    if (l.kind != Launch::Kind::Kernel) return;
-    p.function = image_->functions[size_t(l.kernel)];
-    p.slots.assign(l.args.size(), 0);
-    for (size_t a = 0; a < l.args.size(); ++a) {
-      const LaunchArg& arg = l.args[a];
-      uint64_t& slot = p.slots[a];
-      switch (arg.kind) {
-        case LaunchArg::Kind::Buffer:
-          if (arg.buffer.space == BufferRef::Space::Io)
-            p.ioPatches.push_back({a, arg.buffer.io, arg.buffer.offset});
-          else
-            slot = resolve(arg.buffer);
-          break;
-        // The driver reads sizeof(parameter) bytes from each pointer; on little-endian x86-64
-        // and aarch64 a 4-byte value sits at the start of its slot.
-        case LaunchArg::Kind::I32: std::memcpy(&slot, &arg.i32, 4); break;
-        case LaunchArg::Kind::I64: std::memcpy(&slot, &arg.i64, 8); break;
-        case LaunchArg::Kind::F32: std::memcpy(&slot, &arg.f32, 4); break;
-      }
+  p.index = i;
+  p.launch = &l;
+  if (l.kind != Launch::Kind::Kernel) return;
+  p.function = image_->functions[size_t(l.kernel)];
+  p.slots.assign(l.args.size(), 0);
+  for (size_t a = 0; a < l.args.size(); ++a) {
+    const LaunchArg& arg = l.args[a];
+    uint64_t& slot = p.slots[a];
+    switch (arg.kind) {
+      case LaunchArg::Kind::Buffer:
+        if (arg.buffer.space == BufferRef::Space::Io)
+          p.ioPatches.push_back({a, arg.buffer.io, arg.buffer.offset});
+        else
+          slot = resolve(arg.buffer);
+        break;
+      // The driver reads sizeof(parameter) bytes from each pointer; on little-endian x86-64
+      // and aarch64 a 4-byte value sits at the start of its slot.
+      case LaunchArg::Kind::I32: std::memcpy(&slot, &arg.i32, 4); break;
+      case LaunchArg::Kind::I64: std::memcpy(&slot, &arg.i64, 8); break;
+      case LaunchArg::Kind::F32: std::memcpy(&slot, &arg.f32, 4); break;
     }
-    p.params.resize(p.slots.size());
-    for (size_t a = 0; a < p.slots.size(); ++a) p.params[a] = &p.slots[a];
   }
+  p.params.resize(p.slots.size());
+  for (size_t a = 0; a < p.slots.size(); ++a) p.params[a] = &p.slots[a];
 }
 
 namespace {
@@ -667,6 +665,10 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
       cleanup();
       return makeStatus(codeFor(r), "cuEventCreate failed: " + cu_.describe(r));
     }
+  if (!(s = stageInputs(stream)).ok()) {
+    cleanup();
+    return s;
+  }
   for (size_t i = 0; i < launches_->size() && r == CUDA_SUCCESS; ++i) {
     r = cu_.cuEventRecord(events[i], stream);
     if (r == CUDA_SUCCESS && !(s = launchOne((*launches_)[i], stream)).ok()) {
@@ -676,6 +678,10 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
     }
   }
   if (r == CUDA_SUCCESS) r = cu_.cuEventRecord(events.back(), stream);
+  if (r == CUDA_SUCCESS && !(s = unstageOutputs(stream)).ok()) {
+    cleanup();
+    return s;
+  }
   if (r == CUDA_SUCCESS) r = cu_.cuEventSynchronize(events.back());
   ms.assign(launches_->size(), 0.f);
   for (size_t i = 0; i < launches_->size() && r == CUDA_SUCCESS; ++i)
@@ -737,6 +743,12 @@ Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
 }
 
 Status Executor::launchAll(CUstream stream) {
+  Status s = stageInputs(stream);
+  for (size_t i = 0; i < launches_->size() && s.ok(); ++i) s = launchOne((*launches_)[i], stream);
+  return s.ok() ? unstageOutputs(stream) : s;
+}
+
+Status Executor::stageInputs(CUstream stream) {
   // Padded tensors run in their staging buffers: inputs zero-padded in, outputs cut out after.
   const EngineDesc& d = engine_->desc;
   for (size_t i = 0; i < d.io.size(); ++i) {
@@ -749,10 +761,11 @@ Status Executor::launchAll(CUstream stream) {
     Status s = copyRegion(staging_[i], t.shape, ioAddress_[i], shapes_[i], dtypeByteSize(t.dtype), stream);
     if (!s.ok()) return s;
   }
-  for (PreparedLaunch& p : *launches_) {
-    Status s = launchOne(p, stream);
-    if (!s.ok()) return s;
-  }
+  return Status::success();
+}
+
+Status Executor::unstageOutputs(CUstream stream) {
+  const EngineDesc& d = engine_->desc;
   for (size_t i = 0; i < d.io.size(); ++i)
     if (padded_[i] && !d.io[i].isInput) {
       Status s =

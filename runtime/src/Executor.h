@@ -89,7 +89,11 @@ class Executor {
                    cublasLtMatmulAlgo& best);
   // An fp8 product's per-row and per-column scale vectors, set on its cuBLASLt descriptor.
   void setScalePointers(PreparedLaunch& p, const GemmCall& g);
-  Status launchAll(CUstream stream);
+  Status launchAll(CUstream stream);  // stageInputs, the current specialisation's launches, unstageOutputs
+  // Padded shapes: each input zero-padded into its staging buffer (and every launch pointed at the
+  // staging buffers of the padded tensors), then each output's real part copied out.
+  Status stageInputs(CUstream stream);
+  Status unstageOutputs(CUstream stream);
   Status launchOne(PreparedLaunch& p, CUstream stream);
   Status checkBound() const;
   Status captureGraph();
