@@ -707,19 +707,30 @@ Status Executor::enqueue(CUstream stream) {
   CUresult r = cu_.cuStreamIsCapturing(stream, &capturing);
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamIsCapturing failed: " + cu_.describe(r));
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return launchAll(stream);
-  if (!graph_ || graphAddresses_ != ioAddress_ || graphShapes_ != shapes_) {
+  // One graph per binding and shapes, kept (up to kMaxGraphs) so that going back to earlier
+  // shapes or buffers replays rather than captures again.
+  std::vector<uint64_t> key(ioAddress_.begin(), ioAddress_.end());
+  for (const std::vector<int64_t>& shape : shapes_) {
+    key.push_back(shape.size());
+    key.insert(key.end(), shape.begin(), shape.end());
+  }
+  auto graph = graphs_.find(key);
+  if (graph == graphs_.end()) {
     std::lock_guard<std::mutex> lock(setupMutex());
-    if (!warmed_) {
-      // The first enqueue runs directly: whatever loads at a first launch (cuBLASLt's kernels)
-      // loads now, outside any capture. The graph is captured at the next enqueue.
+    if (!warmed_.count(spec_)) {
+      // A specialisation's first enqueue runs directly: whatever loads at a first launch
+      // (cuBLASLt's kernels) loads now, outside any capture. Its graph is captured at the next.
       Status s = launchAll(stream);
-      warmed_ = s.ok();
+      if (s.ok()) warmed_.insert(spec_);
       return s;
     }
-    Status s = captureGraph();
+    if (graphs_.size() >= kMaxGraphs) dropGraphs();
+    CUgraphExec exec = nullptr;
+    Status s = captureGraph(exec);
     if (!s.ok()) return s;
+    graph = graphs_.emplace(std::move(key), exec).first;
   }
-  r = cu_.cuGraphLaunch(graph_, stream);
+  r = cu_.cuGraphLaunch(graph->second, stream);
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuGraphLaunch failed: " + cu_.describe(r));
   return Status::success();
 }
@@ -776,11 +787,10 @@ Status Executor::unstageOutputs(CUstream stream) {
 }
 
 // Records the launch list into a graph (nothing runs while capturing) and instantiates it. The
-// graph bakes in the bound addresses, hence graphAddresses_. It is captured on the context's own
-// non-blocking stream, so nothing the application does on its streams or on the legacy default
-// stream can invalidate the capture, and launched on the caller's stream.
-Status Executor::captureGraph() {
-  dropGraph();
+// graph bakes in the bound addresses and shapes, hence graphs_'s key. It is captured on the
+// context's own non-blocking stream, so nothing the application does on its streams or on the
+// legacy default stream can invalidate the capture, and launched on the caller's stream.
+Status Executor::captureGraph(CUgraphExec& exec) {
   CUresult r = cu_.cuStreamBeginCapture(work_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
   if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamBeginCapture failed: " + cu_.describe(r));
   Status launched = launchAll(work_);
@@ -791,21 +801,18 @@ Status Executor::captureGraph() {
     return launched.ok() ? makeStatus(codeFor(r), "capturing the launches as a CUDA graph failed: " + cu_.describe(r))
                          : launched;
   }
-  r = cu_.cuGraphInstantiateWithFlags(&graph_, graph, 0);
+  r = cu_.cuGraphInstantiateWithFlags(&exec, graph, 0);
   cu_.cuGraphDestroy(graph);
   if (r != CUDA_SUCCESS) {
-    graph_ = nullptr;
+    exec = nullptr;
     return makeStatus(codeFor(r), "instantiating the CUDA graph failed: " + cu_.describe(r));
   }
-  graphAddresses_ = ioAddress_;
-  graphShapes_ = shapes_;
   return Status::success();
 }
 
-void Executor::dropGraph() {
-  if (graph_) cu_.cuGraphExecDestroy(graph_);
-  graph_ = nullptr;
-  graphAddresses_.clear();
+void Executor::dropGraphs() {
+  for (auto& [key, exec] : graphs_) cu_.cuGraphExecDestroy(exec);
+  graphs_.clear();
 }
 
 Executor::~Executor() {
@@ -814,7 +821,7 @@ Executor::~Executor() {
   {
     ScopedContext scope(cu_, context_);
     if (scope.ok()) {
-      dropGraph();
+      dropGraphs();
       for (auto& plan : plans_)
         for (PreparedLaunch& p : plan) {
           if (p.matmul) lt_->cublasLtMatmulDescDestroy(p.matmul);

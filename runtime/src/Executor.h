@@ -8,7 +8,9 @@
 #include "LoadedEngine.h"
 #include "Status.h"
 
+#include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 namespace kiln::rt {
@@ -96,8 +98,8 @@ class Executor {
   Status unstageOutputs(CUstream stream);
   Status launchOne(PreparedLaunch& p, CUstream stream);
   Status checkBound() const;
-  Status captureGraph();
-  void dropGraph();
+  Status captureGraph(CUgraphExec& exec);
+  void dropGraphs();
   CUdeviceptr resolve(const BufferRef& b) const;
   std::string deviceText() const;
 
@@ -125,8 +127,10 @@ class Executor {
   std::vector<CUdeviceptr> staging_;
   bool shapesDirty_ = false;
   CUstream work_ = nullptr;  // the context's own non-blocking stream (set-up, capture)
-  bool warmed_ = false;      // the first graph-mode enqueue ran directly
-  CUgraphExec graph_ = nullptr;
+  std::set<size_t> warmed_;  // specialisations whose first graph-mode enqueue ran directly
+  // CUDA graphs by key: the bindings, then each tensor's rank and dims.
+  std::map<std::vector<uint64_t>, CUgraphExec> graphs_;
+  static constexpr size_t kMaxGraphs = 16;
   const CublasLt* lt_ = nullptr;
   cublasLtHandle ltHandle_ = nullptr;
   CUdeviceptr ltWorkspace_ = 0;
@@ -134,8 +138,6 @@ class Executor {
   size_t scratchBytes_ = 0;
   static constexpr size_t kLtWorkspaceBytes = 32u << 20;
   static constexpr int kGemmCandidates = 8, kGemmSearchRuns = 5;  // runtime.gemm_search
-  std::vector<CUdeviceptr> graphAddresses_;                       // the bindings graph_ was captured with
-  std::vector<std::vector<int64_t>> graphShapes_;                 // and the shapes
 };
 
 }  // namespace kiln::rt

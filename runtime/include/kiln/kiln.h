@@ -181,10 +181,11 @@ KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, cons
  * stream) and returns without waiting. Reading the outputs needs the stream synchronized.
  * Successive enqueues of one context must be ordered on the GPU (same stream, or synchronized),
  * since they share the context's arena. Engines built with the runtime.cuda_graph knob replay a
- * CUDA graph on `cuda_stream`: the first enqueue launches directly (what loads lazily loads
- * then), the graph is captured at the second on the context's own stream, and again after a
- * binding changes (on the NULL stream, or a stream the application is capturing itself, they
- * launch directly).
+ * CUDA graph on `cuda_stream`: the first enqueue (of each specialisation, for dynamic shapes)
+ * launches directly (what loads lazily loads then); a graph is captured on the context's own
+ * stream for each combination of bindings and input shapes when it is next enqueued, and kept
+ * (up to 16 per context) so that returning to it replays without capturing again (on the NULL
+ * stream, or a stream the application is capturing itself, they launch directly).
  * Errors: INVALID_ARGUMENT, UNBOUND (names the first unbound tensor), CUDA. After a CUDA error
  * some launches may already be enqueued; the outputs are then undefined. */
 KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* cuda_stream);
