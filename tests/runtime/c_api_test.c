@@ -186,7 +186,7 @@ static int run_dynamic(kiln_context* ctx) {
   devptr dx = 0, dy = 0;
   float x[N], y[N];
   int i, k, bad = 0;
-  static const int64_t sizes[] = {700, 500, 100, 1000, 333, 101, 700};
+  static const int64_t sizes[] = {700, 500, 100, 1000, 333, 101, 700, 333, 1000}; /* (graphs: replays) */
   int64_t dims[2], outside[2] = {1001, 99};
   int32_t rank = 0;
   kiln_status s;
