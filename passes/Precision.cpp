@@ -98,17 +98,15 @@ class Converter {
   Value halfConstant(ConstantOp c) {
     auto it = halfConstants_.find(c);
     if (it != halfConstants_.end()) return it->second;
-    ops::Tensor t = tensorFromAttr(c.getValue());
-    ops::Tensor h(half_, t.shape);
-    const double maxFinite = half_ == ops::DType::F16 ? 65504.0 : 3.3895313892515355e38;
-    for (int64_t k = 0; k < t.size(); ++k) {
-      double v = t.f[k];
-      if (std::isfinite(v)) v = std::max(-maxFinite, std::min(maxFinite, v));  // saturate, never overflow to inf
-      h.set(k, v);
-    }
+    // Rounded to nearest, finite values saturating (never overflowing to inf).
+    std::vector<uint8_t> f32 = bytesFromAttr(c.getValue());
+    std::vector<uint8_t> bytes =
+        ops::halfBytesFromF32(half_, reinterpret_cast<const float *>(f32.data()), f32.size() / 4);
+    auto type =
+        RankedTensorType::get(mlir::cast<ShapedType>(c.getType()).getShape(), elementTypeOf(half_, b_.getContext()));
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointAfter(c);
-    Value v = createConstant(b_, c.getLoc(), h);
+    Value v = b_.create<ConstantOp>(c.getLoc(), attrFromBytes(type, bytes)).getResult();
     halfConstants_[c] = v;
     return v;
   }

@@ -114,9 +114,12 @@ ElementsAttr attrFromTensor(const ops::Tensor &t, MLIRContext *ctx) {
     SmallVector<bool> vals(t.i.begin(), t.i.end());
     return DenseElementsAttr::get(type, vals);
   }
-  std::vector<uint8_t> bytes = ops::tensorToBytes(t);
+  return attrFromBytes(type, ops::tensorToBytes(t));
+}
+
+ElementsAttr attrFromBytes(RankedTensorType type, const std::vector<uint8_t> &bytes) {
   ArrayRef<char> raw(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  if (t.size() > kInlineConstantLimit) return resourceAttrFromBytes(type, "folded", raw);
+  if (type.getNumElements() > kInlineConstantLimit) return resourceAttrFromBytes(type, "folded", raw);
   return DenseElementsAttr::getFromRawBuffer(type, raw);
 }
 

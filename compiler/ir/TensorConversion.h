@@ -30,6 +30,8 @@ ops::Tensor tensorFromAttr(mlir::ElementsAttr attr);
 // or dense attribute with a raw layout (i1 dense attributes are bit-packed and converted).
 std::vector<uint8_t> bytesFromAttr(mlir::ElementsAttr attr);
 mlir::ElementsAttr attrFromTensor(const ops::Tensor &t, mlir::MLIRContext *ctx);
+// A constant of `type` from its raw little-endian bytes (a resource blob above the inline limit).
+mlir::ElementsAttr attrFromBytes(mlir::RankedTensorType type, const std::vector<uint8_t> &bytes);
 // A dense_resource attribute holding a copy of raw little-endian element bytes.
 mlir::ElementsAttr resourceAttrFromBytes(mlir::RankedTensorType type, llvm::StringRef name, llvm::ArrayRef<char> bytes);
 

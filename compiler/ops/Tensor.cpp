@@ -240,6 +240,43 @@ static uint16_t doubleToHalfBits(double d) {
   return sign | static_cast<uint16_t>((exp + 15) << 10) | man;
 }
 
+std::vector<uint8_t> halfBytesFromF32(DType half, const float *values, size_t n) {
+  check(half == DType::F16 || half == DType::BF16, "halfBytesFromF32 makes float16 or bfloat16");
+  std::vector<uint8_t> out(n * 2);
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t x;
+    std::memcpy(&x, &values[k], 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    uint16_t h;
+    if (half == DType::BF16) {
+      if (a > 0x7f800000u)
+        h = uint16_t(sign | 0x7fc0u);  // NaN
+      else if (a == 0x7f800000u)
+        h = uint16_t(sign | 0x7f80u);  // inf
+      else if (a >= 0x7f7f0000u)
+        h = uint16_t(sign | 0x7f7fu);  // saturate
+      else
+        h = uint16_t(sign | ((a + 0x7fffu + ((a >> 16) & 1u)) >> 16));  // nearest-even
+    } else if (a > 0x7f800000u) {
+      h = uint16_t(sign | 0x7e00u);
+    } else if (a == 0x7f800000u) {
+      h = uint16_t(sign | 0x7c00u);
+    } else if (a >= 0x477fe000u) {  // >= 65504: saturate
+      h = uint16_t(sign | 0x7bffu);
+    } else if (a < 0x38800000u) {  // below 2^-14: a subnormal, in units of 2^-24 (exact scaling)
+      float m;
+      std::memcpy(&m, &a, 4);
+      h = uint16_t(sign | uint32_t(std::nearbyint(m * 16777216.0f)));
+    } else {
+      uint32_t bits = ((a >> 23) - 112u) << 10 | ((a >> 13) & 0x3ffu), rest = a & 0x1fffu;
+      if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;  // (a carry moves into the exponent)
+      h = uint16_t(sign | bits);
+    }
+    std::memcpy(out.data() + 2 * k, &h, 2);
+  }
+  return out;
+}
+
 Tensor tensorFromBytes(DType t, const Shape &s, const void *data, size_t nbytes) {
   Tensor r(t, s);
   check(static_cast<int64_t>(nbytes) == r.size() * byteSize(t),

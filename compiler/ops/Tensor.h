@@ -89,5 +89,10 @@ struct Tensor {
 // Raw little-endian bytes (as in ONNX raw_data or an engine file) ⇄ Tensor.
 Tensor tensorFromBytes(DType t, const Shape &s, const void *data, size_t nbytes);
 std::vector<uint8_t> tensorToBytes(const Tensor &t);
+// float32 values straight to float16 or bfloat16 bits (nearest-even; finite values beyond the
+// type's largest saturate to it): the bytes tensorToBytes gives for those values rounded to the
+// type after clamping, without the double-precision detour (the precision pass converts every
+// weight of a model this way: BERT-base's 110 M in well under a second instead of eight).
+std::vector<uint8_t> halfBytesFromF32(DType half, const float *values, size_t n);
 
 }  // namespace kiln::ops

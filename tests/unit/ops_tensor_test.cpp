@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -433,3 +436,52 @@ TEST(OpsTensor, Float8E4M3Rounding) {
 }
 
 }  // namespace
+
+// halfBytesFromF32 gives the bits of the reference path (clamp to the largest finite, round with
+// roundTo, tensorToBytes) for every kind of float: normals across the range, halfway cases,
+// subnormals of the half types, values at and past the saturation point, zeros and infinities.
+TEST(Tensor, HalfBytesFromF32MatchesTheReference) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               -1.0f,
+                               65504.0f,
+                               65505.0f,
+                               65519.0f,
+                               65520.0f,
+                               1e6f,
+                               -1e30f,
+                               3.3895313892515355e38f,
+                               3.4e38f,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::ldexp(1.0f, -14),
+                               std::ldexp(1.0f, -24),
+                               std::ldexp(1.0f, -25),
+                               std::ldexp(1.5f, -25),
+                               std::ldexp(3.0f, -26),
+                               1.0f + std::ldexp(1.0f, -11),
+                               1.0f + std::ldexp(3.0f, -11),
+                               1.0f + std::ldexp(1.0f, -8),
+                               1.0f + std::ldexp(3.0f, -8),
+                               2047.5f,
+                               4095.0f};
+  std::mt19937 rng(5);
+  for (int k = 0; k < 200000; ++k) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (!std::isnan(f)) values.push_back(f);
+  }
+  for (kiln::ops::DType half : {kiln::ops::DType::F16, kiln::ops::DType::BF16}) {
+    const double maxFinite = half == kiln::ops::DType::F16 ? 65504.0 : 3.3895313892515355e38;
+    kiln::ops::Tensor ref(half, {int64_t(values.size())});
+    for (size_t k = 0; k < values.size(); ++k) {
+      double v = values[k];
+      if (std::isfinite(v)) v = std::max(-maxFinite, std::min(maxFinite, v));
+      ref.set(int64_t(k), v);
+    }
+    EXPECT_EQ(kiln::ops::halfBytesFromF32(half, values.data(), values.size()), kiln::ops::tensorToBytes(ref))
+        << kiln::ops::dtypeName(half);
+  }
+}
