@@ -403,6 +403,8 @@ expect 2 "min and max shapes are the same" -- compile "$tiny/dynamic.onnxtxt" -o
 expect 2 "--shapes: give each input's whole shape" -- run "$tmp/dyn.kiln" --shapes batch=3
 expect 0 "max +3.07 K +1.5 KiB" -- plan "$tiny/dynamic.onnxtxt" "${dyn[@]}"
 expect 2 "a profile needs all three" -- plan "$tiny/dynamic.onnxtxt" --opt-shapes batch=2,seq=8
+expect 0 "2 candidates" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16|fp32' --dry-run "${dyn[@]}" -o "$tmp/t.kiln"
+expect 2 "a profile needs all three" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16' --opt-shapes batch=2,seq=8
 expect 2 "at the --opt-shapes: graph input 'x' has symbolic dimension 'seq' at axis 1 with no value" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1 --opt-shapes batch=2 --max-shapes batch=4
 
 echo "$passed passed, $failed failed"

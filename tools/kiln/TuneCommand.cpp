@@ -7,6 +7,7 @@
 #include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
+#include "tools/kiln/Profiles.h"
 #include "tuner/Environment.h"
 #include "tuner/Tuner.h"
 
@@ -114,6 +115,12 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--reference", o->reference, "Reference outputs (.npz; default: the fp32 default route on this GPU)");
   cmd->add_option("--inputs", o->inputs, "Inputs (.npz; default: the reference's, else random)");
   cmd->add_option("-o,--output", o->output, "Write the winning engine here");
+  auto profile = std::make_shared<ProfileOptions>();
+  cmd->add_option("--min-shapes", profile->minShapes,
+                  "Dynamic shapes (as compile's): candidates are measured at --opt-shapes and -o writes the winner "
+                  "built for the whole profile");
+  cmd->add_option("--opt-shapes", profile->optShapes, "Dynamic shapes: the shapes candidates are measured at");
+  cmd->add_option("--max-shapes", profile->maxShapes, "Dynamic shapes: the largest input shapes");
   cmd->add_option("--arch", o->arch, "Target architecture")->capture_default_str();
   cmd->add_option("--calib", o->calib, "Calibration file (kiln calibrate) for candidates with int8/fp8 products");
   cmd->add_option("--shapes", o->shapes, "Input shapes, as for compile");
@@ -207,8 +214,51 @@ Runner addTuneCommand(CLI::App &app) {
         std::fprintf(stderr, "\r\033[K%s", bar.c_str());
         std::fflush(stderr);
       };
+    // A profile: the candidates are measured at its opt shapes (static engines), and the winner is
+    // then built for the whole profile.
+    std::string profileOutput;
+    if (profile->any()) {
+      if (profile->minShapes.empty() || profile->optShapes.empty() || profile->maxShapes.empty() ||
+          !o->shapes.empty()) {
+        std::cerr << "kiln: error: a profile needs all three of --min-shapes, --opt-shapes and --max-shapes (not "
+                     "--shapes)\n";
+        return 2;
+      }
+      o->shapes = profile->optShapes;
+      std::swap(profileOutput, o->output);
+      if (auto why =
+              profileOutput.empty() ? std::string() : support::checkOutputPath(profileOutput, {o->model, o->calib});
+          !why.empty()) {
+        std::cerr << "kiln: error: -o: " << why << "\n";
+        return 2;
+      }
+    }
     std::signal(SIGINT, onInterrupt);
     tuner::TuneReport r = tuner::tune(*o, gStop);
+    if (r.error.empty() && !profileOutput.empty() && r.best >= 0) {
+      codegen::BuildOptions bo;
+      knobs::Route route;
+      if (std::string e = parseTarget(o->arch, bo.target);
+          !e.empty() || !parseRoute(r.results[size_t(r.best)].route, "", route, err)) {
+        std::cerr << "kiln: error: " << (e.empty() ? err : e) << "\n";
+        return 2;
+      }
+      bo.route = route;
+      bo.quant.calib = o->calib;
+      ModelOptions model;
+      model.model = o->model;
+      model.allowExternalOutside = o->allowExternalOutside;
+      codegen::ModelBuild m;
+      ProfileReport report;
+      buildProfileEngine(model, *profile, bo, m, report);
+      if (!m.ok() || !support::writeFileAtomically(profileOutput, m.engine.engine.data(), m.engine.engine.size(), err,
+                                                   {o->model, o->calib})) {
+        std::cerr << "kiln: error: the winner for the profile: " << (m.ok() ? err : m.error) << "\n";
+        return 2;
+      }
+      info(0, "wrote " + profileOutput + " (the winning route for the profile: " +
+                  std::to_string(report.specialisations) + " specialisations)");
+    }
     std::signal(SIGINT, SIG_DFL);
     if (terminal && !bar.empty()) std::fprintf(stderr, "\r\033[K");
     if (!r.error.empty()) {
