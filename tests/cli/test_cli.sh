@@ -399,6 +399,7 @@ expect 2 "needs all three of --min-shapes" -- compile "$tiny/dynamic.onnxtxt" -o
 expect 2 "needs 6 specialisations \(3 batch x 2 seq\), more than --max-specialisations 4" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" "${dyn[@]}" --max-specialisations 4
 expect 2 "--shapes and --min/--opt/--max-shapes do not mix" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" "${dyn[@]}" --shapes batch=2,seq=8
 expect 2 "--max-shapes names 'z', which is not a graph input" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes x:1x4x8 --opt-shapes x:2x8x8 --max-shapes z:4x8x8
+expect 2 "--max-shapes sets dimension 'sequence', which no graph input has \(their named dimensions: batch, seq\)" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,sequence=8
 expect 2 "min and max shapes are the same" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes x:2x8x8 --opt-shapes x:2x8x8 --max-shapes x:2x8x8
 expect 2 "--shapes: give each input's whole shape" -- run "$tmp/dyn.kiln" --shapes batch=3
 expect 0 "max +3.07 K +1.5 KiB" -- plan "$tiny/dynamic.onnxtxt" "${dyn[@]}"

@@ -233,9 +233,21 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
     for (const tuner::HostTensor &t : modelInputs((*m.import.module).lookupSymbol<mlir::func::FuncOp>("main")))
       opt[t.name] = t.shape;
   }
-  for (auto [io, flag] : {std::pair{&minIo, "--min-shapes"}, std::pair{&maxIo, "--max-shapes"}})
+  std::set<std::string> known;
+  for (const auto &[input, names] : dimNames) known.insert(names.begin(), names.end());
+  known.erase("");
+  for (auto [io, flag] : {std::pair{&minIo, "--min-shapes"}, std::pair{&maxIo, "--max-shapes"}}) {
     for (const auto &[name, shape] : io->shapes)
       if (!opt.count(name)) return fail(std::string(flag) + " names '" + name + "', which is not a graph input");
+    for (const auto &[dim, value] : io->dims)
+      if (!known.count(dim)) {
+        std::string list;
+        for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
+        return fail(std::string(flag) + " sets dimension '" + dim + "', which no graph input has (" +
+                    (list.empty() ? std::string("they have no named dimensions") : "their named dimensions: " + list) +
+                    ")");
+      }
+  }
   for (auto [io, out, flag] : {std::tuple{&minIo, &lo, "--min-shapes"}, std::tuple{&maxIo, &hi, "--max-shapes"}})
     for (const auto &[name, shape] : opt) {
       std::vector<int64_t> s = shape;
