@@ -284,6 +284,29 @@ bool Cache::gc(const std::string &keepKilnVersion, int64_t &deleted, std::string
   return exec("COMMIT;", error);
 }
 
+bool Cache::prune(const std::string &createdBefore, const std::string &environment, int64_t &deleted,
+                  std::string &error) {
+  Stmt s;
+  if (!exec("BEGIN IMMEDIATE;", error)) return false;
+  bool ok = sqlite3_prepare_v2(db_,
+                               "DELETE FROM measurements WHERE (?1 = '' OR created < ?1) AND "
+                               "(?2 = '' OR environment = ?2)",
+                               -1, &s.s, nullptr) == SQLITE_OK;
+  if (ok) {
+    sqlite3_bind_text(s.s, 1, createdBefore.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s.s, 2, environment.c_str(), -1, SQLITE_TRANSIENT);
+    ok = sqlite3_step(s.s) == SQLITE_DONE;
+  }
+  if (!ok) {
+    error = path_ + ": " + sqlite3_errmsg(db_);
+    std::string e2;
+    exec("ROLLBACK;", e2);
+    return false;
+  }
+  deleted = sqlite3_changes(db_);
+  return exec("COMMIT;", error);
+}
+
 bool Cache::merge(const std::string &otherPath, int64_t &added, std::string &error) {
   std::unique_ptr<Cache> other = open(otherPath, error, Open::ReadOnly);  // validates it, changes nothing
   if (!other) return false;

@@ -60,6 +60,9 @@ class Cache {
   // Deletes rows whose environment does not mention `keepKilnVersion` (kiln=VERSION); returns
   // how many went.
   bool gc(const std::string &keepKilnVersion, int64_t &deleted, std::string &error);
+  // Deletes the measurements made before `createdBefore` (an ISO 8601 UTC time as the cache
+  // writes them, "" for any time) in `environment` ("" for any environment).
+  bool prune(const std::string &createdBefore, const std::string &environment, int64_t &deleted, std::string &error);
   // Copies every row of another cache file in (an existing key keeps this cache's row), in one
   // transaction. The other file must exist; it is opened read-only.
   bool merge(const std::string &otherPath, int64_t &added, std::string &error);

@@ -11,11 +11,14 @@
 #include "compiler/support/Files.h"
 #include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelLoading.h"
 #include "tuner/Cache.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <ctime>
+#include <map>
 #include <iostream>
 
 namespace kiln::cli {
@@ -26,13 +29,20 @@ Runner addCacheCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("cache", "Inspect and move the tuning cache");
   auto path = std::make_shared<std::string>();
   auto action = std::make_shared<std::string>(), arg = std::make_shared<std::string>();
-  cmd->add_option("action", *action, "list | show | export | import | merge | gc")
+  cmd->add_option("action", *action, "list | show | export | import | merge | gc | prune")
       ->required()
-      ->check(CLI::IsMember({"list", "show", "export", "import", "merge", "gc"}));
+      ->check(CLI::IsMember({"list", "show", "export", "import", "merge", "gc", "prune"}));
   cmd->add_option("arg", *arg, "MODEL_HASH (show), FILE (export/import), OTHER.db (merge)");
   cmd->add_option("--cache", *path, "Cache file (default $XDG_DATA_HOME/kiln/tune-cache.db)");
-  auto json = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false), byEnv = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "list, show: print a JSON document (each measurement as export writes it)");
+  cmd->add_flag("--env", *byEnv,
+                "list: one line per environment (GPU, driver, kiln version...) the measurements were made in");
+  auto olderThan = std::make_shared<double>(-1);
+  auto envName = std::make_shared<std::string>();
+  cmd->add_option("--older-than", *olderThan, "prune: the measurements made more than this many days ago")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--environment", *envName, "prune: the measurements of this environment (as list --env prints it)");
   return [=]() -> int {
     if (!*cmd) return -1;
     std::string err;
@@ -43,6 +53,10 @@ Runner addCacheCommand(CLI::App &app) {
     };
     if ((a == "export" || a == "import" || a == "merge" || a == "show") && arg->empty())
       return fail(a == "show" ? "needs a model hash (prefix)" : "needs a file");
+    if (a == "prune" && *olderThan < 0 && envName->empty())
+      return fail("needs --older-than DAYS and/or --environment ENV (cache gc drops other kiln versions)");
+    if (a != "prune" && (*olderThan >= 0 || !envName->empty()))
+      return fail("--older-than and --environment are prune's");
     std::string db = path->empty() ? tuner::defaultCachePath(err) : *path;
     if (db.empty()) return fail(err);
     // An import's file is read before the cache is touched: a bad file changes nothing.
@@ -53,7 +67,9 @@ Runner addCacheCommand(CLI::App &app) {
       if (!tuner::rowsFromJsonLines(text, rows, err)) return fail(*arg + ": " + err);
     }
     using Open = tuner::Cache::Open;
-    Open mode = a == "import" ? Open::Create : a == "merge" || a == "gc" ? Open::Existing : Open::ReadOnly;
+    Open mode = a == "import"                               ? Open::Create
+                : a == "merge" || a == "gc" || a == "prune" ? Open::Existing
+                                                            : Open::ReadOnly;
     auto cache = tuner::Cache::open(db, err, mode);
     if (!cache) return fail(err);
     if (a == "import") {
@@ -68,6 +84,26 @@ Runner addCacheCommand(CLI::App &app) {
         if (!support::writeFileAtomically(*arg, tuner::rowsToJsonLines(rows), err, {db, db + "-wal", db + "-shm"}))
           return fail(err);
         std::printf("exported %zu measurements to %s\n", rows.size(), printable(*arg).c_str());
+        return 0;
+      }
+      if (*byEnv) {  // per environment: how many, the newest
+        std::map<std::string, std::pair<int64_t, std::string>> envs;
+        for (const tuner::CacheRow &r : rows) {
+          auto &[count, newest] = envs[r.key.environment];
+          ++count, newest = std::max(newest, r.m.created);
+        }
+        if (*json) {
+          nlohmann::json list = nlohmann::json::array();
+          for (auto &[env, cn] : envs)
+            list.push_back({{"environment", env}, {"count", cn.first}, {"newest", cn.second}});
+          std::cout << jsonText({{"cache", cache->path()}, {"environments", list}}) << "\n";
+          return 0;
+        }
+        std::printf("%s: %zu measurements in %zu environment%s\n", printable(cache->path()).c_str(), rows.size(),
+                    envs.size(), envs.size() == 1 ? "" : "s");
+        for (auto &[env, cn] : envs)
+          std::printf("%6lld  newest %s  %s\n", (long long)cn.first, support::printableLine(cn.second).c_str(),
+                      support::printableLine(env).c_str());
         return 0;
       }
       if (*json) {
@@ -93,6 +129,18 @@ Runner addCacheCommand(CLI::App &app) {
       return 0;
     }
     int64_t n = 0;
+    if (a == "prune") {
+      std::string before;
+      if (*olderThan >= 0) {
+        char buf[32];
+        std::time_t t = std::time(nullptr) - std::time_t(*olderThan * 86400);
+        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+        before = buf;
+      }
+      if (!cache->prune(before, *envName, n, err)) return fail(err);
+      std::printf("deleted %lld measurements\n", (long long)n);
+      return 0;
+    }
     bool ok = a == "merge" ? cache->merge(*arg, n, err) : cache->gc(KILN_VERSION, n, err);
     if (!ok) return fail(err);
     std::printf(a == "merge" ? "merged %lld measurements\n" : "deleted %lld measurements of other kiln versions\n",
