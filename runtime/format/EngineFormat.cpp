@@ -77,14 +77,18 @@ std::vector<int64_t> EngineDesc::valuesOf(size_t i) const {
   return v;
 }
 
-std::vector<int64_t> EngineDesc::shapeOf(size_t i, size_t ioIndex) const {
+std::vector<int64_t> EngineDesc::shapeWith(size_t ioIndex, const std::vector<int64_t>& values) const {
   std::vector<int64_t> shape = io[ioIndex].shape;
-  if (!i) return shape;
-  const std::vector<int64_t>& values = specialisations[i - 1].values;
   for (size_t k = 0; k < dims.size() && k < values.size(); ++k)
     for (const auto& [tensor, axis] : dims[k].axes)
       if (size_t(tensor) == ioIndex && axis >= 0 && size_t(axis) < shape.size()) shape[size_t(axis)] = values[k];
   return shape;
+}
+
+std::vector<int64_t> EngineDesc::boundValues(Bound b) const {
+  std::vector<int64_t> v;
+  for (const ProfileDim& d : dims) v.push_back(b == Bound::Min ? d.min : b == Bound::Opt ? d.opt : d.max);
+  return v;
 }
 
 std::vector<RegionCopy> regionCopies(const std::vector<int64_t>& dstShape, const std::vector<int64_t>& srcShape,

@@ -223,7 +223,11 @@ struct EngineDesc {
   uint64_t arenaOf(size_t i) const { return i ? specialisations[i - 1].arenaBytes : arenaBytes; }
   std::vector<int64_t> valuesOf(size_t i) const;
   // I/O tensor `io`'s shape in specialisation i (the I/O table's for i = 0).
-  std::vector<int64_t> shapeOf(size_t i, size_t io) const;
+  std::vector<int64_t> shapeOf(size_t i, size_t io) const { return shapeWith(io, valuesOf(i)); }
+  // Its shape with the profile dims at `values` (one per dim), e.g. every dim's min or max.
+  std::vector<int64_t> shapeWith(size_t io, const std::vector<int64_t>& values) const;
+  enum class Bound { Min, Opt, Max };
+  std::vector<int64_t> boundValues(Bound b) const;
 };
 
 // Dynamic shapes: the copies that move the common part of two row-major tensors of one rank

@@ -261,11 +261,10 @@ KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* e, int32_t pro
     if (io < 0 || !d.io[size_t(io)].isInput)
       return fail(KILN_ERROR_INVALID_ARGUMENT, std::string("no input named '") + name + "'");
     if (capacity > 0 && !dims) return fail(KILN_ERROR_INVALID_ARGUMENT, "dims is NULL with a non-zero capacity");
-    std::vector<int64_t> shape = d.io[size_t(io)].shape;
-    for (const ProfileDim& p : d.dims)
-      for (const auto& [i, axis] : p.axes)
-        if (i == io)
-          shape[size_t(axis)] = which == KILN_PROFILE_MIN ? p.min : which == KILN_PROFILE_OPT ? p.opt : p.max;
+    using Bound = EngineDesc::Bound;
+    std::vector<int64_t> shape = d.shapeWith(size_t(io), d.boundValues(which == KILN_PROFILE_MIN   ? Bound::Min
+                                                                       : which == KILN_PROFILE_OPT ? Bound::Opt
+                                                                                                   : Bound::Max));
     *rank = int32_t(shape.size());
     for (int32_t k = 0; k < capacity && k < *rank; ++k) dims[k] = shape[size_t(k)];
     return KILN_OK;

@@ -210,10 +210,10 @@ Status Executor::allocate() {
   // tensor's size with every dim at its max.
   for (size_t i = 0; i < d.io.size(); ++i) {
     IoTensor largest = d.io[i];
+    largest.shape = d.shapeWith(i, d.boundValues(EngineDesc::Bound::Max));
     bool pads = false;
     for (const ProfileDim& p : d.dims)
-      for (const auto& [io, axis] : p.axes)
-        if (size_t(io) == i) largest.shape[size_t(axis)] = p.max, pads = pads || p.pad;
+      for (const auto& [io, axis] : p.axes) pads = pads || (size_t(io) == i && p.pad);
     if (!pads || !ioTensorBytes(largest)) continue;
     Status s = deviceAlloc(staging_[i], ioTensorBytes(largest), "staging buffer of a padded I/O tensor");
     if (!s.ok()) return s;

@@ -73,18 +73,14 @@ Runner addInspectCommand(CLI::App &app) {
     int copies = 0;
     for (auto &l : d.launches) l.kind == rt::Launch::Kind::Copy ? ++copies : launchesPerNode[l.node]++;
     // Dynamic shapes: each input's min/opt/max (one profile), the dims and the specialisations.
-    auto bound = [&](size_t i, int which) {
-      std::vector<int64_t> s = d.io[i].shape;
-      for (const rt::ProfileDim &p : d.dims)
-        for (const auto &[io, axis] : p.axes)
-          if (size_t(io) == i) s[size_t(axis)] = which == 0 ? p.min : which == 1 ? p.opt : p.max;
-      return s;
-    };
+    using Bound = rt::EngineDesc::Bound;
+    auto bound = [&](size_t i, Bound b) { return d.shapeWith(i, d.boundValues(b)); };
     if (*json) {
       nlohmann::json profile = {{"inputs", nlohmann::json::object()}, {"dims", nlohmann::json::array()}};
       for (size_t i = 0; i < d.io.size(); ++i)
         if (d.io[i].isInput)
-          profile["inputs"][d.io[i].name] = {{"min", bound(i, 0)}, {"opt", bound(i, 1)}, {"max", bound(i, 2)}};
+          profile["inputs"][d.io[i].name] = {
+              {"min", bound(i, Bound::Min)}, {"opt", bound(i, Bound::Opt)}, {"max", bound(i, Bound::Max)}};
       for (const rt::ProfileDim &p : d.dims)
         profile["dims"].push_back({{"name", p.name}, {"min", p.min}, {"opt", p.opt}, {"max", p.max}, {"pad", p.pad}});
       profile["specialisations"] = nlohmann::json::array();
