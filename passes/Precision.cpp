@@ -100,6 +100,8 @@ class Converter {
     if (it != halfConstants_.end()) return it->second;
     // Rounded to nearest, finite values saturating (never overflowing to inf).
     std::vector<uint8_t> f32 = bytesFromAttr(c.getValue());
+    if (int64_t(f32.size()) != c.getValue().getNumElements() * 4)
+      f32 = ops::tensorToBytes(tensorFromAttr(c.getValue()));  // (bytes not held raw: through the tensor)
     std::vector<uint8_t> bytes =
         ops::halfBytesFromF32(half_, reinterpret_cast<const float *>(f32.data()), f32.size() / 4);
     auto type =

@@ -296,6 +296,7 @@ class Checker {
     if (d_.dims.size() > kMaxRank) return fail("too many profile dims");
     if (d_.specialisations.size() > (1u << 12)) return fail("too many specialisations");
     if (d_.dims.empty() && !d_.specialisations.empty()) return fail("specialisations without profile dims");
+    std::set<std::pair<int32_t, int32_t>> axesSeen;
     for (size_t k = 0; k < d_.dims.size(); ++k) {
       const ProfileDim& p = d_.dims[k];
       std::string what = "profile dim " + std::to_string(k) + " '" + clip(p.name) + "'";
@@ -303,10 +304,15 @@ class Checker {
         return fail(what + ": range " + std::to_string(p.min) + ".." + std::to_string(p.max) + " (opt " +
                     std::to_string(p.opt) + ") is not min <= opt <= max with min >= 1");
       if (p.axes.empty() || p.axes.size() > kMaxLaunchArgs) return fail(what + ": no axes or too many");
-      for (const auto& [io, axis] : p.axes)
+      bool input = false;
+      for (const auto& [io, axis] : p.axes) {
+        std::string at = "(" + std::to_string(io) + ", " + std::to_string(axis) + ")";
         if (io < 0 || size_t(io) >= d_.io.size() || axis < 0 || size_t(axis) >= d_.io[size_t(io)].shape.size())
-          return fail(what + ": axis (" + std::to_string(io) + ", " + std::to_string(axis) +
-                      ") is not an I/O tensor's");
+          return fail(what + ": axis " + at + " is not an I/O tensor's");
+        if (!axesSeen.insert({io, axis}).second) return fail(what + ": axis " + at + " belongs to two dims");
+        input = input || d_.io[size_t(io)].isInput;
+      }
+      if (!input) return fail(what + ": no input has it");
     }
     std::set<std::vector<int64_t>> seen;
     for (size_t s = 0; s < d_.numSpecialisations(); ++s) {

@@ -206,16 +206,20 @@ Status Executor::allocate() {
   staging_.assign(d.io.size(), 0);
   shapes_.clear();
   for (const IoTensor& t : d.io) shapes_.push_back(t.shape);
-  // Staging buffers, for the tensors that have an axis of a dim the runtime may pad: the
-  // tensor's size with every dim at its max.
+  // Staging buffers, for the tensors that have an axis of a dim the runtime may pad: as large as
+  // the tensor in the largest specialisation (sizes the checker bounds).
   for (size_t i = 0; i < d.io.size(); ++i) {
-    IoTensor largest = d.io[i];
-    largest.shape = d.shapeWith(i, d.boundValues(EngineDesc::Bound::Max));
     bool pads = false;
     for (const ProfileDim& p : d.dims)
       for (const auto& [io, axis] : p.axes) pads = pads || (size_t(io) == i && p.pad);
-    if (!pads || !ioTensorBytes(largest)) continue;
-    Status s = deviceAlloc(staging_[i], ioTensorBytes(largest), "staging buffer of a padded I/O tensor");
+    uint64_t bytes = 0;
+    for (size_t sp = 0; pads && sp < d.numSpecialisations(); ++sp) {
+      IoTensor t = d.io[i];
+      t.shape = d.shapeOf(sp, i);
+      bytes = std::max(bytes, ioTensorBytes(t));
+    }
+    if (!bytes) continue;  // (no padding, or an empty tensor: nothing to copy)
+    Status s = deviceAlloc(staging_[i], bytes, "staging buffer of a padded I/O tensor");
     if (!s.ok()) return s;
   }
   return Status::success();

@@ -728,6 +728,12 @@ TEST(EngineFormat, DynamicShapes) {
   EXPECT_NE(problem([](EngineDesc& e) { e.specialisations[0].values = {50}; }).find("outside its range"),
             std::string::npos);
   EXPECT_NE(problem([](EngineDesc& e) { e.specialisations[1].values = {500}; }).find("repeats"), std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.dims[0].axes = {{1, 0}}; }).find("no input has it"), std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.dims.push_back({"m", 100, 1000, 1000, true, {{0, 0}}});
+              e.specialisations[0].values.push_back(500), e.specialisations[1].values.push_back(100);
+            }).find("belongs to two dims"),
+            std::string::npos);
   EXPECT_NE(problem([](EngineDesc& e) {
               e.specialisations[0].values = {1000, 1};
             }).find("2 values"),

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -133,8 +134,10 @@ Runner addCacheCommand(CLI::App &app) {
       std::string before;
       if (*olderThan >= 0) {
         char buf[32];
-        std::time_t t = std::time(nullptr) - std::time_t(*olderThan * 86400);
-        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+        // (at most 100,000 days back: far past any measurement, and time_t arithmetic stays defined)
+        std::time_t t = std::time(nullptr) - std::time_t(std::min(*olderThan, 1e5) * 86400);
+        const std::tm *utc = std::gmtime(&t);
+        if (!utc || !std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", utc)) return fail("--older-than: bad time");
         before = buf;
       }
       if (!cache->prune(before, *envName, n, err)) return fail(err);

@@ -90,7 +90,10 @@ Runner addCheckCommand(CLI::App &app) {
     }
     // An engine with dynamic shapes runs at the --onnx model's input shapes (given whole).
     ImportOptions parsed;
-    parseShapeOverrides(model->shapes, parsed);
+    if (auto e = parseShapeOverrides(model->shapes, parsed); !e.empty()) {
+      std::cerr << "kiln: error: --shapes: " << e << "\n";
+      return 2;
+    }
     auto r = openEngine(*path, err, 0, 1, parsed.shapes);
     if (!r) {
       std::cerr << "kiln: error: " << err << "\n";

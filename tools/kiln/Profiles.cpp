@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -132,25 +133,33 @@ std::string padCheck(const ModelOptions &model, const Shapes &opt, const std::ve
 }
 
 // Merges specialisations into the first one's engine: modules, kernels and weight regions (a
-// constant from its start to the next one's) that are byte-identical are stored once.
+// constant from its start to the next one's) that are byte-identical are stored once (found by
+// hash, then compared byte for byte).
 class Merger {
  public:
   Merger(rt::EngineDesc &out, const std::vector<uint64_t> &starts) : out_(out) {
-    for (size_t i = 0; i < out_.modules.size(); ++i) moduleByKey_[moduleKey(out_.modules[i])] = int32_t(i);
+    for (size_t i = 0; i < out_.modules.size(); ++i) moduleByKey_[moduleKey(out_.modules[i])].push_back(int32_t(i));
     for (size_t i = 0; i < out_.kernels.size(); ++i)
       kernelByKey_[{out_.kernels[i].module, out_.kernels[i].entry}] = int32_t(i);
     for (size_t i = 0; i < starts.size(); ++i) {
       uint64_t end = i + 1 < starts.size() ? starts[i + 1] : out_.weights.size();
-      regionByKey_.emplace(regionKey(out_.weights.data() + starts[i], end - starts[i]), starts[i]);
+      regionByKey_[regionKey(out_.weights.data() + starts[i], end - starts[i])].push_back(starts[i]);
     }
   }
 
   void add(rt::EngineDesc &d, const std::vector<uint64_t> &starts, std::vector<int64_t> values) {
     std::vector<int32_t> module(d.modules.size()), kernel(d.kernels.size());
     for (size_t i = 0; i < d.modules.size(); ++i) {
-      auto [it, added] = moduleByKey_.emplace(moduleKey(d.modules[i]), int32_t(out_.modules.size()));
-      if (added) out_.modules.push_back(std::move(d.modules[i]));
-      module[i] = it->second;
+      std::vector<int32_t> &same = moduleByKey_[moduleKey(d.modules[i])];
+      auto it = std::find_if(same.begin(), same.end(), [&](int32_t m) {
+        return out_.modules[size_t(m)].cubin == d.modules[i].cubin && out_.modules[size_t(m)].ptx == d.modules[i].ptx;
+      });
+      if (it == same.end()) {
+        same.push_back(int32_t(out_.modules.size()));
+        out_.modules.push_back(std::move(d.modules[i]));
+        it = same.end() - 1;
+      }
+      module[i] = *it;
     }
     for (size_t i = 0; i < d.kernels.size(); ++i) {
       rt::KernelDesc k = d.kernels[i];
@@ -161,15 +170,18 @@ class Merger {
     }
     std::vector<uint64_t> moved(starts.size());
     for (size_t i = 0; i < starts.size(); ++i) {
-      uint64_t end = i + 1 < starts.size() ? starts[i + 1] : d.weights.size();
-      auto [it, added] = regionByKey_.emplace(regionKey(d.weights.data() + starts[i], end - starts[i]),
-                                              (out_.weights.size() + 63) / 64 * 64);
-      if (added) {
-        out_.weights.resize(it->second);
-        out_.weights.insert(out_.weights.end(), d.weights.begin() + int64_t(starts[i]),
-                            d.weights.begin() + int64_t(end));
+      const uint64_t end = i + 1 < starts.size() ? starts[i + 1] : d.weights.size(), n = end - starts[i];
+      const uint8_t *bytes = d.weights.data() + starts[i];
+      std::vector<uint64_t> &same = regionByKey_[regionKey(bytes, n)];
+      auto it = std::find_if(same.begin(), same.end(),
+                             [&](uint64_t at) { return std::memcmp(out_.weights.data() + at, bytes, n) == 0; });
+      if (it == same.end()) {
+        same.push_back((out_.weights.size() + 63) / 64 * 64);
+        out_.weights.resize(same.back());
+        out_.weights.insert(out_.weights.end(), bytes, bytes + n);
+        it = same.end() - 1;
       }
-      moved[i] = it->second;
+      moved[i] = *it;
     }
     auto relocate = [&](rt::BufferRef &b) {
       if (b.space != rt::BufferRef::Space::Weights || starts.empty()) return;
@@ -197,9 +209,9 @@ class Merger {
   static std::string regionKey(const uint8_t *p, uint64_t n) { return rt::fnv1a64Hex(p, n) + "/" + std::to_string(n); }
 
   rt::EngineDesc &out_;
-  std::map<std::string, int32_t> moduleByKey_;
+  std::map<std::string, std::vector<int32_t>> moduleByKey_;
   std::map<std::pair<int32_t, std::string>, int32_t> kernelByKey_;
-  std::map<std::string, uint64_t> regionByKey_;
+  std::map<std::string, std::vector<uint64_t>> regionByKey_;
 };
 
 }  // namespace
@@ -355,7 +367,15 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
     std::string err;
     if (rt::parseEngine(m.engine.engine.data(), m.engine.engine.size(), d, err) != rt::ParseStatus::Ok)
       return fail("internal error: specialisation " + label + " does not parse: " + err);
-    if (s && d.io.size() != merged.io.size()) return fail("specialisation " + label + " has other inputs and outputs");
+    if (s) {  // the same I/O table but for the dims' values
+      bool same = d.io.size() == merged.io.size();
+      for (size_t i = 0; same && i < d.io.size(); ++i)
+        same = d.io[i].name == merged.io[i].name && d.io[i].isInput == merged.io[i].isInput &&
+               d.io[i].dtype == merged.io[i].dtype && d.io[i].shape.size() == merged.io[i].shape.size();
+      if (!same)
+        return fail("specialisation " + label + " has other inputs or outputs (names, dtypes or ranks) than at the " +
+                    "opt shapes (a Squeeze of an axis that is 1 at some shapes?); narrow the profile");
+    }
     ioShapes.emplace_back();
     for (const rt::IoTensor &t : d.io) ioShapes.back().push_back(t.shape);
     stats.cacheHits += m.engine.stats.cacheHits, stats.compiled += m.engine.stats.compiled;

@@ -235,7 +235,7 @@ Runner addTuneCommand(CLI::App &app) {
     }
     std::signal(SIGINT, onInterrupt);
     tuner::TuneReport r = tuner::tune(*o, gStop);
-    if (r.error.empty() && !profileOutput.empty() && r.best >= 0) {
+    if (r.error.empty() && !profileOutput.empty() && r.best >= 0 && !gStop) {
       codegen::BuildOptions bo;
       knobs::Route route;
       if (std::string e = parseTarget(o->arch, bo.target);
