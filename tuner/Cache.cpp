@@ -264,16 +264,16 @@ bool Cache::rows(std::vector<CacheRow> &out, std::string &error, const std::stri
   return true;
 }
 
-bool Cache::gc(const std::string &keepKilnVersion, int64_t &deleted, std::string &error) {
+// Deletes the rows that `where` selects (its ?1, ?2... bound to `values`) in one transaction.
+bool Cache::deleteWhere(const char *where, const std::vector<std::string> &values, int64_t &deleted,
+                        std::string &error) {
   Stmt s;
   if (!exec("BEGIN IMMEDIATE;", error)) return false;
-  bool ok = sqlite3_prepare_v2(db_, "DELETE FROM measurements WHERE instr(environment, ?) = 0", -1, &s.s, nullptr) ==
-            SQLITE_OK;
-  std::string needle = "kiln=" + keepKilnVersion + ";";
-  if (ok) {
-    sqlite3_bind_text(s.s, 1, needle.c_str(), -1, SQLITE_TRANSIENT);
-    ok = sqlite3_step(s.s) == SQLITE_DONE;
-  }
+  bool ok = sqlite3_prepare_v2(db_, (std::string("DELETE FROM measurements WHERE ") + where).c_str(), -1, &s.s,
+                               nullptr) == SQLITE_OK;
+  for (size_t k = 0; ok && k < values.size(); ++k)
+    sqlite3_bind_text(s.s, int(k + 1), values[k].c_str(), -1, SQLITE_TRANSIENT);
+  ok = ok && sqlite3_step(s.s) == SQLITE_DONE;
   if (!ok) {
     error = path_ + ": " + sqlite3_errmsg(db_);
     std::string e2;
@@ -284,27 +284,14 @@ bool Cache::gc(const std::string &keepKilnVersion, int64_t &deleted, std::string
   return exec("COMMIT;", error);
 }
 
+bool Cache::gc(const std::string &keepKilnVersion, int64_t &deleted, std::string &error) {
+  return deleteWhere("instr(environment, ?1) = 0", {"kiln=" + keepKilnVersion + ";"}, deleted, error);
+}
+
 bool Cache::prune(const std::string &createdBefore, const std::string &environment, int64_t &deleted,
                   std::string &error) {
-  Stmt s;
-  if (!exec("BEGIN IMMEDIATE;", error)) return false;
-  bool ok = sqlite3_prepare_v2(db_,
-                               "DELETE FROM measurements WHERE (?1 = '' OR created < ?1) AND "
-                               "(?2 = '' OR environment = ?2)",
-                               -1, &s.s, nullptr) == SQLITE_OK;
-  if (ok) {
-    sqlite3_bind_text(s.s, 1, createdBefore.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s.s, 2, environment.c_str(), -1, SQLITE_TRANSIENT);
-    ok = sqlite3_step(s.s) == SQLITE_DONE;
-  }
-  if (!ok) {
-    error = path_ + ": " + sqlite3_errmsg(db_);
-    std::string e2;
-    exec("ROLLBACK;", e2);
-    return false;
-  }
-  deleted = sqlite3_changes(db_);
-  return exec("COMMIT;", error);
+  return deleteWhere("(?1 = '' OR created < ?1) AND (?2 = '' OR environment = ?2)", {createdBefore, environment},
+                     deleted, error);
 }
 
 bool Cache::merge(const std::string &otherPath, int64_t &added, std::string &error) {

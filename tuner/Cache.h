@@ -75,6 +75,7 @@ class Cache {
  private:
   Cache() = default;
   bool exec(const char *sql, std::string &error);
+  bool deleteWhere(const char *where, const std::vector<std::string> &values, int64_t &deleted, std::string &error);
   bool insert(const CacheRow &row, bool replace, bool &added, std::string &error);
   sqlite3 *db_ = nullptr;
   std::string path_;

@@ -95,12 +95,6 @@ const IoTensor* ioAt(const kiln_engine* e, int32_t i) {
   return &e->impl->desc.io[size_t(i)];
 }
 
-std::string shapeText(const int64_t* dims, size_t rank) {
-  std::string s = "[";
-  for (size_t i = 0; i < rank; ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 // Looks up an I/O tensor by name for the context calls; on failure records why.
 int32_t findTensor(const kiln_context* c, const char* name, kiln_status& status) {
   if (!c) return status = fail(KILN_ERROR_INVALID_ARGUMENT, "context is NULL"), -1;

@@ -90,30 +90,38 @@ static void print_io_table(const kiln_engine* e) {
 static float x_of(int i) { return (float)(i % 17) - 8.0f; }
 static float b_of(int i) { return 0.25f * (float)i - 3.0f; }
 
-static int run_on_gpu(kiln_engine* engine, kiln_context* ctx) {
+/* The device side of a test after kiln_context_create: libcuda, the primary context the context
+ * uses made current for our allocations, x (N floats, uploaded: x_of) and y (N floats) on the
+ * device, and a stream. Returns the library, or NULL (a failure is counted). */
+static void* device_setup(devptr* dx, devptr* dy, void** stream) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   void* cuctx = NULL;
+  float x[N];
+  int i, dev = 0;
+  CHECK(lib != NULL, "context created but libcuda.so.1 cannot be opened");
+  if (!lib) return NULL;
+  ((cuInit_t)sym(lib, "cuInit"))(0);
+  ((cuDeviceGet_t)sym(lib, "cuDeviceGet"))(&dev, 0);
+  CHECK(((cuPrimaryCtxRetain_t)sym(lib, "cuDevicePrimaryCtxRetain"))(&cuctx, dev) == 0, "retain");
+  CHECK(((cuCtxSetCurrent_t)sym(lib, "cuCtxSetCurrent"))(cuctx) == 0, "set current");
+  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(dx, sizeof x) == 0, "alloc x");
+  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(dy, N * sizeof(float)) == 0, "alloc y");
+  CHECK(((cuStreamCreate_t)sym(lib, "cuStreamCreate"))(stream, 0) == 0, "stream");
+  for (i = 0; i < N; ++i) x[i] = x_of(i);
+  CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(*dx, x, sizeof x) == 0, "upload x");
+  return lib;
+}
+
+static int run_on_gpu(kiln_engine* engine, kiln_context* ctx) {
   void* stream = NULL;
   devptr dx = 0, dy = 0, dy2 = 0;
-  float x[N], y[N];
+  float y[N];
   int i, bad = 0, round;
   int64_t good_shape[1] = {N}, bad_shape[2] = {N, 1};
   kiln_status s;
-  if (!lib) return fprintf(stderr, "context created but libcuda.so.1 cannot be opened\n"), 1;
-  /* The same primary context kiln_context_create used, made current for our allocations. */
-  ((cuInit_t)sym(lib, "cuInit"))(0);
-  {
-    int dev = 0;
-    ((cuDeviceGet_t)sym(lib, "cuDeviceGet"))(&dev, 0);
-    CHECK(((cuPrimaryCtxRetain_t)sym(lib, "cuDevicePrimaryCtxRetain"))(&cuctx, dev) == 0, "retain");
-    CHECK(((cuCtxSetCurrent_t)sym(lib, "cuCtxSetCurrent"))(cuctx) == 0, "set current");
-  }
-  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dx, sizeof x) == 0, "alloc x");
-  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dy, sizeof y) == 0, "alloc y");
+  void* lib = device_setup(&dx, &dy, &stream);
+  if (!lib) return 1;
   CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dy2, sizeof y) == 0, "alloc y2");
-  CHECK(((cuStreamCreate_t)sym(lib, "cuStreamCreate"))(&stream, 0) == 0, "stream");
-  for (i = 0; i < N; ++i) x[i] = x_of(i);
-  CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(dx, x, sizeof x) == 0, "upload x");
 
   s = kiln_context_enqueue(ctx, stream);
   CHECK(s == KILN_ERROR_UNBOUND && strstr(kiln_status_message(s), "'x'") && strstr(kiln_status_message(s), "'y'"),
@@ -180,29 +188,16 @@ static void check_profile(kiln_engine* engine) {
 }
 
 static int run_dynamic(kiln_context* ctx) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  void* cuctx = NULL;
   void* stream = NULL;
   devptr dx = 0, dy = 0;
-  float x[N], y[N];
+  float y[N];
   int i, k, bad = 0;
   static const int64_t sizes[] = {700, 500, 100, 1000, 333, 101, 700, 333, 1000}; /* (graphs: replays) */
   int64_t dims[2], outside[2] = {1001, 99};
   int32_t rank = 0;
   kiln_status s;
-  if (!lib) return fprintf(stderr, "libcuda.so.1 cannot be opened\n"), 1;
-  ((cuInit_t)sym(lib, "cuInit"))(0);
-  {
-    int dev = 0;
-    ((cuDeviceGet_t)sym(lib, "cuDeviceGet"))(&dev, 0);
-    CHECK(((cuPrimaryCtxRetain_t)sym(lib, "cuDevicePrimaryCtxRetain"))(&cuctx, dev) == 0, "retain");
-    CHECK(((cuCtxSetCurrent_t)sym(lib, "cuCtxSetCurrent"))(cuctx) == 0, "set current");
-  }
-  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dx, sizeof x) == 0, "alloc x");
-  CHECK(((cuMemAlloc_t)sym(lib, "cuMemAlloc_v2"))(&dy, sizeof y) == 0, "alloc y");
-  CHECK(((cuStreamCreate_t)sym(lib, "cuStreamCreate"))(&stream, 0) == 0, "stream");
-  for (i = 0; i < N; ++i) x[i] = x_of(i);
-  CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(dx, x, sizeof x) == 0, "upload x");
+  void* lib = device_setup(&dx, &dy, &stream);
+  if (!lib) return 1;
   CHECK(kiln_context_set_tensor_address(ctx, "x", (void*)(size_t)dx) == KILN_OK, "bind x");
   CHECK(kiln_context_set_tensor_address(ctx, "y", (void*)(size_t)dy) == KILN_OK, "bind y");
   for (k = 0; k < 2; ++k) {

@@ -65,11 +65,7 @@ Runner addCompileCommand(CLI::App &app) {
   cmd->add_option("-j,--jobs", *jobs, "Parallel NVRTC compiles (default: all cores)");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   auto profile = std::make_shared<ProfileOptions>();
-  cmd->add_option("--min-shapes", profile->minShapes,
-                  "Dynamic shapes: the smallest input shapes the engine takes, as --shapes (x:1x3x224x224 or "
-                  "batch=1); with --opt-shapes and --max-shapes");
-  cmd->add_option("--opt-shapes", profile->optShapes, "Dynamic shapes: the shapes to build the engine's fastest for");
-  cmd->add_option("--max-shapes", profile->maxShapes, "Dynamic shapes: the largest input shapes the engine takes");
+  profile->add(*cmd, "the shapes to build the engine's fastest for");
   cmd->add_option("--max-specialisations", profile->maxSpecialisations,
                   "Dynamic shapes: refuse a profile that needs more specialisations than this")
       ->capture_default_str();

@@ -5,13 +5,13 @@
 #include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
+#include "tools/kiln/Profiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <iostream>
 
@@ -132,30 +132,26 @@ Runner addPlanCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--route", *routeText, "Build route the GPU check lowers (as compile's)");
   cmd->add_option("--precision", *precision, "Shorthand for the route's precision knob (as compile's)");
-  auto bounds = std::make_shared<std::array<std::string, 3>>();
-  cmd->add_option("--min-shapes", (*bounds)[0], "Dynamic shapes (as compile's): also plan at these shapes");
-  cmd->add_option("--opt-shapes", (*bounds)[1], "Dynamic shapes: the shapes the main plan is made at");
-  cmd->add_option("--max-shapes", (*bounds)[2], "Dynamic shapes: also plan at these shapes");
+  auto bounds = std::make_shared<ProfileOptions>();
+  bounds->add(*cmd, "the shapes the main plan is made at (min and max are planned too)");
   return [cmd, opts, json, arch, routeText, precision, bounds]() -> int {
     if (!*cmd) return -1;
-    const bool profile = !(*bounds)[0].empty() || !(*bounds)[1].empty() || !(*bounds)[2].empty();
-    if (profile && ((*bounds)[0].empty() || (*bounds)[1].empty() || (*bounds)[2].empty() || !opts->shapes.empty())) {
-      std::cerr << "kiln: error: a profile needs all three of --min-shapes, --opt-shapes and --max-shapes (not "
-                   "--shapes)\n";
+    if (std::string e = bounds->problem(opts->shapes); !e.empty()) {
+      std::cerr << "kiln: error: " << e << "\n";
       return 2;
     }
-    if (profile) opts->shapes = (*bounds)[1];
+    const bool profile = bounds->any();
+    if (profile) opts->shapes = bounds->optShapes;
     // FLOPs and memory at the profile's min and max shapes (the opt plan is the main one).
     std::vector<std::pair<std::string, ModelPlan>> atBounds;
-    for (int b : {0, 2}) {
+    for (auto [bound, shapes] : {std::pair{"min", &bounds->minShapes}, std::pair{"max", &bounds->maxShapes}}) {
       if (!profile) break;
       ModelOptions at = *opts;
-      at.shapes = (*bounds)[size_t(b)];
+      at.shapes = *shapes;
       mlir::MLIRContext bctx;
       LoadedModel bm = loadModel(at, bctx);
       if (!bm.ok()) return 2;
-      atBounds.push_back(
-          {b == 0 ? "min" : "max", planFunction((*bm.import.module).lookupSymbol<mlir::func::FuncOp>("main"))});
+      atBounds.push_back({bound, planFunction((*bm.import.module).lookupSymbol<mlir::func::FuncOp>("main"))});
     }
     knobs::Route route;
     std::string err;

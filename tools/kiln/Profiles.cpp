@@ -18,12 +18,6 @@ namespace {
 
 using Shapes = std::map<std::string, std::vector<int64_t>>;
 
-std::string shapeText(const std::vector<int64_t> &s) {
-  std::string r;
-  for (size_t k = 0; k < s.size(); ++k) r += (k ? "x" : "") + std::to_string(s[k]);
-  return r.empty() ? "scalar" : r;
-}
-
 // A dim of the profile: the input axes that share it, its range and its buckets.
 struct Group {
   std::string name;
@@ -40,13 +34,14 @@ Shapes shapesAt(const Shapes &opt, const std::vector<Group> &groups, const std::
   return s;
 }
 
-// The model imported at `shapes` (the plain fp32 graph, for the evaluator), or null with `error`.
-mlir::func::FuncOp importAt(const ModelOptions &model, const Shapes &shapes, mlir::MLIRContext &ctx,
-                            codegen::ModelBuild &m, std::string &error) {
+// The model imported at `shapes` and `dims` (as --shapes gives them; the plain fp32 graph, for
+// the evaluator), or null with `error`.
+mlir::func::FuncOp importAt(const ModelOptions &model, const Shapes &shapes, const std::map<std::string, int64_t> &dims,
+                            mlir::MLIRContext &ctx, codegen::ModelBuild &m, std::string &error) {
   ImportOptions io;
   if (auto e = model.importOptions(io); !e.empty()) return error = e, nullptr;
   io.shapes = shapes;
-  io.dims.clear();
+  io.dims = dims;
   m = codegen::lowerModelWith(model.model, io, ctx, [](mlir::OpPassManager &pm) { buildImportCleanupPipeline(pm); });
   if (!m.ok()) return error = m.error, nullptr;
   return (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
@@ -98,7 +93,7 @@ std::string padCheck(const ModelOptions &model, const Shapes &opt, const std::ve
   {
     mlir::MLIRContext ctx;
     codegen::ModelBuild m;
-    mlir::func::FuncOp f = importAt(model, shapesAt(opt, groups, small), ctx, m, error);
+    mlir::func::FuncOp f = importAt(model, shapesAt(opt, groups, small), {}, ctx, m, error);
     if (!f) return "the model does not import at its min shapes: " + error;
     std::vector<tuner::HostTensor> in = tuner::randomInputs(modelInputs(f), 7);
     if (!evaluateModel(f, in, outSmall, error)) return error;
@@ -107,7 +102,7 @@ std::string padCheck(const ModelOptions &model, const Shapes &opt, const std::ve
   }
   mlir::MLIRContext ctx;
   codegen::ModelBuild m;
-  mlir::func::FuncOp f = importAt(model, shapesAt(opt, groups, large), ctx, m, error);
+  mlir::func::FuncOp f = importAt(model, shapesAt(opt, groups, large), {}, ctx, m, error);
   if (!f) return "the model does not import with " + groups[g].name + " = " + std::to_string(large[g]) + ": " + error;
   if (!evaluateModel(f, inLarge, outLarge, error)) return error;
   for (size_t o = 0; o < outSmall.size() && o < outLarge.size(); ++o) {
@@ -216,12 +211,27 @@ class Merger {
 
 }  // namespace
 
+void ProfileOptions::add(CLI::App &cmd, const std::string &optRole) {
+  cmd.add_option("--min-shapes", minShapes,
+                 "Dynamic shapes: the smallest input shapes, as --shapes (x:1x3x224x224 or batch=1); with "
+                 "--opt-shapes and --max-shapes");
+  cmd.add_option("--opt-shapes", optShapes, "Dynamic shapes: " + optRole);
+  cmd.add_option("--max-shapes", maxShapes, "Dynamic shapes: the largest input shapes");
+}
+
+std::string ProfileOptions::problem(const std::string &shapes) const {
+  if (!any()) return "";
+  if (!shapes.empty()) return "--shapes and --min/--opt/--max-shapes do not mix: give the profile's shapes";
+  if (minShapes.empty() || optShapes.empty() || maxShapes.empty())
+    return "a profile needs all three of --min-shapes, --opt-shapes and --max-shapes";
+  return "";
+}
+
 void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile, const codegen::BuildOptions &options,
                         codegen::ModelBuild &build, ProfileReport &report) {
   auto fail = [&](const std::string &e) { build.error = e; };
-  if (!model.shapes.empty()) return fail("--shapes and --min/--opt/--max-shapes do not mix: give the profile's shapes");
-  if (profile.optShapes.empty() || profile.minShapes.empty() || profile.maxShapes.empty())
-    return fail("a profile needs all three of --min-shapes, --opt-shapes and --max-shapes");
+  if (std::string e = profile.problem(model.shapes); !e.empty() || !profile.any())
+    return fail(e.empty() ? "no profile given" : e);
   ImportOptions minIo, optIo, maxIo;
   for (auto [text, io, flag] :
        {std::tuple{&profile.minShapes, &minIo, "--min-shapes"}, std::tuple{&profile.optShapes, &optIo, "--opt-shapes"},
@@ -232,18 +242,14 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
   Shapes opt, lo, hi;
   std::map<std::string, std::vector<std::string>> dimNames;
   {
-    ModelOptions optModel = model;
-    optModel.shapes = profile.optShapes;
     mlir::MLIRContext ctx;
     codegen::ModelBuild m;
-    ImportOptions io;
-    if (auto e = optModel.importOptions(io); !e.empty()) return fail("--opt-shapes: " + e);
-    m = codegen::lowerModelWith(model.model, io, ctx, [](mlir::OpPassManager &pm) { buildImportCleanupPipeline(pm); });
-    if (!m.ok()) return fail("at the --opt-shapes: " + m.error);
+    std::string error;
+    mlir::func::FuncOp f = importAt(model, optIo.shapes, optIo.dims, ctx, m, error);
+    if (!f) return fail("at the --opt-shapes: " + error);
     build.import.warnings = m.import.warnings;
     dimNames = m.import.inputDimNames;
-    for (const tuner::HostTensor &t : modelInputs((*m.import.module).lookupSymbol<mlir::func::FuncOp>("main")))
-      opt[t.name] = t.shape;
+    for (const tuner::HostTensor &t : modelInputs(f)) opt[t.name] = t.shape;
   }
   std::set<std::string> known;
   for (const auto &[input, names] : dimNames) known.insert(names.begin(), names.end());

@@ -21,6 +21,12 @@ struct ProfileOptions {
   bool pad = true;                              // allow padding where the evaluator check passes
   int maxSpecialisations = 64;
   bool any() const { return !minShapes.empty() || !optShapes.empty() || !maxShapes.empty(); }
+  // Registers --min-shapes, --opt-shapes and --max-shapes; `optRole` says what the command does
+  // at the opt shapes.
+  void add(CLI::App &cmd, const std::string &optRole);
+  // "" when no profile is given, or all three shapes are and `shapes` (--shapes) is empty; else
+  // the error.
+  std::string problem(const std::string &shapes) const;
 };
 
 // What the profile build did, for kiln compile's report.

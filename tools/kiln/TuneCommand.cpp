@@ -116,11 +116,7 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--inputs", o->inputs, "Inputs (.npz; default: the reference's, else random)");
   cmd->add_option("-o,--output", o->output, "Write the winning engine here");
   auto profile = std::make_shared<ProfileOptions>();
-  cmd->add_option("--min-shapes", profile->minShapes,
-                  "Dynamic shapes (as compile's): candidates are measured at --opt-shapes and -o writes the winner "
-                  "built for the whole profile");
-  cmd->add_option("--opt-shapes", profile->optShapes, "Dynamic shapes: the shapes candidates are measured at");
-  cmd->add_option("--max-shapes", profile->maxShapes, "Dynamic shapes: the largest input shapes");
+  profile->add(*cmd, "the shapes candidates are measured at (-o writes the winner built for the whole profile)");
   cmd->add_option("--arch", o->arch, "Target architecture")->capture_default_str();
   cmd->add_option("--calib", o->calib, "Calibration file (kiln calibrate) for candidates with int8/fp8 products");
   cmd->add_option("--shapes", o->shapes, "Input shapes, as for compile");
@@ -217,13 +213,11 @@ Runner addTuneCommand(CLI::App &app) {
     // A profile: the candidates are measured at its opt shapes (static engines), and the winner is
     // then built for the whole profile.
     std::string profileOutput;
+    if (std::string e = profile->problem(o->shapes); !e.empty()) {
+      std::cerr << "kiln: error: " << e << "\n";
+      return 2;
+    }
     if (profile->any()) {
-      if (profile->minShapes.empty() || profile->optShapes.empty() || profile->maxShapes.empty() ||
-          !o->shapes.empty()) {
-        std::cerr << "kiln: error: a profile needs all three of --min-shapes, --opt-shapes and --max-shapes (not "
-                     "--shapes)\n";
-        return 2;
-      }
       o->shapes = profile->optShapes;
       std::swap(profileOutput, o->output);
       if (auto why =
