@@ -82,7 +82,7 @@ run() {
   local name=$1; shift
   timeout "${KILN_TIMEOUT:-300}" "$@" > "$OUT/logs/$name.log" 2>&1
   local rc=$?
-  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU|^stress:|^create-destroy:' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
+  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU|^stress:|^create-destroy:|s in all' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
   return $rc
 }
 
@@ -517,29 +517,31 @@ fi
 # at 1x16, 1x128, 8x128, 32x128, 32x512 and 4x100 (padded) likewise.
 if [ "$mode" = dynamic-zoo ]; then
   : > "$summary"
-  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_dyn > "$OUT/logs/zoo.log" 2>&1
-  for b in 1 7 32 64; do
+  pairs=()
+  [ -z "${KILN_DYN_SKIP_R50:-}" ] && python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_dyn > "$OUT/logs/zoo.log" 2>&1
+  [ -z "${KILN_DYN_SKIP_R50:-}" ] && for b in 1 7 32 64; do
     python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50 --batch $b >> "$OUT/logs/zoo.log" 2>&1
   done
-  run compile_r50_dyn "$bin/kiln" compile "$zoo/resnet50_dyn.onnx" -o /tmp/r50dyn.kiln --precision fp16 \
-    --min-shapes batch=1 --opt-shapes batch=32 --max-shapes batch=64
-  ls -l /tmp/r50dyn.kiln >> "$summary"
-  pairs=()
-  for b in 1 7 32 64; do
-    stem=resnet50_b$b; [ $b = 1 ] && stem=resnet50
-    run "compile_r50_b$b" "$bin/kiln" compile "$zoo/$stem.onnx" -o /tmp/r50_b$b.kiln --precision fp16
-    pairs+=("r50 $b /tmp/r50_b$b.kiln input:${b}x3x224x224 /tmp/r50dyn.kiln")
-  done
+  if [ -z "${KILN_DYN_SKIP_R50:-}" ]; then
+    run compile_r50_dyn "$bin/kiln" compile "$zoo/resnet50_dyn.onnx" -o /tmp/r50dyn.kiln --precision fp16 \
+      --min-shapes batch=1 --opt-shapes batch=32 --max-shapes batch=64
+    for b in 1 7 32 64; do
+      stem=resnet50_b$b; [ $b = 1 ] && stem=resnet50
+      run "compile_r50_b$b" "$bin/kiln" compile "$zoo/$stem.onnx" -o /tmp/r50_b$b.kiln --precision fp16
+      pairs+=("r50 $b /tmp/r50_b$b.kiln input:${b}x3x224x224 /tmp/r50dyn.kiln")
+    done
+    ls -l /tmp/r50dyn.kiln /tmp/r50_b*.kiln >> "$summary"
+  fi
   if [ -n "${KILN_DYN_BERT:-}" ]; then
     python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only bert_base_dyn >> "$OUT/logs/zoo.log" 2>&1
     run compile_bert_dyn "$bin/kiln" compile "$zoo/bert_base_dyn.onnx" -o /tmp/bertdyn.kiln --precision fp16 \
       --min-shapes batch=1,sequence=16 --opt-shapes batch=8,sequence=128 --max-shapes batch=32,sequence=512
-    ls -l /tmp/bertdyn.kiln >> "$summary"
     for bs in 1x16 1x128 8x128 32x128 32x512 4x100; do
       run "compile_bert_$bs" "$bin/kiln" compile "$zoo/bert_base_dyn.onnx" -o /tmp/bert_$bs.kiln --precision fp16 \
         --shapes "input_ids:$bs,attention_mask:$bs"
       pairs+=("bert $bs /tmp/bert_$bs.kiln input_ids:$bs,attention_mask:$bs /tmp/bertdyn.kiln")
     done
+    ls -l /tmp/bertdyn.kiln /tmp/bert_*.kiln >> "$summary"
   fi
   for round in 1 2; do
     for p in "${pairs[@]}"; do

@@ -405,6 +405,10 @@ dyn=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,
 expect 0 "profile: 6 specialisations" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn.kiln" "${dyn[@]}"
 expect 0 "seq +4\.\.8 \(opt 8\), values between padded" -- inspect "$tmp/dyn.kiln"
 expect 0 '"profiles": \[' -- inspect "$tmp/dyn.kiln" --json
+# Specialisations built three at a time and one at a time: the same engine, byte for byte.
+expect 0 "building 6 specialisations, 3 at a time" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn3.kiln" "${dyn[@]}" --jobs 3
+expect 0 "specialisation 6/6: batch=4, seq=8" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn1.kiln" "${dyn[@]}" --jobs 1
+if cmp -s "$tmp/dyn3.kiln" "$tmp/dyn1.kiln"; then passed=$((passed + 1)); else echo "FAIL: specialisations built in parallel give another engine"; failed=$((failed + 1)); fi
 expect 0 "seq 4\.\.8 \(opt 8\): built for 4, 8; values between are refused: output 'y' changes by" -- compile "$tiny/dynamic_mix.onnxtxt" -o "$tmp/dynmix.kiln" "${dyn[@]}"
 expect 0 '"pad": true' -- compile "$tiny/dynamic_mix.onnxtxt" -o "$tmp/dynmix.kiln" "${dyn[@]}" --json
 expect 0 "values between are refused: --no-pad" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn.kiln" "${dyn[@]}" --no-pad

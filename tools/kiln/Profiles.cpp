@@ -1,5 +1,6 @@
 #include "tools/kiln/Profiles.h"
 
+#include "compiler/support/Parallel.h"
 #include "runtime/format/EngineFormat.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Evaluate.h"
@@ -8,15 +9,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+
+#include <unistd.h>
 
 namespace kiln::cli {
 
 namespace {
 
 using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+// How many specialisations to build at once: one per core (or --jobs), fewer where memory is
+// short. A build holds the imported module and its engine, a few times the model file.
+unsigned specialisationWidth(unsigned jobs, size_t specs, const std::string &modelPath) {
+  std::error_code ec;
+  uint64_t fileBytes = std::filesystem::file_size(modelPath, ec);
+  uint64_t perBuild = std::max<uint64_t>(uint64_t(256) << 20, (ec ? 0 : fileBytes) * 4);
+  uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  uint64_t byMemory = std::max<uint64_t>(1, memory / 2 / perBuild);
+  return unsigned(std::min<uint64_t>({jobs ? jobs : support::hardwareThreads(), specs, byMemory}));
+}
 
 // A dim of the profile: the input axes that share it, its range and its buckets.
 struct Group {
@@ -350,56 +367,94 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
     report.dims.push_back(d);
   }
 
-  // Build each specialisation and merge.
+  // Build the specialisations, several at once where cores and memory allow, and merge them in
+  // order (so the engine is the same whatever the parallelism). Each build holds its module and
+  // engine until merged: a batch of `width` at a time bounds the memory.
+  auto label = [&](size_t s) {
+    std::string l;
+    for (size_t g = 0; g < groups.size(); ++g)
+      l += (g ? ", " : "") + groups[g].name + "=" + std::to_string(specs[s][g]);
+    return l;
+  };
+  unsigned width = specialisationWidth(options.jobs, specs.size(), model.model);
+  codegen::BuildOptions specOptions = options;
+  if (width > 1)
+    specOptions.progress = nullptr, specOptions.onPhase = nullptr;  // (one line per specialisation instead)
+  struct Built {
+    std::string error;
+    codegen::BuildResult engine;
+    std::vector<std::string> remarks;
+    std::vector<std::pair<std::string, double>> phases;
+  };
+  std::mutex printing;
+  auto buildOne = [&](size_t s, Built &out) {
+    if (width == 1)
+      info(0, "specialisation " + std::to_string(s + 1) + "/" + std::to_string(specs.size()) + ": " + label(s));
+    ImportOptions io;
+    if (auto e = model.importOptions(io); !e.empty()) return void(out.error = e);
+    io.shapes = shapesAt(opt, groups, specs[s]);
+    mlir::MLIRContext ctx(width > 1 ? mlir::MLIRContext::Threading::DISABLED : mlir::MLIRContext::Threading::ENABLED);
+    codegen::ModelBuild m = codegen::buildModel(model.model, io, specOptions, ctx);
+    out.error = m.error, out.engine = std::move(m.engine), out.remarks = std::move(m.remarks);
+    out.phases = std::move(m.phases);
+    if (width > 1) {
+      std::lock_guard<std::mutex> lock(printing);
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f s", m.seconds);
+      info(0, "specialisation " + std::to_string(s + 1) + "/" + std::to_string(specs.size()) + " (" + label(s) +
+                  ") built in " + secs);
+    }
+  };
+  if (width > 1)
+    info(0, "building " + std::to_string(specs.size()) + " specialisations, " + std::to_string(width) + " at a time");
+
   rt::EngineDesc merged;
   std::unique_ptr<Merger> merger;
   codegen::BuildStats &stats = build.engine.stats;
   std::vector<std::vector<std::vector<int64_t>>> ioShapes;  // per specialisation, per I/O tensor
   std::map<std::string, double> phases;
-  for (size_t s = 0; s < specs.size(); ++s) {
-    std::string label;
-    for (size_t g = 0; g < groups.size(); ++g)
-      label += (g ? ", " : "") + groups[g].name + "=" + std::to_string(specs[s][g]);
-    info(0, "specialisation " + std::to_string(s + 1) + "/" + std::to_string(specs.size()) + ": " + label);
-    ImportOptions io;
-    if (auto e = model.importOptions(io); !e.empty()) return fail(e);
-    io.shapes = shapesAt(opt, groups, specs[s]);
-    mlir::MLIRContext ctx;
-    codegen::ModelBuild m = codegen::buildModel(model.model, io, options, ctx);
-    if (!m.ok()) return fail("specialisation " + label + ": " + m.error);
-    for (auto &[phase, secs] : m.phases) phases[phase] += secs;
-    if (s == 0) build.remarks = m.remarks;
-    rt::EngineDesc d;
-    std::string err;
-    if (rt::parseEngine(m.engine.engine.data(), m.engine.engine.size(), d, err) != rt::ParseStatus::Ok)
-      return fail("internal error: specialisation " + label + " does not parse: " + err);
-    if (s) {  // the same I/O table but for the dims' values
-      bool same = d.io.size() == merged.io.size();
-      for (size_t i = 0; same && i < d.io.size(); ++i)
-        same = d.io[i].name == merged.io[i].name && d.io[i].isInput == merged.io[i].isInput &&
-               d.io[i].dtype == merged.io[i].dtype && d.io[i].shape.size() == merged.io[i].shape.size();
-      if (!same)
-        return fail("specialisation " + label + " has other inputs or outputs (names, dtypes or ranks) than at the " +
-                    "opt shapes (a Squeeze of an axis that is 1 at some shapes?); narrow the profile");
-    }
-    ioShapes.emplace_back();
-    for (const rt::IoTensor &t : d.io) ioShapes.back().push_back(t.shape);
-    stats.cacheHits += m.engine.stats.cacheHits, stats.compiled += m.engine.stats.compiled;
-    stats.compileSeconds += m.engine.stats.compileSeconds;
-    stats.arenaBytes = std::max(stats.arenaBytes, m.engine.stats.arenaBytes);
-    if (s) {
-      merger->add(d, m.engine.weightStarts, specs[s]);
-      continue;
-    }
-    merged = std::move(d);
-    stats.launches = m.engine.stats.launches;
-    merger = std::make_unique<Merger>(merged, m.engine.weightStarts);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      rt::ProfileDim pd{groups[g].name, groups[g].min, groups[g].opt, groups[g].max, report.dims[g].pad, {}};
-      for (const auto &[input, axis] : groups[g].axes)
-        for (size_t i = 0; i < merged.io.size(); ++i)
-          if (merged.io[i].name == input) pd.axes.push_back({int32_t(i), int32_t(axis)});
-      merged.dims.push_back(pd);
+  for (size_t first = 0; first < specs.size(); first += width) {
+    std::vector<Built> batch(std::min<size_t>(width, specs.size() - first));
+    support::parallelFor(batch.size(), width, [&](size_t i) { buildOne(first + i, batch[i]); });
+    for (size_t i = 0; i < batch.size(); ++i) {
+      size_t s = first + i;
+      Built &m = batch[i];
+      if (!m.error.empty()) return fail("specialisation " + label(s) + ": " + m.error);
+      for (auto &[phase, secs] : m.phases) phases[phase] += secs;
+      if (s == 0) build.remarks = m.remarks;
+      rt::EngineDesc d;
+      std::string err;
+      if (rt::parseEngine(m.engine.engine.data(), m.engine.engine.size(), d, err) != rt::ParseStatus::Ok)
+        return fail("internal error: specialisation " + label(s) + " does not parse: " + err);
+      if (s) {  // the same I/O table but for the dims' values
+        bool same = d.io.size() == merged.io.size();
+        for (size_t k = 0; same && k < d.io.size(); ++k)
+          same = d.io[k].name == merged.io[k].name && d.io[k].isInput == merged.io[k].isInput &&
+                 d.io[k].dtype == merged.io[k].dtype && d.io[k].shape.size() == merged.io[k].shape.size();
+        if (!same)
+          return fail("specialisation " + label(s) + " has other inputs or outputs (names, dtypes or ranks) than at " +
+                      "the opt shapes (a Squeeze of an axis that is 1 at some shapes?); narrow the profile");
+      }
+      ioShapes.emplace_back();
+      for (const rt::IoTensor &t : d.io) ioShapes.back().push_back(t.shape);
+      stats.cacheHits += m.engine.stats.cacheHits, stats.compiled += m.engine.stats.compiled;
+      stats.compileSeconds += m.engine.stats.compileSeconds;
+      stats.arenaBytes = std::max(stats.arenaBytes, m.engine.stats.arenaBytes);
+      if (s) {
+        merger->add(d, m.engine.weightStarts, specs[s]);
+        m = Built{};  // (its bytes are merged: free them before the next batch)
+        continue;
+      }
+      merged = std::move(d);
+      stats.launches = m.engine.stats.launches;
+      merger = std::make_unique<Merger>(merged, m.engine.weightStarts);
+      for (size_t g = 0; g < groups.size(); ++g) {
+        rt::ProfileDim pd{groups[g].name, groups[g].min, groups[g].opt, groups[g].max, report.dims[g].pad, {}};
+        for (const auto &[input, axis] : groups[g].axes)
+          for (size_t k = 0; k < merged.io.size(); ++k)
+            if (merged.io[k].name == input) pd.axes.push_back({int32_t(k), int32_t(axis)});
+        merged.dims.push_back(pd);
+      }
     }
   }
   // Outputs: an axis that varies between specialisations must be one of the dims.
