@@ -498,6 +498,57 @@ def make_attention():
     return model(g), {"q": q, "k": k, "v": v, "mask": mask}, {"y": y.astype(np.float32)}
 
 
+def make_attention_sdpa():
+    """scaled_dot_product_attention as PyTorch's ONNX exporters write it (torch.onnx's torchlib,
+    the torch.export-based default; TorchScript's symbolic is the same without the last Where):
+    the scale 1/sqrt(D) taken from Q's shape, its square root multiplied into Q and into Kᵀ before
+    the product, a boolean mask (from an int64 attention_mask) made additive by Where(m, 0, -inf),
+    and Where(IsNaN(p), 0, p) after the Softmax (a row whose keys are all masked gives 0, not NaN).
+    Q, K, V [B, H, S, D]; the third sequence is all padding, so its rows are 0."""
+    r = rng_for("attention_sdpa")
+    b, h, s, d = 3, 2, 9, 16
+    q, k, v = inputs(r, (b, h, s, d)), inputs(r, (b, h, s, d)), inputs(r, (b, h, s, d))
+    am = np.ones((b, s), np.int64)
+    am[1, 6:] = 0  # the second sequence's last 3 keys are padding
+    am[2, :] = 0   # the third is all padding
+    g = helper.make_graph(
+        [helper.make_node("Shape", ["q"], ["q_shape"], name="q_shape"),
+         helper.make_node("Slice", ["q_shape", "minus_one", "int_max"], ["q_last"], name="q_last"),
+         helper.make_node("Cast", ["q_last"], ["d_f"], name="d_float", to=F32),
+         helper.make_node("Sqrt", ["d_f"], ["sqrt_d"], name="sqrt_d"),
+         helper.make_node("Div", ["one", "sqrt_d"], ["scale"], name="scale"),
+         helper.make_node("Sqrt", ["scale"], ["sqrt_scale"], name="sqrt_scale"),
+         helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 1, 3, 2]),
+         helper.make_node("Mul", ["q", "sqrt_scale"], ["q_scaled"], name="q_scaled"),
+         helper.make_node("Mul", ["kt", "sqrt_scale"], ["kt_scaled"], name="kt_scaled"),
+         helper.make_node("MatMul", ["q_scaled", "kt_scaled"], ["scores"], name="qk"),
+         helper.make_node("Cast", ["attention_mask"], ["keep"], name="keep", to=TensorProto.BOOL),
+         helper.make_node("Unsqueeze", ["keep", "axes12"], ["keep4"], name="keep4"),
+         helper.make_node("Where", ["keep4", "zero", "neg_inf"], ["mask"], name="additive_mask"),
+         helper.make_node("Add", ["scores", "mask"], ["masked"], name="mask_add"),
+         helper.make_node("Softmax", ["masked"], ["probs"], name="softmax", axis=-1),
+         helper.make_node("IsNaN", ["probs"], ["nan"], name="nan"),
+         helper.make_node("Where", ["nan", "zero", "probs"], ["probs0"], name="nan_to_zero"),
+         helper.make_node("MatMul", ["probs0", "v"], ["y"], name="pv")],
+        "attention_sdpa", [vi("q", F32, [b, h, s, d]), vi("k", F32, [b, h, s, d]), vi("v", F32, [b, h, s, d]),
+                           vi("attention_mask", I64, [b, s])],
+        [vi("y", F32, [b, h, s, d])],
+        [f32_tensor("one", np.array([1.0], np.float32)), f32_tensor("zero", np.array(0.0, np.float32)),
+         f32_tensor("neg_inf", np.array(-np.inf, np.float32)),
+         numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+         numpy_helper.from_array(np.array([2**63 - 1], np.int64), "int_max"),
+         numpy_helper.from_array(np.array([1, 2], np.int64), "axes12")],
+        doc_string="torch.onnx's scaled_dot_product_attention: q, k, v [3,2,9,16], attention_mask [3,9] -> [3,2,9,16]")
+    qs = f64(q) * np.sqrt(1 / 4.0)
+    ks = np.swapaxes(f64(k), -1, -2) * np.sqrt(1 / 4.0)
+    add = np.where(am[:, None, None, :] != 0, 0.0, -np.inf)
+    with np.errstate(invalid="ignore"):
+        probs = softmax(qs @ ks + add, axis=-1)
+    probs = np.where(np.isnan(probs), 0.0, probs)
+    y = probs @ f64(v)
+    return model(g, opset=18), {"q": q, "k": k, "v": v, "attention_mask": am}, {"y": y.astype(np.float32)}
+
+
 def conv2d_ref(x, w, b, pad):
     n, c, hh, ww = x.shape
     k, _, kh, kw = w.shape
@@ -738,7 +789,8 @@ def main(argv=None):
              "qdq_matmul_fp8": make_qdq_matmul_fp8(), "qdq_pool": make_qdq_pool(),
              "qdq_conv_u8": make_qdq_conv_u8(),
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
-             "pool_same": make_pool_same(), "attention": make_attention(), "views": make_views(),
+             "pool_same": make_pool_same(), "attention": make_attention(),
+             "attention_sdpa": make_attention_sdpa(), "views": make_views(),
              "einsum": make_einsum(), "dynamic": make_dynamic(False), "dynamic_mix": make_dynamic(True)}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():

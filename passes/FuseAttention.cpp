@@ -134,6 +134,20 @@ std::optional<Scores> findScores(Value x) {
   return std::nullopt;
 }
 
+// Where(IsNaN(p), 0, p) when that is what p's only two users make (PyTorch's exported
+// scaled_dot_product_attention: a query whose keys are all masked gets 0, not NaN), else null.
+Operation *nanToZeroOf(Value p) {
+  if (std::distance(p.getUsers().begin(), p.getUsers().end()) != 2) return nullptr;
+  for (Operation *w : p.getUsers()) {
+    auto isNan = isa<WhereOp>(w) ? w->getOperand(0).getDefiningOp<IsNaNOp>() : IsNaNOp();
+    auto zero = isNan ? scalarValue(w->getOperand(1)) : std::nullopt;
+    if (isNan && isNan->getOperand(0) == p && isNan->getResult(0).hasOneUse() && zero && *zero == 0.0 &&
+        w->getOperand(2) == p && w->getResult(0).getType() == p.getType())
+      return w;
+  }
+  return nullptr;
+}
+
 // Replaces the attention ending at `softmax` by one kiln.attention when the kernel takes it.
 bool fuse(Operation *softmax, OpBuilder &b) {
   Value scores = softmax->getOperand(0);
@@ -144,6 +158,8 @@ bool fuse(Operation *softmax, OpBuilder &b) {
       softmax->getAttrOfType<IntegerAttr>("axis") ? softmax->getAttrOfType<IntegerAttr>("axis").getInt() : -1;
   if (axis != -1 && axis != type.getRank() - 1) return false;
   Value p = softmax->getResult(0);
+  Operation *nanToZero = nanToZeroOf(p);  // PyTorch's exporters: Where(IsNaN(p), 0, p)
+  if (nanToZero) p = nanToZero->getResult(0);
   if (!p.hasOneUse()) return false;
   Operation *pv = *p.getUsers().begin();
   if (!isProduct(pv) || pv->getOperand(0) != p || !intsAttr(pv, "perm_a").empty()) return false;
@@ -183,6 +199,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   perm("perm_v", pv, "perm_b");
   if (transpose) attrs.push_back(b.getNamedAttr("perm_y", b.getDenseI64ArrayAttr(permY)));
   if (found->causal) attrs.push_back(b.getNamedAttr("causal_diagonal", b.getI64IntegerAttr(*found->causal)));
+  if (nanToZero) attrs.push_back(b.getNamedAttr("zero_masked_rows", b.getI64IntegerAttr(1)));
   std::string err;
   // Named by the nodes it replaces (the launch lists them: kiln inspect, profiles).
   Location named = FusedLoc::get(b.getContext(), {qk->getLoc(), softmax->getLoc(), pv->getLoc()});
@@ -196,6 +213,11 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   replaced.replaceAllUsesWith(attn->getResult(0));
   if (transpose) transpose->erase();
   pv->erase();
+  if (nanToZero) {
+    Operation *isNan = nanToZero->getOperand(0).getDefiningOp();
+    nanToZero->erase();
+    isNan->erase();
+  }
   softmax->erase();
   for (Operation *op : found->ops) op->erase();
   qk->erase();
@@ -380,6 +402,7 @@ target::AttentionSpec attentionSpecOf(AttentionOp op) {
   Value mask = op->getOperand(3);
   if (!isa<NoneType>(mask.getType())) s.hasMask = true, s.maskShape = shapeOf(mask), s.maskType = typeOf(mask);
   if (auto d = op.getCausalDiagonal()) s.causal = true, s.diagonal = int64_t(*d);
+  s.zeroMaskedRows = op.getZeroMaskedRows().value_or(0) != 0;
   return s;
 }
 

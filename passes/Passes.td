@@ -244,7 +244,10 @@ def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     additive mask or `Where(constant condition, scores, c)` with c ≤ -10⁴ (GPT-2's causal mask,
     made an additive constant; a constant lower-triangular condition instead becomes the
     `causal_diagonal` attribute, computed in the kernel, whose blocks then skip the key tiles past
-    the diagonal); each intermediate must have one use. The products' operand
+    the diagonal); each intermediate must have one use. A `Where(IsNaN(p), 0, p)` between the
+    Softmax and the second product (PyTorch's exporters write one after every
+    scaled_dot_product_attention) becomes `zero_masked_rows = 1`: a query whose keys are all
+    masked stores 0. The products' operand
     permutations become perm_q, perm_k, perm_v, and a Transpose of the result that keeps its
     last dim last becomes perm_y (the kernel stores heads where the Transpose would put them).
     Only sizes the kernel takes are fused: head sizes multiples of 8 up to 128, operands read

@@ -221,7 +221,8 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
     if (gp == 0) {
       float inv[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) inv[h] = 1.f / lrow[h];  // a fully masked row (-inf everywhere): NaN, as Softmax gives
+      for (int h = 0; h < 2; ++h)  // a fully masked row (-inf everywhere): NaN, as Softmax gives, or 0
+        inv[h] = ZERO_MASKED_ROWS && lrow[h] == 0.f ? 0.f : 1.f / lrow[h];
 #pragma unroll
       for (int j = 0; j < DVP / 8; ++j) {
         const int col = j * 8 + 2 * t4;
@@ -293,6 +294,7 @@ KernelLaunch emitAttention(const AttentionSpec &s) {
   src += "__device__ constexpr LI BSM[] = " + arrayLit(bm) + ";\n";
   src += std::string("#define HAS_MASK ") + (s.hasMask ? "1" : "0") + "\n";
   src += std::string("#define CAUSAL ") + (s.causal ? "1" : "0") + "\nconstexpr LI DIAG = " + L(s.diagonal) + ";\n";
+  src += std::string("#define ZERO_MASKED_ROWS ") + (s.zeroMaskedRows ? "1" : "0") + "\n";
   src +=
       "#define KILN_BM " + std::to_string(s.rowsPerBlock) + "\n#define KILN_SPLIT " + std::to_string(s.keySplit) + "\n";
   std::string body = replaceAll(kAttentionBody, "PACK_TYPE", s.type == ElemType::BF16 ? "bf16x2" : "f16x2");

@@ -518,10 +518,13 @@ def Kiln_StridedViewOp : Kiln_UnaryOp<"strided_view", "StridedView",
 // Transpose(V, perm_v), stored as Transpose(·, perm_y), in float32, the result rounded to Q's
 // type: the attention that kiln-fuse-attention finds (one flash-attention kernel). perm_k gives
 // Kᵀ, [.., D, Sk]; the mask (optional) broadcasts to the scores. causal_diagonal d (optional,
-// >= 0): query i sees keys j <= i + d only (the others' scores are -inf).
+// >= 0): query i sees keys j <= i + d only (the others' scores are -inf). zero_masked_rows = 1:
+// probabilities that are NaN become 0 (PyTorch's exported Where(IsNaN(p), 0, p): a query whose
+// keys are all masked gives 0, not NaN).
 def Kiln_AttentionOp : Kiln_Op<"attention", "Attention", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$Q, Kiln_Tensor:$K, Kiln_Tensor:$V, Kiln_TensorOrNone:$mask, F32Opt:$scale,
-                   IntsOpt:$perm_q, IntsOpt:$perm_k, IntsOpt:$perm_v, IntsOpt:$perm_y, I64Opt:$causal_diagonal);
+                   IntsOpt:$perm_q, IntsOpt:$perm_k, IntsOpt:$perm_v, IntsOpt:$perm_y, I64Opt:$causal_diagonal,
+                   I64Opt:$zero_masked_rows);
   let results = (outs Kiln_Tensor:$Y);
 }
 // The patches of an NHWC image as rows: Y[n, oh, ow, (kh·KW + kw)·C + c] =

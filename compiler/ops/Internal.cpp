@@ -16,7 +16,8 @@
 //   Attention(Q, K, V, mask, scale, perm_q, perm_k, perm_v, perm_y, causal_diagonal) =
 //     Transpose(MatMul(Softmax(scale · MatMul(Q', K') + mask, axis -1), V'), perm_y) with
 //     Q' = Transpose(Q, perm_q) etc., computed in float32 and rounded to Q's type (Q, K, V of one
-//     float type; K' is Kᵀ); with causal_diagonal d >= 0, scores [.., i, j] with j > i + d are -inf
+//     float type; K' is Kᵀ); with causal_diagonal d >= 0, scores [.., i, j] with j > i + d are -inf;
+//     with zero_masked_rows = 1, NaN probabilities (a row whose scores are all -inf) become 0
 //   StridedView(X, shape, strides, offset): Y[i] = flat(X)[offset + Σ_k i_k · strides[k]], Y of
 //     `shape` (strides >= 0; every element read must lie inside X)
 //   Im2Col(X, kernel_shape, strides, dilations, pads): the patches of an NHWC image as rows,
@@ -27,6 +28,7 @@
 #include "compiler/ops/OpUtil.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace kiln::ops {
@@ -331,6 +333,9 @@ std::vector<Tensor> attentionEval(const EvalContext &ctx) {
   Attrs lastAxis;
   lastAxis.set("axis", int64_t(-1));
   Tensor p = run("Softmax", {&s}, lastAxis);
+  if (ctx.attrs.getInt("zero_masked_rows", 0))
+    for (double &x : p.f)
+      if (std::isnan(x)) x = 0;
   Tensor y = run("MatMul", {&p, &v}, none);
   return {castTo(transposed(y, permOf(ctx.attrs, "perm_y", y.shape.size())), ctx.in(0).dtype)};
 }

@@ -25,10 +25,11 @@ struct AttentionSpec {
   bool hasMask = false;
   std::vector<int64_t> maskShape;
   ElemType maskType = ElemType::F32;
-  int rowsPerBlock = 64;  // query rows per block, 16 per warp: 64 or 128
-  int keySplit = 1;       // 2: two groups of warps per block take alternate key tiles, then merge
-  bool causal = false;    // keys j > i + diagonal masked (no memory read for it)
-  int64_t diagonal = 0;   // >= 0
+  int rowsPerBlock = 64;        // query rows per block, 16 per warp: 64 or 128
+  int keySplit = 1;             // 2: two groups of warps per block take alternate key tiles, then merge
+  bool causal = false;          // keys j > i + diagonal masked (no memory read for it)
+  int64_t diagonal = 0;         // >= 0
+  bool zeroMaskedRows = false;  // a row whose keys are all masked stores 0 (else NaN, as Softmax gives)
 };
 
 // An operand as the Attention op has it: a tensor of `shape` in memory at `offset` with

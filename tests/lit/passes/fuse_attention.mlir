@@ -140,6 +140,46 @@ func.func @two_uses(%q: tensor<2x4x8xf16>, %k: tensor<2x4x8xf16>, %v: tensor<2x4
 
 // -----
 
+// PyTorch's exported scaled_dot_product_attention (torch.onnx, after kiln-canonicalize-linear has
+// moved the square roots of the scale from Q and Kᵀ to the scores): a runtime boolean mask made
+// additive by Where(keep, 0, -inf), and Where(IsNaN(p), 0, p) after the Softmax, which becomes
+// zero_masked_rows (the kernel stores 0 for a query whose keys are all masked).
+// CHECK-LABEL: func.func @torch_sdpa
+// CHECK: %[[M:.*]] = kiln.where %arg3
+// CHECK: %[[Y:.*]] = kiln.attention %arg0, %arg1, %arg2, %[[M]] {perm_k = array<i64: 0, 1, 3, 2>, scale = 2.500000e-01 : f32, zero_masked_rows = 1 : i64}
+// CHECK-NOT: kiln.isnan
+// CHECK: return %[[Y]]
+func.func @torch_sdpa(%q: tensor<3x2x9x16xf16>, %k: tensor<3x2x9x16xf16>, %v: tensor<3x2x9x16xf16>, %keep: tensor<3x1x1x9xi1>) -> tensor<3x2x9x16xf16> {
+  %half = kiln.constant dense<5.000000e-01> : tensor<1xf16>
+  %zero = kiln.constant dense<0.000000e+00> : tensor<f16>
+  %ninf = kiln.constant dense<0xFC00> : tensor<f16>
+  %s = kiln.transposed_matmul %q, %k {perm_b = array<i64: 0, 1, 3, 2>} : (tensor<3x2x9x16xf16>, tensor<3x2x9x16xf16>) -> tensor<3x2x9x9xf16>
+  %s1 = kiln.mul %s, %half : (tensor<3x2x9x9xf16>, tensor<1xf16>) -> tensor<3x2x9x9xf16>
+  %s2 = kiln.mul %s1, %half : (tensor<3x2x9x9xf16>, tensor<1xf16>) -> tensor<3x2x9x9xf16>
+  %mask = kiln.where %keep, %zero, %ninf : (tensor<3x1x1x9xi1>, tensor<f16>, tensor<f16>) -> tensor<3x1x1x9xf16>
+  %m = kiln.add %s2, %mask : (tensor<3x2x9x9xf16>, tensor<3x1x1x9xf16>) -> tensor<3x2x9x9xf16>
+  %p = kiln.softmax %m {axis = -1 : i64} : (tensor<3x2x9x9xf16>) -> tensor<3x2x9x9xf16>
+  %nan = kiln.isnan %p : (tensor<3x2x9x9xf16>) -> tensor<3x2x9x9xi1>
+  %p0 = kiln.where %nan, %zero, %p : (tensor<3x2x9x9xi1>, tensor<f16>, tensor<3x2x9x9xf16>) -> tensor<3x2x9x9xf16>
+  %y = kiln.matmul %p0, %v : (tensor<3x2x9x9xf16>, tensor<3x2x9x16xf16>) -> tensor<3x2x9x16xf16>
+  return %y : tensor<3x2x9x16xf16>
+}
+
+// -----
+
+// Not that Where: NaN probabilities set to 1 (not 0) are not what zero_masked_rows computes.
+// CHECK-LABEL: func.func @nan_to_one
+// CHECK-NOT: kiln.attention
+func.func @nan_to_one(%q: tensor<2x4x8xf16>, %k: tensor<2x4x8xf16>, %v: tensor<2x4x8xf16>) -> tensor<2x4x8xf16> {
+  %one = kiln.constant dense<1.0> : tensor<f16>
+  %s = kiln.transposed_matmul %q, %k {perm_b = array<i64: 0, 2, 1>} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>) -> tensor<2x4x4xf16>
+  %p = kiln.softmax %s {axis = -1 : i64} : (tensor<2x4x4xf16>) -> tensor<2x4x4xf16>
+  %nan = kiln.isnan %p : (tensor<2x4x4xf16>) -> tensor<2x4x4xi1>
+  %p1 = kiln.where %nan, %one, %p : (tensor<2x4x4xi1>, tensor<f16>, tensor<2x4x4xf16>) -> tensor<2x4x4xf16>
+  %o = kiln.matmul %p1, %v : (tensor<2x4x4xf16>, tensor<2x4x8xf16>) -> tensor<2x4x8xf16>
+  return %o : tensor<2x4x8xf16>
+}
+
 // torch 2.11's ViT: the packed [S, B, 3·H·D] projection reshaped, transposed, gathered per
 // Q/K/V, heads split and transposed to [B, H, S, D]: every operand is read in place from the
 // projection (one stride per dim; offsets 0, H·D, 2·H·D) and the copies go.
