@@ -9,6 +9,7 @@
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Pool.h"
 #include "codegen/kernels/Reduction.h"
+#include "codegen/kernels/Wgmma.h"
 #include "codegen/nvrtc/Nvrtc.h"
 #include "tests/codegen/KernelCases.h"
 
@@ -758,6 +759,32 @@ TEST(AttentionKernel, ZooShapesDoNotSpill) {
     EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
     EXPECT_NE(out.log.find(s.keySplit == 1 ? "used 1 barriers" : "used 3 barriers"), std::string::npos) << out.log;
   }
+}
+
+// The wgmma product (sm_90a only): every tile width compiles for fp16 and bf16 without spills (the
+// accumulators, 64 to 128 floats a thread, stay in registers); sizes it does not take are named.
+TEST(WgmmaKernel, CompilesWithoutSpills) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
+  for (int bn : {64, 128, 256})
+    for (ElemType t : {ElemType::F16, ElemType::BF16}) {
+      WgmmaGemmSpec s;
+      s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4;
+      KernelLaunch k = emitWgmmaGemm(s);
+      SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
+      CompileOptions o;
+      o.ptxasVerbose = true;
+      CompileOutput out = compileKernel(k.source, k.entry, "sm_90a", o);
+      ASSERT_TRUE(out.ok()) << out.error;
+      EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
+      EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024));
+    }
+  WgmmaGemmSpec odd;
+  odd.M = odd.N = 64, odd.K = 36;
+  EXPECT_EQ(wgmmaUnsupported(odd), "K not a multiple of 8 (rows of 16 bytes)");
+  odd.K = 64, odd.blockN = 256, odd.stages = 6;
+  EXPECT_EQ(wgmmaUnsupported(odd), "more shared memory than a block has");
+  odd.stages = 3, odd.type = ElemType::F32;
+  EXPECT_EQ(wgmmaUnsupported(odd), "operands other than fp16 and bf16");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+// The wgmma product kernel (codegen/kernels/Wgmma.h, sm_90a) on a GPU, against a double-precision
+// reference, and timed beside kiln's mma.sync product kernel (MatMulSpec, fp16) at the same sizes:
+// random A [M, K] and weights B [N, K] of fp16 (bf16 for the rows marked so) values in ±[1/64, 1]
+// (never zero), C = A · Bᵀ in the operand type, poisoned (NaN) first. For each size, 2000 sampled
+// elements (the tile edges included) must agree within 1e-3 of the value (the output's rounding)
+// plus 1e-4 of Σ|a·b| (fp32 sums in another order).
+// Exit 0 when every size agrees, 1 when one does not, 77 without a GPU (skipped).
+//   kiln-wgmma-check [--iterations N] [--quick]
+#include "codegen/kernels/MatMul.h"
+#include "codegen/kernels/Wgmma.h"
+#include "codegen/nvrtc/Nvrtc.h"
+#include "compiler/ops/Tensor.h"
+#include "runtime/format/EngineFormat.h"
+#include "tests/gpu/OneLaunchEngine.h"
+#include "tuner/EngineRunner.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace kiln;
+
+namespace {
+
+struct Result {
+  bool ok = false;
+  double ms = 0, worst = 0;
+  int64_t bad = 0;
+  std::string error;
+};
+
+// Runs kernel `k` (parameters a, b, c) once against the reference and times it.
+Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_t M, int64_t N, int64_t K, bool bf,
+                 const std::vector<float> &a, const std::vector<float> &b, int iterations, bool skipMissing) {
+  Result r;
+  codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, arch);
+  if (!bin.ok()) {
+    r.error = "compile: " + bin.error;
+    return r;
+  }
+  const int dtype = bf ? 16 : 10;  // ONNX bfloat16, float16
+  ops::DType half = bf ? ops::DType::BF16 : ops::DType::F16;
+  std::vector<rt::IoTensor> io = {{"a", dtype, {M, K}, true}, {"b", dtype, {N, K}, true}, {"c", dtype, {M, N}, false}};
+  auto runner = tuner::EngineRunner::open(testing::oneLaunchEngine(k, bin, io, "wgmma"), r.error);
+  if (!runner) {
+    if (skipMissing) std::printf("skipped: %s\n", r.error.c_str()), std::exit(77);
+    return r;
+  }
+  tuner::HostTensor ta{"a", dtype, {M, K}, ops::halfBytesFromF32(half, a.data(), a.size())},
+      tb{"b", dtype, {N, K}, ops::halfBytesFromF32(half, b.data(), b.size())};
+  std::vector<tuner::HostTensor> out;
+  if (!runner->setInputs({ta, tb}, r.error) || !runner->run(out, r.error)) return r;
+  ops::Tensor c = ops::tensorFromBytes(half, {M, N}, out[0].data.data(), out[0].data.size());
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> ri(0, M - 1), rj(0, N - 1);
+  auto check = [&](int64_t i, int64_t j) {
+    double want = 0, mag = 0;
+    for (int64_t q = 0; q < K; ++q) {
+      double p = double(a[size_t(i * K + q)]) * double(b[size_t(j * K + q)]);
+      want += p, mag += std::fabs(p);
+    }
+    double got = c.f[size_t(i * N + j)], err = std::fabs(got - want);
+    double tol = 1e-3 * std::fabs(want) + 1e-4 * mag;
+    if (!(err <= tol)) ++r.bad;
+    r.worst = std::max(r.worst, std::isnan(got) ? INFINITY : err / std::max(tol, 1e-30));
+  };
+  for (int t = 0; t < 2000; ++t) check(ri(rng), rj(rng));
+  for (int64_t i : {int64_t(0), M - 1, std::min<int64_t>(127, M - 1), std::min<int64_t>(128, M - 1)})
+    for (int64_t j : {int64_t(0), N - 1, std::min<int64_t>(127, N - 1), std::min<int64_t>(128, N - 1)}) check(i, j);
+  tuner::Timing timing;
+  if (!runner->time(10, iterations, timing, r.error)) return r;
+  r.ms = timing.median();
+  r.ok = r.bad == 0;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int iterations = 50;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) iterations = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+  }
+  struct Size {
+    int64_t m, n, k;
+    bool bf = false;
+    int blockN = 128, stages = 4;
+  };
+  // Edges in every dim; BERT-base 32x128 (QKV, attention output, FFN up and down); ViT-B/16 b32
+  // (6304 rows); a large square; other tile widths and depths.
+  std::vector<Size> sizes = {{200, 136, 72},    {1000, 1000, 1000, true}, {4096, 2304, 768}, {4096, 768, 768},
+                             {4096, 3072, 768}, {4096, 768, 3072},        {6304, 2304, 768}, {8192, 8192, 8192},
+                             {8192, 8192, 8192, false, 256, 3}, {4096, 3072, 768, false, 64, 6}};
+  if (quick) sizes.resize(2);
+  std::mt19937 rng(5);
+  bool allOk = true;
+  for (const Size &z : sizes) {
+    std::uniform_real_distribution<float> mag(1.f / 64, 1.f);
+    std::bernoulli_distribution sign(0.5);
+    auto fill = [&](int64_t n) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float &x : v) x = (sign(rng) ? 1.f : -1.f) * mag(rng);
+      return v;
+    };
+    std::vector<float> a = fill(z.m * z.k), b = fill(z.n * z.k);
+    codegen::WgmmaGemmSpec ws;
+    ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = z.blockN, ws.stages = z.stages;
+    ws.type = z.bf ? codegen::ElemType::BF16 : codegen::ElemType::F16;
+    Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.bf, a, b, iterations, true);
+    codegen::MatMulSpec ms = codegen::transposedMatMulSpec({z.m, z.k}, {}, {z.n, z.k}, {1, 0});
+    ms.type = ms.outType = ws.type;
+    Result old = runKernel(codegen::emitMatMul(ms), "sm_90", z.m, z.n, z.k, z.bf, a, b, iterations, false);
+    double flop = 2.0 * double(z.m) * double(z.n) * double(z.k);
+    auto tf = [&](const Result &r) { return r.ms > 0 ? flop / (r.ms * 1e-3) / 1e12 : 0.0; };
+    std::printf("%s %5lldx%5lldx%5lld tile 128x%d %d stages  wgmma: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s"
+                "  |  mma.sync: %s %.4f ms %.0f TFLOP/s  |  %.2fx\n",
+                z.bf ? "bf16" : "fp16", (long long)z.m, (long long)z.n, (long long)z.k, z.blockN, z.stages,
+                w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w), old.ok ? "ok" : "MISMATCH", old.ms,
+                tf(old), w.ms > 0 && old.ms > 0 ? old.ms / w.ms : 0.0);
+    if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
+    if (!old.error.empty()) std::printf("  mma.sync error: %s\n", old.error.substr(0, 500).c_str());
+    allOk = allOk && w.ok;
+  }
+  return allOk ? 0 : 1;
+}
