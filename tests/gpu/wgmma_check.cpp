@@ -92,9 +92,16 @@ int main(int argc, char **argv) {
   };
   // Edges in every dim; BERT-base 32x128 (QKV, attention output, FFN up and down); ViT-B/16 b32
   // (6304 rows); a large square; other tile widths and depths.
-  std::vector<Size> sizes = {{200, 136, 72},    {1000, 1000, 1000, true}, {4096, 2304, 768}, {4096, 768, 768},
-                             {4096, 3072, 768}, {4096, 768, 3072},        {6304, 2304, 768}, {8192, 8192, 8192},
-                             {8192, 8192, 8192, false, 256, 3}, {4096, 3072, 768, false, 64, 6}};
+  std::vector<Size> sizes = {{200, 136, 72},
+                             {1000, 1000, 1000, true},
+                             {4096, 2304, 768},
+                             {4096, 768, 768},
+                             {4096, 3072, 768},
+                             {4096, 768, 3072},
+                             {6304, 2304, 768},
+                             {8192, 8192, 8192},
+                             {8192, 8192, 8192, false, 256, 3},
+                             {4096, 3072, 768, false, 64, 6}};
   if (quick) sizes.resize(2);
   std::mt19937 rng(5);
   bool allOk = true;
@@ -116,11 +123,12 @@ int main(int argc, char **argv) {
     Result old = runKernel(codegen::emitMatMul(ms), "sm_90", z.m, z.n, z.k, z.bf, a, b, iterations, false);
     double flop = 2.0 * double(z.m) * double(z.n) * double(z.k);
     auto tf = [&](const Result &r) { return r.ms > 0 ? flop / (r.ms * 1e-3) / 1e12 : 0.0; };
-    std::printf("%s %5lldx%5lldx%5lld tile 128x%d %d stages  wgmma: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s"
-                "  |  mma.sync: %s %.4f ms %.0f TFLOP/s  |  %.2fx\n",
-                z.bf ? "bf16" : "fp16", (long long)z.m, (long long)z.n, (long long)z.k, z.blockN, z.stages,
-                w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w), old.ok ? "ok" : "MISMATCH", old.ms,
-                tf(old), w.ms > 0 && old.ms > 0 ? old.ms / w.ms : 0.0);
+    std::printf(
+        "%s %5lldx%5lldx%5lld tile 128x%d %d stages  wgmma: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s"
+        "  |  mma.sync: %s %.4f ms %.0f TFLOP/s  |  %.2fx\n",
+        z.bf ? "bf16" : "fp16", (long long)z.m, (long long)z.n, (long long)z.k, z.blockN, z.stages,
+        w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w), old.ok ? "ok" : "MISMATCH", old.ms, tf(old),
+        w.ms > 0 && old.ms > 0 ? old.ms / w.ms : 0.0);
     if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
     if (!old.error.empty()) std::printf("  mma.sync error: %s\n", old.error.substr(0, 500).c_str());
     allOk = allOk && w.ok;
