@@ -171,6 +171,24 @@ def make_dynamic(mix):
     return model(g), {"x": x}, {"y": y.astype(np.float32)}
 
 
+def make_dynamic_stride():
+    """Dynamic shapes with an output axis that is half a dim: x[batch, seq, 8] -> MatMul(4) ->
+    every second step along seq (Slice, step 2) -> y[batch, seq / 2, 4] (a recognizer whose output
+    length is its input width over its stride)."""
+    r = rng_for("dynamic_stride")
+    w = weights(r, (8, 4))
+    x = inputs(r, (2, 6, 8))
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"], name="proj"),
+         helper.make_node("Slice", ["xw", "zero", "big", "one", "two"], ["y"], name="every_second")],
+        "dynamic_stride", [vi("x", F32, ["batch", "seq", 8])], [vi("y", F32, ["batch", "half_seq", 4])],
+        [f32_tensor("w", w)] + [numpy_helper.from_array(np.array([v], np.int64), n)
+                                 for n, v in (("zero", 0), ("big", 2**62), ("one", 1), ("two", 2))],
+        doc_string="x[batch,seq,8] -> MatMul(4) -> Slice(axis 1, step 2) -> y[batch,seq/2,4]")
+    y = (f64(x) @ f64(w))[:, ::2, :]
+    return model(g), {"x": x}, {"y": y.astype(np.float32)}
+
+
 def make_seq_first_linear():
     """A sequence-first linear layer (torch's MultiheadAttention export): the [B, S, K] activation
     is transposed to [S, B, K] before x·W + b. kiln computes it as B products of S rows."""
@@ -791,7 +809,8 @@ def main(argv=None):
              "conv16": make_conv16(), "seq_first_linear": make_seq_first_linear(),
              "pool_same": make_pool_same(), "attention": make_attention(),
              "attention_sdpa": make_attention_sdpa(), "views": make_views(),
-             "einsum": make_einsum(), "dynamic": make_dynamic(False), "dynamic_mix": make_dynamic(True)}
+             "einsum": make_einsum(), "dynamic": make_dynamic(False), "dynamic_mix": make_dynamic(True),
+             "dynamic_stride": make_dynamic_stride()}
     binary_too = {"mlp", "conv_bn_relu"}
     for name, (m, ins, outs) in valid.items():
         write_text(p(name + ".onnxtxt"), m)

@@ -69,10 +69,14 @@ std::vector<int64_t> EngineDesc::valuesOf(size_t i) const {
   if (i) return specialisations[i - 1].values;
   std::vector<int64_t> v;
   for (const ProfileDim& d : dims) {
-    const auto [io, axis] = d.axes.empty() ? std::pair<int32_t, int32_t>{-1, -1} : d.axes.front();
-    v.push_back(io >= 0 && size_t(io) < this->io.size() && axis >= 0 && size_t(axis) < this->io[size_t(io)].shape.size()
-                    ? this->io[size_t(io)].shape[size_t(axis)]
-                    : 0);
+    int64_t value = 0;  // (read off the first axis that has the value itself)
+    for (const DimAxis& a : d.axes)
+      if (!a.scaled() && a.io >= 0 && size_t(a.io) < io.size() && a.axis >= 0 &&
+          size_t(a.axis) < io[size_t(a.io)].shape.size()) {
+        value = io[size_t(a.io)].shape[size_t(a.axis)];
+        break;
+      }
+    v.push_back(value);
   }
   return v;
 }
@@ -80,8 +84,9 @@ std::vector<int64_t> EngineDesc::valuesOf(size_t i) const {
 std::vector<int64_t> EngineDesc::shapeWith(size_t ioIndex, const std::vector<int64_t>& values) const {
   std::vector<int64_t> shape = io[ioIndex].shape;
   for (size_t k = 0; k < dims.size() && k < values.size(); ++k)
-    for (const auto& [tensor, axis] : dims[k].axes)
-      if (size_t(tensor) == ioIndex && axis >= 0 && size_t(axis) < shape.size()) shape[size_t(axis)] = values[k];
+    for (const DimAxis& a : dims[k].axes)
+      if (size_t(a.io) == ioIndex && a.axis >= 0 && size_t(a.axis) < shape.size())
+        shape[size_t(a.axis)] = a.at(values[k]);
   return shape;
 }
 
@@ -305,12 +310,17 @@ class Checker {
                     std::to_string(p.opt) + ") is not min <= opt <= max with min >= 1");
       if (p.axes.empty() || p.axes.size() > kMaxLaunchArgs) return fail(what + ": no axes or too many");
       bool input = false;
-      for (const auto& [io, axis] : p.axes) {
-        std::string at = "(" + std::to_string(io) + ", " + std::to_string(axis) + ")";
-        if (io < 0 || size_t(io) >= d_.io.size() || axis < 0 || size_t(axis) >= d_.io[size_t(io)].shape.size())
+      for (const DimAxis& a : p.axes) {
+        std::string at = "(" + std::to_string(a.io) + ", " + std::to_string(a.axis) + ")";
+        if (a.io < 0 || size_t(a.io) >= d_.io.size() || a.axis < 0 ||
+            size_t(a.axis) >= d_.io[size_t(a.io)].shape.size())
           return fail(what + ": axis " + at + " is not an I/O tensor's");
-        if (!axesSeen.insert({io, axis}).second) return fail(what + ": axis " + at + " belongs to two dims");
-        input = input || d_.io[size_t(io)].isInput;
+        if (!axesSeen.insert({a.io, a.axis}).second) return fail(what + ": axis " + at + " belongs to two dims");
+        if (a.num < 1 || a.den < 1 || a.num > kMaxAxisRatio || a.den > kMaxAxisRatio)
+          return fail(what + ": axis " + at + " has the ratio " + std::to_string(a.num) + "/" + std::to_string(a.den));
+        if (a.scaled() && (d_.io[size_t(a.io)].isInput || p.pad))
+          return fail(what + ": axis " + at + " is scaled, which only an output of a dim without padding may be");
+        input = input || (d_.io[size_t(a.io)].isInput && !a.scaled());
       }
       if (!input) return fail(what + ": no input has it");
     }
@@ -325,11 +335,14 @@ class Checker {
         if (v[k] < d_.dims[k].min || v[k] > d_.dims[k].max)
           return fail(what + ": dim '" + clip(d_.dims[k].name) + "' = " + std::to_string(v[k]) +
                       " is outside its range");
-        if (s == 0)
-          for (const auto& [io, axis] : d_.dims[k].axes)
-            if (d_.io[size_t(io)].shape[size_t(axis)] != v[k])
-              return fail("io[" + std::to_string(io) + "] axis " + std::to_string(axis) + " disagrees with dim '" +
-                          clip(d_.dims[k].name) + "'");
+        for (const DimAxis& a : d_.dims[k].axes) {
+          if (!a.whole(v[k]))
+            return fail(what + ": dim '" + clip(d_.dims[k].name) + "' = " + std::to_string(v[k]) + " makes io[" +
+                        std::to_string(a.io) + "] axis " + std::to_string(a.axis) + " no whole number");
+          if (s == 0 && d_.io[size_t(a.io)].shape[size_t(a.axis)] != a.at(v[k]))
+            return fail("io[" + std::to_string(a.io) + "] axis " + std::to_string(a.axis) + " disagrees with dim '" +
+                        clip(d_.dims[k].name) + "'");
+        }
       }
       if (!seen.insert(v).second) return fail(what + " repeats an earlier one's values");
     }

@@ -13,9 +13,10 @@ namespace kiln::rt {
 
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
 // Version 2 added library GEMM launches (cuBLASLt), version 3 their pointer-array batches,
-// version 4 dynamic shapes (profile dims and specialisations); the reader still accepts the
-// earlier versions' files (a static engine: no dims, one specialisation).
-constexpr uint32_t kEngineFormatVersion = 4;
+// version 4 dynamic shapes (profile dims and specialisations), version 5 output axes that are a
+// fixed fraction or multiple of a dim; the reader still accepts the earlier versions' files (a
+// static engine: no dims, one specialisation).
+constexpr uint32_t kEngineFormatVersion = 5;
 constexpr uint32_t kOldestEngineFormatVersion = 1;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
@@ -29,6 +30,7 @@ constexpr int kMaxMetadataDepth = 16;
 constexpr uint64_t kMaxDeviceBytes = 1ull << 44;  // 16 TiB: arena, weights, one tensor
 constexpr size_t kMaxRank = 32;
 constexpr size_t kMaxLaunchArgs = 1024;
+constexpr int64_t kMaxAxisRatio = 1 << 16;  // a profile dim axis's num and den
 
 enum class SectionKind : uint32_t { Metadata = 1, Cubin = 2, Ptx = 3, Weights = 4 };
 
@@ -169,16 +171,28 @@ struct Launch {
 // Dynamic shapes (version 4). A dimension of the engine's profile: one value that a set of I/O
 // axes share (an ONNX dim_param such as "batch", or one input's axis), inside [min, max], the
 // engine tuned for `opt`. Every input axis in `axes` must be given the same value; output axes
-// in `axes` take it.
+// in `axes` take it, or (version 5) a fixed fraction or multiple of it.
+
+// I/O tensor `io`'s axis `axis`, whose length is the dim's value · num / den: 1/1 for inputs; an
+// output may differ (a recognizer's sequence of width / 8). A value that makes it no whole
+// number is outside what the engine runs.
+struct DimAxis {
+  int32_t io = 0, axis = 0;
+  int64_t num = 1, den = 1;
+  bool scaled() const { return num != 1 || den != 1; }
+  bool whole(int64_t value) const { return value * num % den == 0; }
+  int64_t at(int64_t value) const { return value * num / den; }
+};
+
 struct ProfileDim {
   std::string name;
   int64_t min = 1, opt = 1, max = 1;
   // A value between two specialisations' runs on the next larger one: the runtime zero-pads the
   // inputs to it and cuts the outputs back (the compiler checked on the CPU evaluator that the
   // outputs' real part does not depend on the padding). Without it only the specialisations'
-  // own values are accepted.
+  // own values are accepted (so always for a dim with a scaled axis).
   bool pad = false;
-  std::vector<std::pair<int32_t, int32_t>> axes;  // (io index, axis)
+  std::vector<DimAxis> axes;
 };
 
 // The engine built for one value of every profile dim: its launches, arena and (implied) I/O

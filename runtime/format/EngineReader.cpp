@@ -427,12 +427,15 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
     for (size_t a = 0; a < axes->size(); ++a) {
       std::string pa = p + ".axes[" + std::to_string(a) + "]";
       const json& ja = (*axes)[a];
-      int64_t io = 0, axis = 0;
-      if (!ja.is_array() || ja.size() != 2) return dec.fail(pa, "expected [io, axis]");
+      int64_t io = 0, axis = 0, num = 1, den = 1;
+      if (!ja.is_array() || (ja.size() != 2 && ja.size() != 4))
+        return dec.fail(pa, "expected [io, axis] or [io, axis, num, den]");
       if (!dec.integer(ja[0], pa + "[0]", 0, std::numeric_limits<int32_t>::max(), io) ||
-          !dec.integer(ja[1], pa + "[1]", 0, int64_t(kMaxRank), axis))
+          !dec.integer(ja[1], pa + "[1]", 0, int64_t(kMaxRank), axis) ||
+          (ja.size() == 4 && (!dec.integer(ja[2], pa + "[2]", 1, kMaxAxisRatio, num) ||
+                              !dec.integer(ja[3], pa + "[3]", 1, kMaxAxisRatio, den))))
         return false;
-      pd.axes.push_back({int32_t(io), int32_t(axis)});
+      pd.axes.push_back({int32_t(io), int32_t(axis), num, den});
     }
     d.dims.push_back(std::move(pd));
   }

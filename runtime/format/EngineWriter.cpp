@@ -139,7 +139,8 @@ std::vector<uint8_t> writeEngine(const EngineDesc& desc) {
     meta["dims"] = json::array();
     for (const ProfileDim& d : desc.dims) {
       json axes = json::array();
-      for (const auto& [io, axis] : d.axes) axes.push_back({io, axis});
+      for (const DimAxis& a : d.axes)
+        axes.push_back(a.scaled() ? json{a.io, a.axis, a.num, a.den} : json{a.io, a.axis});
       meta["dims"].push_back(
           {{"name", d.name}, {"min", d.min}, {"opt", d.opt}, {"max", d.max}, {"pad", d.pad}, {"axes", axes}});
     }

@@ -211,7 +211,7 @@ Status Executor::allocate() {
   for (size_t i = 0; i < d.io.size(); ++i) {
     bool pads = false;
     for (const ProfileDim& p : d.dims)
-      for (const auto& [io, axis] : p.axes) pads = pads || (size_t(io) == i && p.pad);
+      for (const DimAxis& a : p.axes) pads = pads || (size_t(a.io) == i && p.pad);
     uint64_t bytes = 0;
     for (size_t sp = 0; pads && sp < d.numSpecialisations(); ++sp) {
       IoTensor t = d.io[i];
@@ -239,8 +239,8 @@ Status Executor::setInputShape(int32_t io, const int64_t* dims, int32_t rank) {
   for (size_t k = 0; k < t.shape.size(); ++k) {
     const ProfileDim* dim = nullptr;
     for (const ProfileDim& p : d.dims)
-      for (const auto& [i, axis] : p.axes)
-        if (i == io && size_t(axis) == k) dim = &p;
+      for (const DimAxis& a : p.axes)
+        if (a.io == io && size_t(a.axis) == k) dim = &p;
     if (!dim && dims[k] != t.shape[k])
       return makeStatus(KILN_ERROR_SHAPE,
                         "input '" + t.name + "' has " + (d.dims.empty() ? "the static shape " : "the shape ") +
@@ -264,9 +264,10 @@ Status Executor::resolveShapes() {
   std::vector<int64_t> value(d.dims.size(), -1);
   for (size_t k = 0; k < d.dims.size(); ++k) {
     int32_t from = -1;
-    for (const auto& [io, axis] : d.dims[k].axes) {
+    for (const DimAxis& a : d.dims[k].axes) {
+      const int32_t io = a.io;
       if (!d.io[size_t(io)].isInput) continue;
-      int64_t v = shapes_[size_t(io)][size_t(axis)];
+      int64_t v = shapes_[size_t(io)][size_t(a.axis)];
       if (value[k] >= 0 && v != value[k])
         return makeStatus(KILN_ERROR_SHAPE, "inputs '" + d.io[size_t(from)].name + "' and '" + d.io[size_t(io)].name +
                                                 "' share dim '" + d.dims[k].name + "' but were given " +
@@ -309,8 +310,8 @@ Status Executor::resolveShapes() {
     std::vector<int64_t> shape = d.shapeOf(best, i);
     if (!d.io[i].isInput)
       for (size_t k = 0; k < d.dims.size(); ++k)
-        for (const auto& [io, axis] : d.dims[k].axes)
-          if (size_t(io) == i && value[k] >= 0) shapes_[i][size_t(axis)] = value[k];
+        for (const DimAxis& a : d.dims[k].axes)
+          if (size_t(a.io) == i && value[k] >= 0) shapes_[i][size_t(a.axis)] = a.at(value[k]);
     padded_[i] = shape != shapes_[i];
   }
   shapesDirty_ = false;

@@ -412,6 +412,12 @@ dyn=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,
 expect 0 "profile: 6 specialisations" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn.kiln" "${dyn[@]}"
 expect 0 "seq +4\.\.8 \(opt 8\), values between padded" -- inspect "$tmp/dyn.kiln"
 expect 0 '"profiles": \[' -- inspect "$tmp/dyn.kiln" --json
+# An output axis that is half a dim (Slice with step 2 along seq): recorded as seq / 2, so seq is
+# not padded; an odd seq (3 gives 2, like 4) is no fixed fraction and is refused naming the output.
+expect 0 "seq 4\.\.8 \(opt 8\): built for 4, 8; values between are refused: output 'y' axis 1 is seq / 2" -- compile "$tiny/dynamic_stride.onnxtxt" -o "$tmp/dynstride.kiln" "${dyn[@]}"
+expect 0 "dim +seq +4\.\.8 \(opt 8\), only the built values; y axis 1 = seq / 2" -- inspect "$tmp/dynstride.kiln"
+expect 0 '"den": 2' -- inspect "$tmp/dynstride.kiln" --json
+expect 2 "output 'y' axis 1 changes with the input shapes but is neither one of the profile's dims nor a fixed fraction" -- compile "$tiny/dynamic_stride.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1,seq=3 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8
 # Specialisations built three at a time and one at a time: the same engine, byte for byte.
 expect 0 "building 6 specialisations, 3 at a time" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn3.kiln" "${dyn[@]}" --jobs 3
 expect 0 "specialisation 6/6: batch=4, seq=8" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn1.kiln" "${dyn[@]}" --jobs 1

@@ -241,14 +241,14 @@ TEST(EngineFormat, WrongMagic) {
 }
 
 TEST(EngineFormat, WrongVersion) {
-  std::vector<uint8_t> v5 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 5);
-  EXPECT_REJECTED(v5, KILN_ERROR_VERSION, "engine format version 5, this runtime reads versions 1 to 4");
+  std::vector<uint8_t> v6 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 6);
+  EXPECT_REJECTED(v6, KILN_ERROR_VERSION, "engine format version 6, this runtime reads versions 1 to 5");
   // A newer file says so even when it is cut short.
-  v5.resize(20);
-  EXPECT_REJECTED(v5, KILN_ERROR_VERSION, "engine format version 5");
+  v6.resize(20);
+  EXPECT_REJECTED(v6, KILN_ERROR_VERSION, "engine format version 6");
   // Header and metadata must agree.
   std::vector<uint8_t> v1 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 1);
-  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 4 disagrees with the header's 1");
+  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 5 disagrees with the header's 1");
 }
 
 // A library GEMM launch (format version 2): written, read back field by field, and its buffers
@@ -750,6 +750,48 @@ TEST(EngineFormat, DynamicShapes) {
   });
   EXPECT_REJECTED(bad, KILN_ERROR_FORMAT, "specialisation 1");
   EXPECT_REJECTED(withMetadata([](json& m) { m["dims"] = 3; }), KILN_ERROR_FORMAT, "dims");
+}
+
+// Version 5: an output axis that is a fixed multiple or fraction of a dim (here y = 2n long) keeps
+// its ratio through the file, takes it in every specialisation's shapes, and is refused on an
+// input, with padding, or where a value would make it no whole number.
+TEST(EngineFormat, ScaledOutputAxes) {
+  auto scaled = [](EngineDesc& e) {
+    e.dims[0].pad = false;
+    e.dims[0].axes[1] = {1, 0, 2, 1};
+    e.io[1].shape = {2000};
+  };
+  EngineDesc d = test::makeDynamicAxpbEngine();
+  scaled(d);
+  ASSERT_EQ(checkEngineDesc(d), "");
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string error;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error), ParseStatus::Ok) << error;
+  ASSERT_EQ(back.dims[0].axes.size(), 2u);
+  EXPECT_EQ(back.dims[0].axes[1].num, 2);
+  EXPECT_EQ(back.dims[0].axes[1].den, 1);
+  EXPECT_EQ(back.valuesOf(0), std::vector<int64_t>{1000});
+  EXPECT_EQ(back.shapeOf(1, 1), std::vector<int64_t>{1000});  // n = 500
+  EXPECT_EQ(back.shapeWith(1, back.boundValues(EngineDesc::Bound::Min)), std::vector<int64_t>{200});
+  EXPECT_EQ(writeEngine(back), bytes);
+
+  auto problem = [&](const std::function<void(EngineDesc&)>& edit) {
+    EngineDesc e = test::makeDynamicAxpbEngine();
+    scaled(e);
+    edit(e);
+    return checkEngineDesc(e);
+  };
+  EXPECT_NE(problem([](EngineDesc& e) { e.dims[0].pad = true; }).find("only an output of a dim without padding"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.dims[0].axes[0].num = 2; }).find("only an output of a dim without padding"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.dims[0].axes[1] = {1, 0, 1, 3}, e.io[1].shape = {1000 / 3};
+            }).find("no whole number"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.dims[0].axes[1].den = 0; }).find("has the ratio 2/0"), std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.io[1].shape = {1000}; }).find("disagrees with dim 'n'"), std::string::npos);
 }
 
 // regionCopies moves exactly the common part of two shapes, for every axis that may differ.

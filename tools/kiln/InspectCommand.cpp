@@ -81,8 +81,13 @@ Runner addInspectCommand(CLI::App &app) {
         if (d.io[i].isInput)
           profile["inputs"][d.io[i].name] = {
               {"min", bound(i, Bound::Min)}, {"opt", bound(i, Bound::Opt)}, {"max", bound(i, Bound::Max)}};
-      for (const rt::ProfileDim &p : d.dims)
-        profile["dims"].push_back({{"name", p.name}, {"min", p.min}, {"opt", p.opt}, {"max", p.max}, {"pad", p.pad}});
+      for (const rt::ProfileDim &p : d.dims) {
+        nlohmann::json axes = nlohmann::json::array();
+        for (const rt::DimAxis &a : p.axes)
+          axes.push_back({{"tensor", d.io[size_t(a.io)].name}, {"axis", a.axis}, {"num", a.num}, {"den", a.den}});
+        profile["dims"].push_back(
+            {{"name", p.name}, {"min", p.min}, {"opt", p.opt}, {"max", p.max}, {"pad", p.pad}, {"axes", axes}});
+      }
       profile["specialisations"] = nlohmann::json::array();
       for (size_t s = 0; s < d.numSpecialisations(); ++s)
         profile["specialisations"].push_back(
@@ -170,9 +175,17 @@ Runner addInspectCommand(CLI::App &app) {
     for (auto &t : d.io)
       std::printf("%-9s %-24s %-8s %s\n", t.isInput ? "input" : "output", text(t.name).c_str(),
                   tuner::dtypeName(t.dtype).c_str(), shapeText(t.shape).c_str());
-    for (const rt::ProfileDim &p : d.dims)
-      std::printf("dim       %-24s %lld..%lld (opt %lld)%s\n", text(p.name).c_str(), (long long)p.min, (long long)p.max,
-                  (long long)p.opt, p.pad ? ", values between padded" : ", only the built values");
+    for (const rt::ProfileDim &p : d.dims) {
+      std::string scaled;  // output axes that are a fraction or multiple of the dim
+      for (const rt::DimAxis &a : p.axes)
+        if (a.scaled())
+          scaled += "; " + text(d.io[size_t(a.io)].name) + " axis " + std::to_string(a.axis) + " = " + text(p.name) +
+                    (a.num != 1 ? " * " + std::to_string(a.num) : "") +
+                    (a.den != 1 ? " / " + std::to_string(a.den) : "");
+      std::printf("dim       %-24s %lld..%lld (opt %lld)%s%s\n", text(p.name).c_str(), (long long)p.min,
+                  (long long)p.max, (long long)p.opt, p.pad ? ", values between padded" : ", only the built values",
+                  scaled.c_str());
+    }
     if (!d.dims.empty()) {
       std::string built;
       for (size_t s = 0; s < d.numSpecialisations(); ++s) {

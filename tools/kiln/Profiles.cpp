@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -457,7 +458,9 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
       }
     }
   }
-  // Outputs: an axis that varies between specialisations must be one of the dims.
+  // Outputs: an axis that varies between specialisations must be one of the dims, or a fixed
+  // fraction or multiple of one (a recognizer's sequence of width / 8), which that dim's padding
+  // cannot keep (the runtime then takes the values built only).
   for (size_t i = 0; i < merged.io.size(); ++i) {
     if (merged.io[i].isInput) continue;
     for (size_t k = 0; k < merged.io[i].shape.size(); ++k) {
@@ -466,19 +469,30 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
       for (size_t s = 1; s < specs.size(); ++s) varies = varies || valueIn(s) != valueIn(0);
       if (!varies) continue;
       size_t g = 0;
-      for (; g < groups.size(); ++g) {
-        bool same = true;
-        for (size_t s = 0; s < specs.size(); ++s) same = same && valueIn(s) == specs[s][g];
+      rt::DimAxis axis{int32_t(i), int32_t(k)};
+      for (; g < groups.size(); ++g) {  // the dim whose value · num / den it is in every specialisation
+        int64_t n = valueIn(0), d = specs[0][g], common = std::gcd(n, d);
+        axis.num = common ? n / common : 0, axis.den = common ? d / common : 0;
+        bool same = axis.num >= 1 && axis.den >= 1 && axis.num <= rt::kMaxAxisRatio && axis.den <= rt::kMaxAxisRatio;
+        for (size_t s = 0; s < specs.size() && same; ++s)
+          same = axis.whole(specs[s][g]) && axis.at(specs[s][g]) == valueIn(s);
         if (same) break;
       }
       if (g == groups.size()) {
         std::string values;
         for (size_t s = 0; s < specs.size() && s < 6; ++s) values += (s ? ", " : "") + std::to_string(valueIn(s));
         return fail("output '" + merged.io[i].name + "' axis " + std::to_string(k) +
-                    " changes with the input shapes but is none of the profile's dims (it is " + values +
-                    (specs.size() > 6 ? ", ..." : "") + " in the specialisations); kiln cannot describe it yet");
+                    " changes with the input shapes but is neither one of the profile's dims nor a fixed fraction or " +
+                    "multiple of one (it is " + values + (specs.size() > 6 ? ", ..." : "") +
+                    " in the specialisations); kiln cannot describe it yet");
       }
-      merged.dims[g].axes.push_back({int32_t(i), int32_t(k)});
+      merged.dims[g].axes.push_back(axis);
+      if (axis.scaled() && merged.dims[g].pad) {
+        merged.dims[g].pad = report.dims[g].pad = false;
+        report.dims[g].noPad = "output '" + merged.io[i].name + "' axis " + std::to_string(k) + " is " +
+                               groups[g].name + (axis.num != 1 ? " * " + std::to_string(axis.num) : std::string()) +
+                               (axis.den != 1 ? " / " + std::to_string(axis.den) : std::string());
+      }
     }
   }
   if (auto e = rt::checkEngineDesc(merged); !e.empty())
