@@ -61,6 +61,7 @@ class Converter {
       Value c = cast(a, half_, a.getLoc());
       a.replaceAllUsesExcept(c, c.getDefiningOp());
       wasF32_.insert(c);
+      islandResults_[c] = a;  // (float32 islands read the input itself, not its half rounding)
     }
     SmallVector<Operation *> order;
     for (Operation &op : body.without_terminator()) order.push_back(&op);
@@ -76,6 +77,13 @@ class Converter {
       Value v = ret->getOperand(k);
       if (v.getType() == results[k]) continue;
       ret->setOperand(k, cast(v, tensorTypeOf(results[k]).dtype, v.getLoc()));
+    }
+    // An input's half cast that only float32 islands read is left without users.
+    SmallVector<Operation *> casts(inserted_.begin(), inserted_.end());
+    for (bool again = true; again;) {
+      again = false;
+      for (Operation *&c : casts)
+        if (c && c->use_empty()) c->erase(), c = nullptr, again = true;
     }
     return success();
   }
@@ -119,7 +127,7 @@ class Converter {
     b_.setInsertionPoint(op);
     for (OpOperand &o : op->getOpOperands()) {
       auto t = tensorTypeOf(o.get().getType());
-      // A float32 island's result reaches the next island as it was, not through half.
+      // A float32 island's result (or a graph input) reaches the next island as it was, not through half.
       if (auto it = islandResults_.find(o.get()); it != islandResults_.end())
         o.set(it->second);
       else if (t.dtype == half_ && wasF32_.count(o.get()))
@@ -200,7 +208,7 @@ class Converter {
   llvm::DenseMap<Operation *, Value> halfConstants_;
   llvm::DenseSet<Operation *> inserted_;
   llvm::DenseSet<Value> wasF32_;                // half values standing for float32 ones of the original graph
-  llvm::DenseMap<Value, Value> islandResults_;  // half cast of a float32 island's result → the result
+  llvm::DenseMap<Value, Value> islandResults_;  // half cast of a float32 value (island result, input) → it
 };
 
 struct PrecisionPass : impl::PrecisionBase<PrecisionPass> {

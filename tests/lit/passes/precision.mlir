@@ -54,3 +54,27 @@ func.func @mask(%x: tensor<2x5xf32>, %m: tensor<2x5xi64>) -> tensor<2x5xf32> {
   %s = kiln.softmax %y {axis = -1 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
   return %s : tensor<2x5xf32>
 }
+
+// -----
+
+// A float32 island that reads a graph input reads it as given, not rounded through fp16 and cast
+// back (onnxruntime's dynamic quantization of an input, kept in fp32, saw fp16 steps before); an
+// input that only islands read keeps no fp16 cast.
+// ISLAND-LABEL: func.func @input_island
+// ISLAND: %[[H:.*]] = kiln.cast %arg0 {to = 10 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf16>
+// ISLAND: kiln.relu %[[H]]
+// ISLAND: kiln.matmul %arg0, %{{.*}} : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// ISLAND-LABEL: func.func @only_island
+// ISLAND-NOT: kiln.cast %arg0
+// ISLAND: kiln.matmul %arg0, %{{.*}} : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+func.func @input_island(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x2xf32>) {
+  %w2 = kiln.constant dense<[[1.0, -1.0], [0.5, 0.25], [-0.75, 2.0], [1.25, 0.5]]> : tensor<4x2xf32>
+  %r = kiln.relu %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = kiln.matmul %x, %w2 : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32> loc("fc2")
+  return %r, %y : tensor<2x4xf32>, tensor<2x2xf32>
+}
+func.func @only_island(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
+  %w2 = kiln.constant dense<[[1.0, -1.0], [0.5, 0.25], [-0.75, 2.0], [1.25, 0.5]]> : tensor<4x2xf32>
+  %y = kiln.matmul %x, %w2 : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32> loc("fc2")
+  return %y : tensor<2x2xf32>
+}
