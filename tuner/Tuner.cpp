@@ -150,6 +150,10 @@ class Session {
   bool prepareInputs(std::string &error);
   // Without --reference: the fp32 default route's outputs on the first device (cached on disk).
   bool computeReference(std::string &error);
+  // The environment of every device (children probe them; all must agree): report_.environment.
+  bool probeDevices(std::string &error);
+  // --from-cache: the environment whose measurements to use (report_.environment).
+  bool cachedEnvironment(std::string &error);
   // Measures `routes` (cache first), over the devices; appends to report_.results.
   void measure(const std::vector<knobs::Route> &routes);
   void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
@@ -434,6 +438,15 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
         continue;
       }
     }
+    if (o_.fromCache) {  // (measuring nothing)
+      r.m.status = "not_cached";
+      r.m.reason = "no measurement in the cache";
+      report_.results.push_back(r);
+      log("[" + std::to_string(report_.results.size()) + "] not in the cache  " +
+          (route.empty() ? "(default route)" : route));
+      progress();
+      continue;
+    }
     std::vector<uint8_t> engine;
     std::string error;
     size_t index = report_.results.size();
@@ -502,6 +515,72 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     if (!cache_->store(key(r.route), r.m, error)) log("warning: " + error);
     progress();
   }
+}
+
+// The environment of every device, asked of children (that see their device as the measuring
+// children do) so that this process never initialises CUDA (it forks NVRTC workers). A
+// measurement is keyed by its GPU and driver, so every device of one tune must give the same.
+bool Session::probeDevices(std::string &error) {
+  for (int d : o_.devices)
+    if (!visibleDevice(d, visible_[d], error)) return false;
+  std::vector<Child> probes(o_.devices.size());
+  for (size_t k = 0; k < o_.devices.size(); ++k) {
+    int d = o_.devices[k];
+    std::string stem = work_ + "/env" + std::to_string(d);
+    if (!spawn({selfExecutable(), "device", "--index", "0"}, {{"CUDA_VISIBLE_DEVICES", visible_[d]}}, stem + ".out",
+               stem + ".err", 60, probes[k], error))
+      return false;
+  }
+  for (size_t k = 0; k < o_.devices.size(); ++k) {
+    int code;
+    bool timedOut;
+    wait(probes[k], code, timedOut);
+    std::string stem = work_ + "/env" + std::to_string(o_.devices[k]);
+    std::string env = readText(stem + ".out");
+    while (!env.empty() && env.back() == '\n') env.pop_back();
+    if (!report_.error.empty()) continue;  // (still reaps every probe)
+    if (code != 0 || env.empty()) {
+      std::string which = o_.devices.size() > 1 ? " (device " + std::to_string(o_.devices[k]) + ")" : "";
+      std::string why = readText(stem + ".err", 2000);
+      for (const char *prefix : {"kiln: error: ", "kiln: "})  // (the child's own prefix: printed once)
+        if (why.rfind(prefix, 0) == 0) why.erase(0, std::strlen(prefix));
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      report_.error = "no GPU to measure on" + which + ": " + why;
+    } else if (k == 0) {
+      report_.environment = env;
+    } else if (env != report_.environment) {
+      report_.error = "devices " + std::to_string(o_.devices[0]) + " and " + std::to_string(o_.devices[k]) +
+                      " differ (" + report_.environment + " vs " + env +
+                      "); measurements are keyed by GPU and driver, so one tune measures on identical devices";
+    }
+  }
+  if (!report_.error.empty()) return error = report_.error, false;
+  log("environment: " + report_.environment);
+  return true;
+}
+
+// --from-cache: the environment whose measurements to use: --environment, else the only one the
+// cache has for this model and these inputs.
+bool Session::cachedEnvironment(std::string &error) {
+  std::vector<CacheRow> rows;
+  if (!cache_->rows(rows, error, modelHash_)) return false;
+  std::set<std::string> envs;
+  for (const CacheRow &r : rows)
+    if (r.key.modelHash == modelHash_ && r.key.shapes == inputsKey_) envs.insert(r.key.environment);
+  if (!o_.environment.empty()) {
+    report_.environment = o_.environment;
+  } else if (envs.size() == 1) {
+    report_.environment = *envs.begin();
+  } else {
+    std::string list;
+    for (const std::string &e : envs) list += "\n  " + e;
+    error = envs.empty() ? "the cache " + cache_->path() + " has no measurement of this model with these inputs"
+                         : "the cache has measurements of this model from " + std::to_string(envs.size()) +
+                               " environments; choose one with --environment:" + list;
+    return false;
+  }
+  log("choosing from the cache's measurements, environment " + report_.environment);
+  return true;
 }
 
 TuneReport Session::run() {
@@ -603,46 +682,9 @@ TuneReport Session::run() {
   char tmpl[] = "/tmp/kiln-tune-XXXXXX";
   if (!mkdtemp(tmpl)) return report_.error = "cannot create a work folder in /tmp", report_;
   work_ = tmpl;
-  for (int d : o_.devices)
-    if (!visibleDevice(d, visible_[d], error)) return report_.error = error, report_;
-  // The environment of every device, asked of children (that see their device as the measuring
-  // children do) so that this process never initialises CUDA (it forks NVRTC workers). A
-  // measurement is keyed by its GPU and driver, so every device of one tune must give the same.
-  std::vector<Child> probes(o_.devices.size());
-  for (size_t k = 0; k < o_.devices.size(); ++k) {
-    int d = o_.devices[k];
-    std::string stem = work_ + "/env" + std::to_string(d);
-    if (!spawn({selfExecutable(), "device", "--index", "0"}, {{"CUDA_VISIBLE_DEVICES", visible_[d]}}, stem + ".out",
-               stem + ".err", 60, probes[k], error))
-      return report_.error = error, report_;
-  }
-  for (size_t k = 0; k < o_.devices.size(); ++k) {
-    int code;
-    bool timedOut;
-    wait(probes[k], code, timedOut);
-    std::string stem = work_ + "/env" + std::to_string(o_.devices[k]);
-    std::string env = readText(stem + ".out");
-    while (!env.empty() && env.back() == '\n') env.pop_back();
-    if (!report_.error.empty()) continue;  // (still reaps every probe)
-    if (code != 0 || env.empty()) {
-      std::string which = o_.devices.size() > 1 ? " (device " + std::to_string(o_.devices[k]) + ")" : "";
-      std::string why = readText(stem + ".err", 2000);
-      for (const char *prefix : {"kiln: error: ", "kiln: "})  // (the child's own prefix: printed once)
-        if (why.rfind(prefix, 0) == 0) why.erase(0, std::strlen(prefix));
-      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      report_.error = "no GPU to measure on" + which + ": " + why;
-    } else if (k == 0) {
-      report_.environment = env;
-    } else if (env != report_.environment) {
-      report_.error = "devices " + std::to_string(o_.devices[0]) + " and " + std::to_string(o_.devices[k]) +
-                      " differ (" + report_.environment + " vs " + env +
-                      "); measurements are keyed by GPU and driver, so one tune measures on identical devices";
-    }
-  }
-  if (!report_.error.empty()) return report_;
-  log("environment: " + report_.environment);
+  if (!o_.fromCache && !probeDevices(error)) return report_.error = error, report_;
   if (!prepareInputs(report_.error)) return report_;  // (builds the reference engine: after the GPU check)
-  if (!computeReference(report_.error)) return report_;
+  if (!o_.fromCache && !computeReference(report_.error)) return report_;
   std::vector<uint8_t> inBytes, refBytes;
   readBytes(inputsNpz_, inBytes);
   inputsKey_ = shapes_ + "|inputs=" + hashOf(inBytes) + "|reference=";
@@ -653,8 +695,11 @@ TuneReport Session::run() {
   // int8 engines depend on the calibration file too.
   std::vector<uint8_t> calibBytes;
   if (!o_.calib.empty() && readBytes(o_.calib, calibBytes)) inputsKey_ += "|calib=" + hashOf(calibBytes);
+  report_.modelHash = modelHash_, report_.inputsKey = inputsKey_;
+  if (o_.fromCache && !cachedEnvironment(report_.error)) return report_;
 
-  log("measuring " + std::to_string(plan.size()) + " candidates (" + report_.plannedNote + ")");
+  log((o_.fromCache ? "looking up " : "measuring ") + std::to_string(plan.size()) + " candidates (" +
+      report_.plannedNote + ")");
   total_ = plan.size();
   measuringSince_ = elapsed();
   measure(plan);

@@ -41,6 +41,12 @@ struct TuneOptions {
   int shard = 1, shards = 1;
   double timeoutSeconds = 300, timeBudgetSeconds = 0;  // 0: no budget
   bool dryRun = false, readCache = true;
+  // --from-cache: measure nothing and need no GPU: each candidate's measurement comes from the
+  // cache (of `environment`, or of the only environment the cache has for this model and
+  // inputs), candidates it lacks are reported as not_cached, and the winner is chosen (and
+  // built with `output`) as after measuring.
+  bool fromCache = false;
+  std::string environment;
   bool allowExternalOutside = false;  // the model's external data may lie outside its folder
   std::string kilnVersion;
   std::function<void(const std::string &)> log;           // progress lines
@@ -80,6 +86,9 @@ struct TuneReport {
   int notSignificant = -1;
   bool interrupted = false;
   double seconds = 0;
+  // The cache keys' model and input parts (filled once the tune ran past planning), e.g. for a
+  // cache written elsewhere.
+  std::string modelHash, inputsKey;
 };
 
 TuneReport tune(const TuneOptions &options, const std::atomic<bool> &stop);

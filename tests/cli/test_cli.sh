@@ -406,6 +406,31 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/new.calib"
 fi
 
+# tune --from-cache: the winner from a cache's measurements (e.g. merged shards') without a GPU;
+# measurements made elsewhere are imported as JSON lines under the keys this tune looks up.
+fc=(tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|fp32' --cache "$tmp/fc.db" --from-cache)
+expect 2 "has no measurement of this model with these inputs" -- "${fc[@]}"
+"$kiln" "${fc[@]}" --environment gpu-a --json > "$tmp/fc.json" 2>/dev/null
+/usr/bin/python3 - "$tmp/fc.json" "$tmp/fc.jsonl" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = '{"y": {"max_abs": 0.001, "max_rel": 0.001, "l0": 0, "rel_l2": 0.00005, "cos": 0.99999, "top1": 1}}'
+rows = [("gpu-a", "", 0.020, 0.019, 0.021), ("gpu-a", "precision=fp16", 0.010, 0.0095, 0.0105),
+        ("gpu-b", "", 0.5, 0.49, 0.51)]
+with open(sys.argv[2], "w") as f:
+    for env, route, med, lo, p90 in rows:
+        f.write(json.dumps({"model_hash": j["model_hash"], "shapes": j["inputs_key"], "route": route,
+                            "environment": env, "status": "ok", "reason": "", "median_ms": med, "p90_ms": p90,
+                            "min_ms": lo, "runs": 50, "metrics": m, "created": "2026-12-07T00:00:00Z"}) + "\n")
+PY
+expect 0 "imported 3" -- cache import "$tmp/fc.jsonl" --cache "$tmp/fc.db"
+expect 2 "from 2 environments; choose one with --environment:" -- "${fc[@]}"
+expect 0 "best: 'precision=fp16' 0.010 ms" -- "${fc[@]}" --environment gpu-a -o "$tmp/fc.kiln"
+expect 0 "route: +precision=fp16" -- inspect "$tmp/fc.kiln"
+expect 0 "1 candidate is not in the cache" -- "${fc[@]}" --environment gpu-b
+expect 2 "--from-cache reads the cache" -- "${fc[@]}" --no-cache-read
+expect 2 "requires --from-cache|--environment requires" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16' --environment gpu-a --dry-run
+
 # Dynamic shapes: one engine for a profile (the dims named in the model), padding checked per
 # dim on the evaluator, bad profiles named.
 dyn=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8)

@@ -133,6 +133,13 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_flag("--resume", *resume, "Measure only what the cache lacks (the default; kept for scripts)");
   cmd->add_flag("--no-cache-read", *noRead, "Measure every candidate again (results are still stored)");
   cmd->add_flag("--dry-run", o->dryRun, "Plan only: validate and list the candidates; needs no GPU");
+  auto *fromCache = cmd->add_flag("--from-cache", o->fromCache,
+                                  "Measure nothing: choose the winner from the cache's measurements (e.g. merged "
+                                  "shards'); needs no GPU, and -o builds the winner");
+  cmd->add_option("--environment", o->environment,
+                  "With --from-cache: whose measurements (as `kiln cache list --env` prints it; default: the "
+                  "cache's only one for this model)")
+      ->needs(fromCache);
   auto shard = std::make_shared<std::string>();
   cmd->add_option("--shard", *shard,
                   "K/N: measure only the K-th of N deterministic slices of the candidates (fast and full searches; "
@@ -181,6 +188,10 @@ Runner addTuneCommand(CLI::App &app) {
         return 2;
       }
       o->shard = k, o->shards = n;
+    }
+    if (o->fromCache && *noRead) {
+      std::cerr << "kiln: error: --from-cache reads the cache; --no-cache-read would leave nothing to choose from\n";
+      return 2;
     }
     o->readCache = !*noRead;
     o->kilnVersion = KILN_VERSION;
@@ -276,6 +287,8 @@ Runner addTuneCommand(CLI::App &app) {
     }
     double baseMs =
         r.base >= 0 && r.results[size_t(r.base)].m.status == "ok" ? r.results[size_t(r.base)].m.medianMs : 0;
+    size_t notCached = 0;
+    for (auto &c : r.results) notCached += c.m.status == "not_cached";
     if (*json) {
       nlohmann::json j = {{"model", o->model},    {"environment", r.environment},
                           {"search", o->search},  {"interrupted", r.interrupted},
@@ -296,6 +309,7 @@ Runner addTuneCommand(CLI::App &app) {
       }
       j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
       j["duplicates"] = r.duplicates;
+      if (o->fromCache) j["not_cached"] = notCached, j["model_hash"] = r.modelHash, j["inputs_key"] = r.inputsKey;
       j["not_significant"] =
           r.notSignificant >= 0 ? nlohmann::json(r.results[size_t(r.notSignificant)].route) : nlohmann::json(nullptr);
       std::cout << jsonText(j) << "\n";
@@ -323,6 +337,9 @@ Runner addTuneCommand(CLI::App &app) {
         std::printf("\n%zu candidate%s built the same engine as an earlier one (a knob that changes nothing here): "
                     "not measured again\n",
                     r.duplicates, r.duplicates == 1 ? "" : "s");
+      if (notCached)
+        std::printf("\n%zu candidate%s not in the cache (measure them, or merge the caches that did)\n", notCached,
+                    notCached == 1 ? " is" : "s are");
       if (r.notSignificant >= 0)
         std::printf("\nno significant win: '%s' (%.3f ms) is within the base route's run-to-run spread\n",
                     support::printableLine(r.results[size_t(r.notSignificant)].route).c_str(),
