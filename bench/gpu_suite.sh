@@ -42,6 +42,8 @@
 #   bash bench/gpu_suite.sh runopts # kiln run --streams/--host-io/--duration/--trace/--device
 #   bash bench/gpu_suite.sh dynamic # engines with dynamic shapes (profiles) at built and padded shapes
 #   bash bench/gpu_suite.sh dynamic-zoo  # ResNet-50 (and with KILN_DYN_BERT=1 BERT-base) dynamic vs static engines
+#   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
+#                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -82,7 +84,7 @@ run() {
   local name=$1; shift
   timeout "${KILN_TIMEOUT:-300}" "$@" > "$OUT/logs/$name.log" 2>&1
   local rc=$?
-  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU|^stress:|^create-destroy:|s in all' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
+  echo "$name rc=$rc | $(grep -E 'rel_l2|latency|skipped|FAIL|MISMATCH|error|passed|TOPS|on the GPU|^stress:|^create-destroy:|s in all|TFLOP|^torch' "$OUT/logs/$name.log" | sed 's/  */ /g' | tr '\n' '|' | cut -c1-500)" >> "$summary"
   return $rc
 }
 
@@ -561,6 +563,33 @@ o = [k for k in a.files if k in b.files and a[k].dtype.kind == 'f' and a[k].shap
 x, y = a[o].astype(np.float64), b[o].astype(np.float64); \
 print('rel_l2', np.linalg.norm(x - y) / np.linalg.norm(x), o, x.shape, y.shape)" /tmp/static_$m$b.npz /tmp/dyn_$m$b.npz
   done
+fi
+
+# Hopper speed and exporters' patterns (issue 25): the wgmma product kernel against a double
+# reference and beside mma.sync, cuBLAS at the same sizes (bench/hub_torch.py); attention as
+# PyTorch's exporters write scaled_dot_product_attention (models/tiny/attention_sdpa, a fully
+# masked sequence included) in fp16 and bf16 against its numpy reference; HF BERT-base and GPT-2
+# exported by PyTorch's torch.export-based exporter (models/export_hub.py) beside the zoo's
+# hand-written ones: launches, fused attentions, latency, and PyTorch eager / CUDA graph.
+if [ "$mode" = hopper ]; then
+  : > "$summary"
+  run wgmma_check "$bin/kiln-wgmma-check" --iterations 30
+  run cublas_gemm python3 bench/hub_torch.py --iterations 50 --only gemm
+  for p in fp16 bf16; do
+    "$bin/kiln" compile models/tiny/attention_sdpa.onnxtxt -o /tmp/sdpa_$p.kiln --precision $p > "$OUT/logs/sdpa_compile_$p.log" 2>&1
+    run "sdpa_check_$p" "$bin/kiln" check /tmp/sdpa_$p.kiln --reference models/tiny/attention_sdpa.npz
+  done
+  python3 models/export_hub.py --out /tmp/hubbase --size base --only bert_dynamo,gpt2_dynamo > "$OUT/logs/export.log" 2>&1
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only bert_base_b32_s128,gpt2_small_s512 >> "$OUT/logs/export.log" 2>&1
+  for e in "zoo_bert $zoo/bert_base_b32_s128.onnx" "hf_bert /tmp/hubbase/bert_dynamo.onnx input_ids:32x128,attention_mask:32x128" \
+           "zoo_gpt2 $zoo/gpt2_small_s512.onnx" "hf_gpt2 /tmp/hubbase/gpt2_dynamo.onnx input_ids:1x512,attention_mask:1x512"; do
+    read -r name model shapes <<< "$e"
+    run "compile_$name" "$bin/kiln" compile "$model" -o /tmp/$name.kiln --precision fp16 ${shapes:+--shapes $shapes}
+    "$bin/kiln" inspect /tmp/$name.kiln > "$OUT/inspect_$name.txt" 2>&1
+    echo "$name: $(grep -c kiln_attn "$OUT/inspect_$name.txt") fused attention launches" >> "$summary"
+    run "time_$name" "$bin/kiln" run /tmp/$name.kiln --iterations 200
+  done
+  run torch_hf python3 bench/hub_torch.py --iterations 100 --only bert,gpt2
 fi
 
 # The Python package (runtime/python/kiln) with torch on the GPU: outputs equal to `kiln run`'s,
