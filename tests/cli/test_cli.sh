@@ -427,6 +427,10 @@ expect 0 "imported 3" -- cache import "$tmp/fc.jsonl" --cache "$tmp/fc.db"
 expect 2 "from 2 environments; choose one with --environment:" -- "${fc[@]}"
 expect 0 "best: 'precision=fp16' 0.010 ms" -- "${fc[@]}" --environment gpu-a -o "$tmp/fc.kiln"
 expect 0 "route: +precision=fp16" -- inspect "$tmp/fc.kiln"
+# --report: one page with the plot (the default bounds drawn, the winner marked) and the table.
+expect 0 "wrote .*fc.html" -- "${fc[@]}" --environment gpu-a --report "$tmp/fc.html"
+if grep -q "<svg" "$tmp/fc.html" && grep -q "winner: precision=fp16" "$tmp/fc.html" && grep -q "fp16/bf16 default bound" "$tmp/fc.html" &&
+  [ "$(grep -c "<circle" "$tmp/fc.html")" = 2 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: tune --report page"; fi
 expect 0 "1 candidate is not in the cache" -- "${fc[@]}" --environment gpu-b
 expect 2 "--from-cache reads the cache" -- "${fc[@]}" --no-cache-read
 expect 2 "requires --from-cache|--environment requires" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16' --environment gpu-a --dry-run

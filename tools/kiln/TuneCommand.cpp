@@ -8,6 +8,7 @@
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
 #include "tools/kiln/Profiles.h"
+#include "tools/kiln/TuneReport.h"
 #include "tuner/Environment.h"
 #include "tuner/Tuner.h"
 
@@ -145,6 +146,10 @@ Runner addTuneCommand(CLI::App &app) {
                   "K/N: measure only the K-th of N deterministic slices of the candidates (fast and full searches; "
                   "join the shards' caches with `kiln cache merge`)");
   cmd->add_flag("--json", *json, "Print a JSON document");
+  auto reportPath = std::make_shared<std::string>();
+  cmd->add_option("--report", *reportPath,
+                  "Write an HTML page: every candidate's latency against its accuracy (the constraint drawn, the "
+                  "winner marked) and the table");
 
   auto *device = app.add_subcommand("device", "Print this GPU's environment fingerprint (used by tune)");
   device->group("");  // hidden
@@ -289,6 +294,13 @@ Runner addTuneCommand(CLI::App &app) {
         r.base >= 0 && r.results[size_t(r.base)].m.status == "ok" ? r.results[size_t(r.base)].m.medianMs : 0;
     size_t notCached = 0;
     for (auto &c : r.results) notCached += c.m.status == "not_cached";
+    if (!reportPath->empty()) {
+      if (!support::writeFileAtomically(*reportPath, tuneReportHtml(*o, r, baseMs), err, {o->model, o->calib})) {
+        std::cerr << "kiln: error: --report: " << err << "\n";
+        return 2;
+      }
+      info(0, "wrote " + *reportPath);
+    }
     if (*json) {
       nlohmann::json j = {{"model", o->model},    {"environment", r.environment},
                           {"search", o->search},  {"interrupted", r.interrupted},
@@ -318,16 +330,11 @@ Runner addTuneCommand(CLI::App &app) {
                   "worst cos", "max abs");
       for (size_t i = 0; i < r.results.size(); ++i) {
         const auto &c = r.results[i];
-        double l2 = 0, cos = 1, maxAbs = 0;
-        nlohmann::json m = c.m.metrics.empty() ? nlohmann::json() : nlohmann::json::parse(c.m.metrics, nullptr, false);
-        if (m.is_object())
-          for (auto &[k, v] : m.items())
-            l2 = std::max(l2, v.value("rel_l2", 0.0)), cos = std::min(cos, v.value("cos", 1.0)),
-            maxAbs = std::max(maxAbs, v.value("max_abs", 0.0));
+        WorstMetrics w = worstMetrics(c.m);
         std::string route = c.route.empty() ? "(default route)" : c.route;
         std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(),
                     support::printableLine(c.m.status).c_str(), c.m.medianMs,
-                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, l2, cos, maxAbs,
+                    baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, w.relL2, w.cos, w.maxAbs,
                     c.sameAs >= 0 ? "  (same engine)"
                     : c.fromCache ? "  (cache)"
                                   : "",
