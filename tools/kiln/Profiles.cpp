@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 
 #include <unistd.h>
