@@ -14,12 +14,18 @@ namespace {
 std::string escape(const std::string &s) {
   std::string o;
   for (unsigned char c : s) {
-    if (c == '&') o += "&amp;";
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '"') o += "&quot;";
-    else if (c < 0x20) o += ' ';
-    else o += char(c);
+    if (c == '&')
+      o += "&amp;";
+    else if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '"')
+      o += "&quot;";
+    else if (c < 0x20)
+      o += ' ';
+    else
+      o += char(c);
   }
   return o;
 }
@@ -80,8 +86,9 @@ std::string tuneReportHtml(const tuner::TuneOptions &o, const tuner::TuneReport 
 
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", W) + "\" height=\"" +
                     fmt("%.0f", H) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  svg += "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", top) + "\" width=\"" + fmt("%.1f", W - left - right) +
-         "\" height=\"" + fmt("%.1f", H - top - bottom) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+  svg += "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", top) + "\" width=\"" +
+         fmt("%.1f", W - left - right) + "\" height=\"" + fmt("%.1f", H - top - bottom) +
+         "\" fill=\"none\" stroke=\"#888\"/>\n";
   for (int t = 0; t <= 5; ++t) {  // latency ticks
     double ms = xmax * t / 5;
     svg += "<text x=\"" + fmt("%.1f", X(ms)) + "\" y=\"" + fmt("%.1f", H - bottom + 16) + "\" text-anchor=\"middle\">" +
@@ -138,8 +145,8 @@ std::string tuneReportHtml(const tuner::TuneOptions &o, const tuner::TuneReport 
     const tuner::CandidateResult &c = r.results[i];
     WorstMetrics w = worstMetrics(c.m);
     std::string note = c.sameAs >= 0 ? "same engine as " + (r.results[size_t(c.sameAs)].route.empty()
-                                                                 ? std::string("(default route)")
-                                                                 : r.results[size_t(c.sameAs)].route)
+                                                                ? std::string("(default route)")
+                                                                : r.results[size_t(c.sameAs)].route)
                        : c.fromCache ? "cache"
                                      : c.m.reason;
     html += std::string("<tr") + (int(i) == r.best ? " class=\"best\"" : "") + "><td><code>" +
@@ -148,8 +155,7 @@ std::string tuneReportHtml(const tuner::TuneOptions &o, const tuner::TuneReport 
             "</td><td class=\"n\">" + fmt("%.4f", c.m.p90Ms) + "</td><td class=\"n\">" +
             (baseMs > 0 && c.m.medianMs > 0 ? fmt("%.2fx", baseMs / c.m.medianMs) : std::string()) +
             "</td><td class=\"n\">" + (w.known ? fmt("%.2e", w.relL2) : std::string()) + "</td><td class=\"n\">" +
-            (w.known ? fmt("%.6f", w.cos) : std::string()) + "</td><td>" + escape(note.substr(0, 300)) +
-            "</td></tr>\n";
+            (w.known ? fmt("%.6f", w.cos) : std::string()) + "</td><td>" + escape(note.substr(0, 300)) + "</td></tr>\n";
   }
   html += "</table>\n</body></html>\n";
   return html;
