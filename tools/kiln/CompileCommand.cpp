@@ -62,7 +62,8 @@ Runner addCompileCommand(CLI::App &app) {
   cmd->add_option("--arch", *arch, "Target GPU architecture (sm_75 ... sm_121)")->capture_default_str();
   cmd->add_flag("--no-compile-cache", *noCache, "Compile every kernel, bypassing the on-disk NVRTC cache");
   cmd->add_option("--compile-cache-dir", *cacheDir, "NVRTC cache folder (default: $XDG_CACHE_HOME/kiln/nvrtc)");
-  cmd->add_option("-j,--jobs", *jobs, "Parallel NVRTC compiles (default: all cores)");
+  cmd->add_option("-j,--jobs", *jobs,
+                  "Parallel NVRTC compiles, and dynamic-shape specialisations built at once (default: all cores)");
   cmd->add_flag("--json", *json, "Print a JSON summary");
   auto profile = std::make_shared<ProfileOptions>();
   profile->add(*cmd, "the shapes to build the engine's fastest for");
