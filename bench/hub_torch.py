@@ -7,24 +7,10 @@ CUDA events after warm-up, median of --iterations runs; one line per measurement
     python3 bench/hub_torch.py [--iterations 200] [--only bert,gpt2,gemm]
 """
 import argparse
-import statistics
 
 import torch
 
-
-def timed(fn, iterations, warmup=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iterations):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times), min(times), sorted(times)[int(0.9 * len(times))]
+from cuda_timing import time_cuda
 
 
 def graphed(fn):
@@ -49,7 +35,7 @@ def model_lines(name, model, batch, seq, iterations):
         for mode in ("eager", "cuda_graph"):
             try:
                 fn = run if mode == "eager" else graphed(run)
-                med, lo, p90 = timed(fn, iterations)
+                med, lo, p90 = time_cuda(fn, 20, iterations)
             except Exception as e:  # (capture fails where the model syncs with the host)
                 print("torch %s %s failed: %s" % (name, mode, str(e).splitlines()[0][:300]), flush=True)
                 continue
@@ -75,7 +61,7 @@ def main():
                         (8192, 8192, 8192)):
             x = torch.rand(m, k, device="cuda", dtype=torch.half) - 0.5
             w = torch.rand(n, k, device="cuda", dtype=torch.half) - 0.5
-            med, lo, p90 = timed(lambda: torch.matmul(x, w.t()), a.iterations)
+            med, lo, p90 = time_cuda(lambda: torch.matmul(x, w.t()), 20, a.iterations)
             print("cublas fp16 %dx%dx%d: median %.4f ms, min %.4f, p90 %.4f, %.0f TFLOP/s"
                   % (m, n, k, med, lo, p90, 2.0 * m * n * k / (med * 1e-3) / 1e12), flush=True)
 

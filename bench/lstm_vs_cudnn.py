@@ -15,7 +15,6 @@ c_n) and of cuDNN fp16's against PyTorch fp32 on the same input.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,25 +22,12 @@ import tempfile
 import numpy as np
 import torch
 
+from cuda_timing import time_cuda
+
 
 def rel_l2(got, want):
     got, want = np.asarray(got, np.float64).ravel(), np.asarray(want, np.float64).ravel()
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
-
-
-def time_cuda(fn, warmup, iterations):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iterations):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times), min(times)
 
 
 def main():
@@ -97,7 +83,7 @@ def main():
     with torch.no_grad():
         o = m(xd)
         cudnn_err = {n: rel_l2(t.float().cpu().numpy(), r) for n, t, r in zip(("y", "h_n", "c_n"), (o[0], o[1][0], o[1][1]), ref)}
-        cudnn_ms, cudnn_min = time_cuda(lambda: m(xd), args.warmup, args.iterations)
+        cudnn_ms, cudnn_min, _ = time_cuda(lambda: m(xd), args.warmup, args.iterations)
 
     ratio = kiln_ms / cudnn_ms
     print("device: %s; torch %s, cuDNN %s" % (torch.cuda.get_device_name(), torch.__version__,
