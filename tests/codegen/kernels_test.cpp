@@ -737,6 +737,13 @@ TEST(AttentionKernel, Refusals) {
 // The zoo's attention kernels keep their registers: no spills, and named barriers with constant
 // ids (a register id makes ptxas reserve all 16 per block). Both once cost BERT's heads 15 % on
 // the H200 (166 registers instead of 134 and 16 barriers).
+// `k` compiled for `arch` with ptxas's resource report (registers, spills, barriers) in its log.
+CompileOutput compileWithPtxasReport(const KernelLaunch &k, const char *arch) {
+  CompileOptions o;
+  o.ptxasVerbose = true;
+  return compileKernel(k.source, k.entry, arch, o);
+}
+
 TEST(AttentionKernel, ZooShapesDoNotSpill) {
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
   const std::vector<int64_t> bhsd = {0, 2, 1, 3}, bhds = {0, 2, 3, 1};
@@ -752,9 +759,7 @@ TEST(AttentionKernel, ZooShapesDoNotSpill) {
   for (const AttentionSpec &s : {bert, vit, gpt2}) {
     KernelLaunch k = emitAttention(s);
     SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
-    CompileOptions o;
-    o.ptxasVerbose = true;
-    CompileOutput out = compileKernel(k.source, k.entry, "sm_90", o);
+    CompileOutput out = compileWithPtxasReport(k, "sm_90");
     ASSERT_TRUE(out.ok()) << out.error;
     EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
     EXPECT_NE(out.log.find(s.keySplit == 1 ? "used 1 barriers" : "used 3 barriers"), std::string::npos) << out.log;
@@ -771,9 +776,7 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
       s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4;
       KernelLaunch k = emitWgmmaGemm(s);
       SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
-      CompileOptions o;
-      o.ptxasVerbose = true;
-      CompileOutput out = compileKernel(k.source, k.entry, "sm_90a", o);
+      CompileOutput out = compileWithPtxasReport(k, "sm_90a");
       ASSERT_TRUE(out.ok()) << out.error;
       EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
       EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024));

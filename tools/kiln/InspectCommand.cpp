@@ -6,6 +6,7 @@
 #include "tuner/EngineRunner.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelLoading.h"
+#include "tools/kiln/Profiles.h"
 
 #include <nlohmann/json.hpp>
 
@@ -179,9 +180,8 @@ Runner addInspectCommand(CLI::App &app) {
       std::string scaled;  // output axes that are a fraction or multiple of the dim
       for (const rt::DimAxis &a : p.axes)
         if (a.scaled())
-          scaled += "; " + text(d.io[size_t(a.io)].name) + " axis " + std::to_string(a.axis) + " = " + text(p.name) +
-                    (a.num != 1 ? " * " + std::to_string(a.num) : "") +
-                    (a.den != 1 ? " / " + std::to_string(a.den) : "");
+          scaled += "; " + text(d.io[size_t(a.io)].name) + " axis " + std::to_string(a.axis) + " = " +
+                    text(scaledAxisText(p.name, a));
       std::printf("dim       %-24s %lld..%lld (opt %lld)%s%s\n", text(p.name).c_str(), (long long)p.min,
                   (long long)p.max, (long long)p.opt, p.pad ? ", values between padded" : ", only the built values",
                   scaled.c_str());

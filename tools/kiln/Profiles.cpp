@@ -490,8 +490,7 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
       if (axis.scaled() && merged.dims[g].pad) {
         merged.dims[g].pad = report.dims[g].pad = false;
         report.dims[g].noPad = "output '" + merged.io[i].name + "' axis " + std::to_string(k) + " is " +
-                               groups[g].name + (axis.num != 1 ? " * " + std::to_string(axis.num) : std::string()) +
-                               (axis.den != 1 ? " / " + std::to_string(axis.den) : std::string());
+                               scaledAxisText(groups[g].name, axis);
       }
     }
   }
@@ -504,6 +503,11 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
   for (const char *phase : {"import", "passes", "codegen", "kernels"})
     if (phases.count(phase)) build.phases.push_back({phase, phases[phase]});
   report.specialisations = specs.size();
+}
+
+std::string scaledAxisText(const std::string &dim, const rt::DimAxis &axis) {
+  return dim + (axis.num != 1 ? " * " + std::to_string(axis.num) : "") +
+         (axis.den != 1 ? " / " + std::to_string(axis.den) : "");
 }
 
 }  // namespace kiln::cli

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "codegen/lowering/ModelBuild.h"
+#include "runtime/format/EngineFormat.h"
 #include "tools/kiln/Commands.h"
 
 #include <cstdint>
@@ -48,5 +49,8 @@ struct ProfileReport {
 // stats; on failure build.error names the input, dim or specialisation.
 void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile, const codegen::BuildOptions &options,
                         codegen::ModelBuild &build, ProfileReport &report);
+
+// A scaled dim axis's length in words: "width / 8", "seq * 2 / 3" (`dim`: the dim's name).
+std::string scaledAxisText(const std::string &dim, const rt::DimAxis &axis);
 
 }  // namespace kiln::cli
