@@ -1,6 +1,11 @@
 #include "Executor.h"
 
+#if KILN_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -41,6 +46,46 @@ std::string smText(int sm) { return "sm_" + std::to_string(sm); }
 
 bool archSpecific(const std::string& arch) { return !arch.empty() && (arch.back() == 'a' || arch.back() == 'f'); }
 
+// An NVTX range in the "kiln" domain for the scope when `on` (nothing without an NVTX tool such
+// as Nsight Systems attached: the calls then return at once).
+class NvtxRange {
+ public:
+  NvtxRange(bool on, const char* name) : on_(on) {
+#if KILN_HAVE_NVTX
+    if (!on_) return;
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name;
+    nvtxDomainRangePushEx(domain(), &a);
+#else
+    (void)name;
+#endif
+  }
+  ~NvtxRange() {
+#if KILN_HAVE_NVTX
+    if (on_) nvtxDomainRangePop(domain());
+#endif
+  }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+
+ private:
+#if KILN_HAVE_NVTX
+  static nvtxDomainHandle_t domain() {
+    static nvtxDomainHandle_t d = nvtxDomainCreateA("kiln");
+    return d;
+  }
+#endif
+  bool on_;
+};
+
+bool nvtxFromEnvironment() {
+  const char* v = std::getenv("KILN_NVTX");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
 }  // namespace
 
 std::unique_ptr<Executor> Executor::create(std::shared_ptr<const LoadedEngine> engine, Status& status) {
@@ -51,6 +96,7 @@ std::unique_ptr<Executor> Executor::create(std::shared_ptr<const LoadedEngine> e
     return nullptr;
   }
   std::unique_ptr<Executor> e(new Executor(*cu, std::move(engine)));
+  e->nvtx_ = nvtxFromEnvironment();
   status = e->init();
   if (!status.ok()) return nullptr;  // the destructor frees whatever init made
   return e;
@@ -656,6 +702,12 @@ Status Executor::profile(CUstream stream, std::vector<float>& ms) {
   if (s.ok()) s = resolveShapes();
   if (!s.ok()) return s;
   if (!cu_.hasEvents()) return makeStatus(KILN_ERROR_CUDA, "the CUDA driver has no event functions");
+  struct NvtxOn {  // profiled runs name their launches for Nsight Systems too
+    bool& flag;
+    bool was;
+    ~NvtxOn() { flag = was; }
+  } nvtxOn{nvtx_, nvtx_};
+  nvtx_ = true;
   ScopedContext scope(cu_, context_);
   if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the context's CUDA context current");
   std::vector<CUevent> events(launches_->size() + 1, nullptr);
@@ -743,6 +795,10 @@ Status Executor::enqueue(CUstream stream) {
 Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
   const EngineDesc& d = engine_->desc;
   const Launch& l = *p.launch;
+  NvtxRange range(nvtx_, !l.node.empty()                ? l.node.c_str()
+                         : l.kind == Launch::Kind::Copy ? "copy"
+                         : l.kind == Launch::Kind::Gemm ? "cublasLt_matmul"
+                                                        : d.kernels[size_t(l.kernel)].entry.c_str());
   if (l.kind == Launch::Kind::Gemm) return launchGemm(p, stream);
   CUresult r;
   if (l.kind == Launch::Kind::Copy) {

@@ -40,7 +40,8 @@ class Executor {
   // Runs the launches one by one on `stream` with an event between each and waits: ms[i] is
   // launch i's device time.
   Status profile(CUstream stream, std::vector<float>& ms);
-  bool usesGraphs() const { return engine_->desc.cudaGraph && cu_.hasGraphs(); }
+  // CUDA graphs, unless NVTX ranges are wanted (each launch is then its own range).
+  bool usesGraphs() const { return engine_->desc.cudaGraph && cu_.hasGraphs() && !nvtx_; }
 
  private:
   // A kernel argument that points into an I/O tensor: patched at enqueue time.
@@ -126,6 +127,9 @@ class Executor {
   std::vector<bool> padded_;
   std::vector<CUdeviceptr> staging_;
   bool shapesDirty_ = false;
+  // An NVTX range named by its nodes around every launch (for Nsight Systems): set by KILN_NVTX=1
+  // at creation; profile() turns it on for its run.
+  bool nvtx_ = false;
   CUstream work_ = nullptr;  // the context's own non-blocking stream (set-up, capture)
   std::set<size_t> warmed_;  // specialisations whose first graph-mode enqueue ran directly
   // CUDA graphs by key: the bindings, then each tensor's rank and dims.

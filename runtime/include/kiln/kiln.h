@@ -186,6 +186,9 @@ KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, cons
  * stream for each combination of bindings and input shapes when it is next enqueued, and kept
  * (up to 16 per context) so that returning to it replays without capturing again (on the NULL
  * stream, or a stream the application is capturing itself, they launch directly).
+ * NVTX: with the environment variable KILN_NVTX=1 when the context is created, every launch is
+ * an NVTX range in the domain "kiln" named by the graph node(s) it implements, for Nsight Systems
+ * (nsys profile); such a context launches directly, never as a CUDA graph.
  * Errors: INVALID_ARGUMENT, UNBOUND (names the first unbound tensor), CUDA. After a CUDA error
  * some launches may already be enqueued; the outputs are then undefined. */
 KILN_API kiln_status kiln_context_enqueue(kiln_context* context, void* cuda_stream);
@@ -200,8 +203,9 @@ typedef struct {
 /* Runs one execution launch by launch on `cuda_stream` (never as a CUDA graph), records a CUDA
  * event around every launch and waits for the stream, like trtexec --dumpProfile. Writes
  * min(*count, capacity) entries to `out` and sets *count to the number of launches (pass
- * capacity 0 to learn it). Strings belong to the engine. The outputs are computed as by
- * kiln_context_enqueue. Errors: as kiln_context_enqueue, and INVALID_ARGUMENT for a NULL count. */
+ * capacity 0 to learn it). Strings belong to the engine. Every launch is also an NVTX range (as
+ * with KILN_NVTX=1). The outputs are computed as by kiln_context_enqueue. Errors: as
+ * kiln_context_enqueue, and INVALID_ARGUMENT for a NULL count. */
 KILN_API kiln_status kiln_context_profile(kiln_context* context, void* cuda_stream, kiln_launch_profile* out,
                                           int32_t capacity, int32_t* count);
 
