@@ -126,6 +126,62 @@ def Precision : RoutePass<"kiln-precision", "mlir::func::FuncOp"> {
   }];
 }
 
+def MarkOutputs : Pass<"kiln-mark-outputs", "mlir::func::FuncOp"> {
+  let summary = "Intermediate tensors as extra outputs, for finding where an engine drifts (`kiln check --mark`)";
+  let description = [{
+    Appends the first float result of every op whose ONNX node name matches `nodes` (a regular
+    expression matched against the whole name; `all` takes every node) to the function's results,
+    named by the node (`kiln.name`), in program order. Constants, ops with no float result and
+    values the function already returns are skipped. Runs right after import cleanup, so every
+    later pass keeps each marked value's meaning (it may fuse less around it, as Polygraphy's
+    `mark all` does in TensorRT).
+
+    Before (nodes=all):
+      func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+        %r = kiln.relu %x loc("act")
+        %y = kiln.neg %r loc("out")
+        return %y
+    After:
+      func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32> {kiln.name = "act"}) {
+        ...
+        return %y, %r
+  }];
+  let options = [
+    Option<"nodes", "nodes", "std::string", /*default=*/"\"\"",
+           "Node names to mark (regular expression, or `all`); empty marks nothing">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def IoDtype : Pass<"kiln-io-dtype", "mlir::func::FuncOp"> {
+  let summary = "Engine inputs and outputs in fp16 or bf16 (`kiln compile --io-dtype`)";
+  let description = [{
+    Every float32 input and output of the function becomes `dtype` (fp16 or bf16), so callers
+    that hold half-precision tensors bind them directly and the engine has no cast kernels at its
+    boundary. An input's casts to `dtype` (kiln-precision's entry casts) are replaced by the input
+    itself; its other users (float32 islands) read it cast up. An output that is a cast up from
+    `dtype` returns the cast's operand; any other float32 output is cast down. Both are exact
+    rewrites of the declared graph composed with the boundary conversion. Runs after
+    kiln-precision; `dtype` empty or fp32 leaves the function as it is.
+
+    Before (after kiln-precision, precision=fp16):
+      func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+        %h = kiln.cast %x {to = 10} : (tensor<4xf32>) -> tensor<4xf16>
+        %r = kiln.relu %h : (tensor<4xf16>) -> tensor<4xf16>
+        %o = kiln.cast %r {to = 1} : (tensor<4xf16>) -> tensor<4xf32>
+        return %o
+    After (dtype=fp16):
+      func.func @f(%x: tensor<4xf16>) -> tensor<4xf16> {
+        %r = kiln.relu %x : (tensor<4xf16>) -> tensor<4xf16>
+        return %r
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"\"",
+           "I/O storage type of float32 inputs and outputs: fp16, bf16 (empty or fp32: as declared)">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def Layout : RoutePass<"kiln-layout", "mlir::func::FuncOp"> {
   let summary = "NHWC activations for convolutions (knob layout.conv; per node node.<name>.layout)";
   let description = [{

@@ -26,8 +26,8 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route,
 // layout-only ops (8-bit data through them), then every QDQ product to QuantizedMatMul/QuantizedConv; DequantizeLinear of constants left over (weights of products that stay
 // float) folds to float weights.
 static void addQuantizationPasses(mlir::OpPassManager &f, const std::string &route, const target::GpuTarget &target,
-                                  const QuantOptions &quant) {
-  f.addPass(createQuantizeProducts({quant.calib, quant.keepFloat, route, target.arch}));
+                                  const PipelineOptions &options) {
+  f.addPass(createQuantizeProducts({options.calib, options.keepFloat, route, target.arch}));
   f.addPass(createPropagateQdq());
   f.addPass(createLowerQdq({route, target.arch}));
   f.addPass(createFoldConstants());
@@ -47,18 +47,20 @@ bool routeQuantizes(const knobs::Route &route) {
 }
 
 void buildPrecisionPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target,
-                            const QuantOptions &quant) {
+                            const PipelineOptions &options) {
   buildCalibrationPipeline(pm, route, target);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  addQuantizationPasses(f, route, target, quant);
-  f.addPass(createHalfSafety({route, target.arch, quant.checkInputs}));
+  if (!options.markOutputs.empty()) f.addPass(createMarkOutputs({options.markOutputs}));
+  addQuantizationPasses(f, route, target, options);
+  f.addPass(createHalfSafety({route, target.arch, options.checkInputs}));
   f.addPass(createPrecision({route, target.arch}));
 }
 
 void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target,
-                          const QuantOptions &quant) {
-  buildPrecisionPipeline(pm, route, target, quant);
+                          const PipelineOptions &options) {
+  buildPrecisionPipeline(pm, route, target, options);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
+  f.addPass(createIoDtype({options.ioDtype}));
   f.addPass(createLayout({route, target.arch}));
   f.addPass(createFoldConstants());  // constants transposed to NHWC, converted to half
   f.addPass(createSimplifyTransposes());

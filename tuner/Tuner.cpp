@@ -209,7 +209,7 @@ void Session::progress() {
 bool Session::buildEngine(const std::string &route, std::vector<uint8_t> &engine, std::string &error, double &seconds) {
   codegen::BuildOptions bo;
   bo.target = target_;
-  bo.quant.calib = o_.calib;
+  bo.pipeline.calib = o_.calib;
   if (!knobs::Route::parse(route, &bo.route, &error)) return false;
   ImportOptions io;
   io.allowExternalOutside = o_.allowExternalOutside;

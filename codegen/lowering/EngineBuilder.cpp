@@ -4,6 +4,7 @@
 
 #include "codegen/lowering/Lowering.h"
 #include "codegen/nvrtc/CompilePool.h"
+#include "compiler/analysis/Plan.h"
 #include "compiler/knobs/Knob.h"
 #include "compiler/quant/Calibration.h"
 #include "compiler/support/Files.h"
@@ -117,10 +118,12 @@ BuildResult Lowering::run() {
         for (ValueRange vs : {ValueRange(op->getOperands()), ValueRange(op->getResults())})
           for (Value v : vs)
             if (tensorTypeOf(v.getType()).dtype == ops::DType::F8E4M3) throw std::invalid_argument(why);
+      size_t first = launches_.size();
       if (auto f = dyn_cast<FusedOp>(op))
         lowerFused(f);
       else
         lowerOp(op);
+      if (launches_.size() > first) launches_[first].flops = uint64_t(opFlops(op));
     } catch (const std::exception &e) {
       Operation *at = op;
       if (auto f = dyn_cast<FusedOp>(op))  // the region's first computing op (not a constant it holds)
@@ -192,14 +195,14 @@ BuildResult Lowering::run() {
   }
 
   desc_.environment["nvrtc"] = nvrtcVersionString();
-  if (!opts_.quant.calib.empty()) {  // what the int8/fp8 scales came from
+  if (!opts_.pipeline.calib.empty()) {  // what the int8/fp8 scales came from
     std::string text, error;
-    if (!support::readFile(opts_.quant.calib, text, error, "calibration file", quant::kMaxCalibrationBytes)) {
+    if (!support::readFile(opts_.pipeline.calib, text, error, "calibration file", quant::kMaxCalibrationBytes)) {
       result.error = error;
       return result;
     }
     desc_.environment["calibration"] = rt::fnv1a64Hex(text.data(), text.size());
-    if (!opts_.quant.keepFloat.empty()) desc_.environment["keep_float"] = opts_.quant.keepFloat;
+    if (!opts_.pipeline.keepFloat.empty()) desc_.environment["keep_float"] = opts_.pipeline.keepFloat;
   }
   if (auto err = rt::checkEngineDesc(desc_); !err.empty()) {
     result.error = "internal error: the engine does not validate: " + err;

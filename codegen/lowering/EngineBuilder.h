@@ -21,7 +21,7 @@ namespace kiln::codegen {
 struct BuildOptions {
   target::GpuTarget target;  // the GPU (parsed --arch, or the device); its arch is recorded in the engine
   knobs::Route route;        // codegen's knobs (tiles, pipeline depth, CUDA graphs); recorded in the engine
-  QuantOptions quant;        // post-training int8/fp8 (the calibration file's hash is recorded in the engine)
+  PipelineOptions pipeline;  // int8/fp8 calibration (its hash is recorded in the engine), fp16 range check, I/O type
   CompileCacheOptions cache;
   unsigned jobs = 0;            // NVRTC workers; 0: all cores
   bool launchPlanOnly = false;  // lower and place, but compile no kernel: BuildResult::launchPlan

@@ -69,6 +69,7 @@ struct PendingLaunch {
   std::vector<mlir::Value> params;
   std::vector<int64_t> paramOffsets;  // extra byte offset per param (Split/Concat write into a part)
   std::string node;
+  uint64_t flops = 0;  // its op's FLOPs (on the op's first launch)
 };
 
 class Lowering {

@@ -12,9 +12,9 @@
 namespace kiln::codegen {
 
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
-                      mlir::MLIRContext &ctx, const target::GpuTarget &target, const QuantOptions &quant) {
+                      mlir::MLIRContext &ctx, const target::GpuTarget &target, const PipelineOptions &options) {
   return lowerModelWith(path, importOptions, ctx,
-                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), target, quant); });
+                        [&](mlir::OpPassManager &pm) { buildCompilePipeline(pm, route.canonical(), target, options); });
 }
 
 namespace {
@@ -85,7 +85,7 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
   ModelBuild m = lowerModelWith(
       path, importOptions, ctx,
       [&](mlir::OpPassManager &pm) {
-        buildCompilePipeline(pm, options.route.canonical(), options.target, options.quant);
+        buildCompilePipeline(pm, options.route.canonical(), options.target, options.pipeline);
       },
       options);
   if (m.ok()) {

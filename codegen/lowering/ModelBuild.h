@@ -35,7 +35,8 @@ ModelBuild buildModel(const std::string &path, const ImportOptions &importOption
 
 // Import and pipeline only (for `kiln plan`, dry runs and pass tests): no code generation.
 ModelBuild lowerModel(const std::string &path, const ImportOptions &importOptions, const knobs::Route &route,
-                      mlir::MLIRContext &ctx, const target::GpuTarget &target = {}, const QuantOptions &quant = {});
+                      mlir::MLIRContext &ctx, const target::GpuTarget &target = {},
+                      const PipelineOptions &options = {});
 
 // Import and a pipeline of the caller's (calibration, int8): no code generation.
 // `options` (buildModel's): its onPhase and passTiming apply.

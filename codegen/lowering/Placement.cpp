@@ -5,6 +5,8 @@
 
 #include "compiler/analysis/MemoryPlan.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 #include <algorithm>
 
 using namespace mlir;
@@ -104,6 +106,10 @@ void Lowering::finishLaunches(const std::vector<int32_t> &kernelOf) {
     const PendingLaunch &p = launches_[i];
     rt::Launch l;
     l.node = p.node;
+    l.flops = p.flops;
+    llvm::SmallPtrSet<void *, 8> seen;  // (a tensor passed twice is moved once)
+    for (Value v : p.params)
+      if (seen.insert(v.getAsOpaquePointer()).second) l.trafficBytes += uint64_t(bytesOf(v));
     if (p.library) {
       l.kind = rt::Launch::Kind::Gemm;
       l.gemm = p.gemm;
@@ -141,6 +147,7 @@ void Lowering::finishLaunches(const std::vector<int32_t> &kernelOf) {
     l.src = src;
     l.dst = {rt::BufferRef::Space::Io, 0, io};
     l.bytes = bytesOf(results[k]);
+    l.trafficBytes = 2 * l.bytes;
     l.node = "output " + desc_.io[io].name;
     desc_.launches.push_back(std::move(l));
   }

@@ -397,4 +397,12 @@ std::function<void(size_t, size_t)> terminalProgress(FILE *out, std::string labe
   };
 }
 
+std::function<void(const std::string &)> terminalStatus(FILE *out) {
+  if (!out || !isatty(fileno(out))) return [](const std::string &) {};
+  return [out](const std::string &text) {
+    std::fprintf(out, "\r\033[K%s", text.empty() ? "" : (text + " ...").c_str());
+    std::fflush(out);
+  };
+}
+
 }  // namespace kiln::codegen

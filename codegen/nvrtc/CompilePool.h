@@ -87,5 +87,8 @@ class CompilePool {
 // is a terminal, and prints nothing otherwise (logs and pipes stay clean). Ends the line at done ==
 // total.
 std::function<void(size_t, size_t)> terminalProgress(FILE *out = stderr, std::string label = "compiling kernels");
+// A status line redrawn on `out` when it is a terminal ("importing m.onnx ..."; "" clears it),
+// nothing otherwise: what a long build is doing before its kernels compile.
+std::function<void(const std::string &)> terminalStatus(FILE *out = stderr);
 
 }  // namespace kiln::codegen

@@ -64,10 +64,7 @@ ModelPlan planFunction(func::FuncOp f) {
       bool ranked = true;
       for (Type t : op.getResultTypes()) ranked &= isa<RankedTensorType>(t);
       if (ranked) {
-        OperandInfo info = operandInfo(&op);
-        std::vector<ops::TensorType> outs;
-        for (Type t : op.getResultTypes()) outs.push_back(tensorTypeOf(t));
-        int64_t fl = ops::countFlops(sem.getOnnxOpType().str(), info.context(op.getNumResults()), outs);
+        int64_t fl = opFlops(&op);
         s.flops += fl;
         plan.totalFlops += fl;
       } else {
@@ -110,6 +107,19 @@ ModelPlan planFunction(func::FuncOp f) {
   }
   plan.arenaBytes = planMemory(requests).arenaBytes;
   return plan;
+}
+
+int64_t opFlops(Operation *op) {
+  int64_t total = 0;
+  op->walk([&](Operation *o) {
+    auto sem = dyn_cast<ShapeInferenceOpInterface>(o);
+    if (!sem || !llvm::all_of(o->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); })) return;
+    OperandInfo info = operandInfo(o);
+    std::vector<ops::TensorType> outs;
+    for (Type t : o->getResultTypes()) outs.push_back(tensorTypeOf(t));
+    total += ops::countFlops(sem.getOnnxOpType().str(), info.context(o->getNumResults()), outs);
+  });
+  return total;
 }
 
 }  // namespace kiln

@@ -41,4 +41,8 @@ struct ModelPlan {
 
 ModelPlan planFunction(mlir::func::FuncOp f);
 
+// The FLOPs of `op` and of the ops in its regions (a kernel region's), by each op's ONNX
+// semantics (ops::countFlops); ops without ranked results count 0.
+int64_t opFlops(mlir::Operation *op);
+
 }  // namespace kiln

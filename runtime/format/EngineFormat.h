@@ -166,6 +166,10 @@ struct Launch {
   uint64_t bytes = 0;
   // Kind::Gemm
   GemmCall gemm;
+  // For profiles and reports (not needed to run): the FLOPs of the nodes the launch implements
+  // (0 when it computes none, or its op's FLOPs went to the op's first launch) and the bytes of
+  // the distinct tensors it reads and writes (a lower bound of its memory traffic).
+  uint64_t flops = 0, trafficBytes = 0;
 };
 
 // Dynamic shapes (version 4). A dimension of the engine's profile: one value that a set of I/O

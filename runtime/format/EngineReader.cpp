@@ -208,6 +208,10 @@ class Decoder {
 
   bool launch(const json& v, const std::string& path, Launch& out) {
     if (!v.is_object()) return fail(path, "expected an object");
+    // (optional: engines before these were recorded, and launches that compute nothing, lack them)
+    if (v.contains("flops") && !u64(v, "flops", path, std::numeric_limits<uint64_t>::max(), out.flops)) return false;
+    if (v.contains("traffic_bytes") && !u64(v, "traffic_bytes", path, kMaxDeviceBytes * 64, out.trafficBytes))
+      return false;
     if (v.contains("copy")) {
       out.kind = Launch::Kind::Copy;
       const json& c = v["copy"];

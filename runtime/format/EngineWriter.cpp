@@ -47,6 +47,8 @@ json argJson(const LaunchArg& a) {
 
 json launchJson(const Launch& l) {
   json j;
+  if (l.flops) j["flops"] = l.flops;
+  if (l.trafficBytes) j["traffic_bytes"] = l.trafficBytes;
   if (l.kind == Launch::Kind::Copy) {
     j["copy"] = {{"src", bufferJson(l.src)}, {"dst", bufferJson(l.dst)}, {"bytes", l.bytes}};
     if (!l.node.empty()) j["node"] = l.node;

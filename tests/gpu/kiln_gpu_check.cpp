@@ -96,9 +96,9 @@ int main(int argc, char **argv) {
     else if (a == "--route" && i + 1 < argc)
       routeText = argv[++i];
     else if (a == "--calib" && i + 1 < argc)
-      bo.quant.calib = argv[++i];
+      bo.pipeline.calib = argv[++i];
     else if (a == "--keep-float" && i + 1 < argc)
-      bo.quant.keepFloat = argv[++i];
+      bo.pipeline.keepFloat = argv[++i];
     else if (a == "--profile")
       profile = true;
     else {
@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
   // Half-precision storage (int8: fp16 elsewhere) or TF32 products: the looser tolerances.
   const bool half = kiln::tuner::reducedPrecision(bo.route.canonical());
   // int8: an activation on a rounding boundary may quantize one step apart on the GPU.
-  if (tolerance < 0) tolerance = half ? 1e-2 : !bo.quant.calib.empty() ? 2e-3 : 1e-4;
+  if (tolerance < 0) tolerance = half ? 1e-2 : !bo.pipeline.calib.empty() ? 2e-3 : 1e-4;
   if (minCos < 0) minCos = half ? 0.999 : 0.0;
   // The reference: the model's own semantics (import + cleanup, fp32).
   mlir::MLIRContext ctx;
@@ -132,10 +132,10 @@ int main(int argc, char **argv) {
   kiln::ImportResult imp = kiln::importModelFile(model, ctx, io);
   if (!imp.error.empty()) return std::fprintf(stderr, "import: %s\n", imp.error.c_str()), 1;
   mlir::PassManager pm(&ctx);
-  if (bo.quant.calib.empty())
+  if (bo.pipeline.calib.empty())
     kiln::buildImportCleanupPipeline(pm);
   else
-    kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.target, bo.quant);
+    kiln::buildCompilePipeline(pm, bo.route.canonical(), bo.target, bo.pipeline);
   if (mlir::failed(pm.run(*imp.module))) return std::fprintf(stderr, "cleanup failed\n"), 1;
   auto f = (*imp.module).lookupSymbol<mlir::func::FuncOp>("main");
 

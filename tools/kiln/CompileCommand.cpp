@@ -1,5 +1,5 @@
 // `kiln compile model.onnx -o model.kiln [--arch sm_90] [--precision fp16|int8|fp8] [--route ROUTE]
-// [--calib FILE [--keep-float REGEX]]`: import, run the compile pipeline for the route, generate
+// [--calib FILE [--keep-float REGEX]] [--io-dtype fp16]`: import, run the compile pipeline for the route, generate
 // and compile the kernels with NVRTC and write the engine. Needs no GPU.
 #include "codegen/lowering/ModelBuild.h"
 #include "codegen/nvrtc/CompilePool.h"
@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 namespace kiln::cli {
 
@@ -53,6 +54,12 @@ Runner addCompileCommand(CLI::App &app) {
   cmd->add_option("--check-inputs", *checkInputs,
                   "fp16 routes: run the fp32 graph on these inputs (.npz) on the CPU evaluator and keep in fp32 every "
                   "node whose values there leave fp16's range");
+  auto ioDtype = std::make_shared<std::string>("fp32");
+  cmd->add_option("--io-dtype", *ioDtype,
+                  "Storage type of the engine's float inputs and outputs: fp32 (as the model declares them), or "
+                  "fp16 / bf16 (callers bind half-precision tensors; no cast kernels at the boundary)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("-o,--output", *out, "Engine file to write");
   auto emit = std::make_shared<std::string>("engine");
   cmd->add_option("--emit", *emit,
@@ -94,16 +101,24 @@ Runner addCompileCommand(CLI::App &app) {
       return 2;
     }
     if (!parseRoute(*routeText, *precision, bo.route, err) ||
-        !checkQuantOptions(bo.route, *calib, *keepFloat, opts->model, err)) {
+        !checkQuantFlags(bo.route, *calib, *keepFloat, opts->model, err)) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
-    bo.quant = {*calib, *keepFloat, *checkInputs};
+    bo.pipeline = {*calib, *keepFloat, *checkInputs, *ioDtype};
     bo.cache.disabled = *noCache;
     bo.cache.dir = *cacheDir;
     bo.jobs = *jobs;
     if (!*json && verbosity() >= 0) bo.progress = codegen::terminalProgress();
-    bo.onPhase = [](const std::string &phase, double s) { info(1, phaseLine(phase, s)); };
+    // On a terminal, what the build is doing until the kernels' progress bar takes over.
+    auto status =
+        !*json && verbosity() == 0 && !profile->any() ? codegen::terminalStatus() : [](const std::string &) {};
+    bo.onPhase = [status](const std::string &phase, double s) {
+      info(1, phaseLine(phase, s));
+      static const std::map<std::string, std::string> next = {{"import", "running the compile pipeline"},
+                                                              {"passes", "generating code"}};
+      if (auto it = next.find(phase); it != next.end()) status(it->second + " (" + phaseLine(phase, s) + ")");
+    };
     bo.passTiming = verbosity() >= 2;
     ImportOptions io;
     if (auto e = opts->importOptions(io); !e.empty()) {
@@ -120,7 +135,9 @@ Runner addCompileCommand(CLI::App &app) {
       }
       buildProfileEngine(*opts, *profile, bo, m, report);
     } else {
+      status("importing " + opts->model);
       m = codegen::buildModel(opts->model, io, bo, ctx);
+      status("");
     }
     for (auto &w : m.import.warnings) warning(w);
     for (auto &r : m.remarks) note(r);

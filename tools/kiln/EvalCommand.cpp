@@ -51,7 +51,7 @@ Runner addEvalCommand(CLI::App &app) {
     knobs::Route route;
     std::string error;
     if (!parseRoute(*routeText, *precision, route, error) ||
-        !checkQuantOptions(route, *calib, *keepFloat, opts->model, error)) {
+        !checkQuantFlags(route, *calib, *keepFloat, opts->model, error)) {
       std::cerr << "kiln: error: " << error << "\n";
       return 2;
     }

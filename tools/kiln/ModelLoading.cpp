@@ -148,8 +148,8 @@ bool checkCalibration(const std::string &calib, const std::string &model, std::s
   return true;
 }
 
-bool checkQuantOptions(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
-                       const std::string &model, std::string &error) {
+bool checkQuantFlags(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
+                     const std::string &model, std::string &error) {
   bool quantizes = routeQuantizes(route);
   if (quantizes && calib.empty())
     error = "precision int8/fp8 needs --calib FILE (made by `kiln calibrate` for this model)";

@@ -37,8 +37,8 @@ bool checkCalibration(const std::string &calib, const std::string &model, std::s
 
 // The int8 flags of compile and eval against the route: int8 in the route needs --calib (made
 // for this model), --calib needs int8 in the route, --keep-float needs --calib.
-bool checkQuantOptions(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
-                       const std::string &model, std::string &error);
+bool checkQuantFlags(const knobs::Route &route, const std::string &calib, const std::string &keepFloat,
+                     const std::string &model, std::string &error);
 
 // `--arch` as a target: an architecture kiln knows and the installed NVRTC compiles for; the
 // error otherwise.

@@ -254,7 +254,7 @@ Runner addTuneCommand(CLI::App &app) {
         return 2;
       }
       bo.route = route;
-      bo.quant.calib = o->calib;
+      bo.pipeline.calib = o->calib;
       ModelOptions model;
       model.model = o->model;
       model.allowExternalOutside = o->allowExternalOutside;
