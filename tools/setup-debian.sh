@@ -3,7 +3,7 @@
 # The CUDA 13 toolkit is expected at /usr/local/cuda (not a Debian package).
 set -euo pipefail
 pkgs=(
-  build-essential cmake ninja-build ccache git pkg-config clang clang-format libclang-rt-14-dev
+  build-essential cmake ninja-build ccache git pkg-config clang clang-format libclang-rt-14-dev zsh fish
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   libonnx-dev libonnx-testdata python3-onnx libprotobuf-dev protobuf-compiler
   python3-torch python3-torchvision python3-numpy python3-venv

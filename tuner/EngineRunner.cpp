@@ -125,6 +125,7 @@ struct EngineRunner::Impl {
   std::vector<int32_t> ioIndex;  // inputs_ then outputs_ → engine I/O index
   std::vector<void *> pinned;    // page-locked copies of the I/O tensors (--host-io), by ioIndex order
   std::string deviceName;
+  std::vector<std::vector<rt::Launch>> launchLists;  // each specialisation's (FLOPs, traffic for profiles)
 
   ~Impl() {
     for (Lane &l : lanes) {
@@ -166,6 +167,11 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
     error = kiln_status_message(s);
     return nullptr;
   }
+  rt::EngineDesc desc;
+  rt::ByteRange weights;
+  std::string ignored;  // (verified above)
+  if (rt::parseEngine(engine.data(), engine.size(), desc, ignored, &weights) == rt::ParseStatus::Ok)
+    for (size_t i = 0; i <= desc.specialisations.size(); ++i) m.launchLists.push_back(desc.launchesOf(i));
   if (!(m.cu = cudaDriver(error))) return nullptr;
   const CudaDriver &cu = *m.cu;
   if (!cu.cuMemcpyDtoH || !cu.cuMemsetD8 || !cu.cuStreamCreate || !cu.cuStreamSynchronize || !cu.hasEvents()) {
@@ -251,10 +257,23 @@ EngineRunner::~EngineRunner() = default;
 
 std::string EngineRunner::deviceName() const { return impl_->deviceName; }
 std::string EngineRunner::route() const { return kiln_engine_route(impl_->engine); }
+std::string EngineRunner::arch() const { return kiln_engine_target_arch(impl_->engine); }
 
 std::string dtypeName(int32_t dtype) {
   const char *name = ops::dtypeName(ops::DType(dtype));
   return std::string(name) != "undefined" ? name : "dtype " + std::to_string(dtype);
+}
+
+bool convertFloat(HostTensor &t, int32_t dtype) {
+  auto from = ops::DType(t.dtype), to = ops::DType(dtype);
+  if (!ops::isFloat(from) || !ops::isFloat(to)) return false;
+  if (from == to) return true;
+  ops::Tensor src = ops::tensorFromBytes(from, t.shape, t.data.data(), t.data.size());
+  ops::Tensor dst(to, t.shape);
+  for (int64_t i = 0; i < src.size(); ++i) dst.set(i, src.f[i]);
+  t.data = ops::tensorToBytes(dst);
+  t.dtype = dtype;
+  return true;
 }
 
 bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string &error) {
@@ -463,12 +482,20 @@ bool EngineRunner::profile(int runs, std::vector<LaunchTime> &out, std::string &
       error = kiln_status_message(s);
       return false;
     }
+  // The specialisation that ran: the one whose launches are these (by count and nodes).
+  const std::vector<rt::Launch> *costs = nullptr;
+  for (const auto &list : m.launchLists)
+    if (list.size() == size_t(count) &&
+        std::equal(list.begin(), list.end(), all[0].begin(),
+                   [](const rt::Launch &l, const kiln_launch_profile &p) { return l.node == p.node; }))
+      costs = &list;
   out.clear();
   for (int32_t i = 0; i < count; ++i) {
     std::vector<float> t;
     for (auto &r : all) t.push_back(r[size_t(i)].ms);
     std::sort(t.begin(), t.end());
     out.push_back({all[0][size_t(i)].node, all[0][size_t(i)].kernel, t[t.size() / 2]});
+    if (costs) out.back().flops = (*costs)[size_t(i)].flops, out.back().trafficBytes = (*costs)[size_t(i)].trafficBytes;
   }
   return true;
 }

@@ -43,6 +43,7 @@ struct Throughput {
 struct LaunchTime {
   std::string node, kernel;
   float ms;
+  uint64_t flops = 0, trafficBytes = 0;  // as the engine records them (rt::Launch)
 };
 
 class EngineRunner {
@@ -62,6 +63,7 @@ class EngineRunner {
   const std::vector<HostTensor> &outputs() const { return outputs_; }
   std::string deviceName() const;
   std::string route() const;
+  std::string arch() const;  // the engine's target architecture ("sm_90")
 
   // Uploads inputs by name to every context (each must match the engine's dtype and shape, except
   // that a uint16 array may hold a bfloat16 input's bits; all must be given).
@@ -100,6 +102,9 @@ std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t
 std::string dtypeName(int32_t dtype);
 // Element i of a host tensor as double (float16/bfloat16 decoded; integers and bools converted).
 double elementAsDouble(const HostTensor &t, int64_t i);
+// `t`'s values rounded to the float type `dtype` (nearest-even, as a cast), for binding float32
+// arrays to an engine with fp16/bf16 I/O and back; false (t unchanged) unless both types are float.
+bool convertFloat(HostTensor &t, int32_t dtype);
 int64_t numElements(const std::vector<int64_t> &shape);
 size_t dtypeSize(int32_t dtype);
 

@@ -49,7 +49,20 @@ comp kiln com; comp kiln compile m.onnx --pre; comp kiln debug ""; comp kiln deb
 else
   failed=$((failed + 1)); echo "FAIL: kiln completion bash: $out"
 fi
-expect 2 "zsh not in" -- completion zsh
+# zsh registers the bash function through bashcompinit; fish completes from its own lines.
+if out=$(zsh -c 'autoload -U compinit && compinit -u && source <("$1" completion zsh) && echo ${_comps[kiln]}' _ "$kiln" 2>&1) &&
+   [ "$out" = "_bash_complete -o filenames -F _kiln" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: kiln completion zsh (zsh from tools/setup-debian.sh): $out"
+fi
+if out=$(fish -c '"$argv[1]" completion fish | source; complete -C "kiln com"; complete -C "kiln compile m.onnx --io"; complete -C "kiln debug "; complete -C "kiln -"' "$kiln" 2>&1 | cut -f1 | tr '\n' ' ') &&
+   [[ $out == "compile completion --io-dtype precision "*"--log-file "* ]]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: kiln completion fish (fish from tools/setup-debian.sh): $out"
+fi
+expect 2 "tcsh not in" -- completion tcsh
 expect 0 '"total_flops"' -- plan "$tiny/mlp.onnxtxt" --json
 expect 0 "output y +float32 +2x12" -- plan "$tiny/shape_chain.onnxtxt"
 expect 0 "output y +float32 +2x3" -- plan "$tiny/external_data/model.onnx"
@@ -158,6 +171,34 @@ expect 2 "not a kiln engine" -- inspect "$tiny/mlp.onnx"
 expect 2 "unsupported ops" -- compile "$tiny/unsupported.onnxtxt" -o "$tmp/u.kiln"
 expect 2 "sm_42" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --arch sm_42
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m.kiln" --compile-cache-dir "$tmp/cache"
+# On a terminal, compile says what it is doing from the start (import, passes), then counts kernels.
+if out=$(script -qc "'$kiln' compile '$tiny/mlp.onnxtxt' -o '$tmp/m.kiln' --no-compile-cache" /dev/null 2>&1 | tr '\r' '\n') &&
+   grep -q "^.*importing .*mlp.onnxtxt \.\.\.$" <<<"$out" && grep -q "running the compile pipeline (import: " <<<"$out" &&
+   grep -q "generating code (passes: " <<<"$out" && grep -q "compiling kernels 1/1 in" <<<"$out"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: compile's terminal status: $out"
+fi
+# --io-dtype fp16: half-precision I/O, the boundary casts gone (mlp fp16: 5 launches → 3).
+expect 0 "route 'precision=fp16': 5 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --precision fp16
+expect 0 "route 'precision=fp16': 3 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --precision fp16 --io-dtype fp16
+expect 0 "input +x +float16 +2x8" -- inspect "$tmp/m16.kiln"
+expect 0 "output +y +float16 +2x4" -- inspect "$tmp/m16.kiln"
+expect 0 "launch 0 'x': kiln_ew_.* io:x\\+0" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --precision fp32 --io-dtype bf16 --emit launch-plan
+expect 2 "--io-dtype: fp8 not in" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --io-dtype fp8
+# --log-file: stderr's messages appended, time-stamped; kiln's own files are never a log.
+expect 0 "note: node 'square' \\(Pow\\) runs in fp32" -- --log-file "$tmp/kiln.log" eval "$tiny/fp16_overflow.onnxtxt" --inputs "$tiny/fp16_overflow.npz" --precision fp16
+expect 0 "" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --log-file "$tmp/kiln.log" -v
+if grep -Eq "^20[0-9-]+T[0-9:]+Z kiln: note: node 'square' \(Pow\) runs in fp32" "$tmp/kiln.log" &&
+   grep -Eq "^20[0-9-]+T[0-9:]+Z kiln: kernels" "$tmp/kiln.log"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: --log-file: $(head -3 "$tmp/kiln.log")"
+fi
+expect 2 "--log-file: '.*m.kiln' looks like one of kiln's inputs or outputs" -- --log-file "$tmp/m.kiln" plan "$tiny/mlp.onnxtxt"
+cp "$tmp/m.kiln" "$tmp/engine.bin"
+expect 2 "--log-file: '.*engine.bin' exists and is not a text file" -- --log-file "$tmp/engine.bin" plan "$tiny/mlp.onnxtxt"
+cmp -s "$tmp/m.kiln" "$tmp/engine.bin" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --log-file changed a binary file"; }
 # fp32 products go to cuBLASLt by default, exact; gemm.tf32=on marks them TF32 (one per node too).
 expect 0 "fc1\+relu +fp32 +cuBLASLt matmul" -- inspect "$tmp/m.kiln"
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mt.kiln" --compile-cache-dir "$tmp/cache" --route 'node.fc2.tf32=on'
@@ -182,6 +223,8 @@ if [ ! -e /dev/nvidia0 ]; then
   expect 2 "no NVIDIA driver|no CUDA device" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt"
 fi
 expect 2 "check needs --onnx MODEL or --reference FILE" -- check "$tmp/m.kiln"
+expect 2 "--ort needs --onnx MODEL" -- check "$tmp/m.kiln" --reference b.npz --ort
+expect 2 "--mark needs --onnx MODEL" -- check "$tmp/m.kiln" --reference b.npz --mark all
 expect 2 "excludes" -- check "$tmp/m.kiln" --onnx a.onnx --reference b.npz
 expect 2 "unknown metric 'coss'" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --accuracy 'coss>=1'
 expect 2 "is not a number" -- check "$tmp/m.kiln" --onnx "$tiny/mlp.onnxtxt" --accuracy 'cos>=high'
@@ -190,6 +233,27 @@ expect 2 "cannot read" -- run "$tmp/missing.kiln"
 expect 2 "--host-io times one stream" -- run "$tmp/m.kiln" --streams 2 --host-io
 expect 2 "--streams: Value 65 not in range 1 to 64" -- run "$tmp/m.kiln" --streams 65
 expect 2 "--trace: will not write .*it is the input" -- run "$tmp/m.kiln" --trace "$tmp/m.kiln"
+# kiln report: a trace as `run --trace` writes it (two launches, FLOPs and bytes) → one page.
+cat > "$tmp/trace.json" <<'TRACE'
+{"traceEvents": [
+ {"name": "cublasLt_matmul", "cat": "cublasLt_matmul", "ph": "X", "ts": 0, "dur": 100, "pid": 1, "tid": 1,
+  "args": {"node": "fc1+relu", "launch": 0, "flops": 20000000000, "traffic_bytes": 40000000}},
+ {"name": "kiln_row_1234", "cat": "kiln_row", "ph": "X", "ts": 100, "dur": 25, "pid": 1, "tid": 1,
+  "args": {"node": "softmax", "launch": 1, "flops": 5000000, "traffic_bytes": 8000000}}],
+ "displayTimeUnit": "ns", "otherData": {"device": "NVIDIA H100 80GB HBM3", "engine": "m.kiln"}}
+TRACE
+expect 0 "wrote .*report.html: 2 launches from NVIDIA H100 80GB HBM3$" -- report "$tmp/trace.json" -o "$tmp/report.html"
+# fc1+relu: 20 GFLOP in 100 us = 200 TFLOP/s at 500 FLOP/byte (compute-bound: 200 of 989 = 20 %);
+# softmax: 8 MB in 25 us = 320 GB/s (memory-bound: 10 % of 3350 GB/s).
+for want in "989 TFLOP/s, 3350 GB/s" "<td>fc1\+relu</td><td>cublasLt_matmul</td><td class=\"n\">100.0</td><td class=\"n\">80.0</td><td class=\"n\">20.000</td><td class=\"n\">40.00</td><td class=\"n\">200.00</td><td class=\"n\">400</td><td class=\"n\">20%</td>" \
+            "<td>softmax</td>.*<td class=\"n\">320</td><td class=\"n\">10%</td>"; do
+  if grep -Eq "$want" "$tmp/report.html"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: kiln report lacks /$want/"; fi
+done
+sed 's/NVIDIA H100 80GB HBM3/Some GPU/' "$tmp/trace.json" > "$tmp/trace2.json"
+expect 0 "no roofline ceilings: pass --peak-tflops and --peak-gbps" -- report "$tmp/trace2.json" -o "$tmp/report.html"
+expect 0 "wrote .*2 launches from Some GPU$" -- report "$tmp/trace2.json" -o "$tmp/report.html" --peak-tflops 700 --peak-gbps 4000
+expect 2 "is not a Chrome trace" -- report "$tmp/m16.kiln" -o "$tmp/report.html"
+expect 2 "will not write .*it is the input" -- report "$tmp/trace.json" -o "$tmp/trace.json"
 head -c 500 "$tmp/m.kiln" > "$tmp/short.kiln"
 expect 2 "truncated|outside|smaller" -- run "$tmp/short.kiln"
 # The tuner's CPU side: dry runs list candidates; bad expressions, models and settings fail

@@ -23,6 +23,7 @@ Runner addCacheCommand(CLI::App &app);
 Runner addCalibrateCommand(CLI::App &app);
 Runner addEvalCommand(CLI::App &app);
 Runner addDebugCommand(CLI::App &app);
+Runner addReportCommand(CLI::App &app);
 // Last: it prints a completion script from every subcommand registered before it.
 Runner addCompletionCommand(CLI::App &app);
 

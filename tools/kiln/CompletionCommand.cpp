@@ -1,5 +1,6 @@
-// kiln completion bash: a bash completion script made from the CLI's own definition, so it lists
-// exactly the subcommands and options this kiln has.
+// kiln completion bash|zsh|fish: a completion script made from the CLI's own definition, so it
+// lists exactly the subcommands and options this kiln has. zsh runs the bash script through
+// bashcompinit; fish gets its own `complete` lines, with each option's description.
 #include "tools/kiln/Commands.h"
 
 #include <cstdio>
@@ -69,15 +70,80 @@ std::string bashScript(const CLI::App &app) {
   return s;
 }
 
+// fish: single-quoted text ('\'' and '\\' escaped), the first line of a description, at most 90
+// characters.
+std::string fishQuoted(std::string text) {
+  text = text.substr(0, text.find('\n'));
+  if (text.size() > 90) text = text.substr(0, 87) + "...";
+  std::string q = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "'";
+}
+
+// One `complete` line per option of `cmd`, shown when `condition` holds (empty: always).
+std::string fishOptions(const CLI::App &cmd, const std::string &condition) {
+  std::string s;
+  for (const CLI::Option *o : cmd.get_options()) {
+    if (o->get_lnames().empty() && o->get_snames().empty()) continue;  // (positional)
+    s += "complete -c kiln";
+    if (!condition.empty()) s += " -n " + fishQuoted(condition);
+    for (const std::string &n : o->get_lnames()) s += " -l " + n;
+    for (const std::string &n : o->get_snames()) s += " -s " + n;
+    if (o->get_expected_max() != 0) s += " -r";  // (takes a value: files complete)
+    s += " -d " + fishQuoted(o->get_description()) + "\n";
+  }
+  return s;
+}
+
+std::string fishScript(const CLI::App &app) {
+  std::string s = "# fish completion for kiln: kiln completion fish > ~/.config/fish/completions/kiln.fish\n"
+                  "# Generated from this kiln's own command definitions.\n";
+  std::string all;
+  for (const CLI::App *c : visible(app)) all += (all.empty() ? "" : " ") + c->get_name();
+  s += fishOptions(app, "");
+  for (const CLI::App *c : visible(app)) {
+    s += "complete -c kiln -f -n '__fish_use_subcommand' -a " + c->get_name() + " -d " +
+         fishQuoted(c->get_description()) + "\n";
+    const std::string in = "__fish_seen_subcommand_from " + c->get_name();
+    if (visible(*c).empty()) {
+      s += fishOptions(*c, in);
+      continue;
+    }
+    const std::string subs = subcommandWords(*c);
+    s += fishOptions(*c, in);
+    for (const CLI::App *g : visible(*c)) {
+      s += "complete -c kiln -f -n " + fishQuoted(in + "; and not __fish_seen_subcommand_from " + subs) + " -a " +
+           g->get_name() + " -d " + fishQuoted(g->get_description()) + "\n";
+      s += fishOptions(*g, in + "; and __fish_seen_subcommand_from " + g->get_name());
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 Runner addCompletionCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("completion", "Print a shell completion script (bash)");
+  auto *cmd = app.add_subcommand("completion", "Print a shell completion script (bash, zsh or fish)");
   auto shell = std::make_shared<std::string>();
-  cmd->add_option("shell", *shell, "The shell (bash)")->required()->check(CLI::IsMember({"bash"}));
+  cmd->add_option("shell", *shell, "The shell (bash, zsh, fish)")
+      ->required()
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
   return [=, &app]() -> int {
     if (!*cmd) return -1;
-    std::fputs(bashScript(app).c_str(), stdout);
+    if (*shell == "fish")
+      std::fputs(fishScript(app).c_str(), stdout);
+    else if (*shell == "zsh")
+      std::fputs(("# zsh completion for kiln: source <(kiln completion zsh) in ~/.zshrc (after compinit). zsh runs\n"
+                  "# the bash script through bashcompinit.\n"
+                  "autoload -U +X bashcompinit && bashcompinit\n" +
+                  bashScript(app))
+                     .c_str(),
+                 stdout);
+    else
+      std::fputs(bashScript(app).c_str(), stdout);
     return 0;
   };
 }

@@ -116,7 +116,7 @@ Runner addInspectCommand(CLI::App &app) {
       };
       nlohmann::json launchList = nlohmann::json::array();
       for (auto &l : d.launches) {
-        nlohmann::json e = {{"node", l.node}};
+        nlohmann::json e = {{"node", l.node}, {"flops", l.flops}, {"traffic_bytes", l.trafficBytes}};
         if (l.kind == rt::Launch::Kind::Copy) {
           e.update({{"kind", "copy"}, {"bytes", l.bytes}, {"buffers", {buffer(l.src), buffer(l.dst)}}});
         } else if (l.kind == rt::Launch::Kind::Gemm) {

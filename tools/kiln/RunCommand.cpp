@@ -1,10 +1,11 @@
 // `kiln run model.kiln [--inputs in.npz] [--outputs run.npz] [--warmup N] [--iterations N]
-// [--duration S] [--device N] [--streams N] [--host-io] [--profile] [--trace FILE] [--json]`:
+// [--duration S] [--device N] [--streams N] [--host-io] [--profile] [--trace FILE] [--nvtx] [--json]`:
 // execute and benchmark an engine, like trtexec. --outputs writes the inputs and outputs of one
 // run. Inputs come from the file or are random (non-zero); latency is CUDA events around each run
 // after warm-up: median, p90, min, max, mean, and throughput in samples/s (the first input's first
 // dim is the batch). --streams N runs N contexts of the engine at once and reports their
 // throughput; --trace writes the per-launch profile as a Chrome trace (Perfetto opens it).
+#include "compiler/ops/Tensor.h"
 #include "compiler/support/Files.h"
 #include "compiler/support/Text.h"
 #include "tools/kiln/Commands.h"
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -48,6 +50,10 @@ bool loadInputs(tuner::EngineRunner &r, const std::string &path, uint32_t seed, 
         return false;
       }
       inputs.push_back(*it);
+      // float32 arrays bind to an engine built with --io-dtype fp16|bf16 (rounded as a cast would).
+      if ((t.dtype == int32_t(ops::DType::F16) || t.dtype == int32_t(ops::DType::BF16)) &&
+          it->dtype == int32_t(ops::DType::F32))
+        tuner::convertFloat(inputs.back(), t.dtype);
     }
   }
   return r.setInputs(inputs, error);
@@ -74,23 +80,27 @@ static nlohmann::json latencyJson(const tuner::Timing &t) {
 
 // The per-launch profile as a Chrome trace: one complete event per launch, end to end on one
 // track in launch order (they were timed one by one), named by kernel, with the node(s).
-static bool writeTrace(const std::string &path, const std::vector<tuner::LaunchTime> &launches, std::string &error) {
+static bool writeTrace(const std::string &path, const std::vector<tuner::LaunchTime> &launches,
+                       const std::string &device, const std::string &engine, std::string &error) {
   nlohmann::json events = nlohmann::json::array();
   double ts = 0;
   for (size_t i = 0; i < launches.size(); ++i) {
     const auto &l = launches[i];
     double dur = double(l.ms) * 1e3;  // microseconds
-    events.push_back({{"name", l.kernel},
-                      {"cat", l.kernel.rfind("kiln_", 0) == 0 ? l.kernel.substr(0, l.kernel.rfind('_')) : l.kernel},
-                      {"ph", "X"},
-                      {"ts", ts},
-                      {"dur", dur},
-                      {"pid", 1},
-                      {"tid", 1},
-                      {"args", {{"node", l.node}, {"launch", i}}}});
+    events.push_back(
+        {{"name", l.kernel},
+         {"cat", l.kernel.rfind("kiln_", 0) == 0 ? l.kernel.substr(0, l.kernel.rfind('_')) : l.kernel},
+         {"ph", "X"},
+         {"ts", ts},
+         {"dur", dur},
+         {"pid", 1},
+         {"tid", 1},
+         {"args", {{"node", l.node}, {"launch", i}, {"flops", l.flops}, {"traffic_bytes", l.trafficBytes}}}});
     ts += dur;
   }
-  nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  // (Perfetto ignores otherData; `kiln report` reads the device for its roofline.)
+  nlohmann::json doc = {
+      {"traceEvents", events}, {"displayTimeUnit", "ns"}, {"otherData", {{"device", device}, {"engine", engine}}}};
   if (!support::writeFileAtomically(path, doc.dump(1) + "\n", error)) {
     error = "--trace: " + error;
     return false;
@@ -134,10 +144,15 @@ Runner addRunCommand(CLI::App &app) {
   cmd->add_option("--trace", *trace,
                   "Write the per-launch profile as a Chrome trace (JSON; chrome://tracing or ui.perfetto.dev), "
                   "launches end to end as profiled one by one; implies --profile");
+  auto nvtx = std::make_shared<bool>(false);
+  cmd->add_flag("--nvtx", *nvtx,
+                "Name every launch by its nodes with an NVTX range, for Nsight Systems (nsys profile kiln run "
+                "--nvtx ...); launches go one by one, not as a CUDA graph (the same as KILN_NVTX=1)");
   cmd->add_flag("--json", *json, "Print a JSON document");
   return [=]() -> int {
     if (!*cmd) return -1;
     std::string err;
+    if (*nvtx) setenv("KILN_NVTX", "1", 1);  // (read by the runtime as each context is created)
     const std::vector<std::string> files = {*path, *in};
     for (auto [flag, file] : {std::pair{"--outputs", out.get()}, std::pair{"--trace", trace.get()}})
       if (!file->empty())
@@ -164,7 +179,8 @@ Runner addRunCommand(CLI::App &app) {
         (!out->empty() && !writeRunFile(*out, inputs, outputs, files, err)) ||
         !r->time(*warmup, *iterations, t, err, *streams > 1 ? 0 : *duration, *hostIo) ||
         (*streams > 1 && !r->throughput(*warmup, *iterations, *duration, many, err)) ||
-        (*profile && !r->profile(5, launches, err)) || (!trace->empty() && !writeTrace(*trace, launches, err))) {
+        (*profile && !r->profile(5, launches, err)) ||
+        (!trace->empty() && !writeTrace(*trace, launches, r->deviceName(), *path, err))) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
     }
@@ -191,7 +207,12 @@ Runner addRunCommand(CLI::App &app) {
       if (!trace->empty()) j["trace"] = *trace;
       if (*profile) {
         nlohmann::json l = nlohmann::json::array();
-        for (auto &x : launches) l.push_back({{"node", x.node}, {"kernel", x.kernel}, {"ms", x.ms}});
+        for (auto &x : launches)
+          l.push_back({{"node", x.node},
+                       {"kernel", x.kernel},
+                       {"ms", x.ms},
+                       {"flops", x.flops},
+                       {"traffic_bytes", x.trafficBytes}});
         j["launches"] = l;
       }
       std::cout << jsonText(j) << "\n";
@@ -222,9 +243,13 @@ Runner addRunCommand(CLI::App &app) {
                     100 * v.first / total);
       std::vector<tuner::LaunchTime> top = launches;
       std::sort(top.begin(), top.end(), [](auto &a, auto &b) { return a.ms > b.ms; });
-      for (size_t i = 0; i < top.size() && i < 15; ++i)
-        std::printf("  %9.3f ms  %-28s %s\n", top[i].ms, support::printableLine(top[i].kernel).c_str(),
+      std::printf("  %9s     %9s %9s  %-28s %s\n", "time", "TFLOP/s", "GB/s", "kernel", "node");
+      for (size_t i = 0; i < top.size() && i < 15; ++i) {
+        double s = top[i].ms * 1e-3;
+        std::printf("  %9.3f ms  %9.2f %9.1f  %-28s %s\n", top[i].ms, s > 0 ? top[i].flops / s * 1e-12 : 0.0,
+                    s > 0 ? top[i].trafficBytes / s * 1e-9 : 0.0, support::printableLine(top[i].kernel).c_str(),
                     support::printableLine(top[i].node).c_str());
+      }
     }
     return 0;
   };

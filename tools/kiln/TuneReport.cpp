@@ -1,4 +1,5 @@
 #include "tools/kiln/TuneReport.h"
+#include "tools/kiln/Html.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,35 +9,6 @@
 #include <regex>
 
 namespace kiln::cli {
-
-namespace {
-
-std::string escape(const std::string &s) {
-  std::string o;
-  for (unsigned char c : s) {
-    if (c == '&')
-      o += "&amp;";
-    else if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '"')
-      o += "&quot;";
-    else if (c < 0x20)
-      o += ' ';
-    else
-      o += char(c);
-  }
-  return o;
-}
-
-std::string fmt(const char *f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-}  // namespace
 
 WorstMetrics worstMetrics(const tuner::Measurement &m) {
   WorstMetrics w;
@@ -105,38 +77,39 @@ std::string tuneReportHtml(const tuner::TuneOptions &o, const tuner::TuneReport 
     svg += "<line x1=\"" + fmt("%.1f", left) + "\" x2=\"" + fmt("%.1f", W - right) + "\" y1=\"" + fmt("%.1f", Y(b)) +
            "\" y2=\"" + fmt("%.1f", Y(b)) + "\" stroke=\"#c60\" stroke-dasharray=\"5,4\"/><text x=\"" +
            fmt("%.1f", W - right - 4) + "\" y=\"" + fmt("%.1f", Y(b) - 4) + "\" text-anchor=\"end\" fill=\"#c60\">" +
-           escape(label) + " (" + fmt("%g", b) + ")</text>\n";
+           htmlEscape(label) + " (" + fmt("%g", b) + ")</text>\n";
   for (auto &[i, w] : points) {
     const tuner::CandidateResult &c = r.results[i];
     bool best = int(i) == r.best;
     std::string route = c.route.empty() ? "(default route)" : c.route;
     svg += "<circle cx=\"" + fmt("%.1f", X(c.m.medianMs)) + "\" cy=\"" + fmt("%.1f", Y(w.relL2)) + "\" r=\"" +
            (best ? "7" : "4") + "\" fill=\"" + (c.m.status == "ok" ? "#2a9d3f" : "#d62828") + "\"" +
-           (best ? " stroke=\"#000\" stroke-width=\"2\"" : "") + "><title>" + escape(route) + ": " +
-           fmt("%.4f ms", c.m.medianMs) + ", rel L2 " + fmt("%.2e", w.relL2) + ", " + escape(c.m.status) +
+           (best ? " stroke=\"#000\" stroke-width=\"2\"" : "") + "><title>" + htmlEscape(route) + ": " +
+           fmt("%.4f ms", c.m.medianMs) + ", rel L2 " + fmt("%.2e", w.relL2) + ", " + htmlEscape(c.m.status) +
            "</title></circle>\n";
     if (best) {  // (labelled to the left near the right edge)
       bool leftOf = X(c.m.medianMs) > left + 0.6 * (W - left - right);
       svg += "<text x=\"" + fmt("%.1f", X(c.m.medianMs) + (leftOf ? -10 : 10)) + "\" y=\"" +
              fmt("%.1f", Y(w.relL2) + 4) + "\" text-anchor=\"" + (leftOf ? "end" : "start") +
-             "\" font-weight=\"bold\">winner: " + escape(route) + "</text>\n";
+             "\" font-weight=\"bold\">winner: " + htmlEscape(route) + "</text>\n";
     }
   }
   svg += "</svg>\n";
 
-  std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln tune: " + escape(o.model) +
+  std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln tune: " + htmlEscape(o.model) +
                      "</title>\n<style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse}"
                      "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}td.n{text-align:right}"
                      "tr.best{font-weight:bold;background:#eef8ee}</style></head><body>\n";
-  html += "<h2>kiln tune: " + escape(o.model) + "</h2>\n<p>route expression <code>" + escape(o.routeExpression) +
-          "</code>, " + escape(o.search) + " search" + (o.fromCache ? " (from the cache)" : "") + ", environment " +
-          escape(r.environment) + ", accuracy " + (o.accuracy.empty() ? "by precision" : escape(o.accuracy)) + ", " +
-          std::to_string(r.results.size()) + " candidates in " + fmt("%.0f s", r.seconds) + ".</p>\n";
-  html += r.best >= 0 ? "<p>Winner: <code>" + escape(r.results[size_t(r.best)].route) + "</code> " +
+  html += "<h2>kiln tune: " + htmlEscape(o.model) + "</h2>\n<p>route expression <code>" +
+          htmlEscape(o.routeExpression) + "</code>, " + htmlEscape(o.search) + " search" +
+          (o.fromCache ? " (from the cache)" : "") + ", environment " + htmlEscape(r.environment) + ", accuracy " +
+          (o.accuracy.empty() ? "by precision" : htmlEscape(o.accuracy)) + ", " + std::to_string(r.results.size()) +
+          " candidates in " + fmt("%.0f s", r.seconds) + ".</p>\n";
+  html += r.best >= 0 ? "<p>Winner: <code>" + htmlEscape(r.results[size_t(r.best)].route) + "</code> " +
                             fmt("%.4f ms", r.results[size_t(r.best)].m.medianMs) + ".</p>\n"
                       : "<p>No candidate built, ran and met the accuracy constraint.</p>\n";
   if (r.notSignificant >= 0)
-    html += "<p>No significant win: <code>" + escape(r.results[size_t(r.notSignificant)].route) +
+    html += "<p>No significant win: <code>" + htmlEscape(r.results[size_t(r.notSignificant)].route) +
             "</code> is within the base route's run-to-run spread.</p>\n";
   html += svg;
   html += "<table>\n<tr><th>route</th><th>status</th><th>median ms</th><th>min ms</th><th>p90 ms</th><th>speedup</th>"
@@ -150,12 +123,13 @@ std::string tuneReportHtml(const tuner::TuneOptions &o, const tuner::TuneReport 
                        : c.fromCache ? "cache"
                                      : c.m.reason;
     html += std::string("<tr") + (int(i) == r.best ? " class=\"best\"" : "") + "><td><code>" +
-            escape(c.route.empty() ? "(default route)" : c.route) + "</code></td><td>" + escape(c.m.status) +
+            htmlEscape(c.route.empty() ? "(default route)" : c.route) + "</code></td><td>" + htmlEscape(c.m.status) +
             "</td><td class=\"n\">" + fmt("%.4f", c.m.medianMs) + "</td><td class=\"n\">" + fmt("%.4f", c.m.minMs) +
             "</td><td class=\"n\">" + fmt("%.4f", c.m.p90Ms) + "</td><td class=\"n\">" +
             (baseMs > 0 && c.m.medianMs > 0 ? fmt("%.2fx", baseMs / c.m.medianMs) : std::string()) +
             "</td><td class=\"n\">" + (w.known ? fmt("%.2e", w.relL2) : std::string()) + "</td><td class=\"n\">" +
-            (w.known ? fmt("%.6f", w.cos) : std::string()) + "</td><td>" + escape(note.substr(0, 300)) + "</td></tr>\n";
+            (w.known ? fmt("%.6f", w.cos) : std::string()) + "</td><td>" + htmlEscape(note.substr(0, 300)) +
+            "</td></tr>\n";
   }
   html += "</table>\n</body></html>\n";
   return html;

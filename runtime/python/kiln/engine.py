@@ -261,10 +261,11 @@ def _shapes(shapes):
     return ",".join(f"{k}={v}" if isinstance(v, int) else f"{k}:{'x'.join(map(str, v))}" for k, v in shapes.items())
 
 
-def compile(model, output=None, precision=None, route=None, shapes=None, args=()):
+def compile(model, output=None, precision=None, route=None, shapes=None, io_dtype=None, args=()):
     """Compiles an ONNX model (a path, or the model's bytes) with `kiln compile` and returns the
     loaded Engine (written to `output` when given). `shapes`: a --shapes string or a dict of input
-    shapes / symbolic dims by name; `args`: more CLI arguments."""
+    shapes / symbolic dims by name; `io_dtype`: "fp16" or "bf16" for an engine whose float inputs
+    and outputs are half-precision tensors; `args`: more CLI arguments."""
     with tempfile.TemporaryDirectory(prefix="kiln-") as tmp:
         path = _model_path(model, tmp)
         out = os.fspath(output) if output is not None else os.path.join(tmp, "model.kiln")
@@ -275,6 +276,8 @@ def compile(model, output=None, precision=None, route=None, shapes=None, args=()
             cmd += ["--route", route]
         if _shapes(shapes):
             cmd += ["--shapes", _shapes(shapes)]
+        if io_dtype:
+            cmd += ["--io-dtype", io_dtype]
         _cli(cmd + list(args))
         with open(out, "rb") as f:
             data = f.read()
