@@ -40,6 +40,7 @@
 #   bash bench/gpu_suite.sh python  # the Python package with torch: outputs equal to kiln run's, latency
 #   bash bench/gpu_suite.sh install # the README's C example built against an installed kiln ($KILN_PREFIX), run
 #   bash bench/gpu_suite.sh runopts # kiln run --streams/--host-io/--duration/--trace/--device
+#   bash bench/gpu_suite.sh eco     # check --mark/--ort, --io-dtype fp16, --streams 4, a BERT trace, NVTX (issue 27)
 #   bash bench/gpu_suite.sh dynamic # engines with dynamic shapes (profiles) at built and padded shapes
 #   bash bench/gpu_suite.sh dynamic-zoo  # ResNet-50 (and with KILN_DYN_BERT=1 BERT-base) dynamic vs static engines
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
@@ -488,6 +489,49 @@ if [ "$mode" = runopts ]; then
 print('trace events', len(e), 'passed' if e and all(x['ph'] == 'X' and x['dur'] > 0 for x in e) else 'FAIL')" "$OUT/trace_$m.json"
   done
   run run_no_device "$bin/kiln" run /tmp/runopts_convnet.kiln --device 99
+fi
+
+# Issue 27 on the GPU: `check --mark all` (CPU evaluator and --ort) on an fp16 engine made to
+# overflow (fp16_overflow, precision.safety=off); --io-dtype fp16 against fp32 I/O on ResNet-50
+# b32 and BERT-base 32x128 fp16 (launches, latency, outputs of the one against the other on the
+# same inputs, float32 arrays rounded by `run --inputs`); --streams 4 on ResNet-50 b32; a Chrome
+# trace of BERT-base; NVTX names under Nsight Systems (or Nsight Compute) when installed.
+if [ "$mode" = eco ]; then
+  : > "$summary"
+  ov=models/tiny/fp16_overflow
+  "$bin/kiln" compile $ov.onnxtxt -o /tmp/ov.kiln --route 'precision=fp16;precision.safety=off' > "$OUT/logs/compile_ov.log" 2>&1
+  run mark_cpu "$bin/kiln" check /tmp/ov.kiln --onnx $ov.onnxtxt --inputs $ov.npz --mark all
+  run mark_ort "$bin/kiln" check /tmp/ov.kiln --onnx $ov.onnxtxt --inputs $ov.npz --mark all --ort
+  run mark_regex "$bin/kiln" check /tmp/ov.kiln --onnx $ov.onnxtxt --inputs $ov.npz --mark 'center|square' --json
+  run ort_final "$bin/kiln" check /tmp/ov.kiln --onnx $ov.onnxtxt --inputs $ov.npz --ort
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_b32,bert_base_b32_s128 > "$OUT/logs/zoo.log" 2>&1
+  for m in resnet50_b32 bert_base_b32_s128; do
+    for io in fp32 fp16; do
+      run "compile_${m}_$io" "$bin/kiln" compile "$zoo/$m.onnx" -o /tmp/${m}_$io.kiln --precision fp16 --io-dtype $io
+      "$bin/kiln" inspect /tmp/${m}_$io.kiln > "$OUT/inspect_${m}_$io.txt" 2>&1
+      echo "$m io $io: $(grep -m1 -o '[0-9]* launches' "$OUT/inspect_${m}_$io.txt")" >> "$summary"
+      run "time_${m}_$io" "$bin/kiln" run /tmp/${m}_$io.kiln --iterations 300
+    done
+    "$bin/kiln" run /tmp/${m}_fp32.kiln --iterations 1 --warmup 0 --outputs /tmp/${m}_o32.npz > /dev/null 2>&1
+    "$bin/kiln" run /tmp/${m}_fp16.kiln --iterations 1 --warmup 0 --inputs /tmp/${m}_o32.npz --outputs /tmp/${m}_o16.npz > "$OUT/logs/io16_$m.log" 2>&1
+    run "io16_vs_io32_$m" python3 -c "import numpy as np,sys; a=np.load(sys.argv[1]); b=np.load(sys.argv[2])
+for k in b.files:
+    if b[k].dtype == np.float16 and k in a.files and a[k].dtype == np.float32 and b[k].shape == a[k].shape and k not in ('input', 'input_ids'):
+        x=a[k].astype(np.float64); y=b[k].astype(np.float64); print(k, b[k].dtype, 'rel_l2 %.3e' % (np.linalg.norm(x-y)/np.linalg.norm(x)))" /tmp/${m}_o32.npz /tmp/${m}_o16.npz
+  done
+  run streams1_resnet50_b32 "$bin/kiln" run /tmp/resnet50_b32_fp32.kiln --iterations 300
+  run streams4_resnet50_b32 "$bin/kiln" run /tmp/resnet50_b32_fp32.kiln --iterations 300 --streams 4
+  run trace_bert "$bin/kiln" run /tmp/bert_base_b32_s128_fp32.kiln --iterations 20 --trace "$OUT/trace_bert_base_fp16.json" --profile
+  run report_bert "$bin/kiln" report "$OUT/trace_bert_base_fp16.json" -o "$OUT/report_bert_base_fp16.html"
+  if command -v nsys > /dev/null; then
+    run nsys_nvtx nsys profile -o /tmp/kiln_nvtx --force-overwrite true --trace=cuda,nvtx "$bin/kiln" run /tmp/bert_base_b32_s128_fp32.kiln --nvtx --iterations 3 --warmup 1
+    run nsys_nvtx_sum bash -c "nsys stats --report nvtx_sum /tmp/kiln_nvtx.nsys-rep | head -30"
+  elif command -v ncu > /dev/null; then
+    run ncu_nvtx ncu --nvtx --print-nvtx-rename none --launch-count 4 --section LaunchStats "$bin/kiln" run /tmp/bert_base_b32_s128_fp32.kiln --nvtx --iterations 1 --warmup 0
+    grep -m8 -iE 'nvtx|kiln' "$OUT/logs/ncu_nvtx.log" | sed 's/^/ncu: /' >> "$summary"
+  else
+    echo "nvtx: neither nsys nor ncu on this host" >> "$summary"
+  fi
 fi
 
 # Dynamic shapes (issue 24): the tiny dynamic models compiled with a profile (batch 1..4, seq 4..8),
