@@ -32,7 +32,10 @@ Metrics compare(const HostTensor &got, const HostTensor &ref, double atol, doubl
     }
     if (std::isnan(r)) continue;
     double d = std::fabs(g - r);
-    if (std::isinf(g) || std::isinf(r)) d = g == r ? 0 : INFINITY;
+    if (std::isinf(g) || std::isinf(r)) {
+      d = g == r ? 0 : INFINITY;
+      m.nanMismatch |= g != r;
+    }
     m.maxAbs = std::max(m.maxAbs, d);
     if (r != 0) m.maxRel = std::max(m.maxRel, d / std::fabs(r));
     if (d > atol + rtol * std::fabs(r)) ++outside;
@@ -133,7 +136,7 @@ std::vector<std::string> violations(const std::vector<Constraint> &constraints,
                                     const std::vector<std::pair<std::string, Metrics>> &metrics) {
   std::vector<std::string> v;
   for (auto &[name, m] : metrics) {
-    if (m.nanMismatch) v.push_back(name + ": NaN where the reference has none (or the reverse)");
+    if (m.nanMismatch) v.push_back(name + ": NaN or infinity where the reference has another value (or the reverse)");
     for (const Constraint &c : constraints)
       if ((c.output.empty() || c.output == name) && !c.holds(m))
         v.push_back(name + ": " + c.metric + " = " + std::to_string(m.get(c.metric)) + " fails " + c.metric + c.op +

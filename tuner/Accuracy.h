@@ -12,13 +12,15 @@
 namespace kiln::tuner {
 
 struct Metrics {
-  double maxAbs = 0;         // max |got − ref|
-  double maxRel = 0;         // max |got − ref| / |ref| over elements with ref ≠ 0
-  double l0 = 0;             // fraction of elements with |got − ref| > atol + rtol·|ref| (NaN mismatches count)
-  double relL2 = 0;          // ‖got − ref‖ / ‖ref‖
-  double cos = 1;            // cosine similarity
-  double top1 = -1;          // fraction of rows whose argmax agrees ([rows, classes] outputs; else -1)
-  bool nanMismatch = false;  // a NaN where the reference has none (or the reverse)
+  double maxAbs = 0;  // max |got − ref|
+  double maxRel = 0;  // max |got − ref| / |ref| over elements with ref ≠ 0
+  double l0 = 0;      // fraction of elements with |got − ref| > atol + rtol·|ref| (NaN mismatches count)
+  double relL2 = 0;   // ‖got − ref‖ / ‖ref‖
+  double cos = 1;     // cosine similarity
+  double top1 = -1;   // fraction of rows whose argmax agrees ([rows, classes] outputs; else -1)
+  // A NaN where the reference has none, or an infinity where the reference has another value
+  // (fp16 overflow), or the reverse: always a violation (the other metrics skip such elements).
+  bool nanMismatch = false;
   double get(const std::string &name) const;  // by the names constraints use
 };
 

@@ -141,6 +141,17 @@ TEST(Accuracy, ConstraintsAndMetrics) {
     EXPECT_EQ(violations(defaultConstraints(route), {{"y", tf32Like}}).size(), 1u) << route;
   for (const char *route : {"gemm.tf32=on", "precision=fp16", "gemm.tf32=on;precision=bf16"})
     EXPECT_TRUE(violations(defaultConstraints(route), {{"y", tf32Like}}).empty()) << route;
+  // fp16 overflow: one infinity among close values fails even though rel_l2 and cos skip it; the
+  // same infinity in the reference does not.
+  std::vector<float> big(64, 1.0f), over = big;
+  over[5] = INFINITY;
+  HostTensor a{"y", 1, {64}, {}}, b = a;
+  a.data.assign(reinterpret_cast<uint8_t *>(over.data()), reinterpret_cast<uint8_t *>(over.data() + over.size()));
+  b.data.assign(reinterpret_cast<uint8_t *>(big.data()), reinterpret_cast<uint8_t *>(big.data() + big.size()));
+  Metrics inf = compare(a, b);
+  EXPECT_TRUE(inf.nanMismatch);
+  EXPECT_EQ(violations(defaultConstraints("precision=fp16"), {{"y", inf}}).size(), 1u);
+  EXPECT_FALSE(compare(a, a).nanMismatch);
 }
 
 // The cache stores metrics as JSON and the tuner judges cached results again from them: the round
