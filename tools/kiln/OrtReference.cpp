@@ -1,4 +1,5 @@
 #include "tools/kiln/OrtReference.h"
+#include "tools/kiln/OrtReferenceScript.h"  // kOrtReferenceScript: tools/kiln/ort_reference.py (generated)
 
 #include "compiler/ops/Tensor.h"
 #include "tuner/TensorFiles.h"
@@ -18,54 +19,6 @@ extern char **environ;
 namespace kiln::cli {
 
 namespace {
-
-// argv: model, inputs.npz, outputs.npz, marked node names (one per line). Float feeds are cast
-// to the input's declared type (an engine's fp16 I/O, a bfloat16 array sent as float32).
-constexpr const char *kScript = R"PY(
-import sys
-import numpy as np
-import onnx
-import onnxruntime as ort
-
-model_path, inputs_path, outputs_path, marks = sys.argv[1:5]
-marks = [m for m in marks.split("\n") if m]
-model = onnx.load(model_path)
-declared = {o.name for o in model.graph.output}
-tensor_of = {}  # kiln's node names (Importer.cpp displayName) -> first output
-for n in model.graph.node:
-    if n.output and n.output[0]:
-        tensor_of.setdefault(n.name or n.output[0], n.output[0])
-node_of = {}
-for m in marks:
-    t = tensor_of.get(m)
-    if t is None:
-        sys.exit("no node named '%s' in the model" % m)
-    if t not in declared:
-        model.graph.output.append(onnx.ValueInfoProto(name=t))
-        declared.add(t)
-    node_of.setdefault(t, m)
-options = ort.SessionOptions()
-options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # marked tensors stay
-session = ort.InferenceSession(model.SerializeToString() if marks else model_path, options,
-                               providers=["CPUExecutionProvider"])
-arrays = dict(np.load(inputs_path))
-types = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64}
-feeds = {}
-for i in session.get_inputs():
-    if i.name not in arrays:
-        sys.exit("no value for the model's input '%s'" % i.name)
-    a = arrays[i.name]
-    if i.type in types and a.dtype.kind == "f" and a.dtype != types[i.type]:
-        a = a.astype(types[i.type])
-    feeds[i.name] = a
-names = [o.name for o in session.get_outputs()]
-results = {}
-for name, value in zip(names, session.run(names, feeds)):
-    results[name] = np.asarray(value)
-    if name in node_of:
-        results[node_of[name]] = results[name]
-np.savez(outputs_path, **results)
-)PY";
 
 std::string python() {
   if (const char *p = std::getenv("KILN_PYTHON"); p && *p) return p;
@@ -134,7 +87,8 @@ bool ortOutputs(const std::string &model, const std::vector<tuner::HostTensor> &
   std::string marks;
   for (const std::string &m : markedNodes) marks += m + "\n";
   const std::string py = python(), errFile = dir + "/stderr.txt";
-  int rc = runProcess({py, "-c", kScript, model, dir + "/inputs.npz", dir + "/outputs.npz", marks}, errFile);
+  int rc =
+      runProcess({py, "-c", kOrtReferenceScript, model, dir + "/inputs.npz", dir + "/outputs.npz", marks}, errFile);
   if (rc != 0) {
     std::string why = lastLines(errFile, 4);
     if (why.find("No module named 'onnxruntime'") != std::string::npos ||
