@@ -168,7 +168,8 @@ struct Launch {
   GemmCall gemm;
   // For profiles and reports (not needed to run): the FLOPs of the nodes the launch implements
   // (0 when it computes none, or its op's FLOPs went to the op's first launch) and the bytes of
-  // the distinct tensors it reads and writes (a lower bound of its memory traffic).
+  // the distinct tensors it reads and writes, each counted whole (an estimate of its memory
+  // traffic: more than a Gather or Slice reads, less than a kernel that rereads).
   uint64_t flops = 0, trafficBytes = 0;
 };
 

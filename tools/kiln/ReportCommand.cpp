@@ -117,14 +117,15 @@ std::string reportHtml(const std::string &tracePath, const std::string &device, 
           htmlEscape(device.empty() ? "unknown device" : device) + ", " + std::to_string(launches.size()) +
           " launches, " + fmt("%.3f ms", totalUs / 1e3) + " launched one by one (each timed with CUDA events), " +
           fmt("%.3g GFLOP", totalFlops / 1e9) + " and " + fmt("%.3g MB", totalBytes / 1e6) +
-          " moved at least: " + fmt("%.1f TFLOP/s", totalUs > 0 ? totalFlops / (totalUs * 1e-6) / 1e12 : 0) + ", " +
+          " moved: " + fmt("%.1f TFLOP/s", totalUs > 0 ? totalFlops / (totalUs * 1e-6) / 1e12 : 0) + ", " +
           fmt("%.0f GB/s", totalUs > 0 ? totalBytes / (totalUs * 1e-6) / 1e9 : 0) +
           " on average. Trace: " + htmlEscape(tracePath) + ".</p>\n";
   html += "<h3>Where the time goes (the " + std::to_string(bars) + " slowest launches)</h3>\n" + timeSvg;
   html += "<h3>Each launch against the roofline</h3>\n<p>" +
           std::string(peakTflops > 0 ? "Ceilings: nominal dense fp16 tensor-core peak and memory bandwidth. "
                                      : "No ceilings (unknown device: pass --peak-tflops and --peak-gbps). ") +
-          "Bytes are the distinct tensors a launch reads and writes (a lower bound of its traffic); a circle's area "
+          "Bytes are the distinct tensors a launch reads and writes, each counted whole (an estimate: a Gather of a "
+          "few rows of a table shows above 100 %); a circle's area "
           "is its share of the time.</p>\n" +
           roof;
   html += "<h3>Launches</h3>\n<table>\n<tr><th>#</th><th>node(s)</th><th>kernel</th><th>us</th><th>% time</th>"
