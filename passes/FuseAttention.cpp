@@ -11,6 +11,10 @@
 #include "passes/ElementwiseUse.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#include <numeric>
 #include "passes/StridedViews.h"
 
 namespace kiln {
@@ -183,6 +187,48 @@ bool fuse(Operation *softmax, OpBuilder &b) {
 
   b.setInsertionPoint(pv);
   Location loc = pv->getLoc();
+  // An operand the product reads through an explicit Transpose (no permutation folded into the
+  // product: torch.export's scaled_dot_product_attention scales K between its transposes, and
+  // the scale moves past the product later) is read through that permutation instead; so is
+  // one whose Transpose keeps axis 0 and is followed by a Reshape that only splits axis 0 (the
+  // batch · heads of a 3-D bmm back into batch, heads): the reshape is made first.
+  llvm::SmallSetVector<Operation *, 4> replacedViews;  // erased if the attention is made and they are unused
+  SmallVector<Operation *> madeViews;                  // erased if it is not
+  auto unfoldedPerm = [&](Value &operand, Operation *product, StringRef attr) -> std::vector<int64_t> {
+    std::vector<int64_t> perm = intsAttr(product, attr);
+    if (!perm.empty()) return perm;
+    if (auto t = operand.getDefiningOp<TransposeOp>()) {
+      replacedViews.insert(t);
+      operand = t->getOperand(0);
+      return intsAttr(t, "perm");
+    }
+    auto r = operand.getDefiningOp<ReshapeOp>();
+    auto t = r ? r->getOperand(0).getDefiningOp<TransposeOp>() : TransposeOp();
+    if (!t) return perm;
+    std::vector<int64_t> tp = intsAttr(t, "perm"), in = shapeOf(t->getOperand(0)), mid = shapeOf(t->getResult(0)),
+                         out = shapeOf(r->getResult(0));
+    size_t split = out.size() - (mid.size() - 1);  // axis 0 becomes `split` axes
+    if (tp.empty() || tp[0] != 0 || out.size() < mid.size() ||
+        !std::equal(mid.begin() + 1, mid.end(), out.begin() + long(split)) ||
+        std::accumulate(out.begin(), out.begin() + long(split), int64_t(1), std::multiplies<>()) != mid[0])
+      return perm;
+    ops::Tensor shape(ops::DType::I64, {int64_t(out.size())});
+    for (size_t i = 0; i < out.size(); ++i) shape.setInt(int64_t(i), i < split ? out[i] : in[i - split + 1]);
+    Value c = createConstant(b, loc, shape);
+    std::string err;
+    Operation *early = createInferred<ReshapeOp>(b, loc, {t->getOperand(0), c}, {}, &err);
+    madeViews.push_back(c.getDefiningOp());
+    if (!early) return perm;
+    madeViews.push_back(early);
+    replacedViews.insert(r), replacedViews.insert(t);
+    operand = early->getResult(0);
+    for (size_t i = 0; i < split; ++i) perm.push_back(int64_t(i));
+    for (size_t i = 1; i < tp.size(); ++i) perm.push_back(tp[i] + int64_t(split) - 1);
+    return perm;
+  };
+  std::vector<int64_t> permQ = unfoldedPerm(q, qk, "perm_a"), permK = unfoldedPerm(k, qk, "perm_b"),
+                       permV = unfoldedPerm(v, pv, "perm_b");
+
   Value mask = found->mask;
   Operation *made = nullptr;  // the mask operand made here: a Where's additive mask, or none
   if (found->whereMask) {
@@ -191,12 +237,8 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   }
   if (!mask) made = b.create<NoneOp>(loc), mask = made->getResult(0);
   SmallVector<NamedAttribute> attrs = {b.getNamedAttr("scale", b.getF32FloatAttr(float(found->scale)))};
-  auto perm = [&](const char *name, Operation *op, StringRef attr) {
-    if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(attr)) attrs.push_back(b.getNamedAttr(name, a));
-  };
-  perm("perm_q", qk, "perm_a");
-  perm("perm_k", qk, "perm_b");
-  perm("perm_v", pv, "perm_b");
+  for (auto [name, perm] : {std::pair{"perm_q", &permQ}, {"perm_k", &permK}, {"perm_v", &permV}})
+    if (!perm->empty()) attrs.push_back(b.getNamedAttr(name, b.getDenseI64ArrayAttr(*perm)));
   if (transpose) attrs.push_back(b.getNamedAttr("perm_y", b.getDenseI64ArrayAttr(permY)));
   if (found->causal) attrs.push_back(b.getNamedAttr("causal_diagonal", b.getI64IntegerAttr(*found->causal)));
   if (nanToZero) attrs.push_back(b.getNamedAttr("zero_masked_rows", b.getI64IntegerAttr(1)));
@@ -208,6 +250,7 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   if (!attn || attn->getResult(0).getType() != replaced.getType() || !kernelTakes(cast<AttentionOp>(attn))) {
     if (attn) attn->erase();
     if (made) made->erase();
+    for (Operation *m : llvm::reverse(madeViews)) m->erase();
     return false;
   }
   replaced.replaceAllUsesWith(attn->getResult(0));
@@ -221,6 +264,8 @@ bool fuse(Operation *softmax, OpBuilder &b) {
   softmax->erase();
   for (Operation *op : found->ops) op->erase();
   qk->erase();
+  for (Operation *view : replacedViews)  // (a reshape before the transpose it reads)
+    if (view->use_empty()) view->erase();
   return true;
 }
 

@@ -354,3 +354,46 @@ func.func @shared_query(%x: tensor<9x16xf16>) -> (tensor<9x2x8xf16>, tensor<9x16
   %y = kiln.transpose %o {perm = array<i64: 1, 0, 2>} : (tensor<2x9x8xf16>) -> tensor<9x2x8xf16>
   return %y, %pq : tensor<9x2x8xf16>, tensor<9x16xf16>
 }
+
+// -----
+
+// torch.export's scaled_dot_product_attention after kiln's passes: K transposed explicitly as a
+// 3-D bmm operand ([B·H, S, D] → [B·H, D, S]) and reshaped back to [B, H, D, S]; the scale applied
+// twice after the product; Where(IsNaN(p), 0, p). The reshape moves before the transpose (it only
+// splits axis 0) and the transpose becomes perm_k; both are gone.
+// CHECK-LABEL: func.func @export_bmm
+// CHECK: %[[K:.*]] = kiln.reshape %arg1, %{{.*}} : (tensor<6x9x8xf16>, tensor<4xi64>) -> tensor<2x3x9x8xf16>
+// CHECK: %[[Y:.*]] = kiln.attention %arg0, %[[K]], %arg2, %arg3 {perm_k = array<i64: 0, 1, 3, 2>, scale = 0.3536{{[0-9]*}} : f32, zero_masked_rows = 1 : i64} : (tensor<2x3x9x8xf16>, tensor<2x3x9x8xf16>, tensor<2x3x9x8xf16>, tensor<2x1x9x9xf16>) -> tensor<2x3x9x8xf16>
+// CHECK-NOT: kiln.transpose
+// CHECK-NOT: kiln.softmax
+// CHECK: return %[[Y]]
+// Not when the reshape mixes the transposed axes (nothing to split off axis 0): left alone.
+// CHECK-LABEL: func.func @export_mixed
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @export_bmm(%q: tensor<2x3x9x8xf16>, %k3: tensor<6x9x8xf16>, %v: tensor<2x3x9x8xf16>, %mask: tensor<2x1x9x9xf16>) -> tensor<2x3x9x8xf16> {
+  %c = kiln.constant dense<0.5947> : tensor<f16>
+  %zero = kiln.constant dense<0.0> : tensor<f16>
+  %shape = kiln.constant dense<[2, 3, 8, 9]> : tensor<4xi64>
+  %kt = kiln.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<6x9x8xf16>) -> tensor<6x8x9xf16>
+  %k = kiln.reshape %kt, %shape : (tensor<6x8x9xf16>, tensor<4xi64>) -> tensor<2x3x8x9xf16>
+  %s = kiln.transposed_matmul %q, %k : (tensor<2x3x9x8xf16>, tensor<2x3x8x9xf16>) -> tensor<2x3x9x9xf16>
+  %s1 = kiln.mul %s, %c : (tensor<2x3x9x9xf16>, tensor<f16>) -> tensor<2x3x9x9xf16>
+  %s2 = kiln.mul %s1, %c : (tensor<2x3x9x9xf16>, tensor<f16>) -> tensor<2x3x9x9xf16>
+  %m = kiln.add %s2, %mask : (tensor<2x3x9x9xf16>, tensor<2x1x9x9xf16>) -> tensor<2x3x9x9xf16>
+  %p = kiln.softmax %m {axis = -1 : i64} : (tensor<2x3x9x9xf16>) -> tensor<2x3x9x9xf16>
+  %nan = kiln.isnan %p : (tensor<2x3x9x9xf16>) -> tensor<2x3x9x9xi1>
+  %pz = kiln.where %nan, %zero, %p : (tensor<2x3x9x9xi1>, tensor<f16>, tensor<2x3x9x9xf16>) -> tensor<2x3x9x9xf16>
+  %o = kiln.transposed_matmul %pz, %v : (tensor<2x3x9x9xf16>, tensor<2x3x9x8xf16>) -> tensor<2x3x9x8xf16>
+  return %o : tensor<2x3x9x8xf16>
+}
+
+func.func @export_mixed(%q: tensor<2x3x9x8xf16>, %k3: tensor<8x6x9xf16>, %v: tensor<2x3x9x8xf16>) -> tensor<2x3x9x8xf16> {
+  %shape = kiln.constant dense<[2, 3, 8, 9]> : tensor<4xi64>
+  %kt = kiln.transpose %k3 {perm = array<i64: 1, 0, 2>} : (tensor<8x6x9xf16>) -> tensor<6x8x9xf16>
+  %k = kiln.reshape %kt, %shape : (tensor<6x8x9xf16>, tensor<4xi64>) -> tensor<2x3x8x9xf16>
+  %s = kiln.transposed_matmul %q, %k : (tensor<2x3x9x8xf16>, tensor<2x3x8x9xf16>) -> tensor<2x3x9x9xf16>
+  %p = kiln.softmax %s {axis = -1 : i64} : (tensor<2x3x9x9xf16>) -> tensor<2x3x9x9xf16>
+  %o = kiln.transposed_matmul %p, %v : (tensor<2x3x9x9xf16>, tensor<2x3x9x8xf16>) -> tensor<2x3x9x8xf16>
+  return %o : tensor<2x3x9x8xf16>
+}
