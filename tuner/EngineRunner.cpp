@@ -125,7 +125,6 @@ struct EngineRunner::Impl {
   std::vector<int32_t> ioIndex;  // inputs_ then outputs_ → engine I/O index
   std::vector<void *> pinned;    // page-locked copies of the I/O tensors (--host-io), by ioIndex order
   std::string deviceName;
-  std::vector<std::vector<rt::Launch>> launchLists;  // each specialisation's (FLOPs, traffic for profiles)
 
   ~Impl() {
     for (Lane &l : lanes) {
@@ -167,11 +166,6 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
     error = kiln_status_message(s);
     return nullptr;
   }
-  rt::EngineDesc desc;
-  rt::ByteRange weights;
-  std::string ignored;  // (verified above)
-  if (rt::parseEngine(engine.data(), engine.size(), desc, ignored, &weights) == rt::ParseStatus::Ok)
-    for (size_t i = 0; i <= desc.specialisations.size(); ++i) m.launchLists.push_back(desc.launchesOf(i));
   if (!(m.cu = cudaDriver(error))) return nullptr;
   const CudaDriver &cu = *m.cu;
   if (!cu.cuMemcpyDtoH || !cu.cuMemsetD8 || !cu.cuStreamCreate || !cu.cuStreamSynchronize || !cu.hasEvents()) {
@@ -482,22 +476,31 @@ bool EngineRunner::profile(int runs, std::vector<LaunchTime> &out, std::string &
       error = kiln_status_message(s);
       return false;
     }
-  // The specialisation that ran: the one whose launches are these (by count and nodes).
-  const std::vector<rt::Launch> *costs = nullptr;
-  for (const auto &list : m.launchLists)
-    if (list.size() == size_t(count) &&
-        std::equal(list.begin(), list.end(), all[0].begin(),
-                   [](const rt::Launch &l, const kiln_launch_profile &p) { return l.node == p.node; }))
-      costs = &list;
   out.clear();
   for (int32_t i = 0; i < count; ++i) {
     std::vector<float> t;
     for (auto &r : all) t.push_back(r[size_t(i)].ms);
     std::sort(t.begin(), t.end());
     out.push_back({all[0][size_t(i)].node, all[0][size_t(i)].kernel, t[t.size() / 2]});
-    if (costs) out.back().flops = (*costs)[size_t(i)].flops, out.back().trafficBytes = (*costs)[size_t(i)].trafficBytes;
   }
   return true;
+}
+
+void attachLaunchCosts(const std::vector<uint8_t> &engine, std::vector<LaunchTime> &launches) {
+  rt::EngineDesc desc;
+  rt::ByteRange weights;  // (not copied)
+  std::string error;
+  if (rt::parseEngine(engine.data(), engine.size(), desc, error, &weights) != rt::ParseStatus::Ok) return;
+  for (size_t s = 0; s <= desc.specialisations.size(); ++s) {
+    const std::vector<rt::Launch> &list = desc.launchesOf(s);
+    if (list.size() != launches.size() ||
+        !std::equal(list.begin(), list.end(), launches.begin(),
+                    [](const rt::Launch &l, const LaunchTime &t) { return l.node == t.node; }))
+      continue;
+    for (size_t i = 0; i < list.size(); ++i)
+      launches[i].flops = list[i].flops, launches[i].trafficBytes = list[i].trafficBytes;
+    return;
+  }
 }
 
 }  // namespace kiln::tuner

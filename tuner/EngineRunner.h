@@ -43,7 +43,7 @@ struct Throughput {
 struct LaunchTime {
   std::string node, kernel;
   float ms;
-  uint64_t flops = 0, trafficBytes = 0;  // as the engine records them (rt::Launch)
+  uint64_t flops = 0, trafficBytes = 0;  // as the engine records them (attachLaunchCosts)
 };
 
 class EngineRunner {
@@ -100,6 +100,10 @@ std::vector<HostTensor> randomInputs(const std::vector<HostTensor> &io, uint32_t
 
 // ops::dtypeName for an ONNX dtype code ("dtype N" for codes it does not know).
 std::string dtypeName(int32_t dtype);
+// Each profiled launch's FLOPs and bytes as `engine` (the bytes the runner was opened with)
+// records them, from the specialisation whose launches these are (by count and nodes); left 0
+// when none matches.
+void attachLaunchCosts(const std::vector<uint8_t> &engine, std::vector<LaunchTime> &launches);
 // Element i of a host tensor as double (float16/bfloat16 decoded; integers and bools converted).
 double elementAsDouble(const HostTensor &t, int64_t i);
 // `t`'s values rounded to the float type `dtype` (nearest-even, as a cast), for binding float32

@@ -199,6 +199,8 @@ expect 2 "--log-file: '.*m.kiln' looks like one of kiln's inputs or outputs" -- 
 cp "$tmp/m.kiln" "$tmp/engine.bin"
 expect 2 "--log-file: '.*engine.bin' exists and is not a text file" -- --log-file "$tmp/engine.bin" plan "$tiny/mlp.onnxtxt"
 cmp -s "$tmp/m.kiln" "$tmp/engine.bin" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: --log-file changed a binary file"; }
+mkfifo "$tmp/log.fifo"
+expect 2 "--log-file: '.*log.fifo' is not a regular file" -- --log-file "$tmp/log.fifo" plan "$tiny/mlp.onnxtxt"
 # fp32 products go to cuBLASLt by default, exact; gemm.tf32=on marks them TF32 (one per node too).
 expect 0 "fc1\+relu +fp32 +cuBLASLt matmul" -- inspect "$tmp/m.kiln"
 expect 0 "wrote" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/mt.kiln" --compile-cache-dir "$tmp/cache" --route 'node.fc2.tf32=on'

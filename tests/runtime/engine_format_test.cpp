@@ -102,6 +102,7 @@ TEST(EngineFormat, RoundTrip) {
   d.modules[0].cubin = {0x7f, 'E', 'L', 'F', 1, 2, 3};
   d.cudaGraph = true;
   d.gemmSearch = true;
+  d.launches[0].flops = 2000, d.launches[0].trafficBytes = 12000;  // (optional keys; the copy has none)
   std::vector<uint8_t> bytes = writeEngine(d);
 
   EngineDesc back;
@@ -127,6 +128,9 @@ TEST(EngineFormat, RoundTrip) {
   EXPECT_EQ(back.launches[0].args[5].i64, 1000);
   EXPECT_EQ(back.launches[1].kind, Launch::Kind::Copy);
   EXPECT_EQ(back.launches[1].dst.io, 1);
+  EXPECT_EQ(back.launches[0].flops, 2000u);
+  EXPECT_EQ(back.launches[0].trafficBytes, 12000u);
+  EXPECT_EQ(back.launches[1].flops, 0u);
   EXPECT_TRUE(back.cudaGraph);
   EXPECT_TRUE(back.gemmSearch);
   // Everything survived: writing the decoded desc gives the same bytes.

@@ -2,6 +2,7 @@
 // cache: cache_test.cpp.)
 #include "compiler/knobs/Knob.h"
 #include "passes/Passes.h"
+#include "tests/runtime/TestEngine.h"
 #include "tuner/Accuracy.h"
 #include "tuner/Cache.h"
 #include "tuner/Space.h"
@@ -152,6 +153,24 @@ TEST(Accuracy, ConstraintsAndMetrics) {
   EXPECT_TRUE(inf.nanMismatch);
   EXPECT_EQ(violations(defaultConstraints("precision=fp16"), {{"y", inf}}).size(), 1u);
   EXPECT_FALSE(compare(a, a).nanMismatch);
+}
+
+// Profiles get each launch's FLOPs and bytes from the engine, matched by the launch list's nodes
+// (a dynamic engine's specialisations differ); a profile of other launches gets none.
+TEST(EngineRunner, AttachLaunchCosts) {
+  kiln::rt::EngineDesc d = kiln::rt::test::makeAxpbEngine(16);
+  d.launches[0].node = "axpb", d.launches[0].flops = 32, d.launches[0].trafficBytes = 192;
+  d.launches[1].node = "output y", d.launches[1].trafficBytes = 128;
+  std::vector<uint8_t> bytes = kiln::rt::writeEngine(d);
+  std::vector<LaunchTime> t = {{"axpb", "axpb", 0.5f}, {"output y", "copy", 0.1f}};
+  attachLaunchCosts(bytes, t);
+  EXPECT_EQ(t[0].flops, 32u);
+  EXPECT_EQ(t[0].trafficBytes, 192u);
+  EXPECT_EQ(t[1].trafficBytes, 128u);
+  std::vector<LaunchTime> other = {{"other", "axpb", 0.5f}, {"output y", "copy", 0.1f}};
+  attachLaunchCosts(bytes, other);
+  EXPECT_EQ(other[0].flops, 0u);
+  EXPECT_EQ(other[1].trafficBytes, 0u);
 }
 
 // The cache stores metrics as JSON and the tuner judges cached results again from them: the round

@@ -179,10 +179,17 @@ Runner addRunCommand(CLI::App &app) {
         (!out->empty() && !writeRunFile(*out, inputs, outputs, files, err)) ||
         !r->time(*warmup, *iterations, t, err, *streams > 1 ? 0 : *duration, *hostIo) ||
         (*streams > 1 && !r->throughput(*warmup, *iterations, *duration, many, err)) ||
-        (*profile && !r->profile(5, launches, err)) ||
-        (!trace->empty() && !writeTrace(*trace, launches, r->deviceName(), *path, err))) {
+        (*profile && !r->profile(5, launches, err))) {
       std::cerr << "kiln: error: " << err << "\n";
       return 2;
+    }
+    if (*profile) {  // (the engine file again, for each launch's FLOPs and bytes)
+      std::vector<uint8_t> bytes;
+      if (support::readFile(*path, bytes, err, "engine file")) tuner::attachLaunchCosts(bytes, launches);
+      if (!trace->empty() && !writeTrace(*trace, launches, r->deviceName(), *path, err)) {
+        std::cerr << "kiln: error: " << err << "\n";
+        return 2;
+      }
     }
     int64_t batch = r->inputs().empty() || r->inputs()[0].shape.empty() ? 1 : r->inputs()[0].shape[0];
     double throughput = t.median() > 0 ? batch * 1000.0 / t.median() : 0;

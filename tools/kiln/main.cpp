@@ -5,6 +5,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -53,12 +55,16 @@ class TeeBuf : public std::streambuf {
   std::string line_;
 };
 
-// Why `path` may not take the log: kiln's own binary formats (a model, engine, arrays, a cache)
-// or a file that is not text, which appending would damage.
+// Why `path` may not take the log: kiln's own binary formats (a model, engine, arrays, a cache),
+// a file that is not text, which appending would damage, or something that is not a regular
+// file (a FIFO would block).
 std::string logFileProblem(const std::string &path) {
   for (const char *ext : {".onnx", ".onnxtxt", ".kiln", ".npz", ".npy", ".calib", ".db", ".html", ".json"})
     if (path.size() >= std::strlen(ext) && path.compare(path.size() - std::strlen(ext), std::string::npos, ext) == 0)
       return "'" + path + "' looks like one of kiln's inputs or outputs, not a log";
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";  // (made by the append)
+  if (!S_ISREG(st.st_mode)) return "'" + path + "' is not a regular file";
   std::ifstream f(path, std::ios::binary);
   char head[4096];
   f.read(head, sizeof head);
