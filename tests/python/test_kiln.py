@@ -39,6 +39,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(again.inputs[0].shape == (2, 8), "Engine(path) loads the file")
     check(kiln.compile(os.path.join(tiny, "shape_chain.onnxtxt"), shapes={"x": (2, 3, 4)}).outputs[0].shape == (2, 12),
           "compile with shapes as a dict")
+    half = kiln.compile(os.path.join(tiny, "mlp.onnxtxt"), precision="fp16", io_dtype="fp16")
+    check([t.dtype for t in half.inputs + half.outputs] == ["float16", "float16"], f"io_dtype fp16: {half.inputs}")
     check(raises(lambda: kiln.compile(b"not a model"), "not a valid ONNX protobuf"), "bad model bytes: kiln's message")
     check(raises(lambda: kiln.compile(os.path.join(tiny, "mlp.onnxtxt"), precision="fp7"), "precision"),
           "bad precision: kiln's message")
