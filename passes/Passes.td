@@ -129,10 +129,11 @@ def Precision : RoutePass<"kiln-precision", "mlir::func::FuncOp"> {
 def MarkOutputs : Pass<"kiln-mark-outputs", "mlir::func::FuncOp"> {
   let summary = "Intermediate tensors as extra outputs, for finding where an engine drifts (`kiln check --mark`)";
   let description = [{
-    Appends the first float result of every op whose ONNX node name matches `nodes` (a regular
-    expression matched against the whole name; `all` takes every node) to the function's results,
-    named by the node (`kiln.name`), in program order. Constants, ops with no float result and
-    values the function already returns are skipped. Runs right after import cleanup, so every
+    Appends the result of every ONNX node whose name matches `nodes` (a regular expression matched
+    against the whole name; `all` takes every node) to the function's results, named by the node
+    (`kiln.name`), in program order: the first float result of the last op that carries the name
+    (a node imported as several ops, a Gemm's product and bias add, is marked at its own result).
+    Constants, nodes with no float result and values the function already returns are skipped. Runs right after import cleanup, so every
     later pass keeps each marked value's meaning (it may fuse less around it, as Polygraphy's
     `mark all` does in TensorRT).
 

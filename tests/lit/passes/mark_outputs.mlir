@@ -24,3 +24,19 @@ func.func @chain(%x: tensor<4xf32>) -> (tensor<4xf32> {kiln.name = "y"}) {
   %y = kiln.neg %s : (tensor<4xf32>) -> tensor<4xf32> loc("out")
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A node imported as two ops (a Gemm's product and its bias add) is marked at the second, the
+// node's own result.
+// CHECK-LABEL: func.func @gemm
+// CHECK-SAME: -> (tensor<2x3xf32> {kiln.name = "y"}, tensor<2x3xf32> {kiln.name = "fc"})
+// CHECK: %[[P:.*]] = kiln.matmul
+// CHECK: %[[B:.*]] = kiln.add %[[P]]
+// CHECK: return %{{.*}}, %[[B]]
+func.func @gemm(%x: tensor<2x4xf32>, %w: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<2x3xf32> {kiln.name = "y"}) {
+  %p = kiln.matmul %x, %w : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32> loc("fc")
+  %a = kiln.add %p, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32> loc("fc")
+  %y = kiln.relu %a : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("act")
+  return %y : tensor<2x3xf32>
+}
