@@ -1,6 +1,5 @@
 // Half-precision engine inputs and outputs (see Passes.td): float32 function arguments and
 // results become fp16 or bf16, the boundary casts kiln-precision made cancel.
-#include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
@@ -12,11 +11,6 @@ namespace kiln {
 namespace {
 
 using namespace mlir;
-
-bool isF32Tensor(Type t) {
-  auto r = dyn_cast<RankedTensorType>(t);
-  return r && r.getElementType().isF32();
-}
 
 struct IoDtypePass : impl::IoDtypeBase<IoDtypePass> {
   using IoDtypeBase::IoDtypeBase;
@@ -38,8 +32,7 @@ struct IoDtypePass : impl::IoDtypeBase<IoDtypePass> {
     OpBuilder b(&getContext());
     std::string err;
     auto castTo = [&](Value v, ops::DType to) -> Value {
-      Operation *c =
-          createInferred<CastOp>(b, v.getLoc(), {v}, {b.getNamedAttr("to", b.getI64IntegerAttr(int64_t(to)))}, &err);
+      Operation *c = createCast(b, v.getLoc(), v, to, &err);
       return c ? c->getResult(0) : Value();
     };
 

@@ -1,6 +1,7 @@
 // Helpers shared by kiln's passes.
 #pragma once
 
+#include "compiler/ir/Builders.h"
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/knobs/Knob.h"
 #include "compiler/target/GpuTarget.h"
@@ -42,6 +43,19 @@ inline bool readTarget(const std::string &arch, mlir::Operation *op, target::Gpu
 inline std::vector<int64_t> shapeOf(mlir::Value v) {
   auto s = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
   return std::vector<int64_t>(s.begin(), s.end());
+}
+
+// A ranked tensor of float32.
+inline bool isF32Tensor(mlir::Type t) {
+  auto r = mlir::dyn_cast<mlir::RankedTensorType>(t);
+  return r && r.getElementType().isF32();
+}
+
+// kiln.cast of `v` to `to` at the builder's insertion point; null (with `error`) if it cannot be
+// inferred.
+inline mlir::Operation *createCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, ops::DType to,
+                                   std::string *error) {
+  return createInferred<CastOp>(b, loc, {v}, {b.getNamedAttr("to", b.getI64IntegerAttr(int64_t(to)))}, error);
 }
 
 // An op's integer-array attribute `name` (a permutation, axes); empty if it has none.

@@ -29,11 +29,6 @@ namespace {
 
 using namespace mlir;
 
-bool isF32Tensor(Type t) {
-  auto r = dyn_cast<RankedTensorType>(t);
-  return r && r.getElementType().isF32();
-}
-
 // Operands that ONNX requires to be float32 whatever the data type (parameters, not data).
 bool keepsF32(Operation *op, unsigned operand) {
   std::string t = onnxTypeOf(op);
@@ -96,8 +91,7 @@ class Converter {
 
   Value cast(Value v, ops::DType to, Location loc) {
     std::string err;
-    Operation *c =
-        createInferred<CastOp>(b_, loc, {v}, {b_.getNamedAttr("to", b_.getI64IntegerAttr(int64_t(to)))}, &err);
+    Operation *c = createCast(b_, loc, v, to, &err);
     inserted_.insert(c);
     return c->getResult(0);
   }
