@@ -16,7 +16,7 @@ namespace kiln::tuner {
 
 bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
            const std::string &outPath, const std::string &errPath, double timeoutSeconds, Child &child,
-           std::string &error) {
+           std::string &error, bool ownProcessGroup) {
   std::vector<char *> args;
   for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
@@ -26,13 +26,13 @@ bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std
     return false;
   }
   if (pid == 0) {
-    setpgid(0, 0);  // Ctrl-C on the terminal stops the tuner, which then ends the candidate itself
+    if (ownProcessGroup) setpgid(0, 0);  // Ctrl-C on the terminal stops the tuner, which then ends the candidate
     int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out >= 0) dup2(out, 1);
     if (err >= 0) dup2(err, 2);
     for (auto &[k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    execv(args[0], args.data());
+    execvp(args[0], args.data());  // (an absolute path runs as given; a bare name is looked up on PATH)
     dprintf(2, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }

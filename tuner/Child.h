@@ -19,10 +19,14 @@ struct Child {
   std::string outPath, errPath;
 };
 
-// Starts argv[0] with the extra environment variables. False with `error` if it cannot start.
+// Starts argv[0] (a path, or a name looked up on PATH) with the extra environment variables.
+// False with `error` if it cannot fork; an argv[0] that cannot be executed ends the child with
+// status 127 and "cannot run ARGV0: REASON" on its stderr. `ownProcessGroup`: the child leads
+// a process group of its own (the tuner's measurements), else it stays in the caller's, so a
+// terminal's Ctrl-C reaches it too (a helper the caller waits for).
 bool spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
            const std::string &outPath, const std::string &errPath, double timeoutSeconds, Child &child,
-           std::string &error);
+           std::string &error, bool ownProcessGroup = true);
 
 // Non-blocking: true once the child has ended (killed at its deadline: timedOut). exitCode is
 // the exit status, or 128 + signal.

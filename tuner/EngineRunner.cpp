@@ -270,6 +270,13 @@ bool convertFloat(HostTensor &t, int32_t dtype) {
   return true;
 }
 
+std::vector<HostTensor> convertFloatsLike(std::vector<HostTensor> values, const std::vector<HostTensor> &like) {
+  for (HostTensor &t : values)
+    for (const HostTensor &want : like)
+      if (want.name == t.name) convertFloat(t, want.dtype);
+  return values;
+}
+
 bool EngineRunner::setInputs(const std::vector<HostTensor> &values, std::string &error) {
   Impl &m = *impl_;
   for (size_t k = 0; k < inputs_.size(); ++k) {

@@ -109,6 +109,9 @@ double elementAsDouble(const HostTensor &t, int64_t i);
 // `t`'s values rounded to the float type `dtype` (nearest-even, as a cast), for binding float32
 // arrays to an engine with fp16/bf16 I/O and back; false (t unchanged) unless both types are float.
 bool convertFloat(HostTensor &t, int32_t dtype);
+// `values` with each float tensor converted (convertFloat) to the float type of the tensor named
+// like it in `like` (a model's or an engine's inputs); the others as they are.
+std::vector<HostTensor> convertFloatsLike(std::vector<HostTensor> values, const std::vector<HostTensor> &like);
 int64_t numElements(const std::vector<int64_t> &shape);
 size_t dtypeSize(int32_t dtype);
 

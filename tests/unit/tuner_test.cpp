@@ -5,6 +5,7 @@
 #include "tests/runtime/TestEngine.h"
 #include "tuner/Accuracy.h"
 #include "tuner/Cache.h"
+#include "tuner/Child.h"
 #include "tuner/Space.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
 #include <thread>
@@ -153,6 +155,34 @@ TEST(Accuracy, ConstraintsAndMetrics) {
   EXPECT_TRUE(inf.nanMismatch);
   EXPECT_EQ(violations(defaultConstraints("precision=fp16"), {{"y", inf}}).size(), 1u);
   EXPECT_FALSE(compare(a, a).nanMismatch);
+}
+
+// Helper processes (check --ort's Python) run by name from PATH, in the caller's process group
+// when asked; a program that cannot run ends with 127 and says so on its stderr.
+TEST(Child, RunsByNameAndReportsWhatCannotRun) {
+  char dir[] = "/tmp/kiln-child-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string out = std::string(dir) + "/out", err = std::string(dir) + "/err", error;
+  Child c;
+  // (field 5 of /proc/PID/stat: the process group)
+  const char *script = "cut -d' ' -f5 /proc/$$/stat; echo oops >&2; exit 3";
+  ASSERT_TRUE(spawn({"sh", "-c", script}, {}, out, err, 30, c, error, /*ownProcessGroup=*/false)) << error;
+  int code = 0;
+  bool timedOut = true;
+  wait(c, code, timedOut);
+  EXPECT_EQ(code, 3);
+  EXPECT_FALSE(timedOut);
+  EXPECT_EQ(readText(err), "oops\n");
+  EXPECT_EQ(readText(out), std::to_string(getpgrp()) + "\n");  // the caller's group
+  ASSERT_TRUE(spawn({"sh", "-c", script}, {}, out, err, 30, c, error)) << error;
+  pid_t pid = c.pid;
+  wait(c, code, timedOut);
+  EXPECT_EQ(readText(out), std::to_string(pid) + "\n");  // a group of its own (the tuner's children)
+  ASSERT_TRUE(spawn({"kiln-no-such-program"}, {}, out, err, 30, c, error));
+  wait(c, code, timedOut);
+  EXPECT_EQ(code, 127);
+  EXPECT_EQ(readText(err).rfind("cannot run kiln-no-such-program: ", 0), 0u) << readText(err);
+  std::filesystem::remove_all(dir);
 }
 
 // Profiles get each launch's FLOPs and bytes from the engine, matched by the launch list's nodes

@@ -61,11 +61,7 @@ bool evaluateReference(const ModelOptions &model, const std::vector<tuner::HostT
   }
   // An engine built with --io-dtype fp16|bf16 took its inputs in half precision; the model takes
   // them in its declared float type (exactly: half values are float32 values).
-  std::vector<tuner::HostTensor> converted = inputs;
-  for (const tuner::HostTensor &want : modelInputs(f))
-    for (tuner::HostTensor &t : converted)
-      if (t.name == want.name) tuner::convertFloat(t, want.dtype);
-  if (!evaluateModel(f, converted, outputs, error)) {
+  if (!evaluateModel(f, tuner::convertFloatsLike(inputs, modelInputs(f)), outputs, error)) {
     error = "reference: " + error;
     return false;
   }
@@ -106,14 +102,9 @@ bool runMarked(const ModelOptions &model, const tuner::EngineRunner &engine, con
   }
   auto debug = tuner::EngineRunner::open(b.engine.engine, error);
   if (!debug) return false;
-  std::vector<tuner::HostTensor> bound;
-  for (const tuner::HostTensor &want : debug->inputs())
-    for (const tuner::HostTensor &t : inputs)
-      if (t.name == want.name) {
-        bound.push_back(t);
-        tuner::convertFloat(bound.back(), want.dtype);  // (the engine may have --io-dtype fp16)
-      }
-  if (!debug->setInputs(bound, error) || !debug->run(outputs, error)) return false;
+  // (built with the declared I/O types: the original engine's may be --io-dtype fp16)
+  if (!debug->setInputs(tuner::convertFloatsLike(inputs, debug->inputs()), error) || !debug->run(outputs, error))
+    return false;
   for (const tuner::HostTensor &o : outputs)
     if (std::none_of(engine.outputs().begin(), engine.outputs().end(), [&](auto &x) { return x.name == o.name; }))
       marked.push_back(o.name);

@@ -2,23 +2,20 @@
 #include "tools/kiln/OrtReferenceScript.h"  // kOrtReferenceScript: tools/kiln/ort_reference.py (generated)
 
 #include "compiler/ops/Tensor.h"
+#include "tuner/Child.h"
 #include "tuner/TensorFiles.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-extern char **environ;
 
 namespace kiln::cli {
 
 namespace {
+
+constexpr double kOrtSeconds = 3600;  // (onnxruntime on the CPU, graph optimizations off)
 
 std::string python() {
   if (const char *p = std::getenv("KILN_PYTHON"); p && *p) return p;
@@ -29,24 +26,6 @@ std::string python() {
     venv = std::string(home) + "/.cache/kiln/venv";
   if (!venv.empty() && access((venv + "/bin/python").c_str(), X_OK) == 0) return venv + "/bin/python";
   return "python3";
-}
-
-// Runs argv with stderr to `errFile`; its exit status, or -1 when it could not start.
-int runProcess(const std::vector<std::string> &args, const std::string &errFile) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, errFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  std::vector<char *> argv;
-  for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 std::string lastLines(const std::string &path, size_t n) {
@@ -87,12 +66,22 @@ bool ortOutputs(const std::string &model, const std::vector<tuner::HostTensor> &
   std::string marks;
   for (const std::string &m : markedNodes) marks += m + "\n";
   const std::string py = python(), errFile = dir + "/stderr.txt";
-  int rc =
-      runProcess({py, "-c", kOrtReferenceScript, model, dir + "/inputs.npz", dir + "/outputs.npz", marks}, errFile);
+  tuner::Child child;
+  int rc = 0;
+  bool timedOut = false;
+  if (!tuner::spawn({py, "-c", kOrtReferenceScript, model, dir + "/inputs.npz", dir + "/outputs.npz", marks}, {},
+                    "/dev/null", errFile, kOrtSeconds, child, error, /*ownProcessGroup=*/false)) {
+    error = "--ort: " + error;
+    return false;
+  }
+  tuner::wait(child, rc, timedOut);
+  if (timedOut) {
+    error = "--ort: onnxruntime took more than " + std::to_string(int(kOrtSeconds)) + " s on " + model;
+    return false;
+  }
   if (rc != 0) {
     std::string why = lastLines(errFile, 4);
-    if (why.find("No module named 'onnxruntime'") != std::string::npos ||
-        why.find("No module named 'onnx'") != std::string::npos || rc == -1)
+    if (why.find("No module named") != std::string::npos || why.find("cannot run " + py) != std::string::npos)
       error = "--ort needs onnxruntime, onnx and numpy in " + py +
               " (pip install onnxruntime onnx numpy, or set KILN_PYTHON to a Python that has them)";
     else
