@@ -11,11 +11,11 @@
 #include "passes/ElementwiseUse.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
+#include "passes/StridedViews.h"
 
 #include "llvm/ADT/SetVector.h"
 
 #include <numeric>
-#include "passes/StridedViews.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_FUSEATTENTION
@@ -212,9 +212,9 @@ bool fuse(Operation *softmax, OpBuilder &b) {
         !std::equal(mid.begin() + 1, mid.end(), out.begin() + long(split)) ||
         std::accumulate(out.begin(), out.begin() + long(split), int64_t(1), std::multiplies<>()) != mid[0])
       return perm;
-    ops::Tensor shape(ops::DType::I64, {int64_t(out.size())});
-    for (size_t i = 0; i < out.size(); ++i) shape.setInt(int64_t(i), i < split ? out[i] : in[i - split + 1]);
-    Value c = createConstant(b, loc, shape);
+    std::vector<int64_t> to(out.begin(), out.begin() + long(split));  // [batch, heads, in[1:]...]
+    to.insert(to.end(), in.begin() + 1, in.end());
+    Value c = createConstant(b, loc, ops::Tensor::fromInts(ops::DType::I64, {int64_t(to.size())}, to));
     std::string err;
     Operation *early = createInferred<ReshapeOp>(b, loc, {t->getOperand(0), c}, {}, &err);
     madeViews.push_back(c.getDefiningOp());
