@@ -101,20 +101,13 @@ std::string fishOptions(const CLI::App &cmd, const std::string &condition) {
 std::string fishScript(const CLI::App &app) {
   std::string s = "# fish completion for kiln: kiln completion fish > ~/.config/fish/completions/kiln.fish\n"
                   "# Generated from this kiln's own command definitions.\n";
-  std::string all;
-  for (const CLI::App *c : visible(app)) all += (all.empty() ? "" : " ") + c->get_name();
   s += fishOptions(app, "");
   for (const CLI::App *c : visible(app)) {
     s += "complete -c kiln -f -n '__fish_use_subcommand' -a " + c->get_name() + " -d " +
          fishQuoted(c->get_description()) + "\n";
-    const std::string in = "__fish_seen_subcommand_from " + c->get_name();
-    if (visible(*c).empty()) {
-      s += fishOptions(*c, in);
-      continue;
-    }
-    const std::string subs = subcommandWords(*c);
+    const std::string in = "__fish_seen_subcommand_from " + c->get_name(), subs = subcommandWords(*c);
     s += fishOptions(*c, in);
-    for (const CLI::App *g : visible(*c)) {
+    for (const CLI::App *g : visible(*c)) {  // (nested subcommands: debug precision)
       s += "complete -c kiln -f -n " + fishQuoted(in + "; and not __fish_seen_subcommand_from " + subs) + " -a " +
            g->get_name() + " -d " + fishQuoted(g->get_description()) + "\n";
       s += fishOptions(*g, in + "; and __fish_seen_subcommand_from " + g->get_name());
