@@ -6,6 +6,7 @@
 #include "compiler/importer/Importer.h"
 #include "onnx/onnx-ml.pb.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/MLIRContext.h"
 
 #include "tests/unit/TempDirTest.h"
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -184,6 +186,60 @@ TEST(Importer, FreshContextsOneAfterAnother) {
     EXPECT_EQ(ops, 2u) << "round " << i;
   };
   for (int i = 0; i < 50; ++i) importOnce(i);
+}
+
+// ConstantOfShape is a splat: it folds at any size up to 2^30 elements (the light models of the
+// onnx wheel build their 4096x9216 Gemm weights so; above the evaluator's fold limit they stayed
+// ops that no GPU kernel runs), as one element in the IR; beyond 2^30 it stays an op.
+TEST(Importer, ConstantOfShapeFoldsToASplatAtAnySize) {
+  auto import = [](const std::string &dims, const std::string &value) {
+    std::string text =
+        "ir_version: 8\nopset_import { version: 17 }\ngraph { "
+        "node { output: \"s\" op_type: \"Constant\" attribute { name: \"value\" type: TENSOR t { dims: 2 "
+        "data_type: 7 " +
+        dims +
+        " } } } "
+        "node { input: \"s\" output: \"y\" op_type: \"ConstantOfShape\" " +
+        value +
+        "} "
+        "output { name: \"y\" } }\n";
+    auto ctx = std::make_unique<mlir::MLIRContext>();
+    kiln::ImportResult r = kiln::importModelBytes(text, true, ".", *ctx);
+    return std::make_pair(std::move(ctx), std::move(r));
+  };
+  auto countOps = [](kiln::ImportResult &r, llvm::StringRef name) {
+    unsigned n = 0;
+    r.module->walk([&](mlir::Operation *op) { n += op->getName().getStringRef() == name; });
+    return n;
+  };
+  {
+    auto [ctx, r] = import("int64_data: 8192 int64_data: 1024",
+                           "attribute { name: \"value\" type: TENSOR t { dims: 1 data_type: 1 float_data: 0.02 } } ");
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(countOps(r, "kiln.constant_of_shape"), 0u);
+    bool found = false;
+    r.module->walk([&](mlir::Operation *op) {
+      if (op->getName().getStringRef() != "kiln.constant") return;
+      auto attr = mlir::dyn_cast<mlir::DenseElementsAttr>(op->getAttr("value"));
+      if (!attr || attr.getType().getRank() != 2) return;
+      found = true;
+      EXPECT_TRUE(attr.isSplat());
+      EXPECT_EQ(attr.getType().getShape()[0], 8192);
+      EXPECT_EQ(attr.getType().getShape()[1], 1024);
+      EXPECT_FLOAT_EQ(attr.getSplatValue<float>(), 0.02f);
+    });
+    EXPECT_TRUE(found);
+  }
+  {  // no value: float 0
+    auto [ctx, r] = import("int64_data: 4096 int64_data: 4096", "");
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(countOps(r, "kiln.constant_of_shape"), 0u);
+  }
+  {  // 2^31 elements: left as an op, nothing allocated
+    auto [ctx, r] = import("int64_data: 65536 int64_data: 32768", "");
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_EQ(countOps(r, "kiln.constant_of_shape"), 1u);
+  }
 }
 
 }  // namespace
