@@ -191,15 +191,14 @@ bool hoistResultTranspose(Operation *mm, OpBuilder &b) {
   Location loc = t.getLoc();
   b.setInsertionPoint(t);
   std::string err;
-  ops::Tensor shape(ops::DType::I64, {int64_t(rows.size())});
-  for (size_t k = 0; k < rows.size(); ++k) shape.setInt(int64_t(k), rows[k]);
   SmallVector<Operation *> made;  // erased again if the rewrite fails
   auto keep = [&](Operation *op) {
     if (op) made.push_back(op);
     return op ? op->getResult(0) : Value();
   };
-  Value ra =
-      keep(createInferred<ReshapeOp>(b, loc, {a, keep(createConstant(b, loc, shape).getDefiningOp())}, {}, &err));
+  Operation *reshaped = createReshape(b, loc, a, rows, &err);
+  if (reshaped) keep(reshaped->getOperand(1).getDefiningOp());
+  Value ra = keep(reshaped);
   Value ta = ra ? createTranspose(b, loc, ra, p) : Value();
   ta = keep(ta ? ta.getDefiningOp() : nullptr);
   Value y =
@@ -396,11 +395,9 @@ bool splitColumnSlices(Operation *mm, OpBuilder &b, bool onlyWhereItHelps) {
       y = add->getResult(0);
     }
     if (y.getType() != p.slice.getType()) {  // the same elements in the same order: a reshape
-      std::vector<int64_t> to = shapeOf(p.slice);
-      ops::Tensor shape(ops::DType::I64, {int64_t(to.size())});
-      for (size_t k = 0; k < to.size(); ++k) shape.setInt(int64_t(k), to[k]);
-      Operation *r = createInferred<ReshapeOp>(b, loc, {y, createConstant(b, loc, shape)}, {}, &err);
+      Operation *r = createReshape(b, loc, y, shapeOf(p.slice), &err);
       if (!r) return fail();
+      made.push_back(r->getOperand(1).getDefiningOp());
       made.push_back(r);
       y = r->getResult(0);
     }

@@ -214,11 +214,10 @@ bool fuse(Operation *softmax, OpBuilder &b) {
       return perm;
     std::vector<int64_t> to(out.begin(), out.begin() + long(split));  // [batch, heads, in[1:]...]
     to.insert(to.end(), in.begin() + 1, in.end());
-    Value c = createConstant(b, loc, ops::Tensor::fromInts(ops::DType::I64, {int64_t(to.size())}, to));
     std::string err;
-    Operation *early = createInferred<ReshapeOp>(b, loc, {t->getOperand(0), c}, {}, &err);
-    madeViews.push_back(c.getDefiningOp());
+    Operation *early = createReshape(b, loc, t->getOperand(0), to, &err);
     if (!early) return perm;
+    madeViews.push_back(early->getOperand(1).getDefiningOp());
     madeViews.push_back(early);
     replacedViews.insert(r), replacedViews.insert(t);
     operand = early->getResult(0);

@@ -45,10 +45,8 @@ std::optional<StringRef> secondStageOf(Operation *op) {
 }
 
 Value reshape(OpBuilder &b, Location loc, Value x, const std::vector<int64_t> &shape) {
-  ops::Tensor s(ops::DType::I64, {int64_t(shape.size())});
-  for (size_t k = 0; k < shape.size(); ++k) s.setInt(int64_t(k), shape[k]);
   std::string err;
-  Operation *r = createInferred<ReshapeOp>(b, loc, {x, createConstant(b, loc, s)}, {}, &err);
+  Operation *r = createReshape(b, loc, x, shape, &err);
   return r ? r->getResult(0) : Value();
 }
 

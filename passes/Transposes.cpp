@@ -69,14 +69,9 @@ bool simplifyTranspose(TransposeOp t, OpBuilder &b) {
   }
   auto out = cast<RankedTensorType>(t.getResult().getType());
   b.setInsertionPoint(t);
-  ops::Tensor shape(ops::DType::I64, {out.getRank()});
-  for (int64_t k = 0; k < out.getRank(); ++k) shape.setInt(k, out.getDimSize(k));
   std::string err;
-  Operation *r = createInferred<ReshapeOp>(b, t.getLoc(), {x, createConstant(b, t.getLoc(), shape)}, {}, &err);
-  if (!r || r->getResult(0).getType() != out) {
-    if (r) r->erase();
-    return false;
-  }
+  Operation *r = createReshape(b, t.getLoc(), x, out.getShape(), &err);  // same elements, same type
+  if (!r) return false;
   t.getResult().replaceAllUsesWith(r->getResult(0));
   t->erase();
   return true;

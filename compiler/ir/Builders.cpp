@@ -41,4 +41,11 @@ Value createConstant(OpBuilder &b, Location loc, const ops::Tensor &t) {
   return b.create<ConstantOp>(loc, attrFromTensor(t, b.getContext())).getResult();
 }
 
+Operation *createReshape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape, std::string *error) {
+  Value c = createConstant(b, loc, ops::Tensor::fromInts(ops::DType::I64, {int64_t(shape.size())}, shape.vec()));
+  Operation *r = createInferred<ReshapeOp>(b, loc, {x, c}, {}, error);
+  if (!r) c.getDefiningOp()->erase();
+  return r;
+}
+
 }  // namespace kiln

@@ -31,4 +31,9 @@ bool reinferResultTypes(mlir::Operation *op, std::string *error);
 // A kiln.constant holding `t`.
 mlir::Value createConstant(mlir::OpBuilder &b, mlir::Location loc, const ops::Tensor &t);
 
+// `x` reshaped to `shape` (every dim given, none 0 or -1): a kiln.reshape whose operand 1 is a new
+// i64 kiln.constant. On failure erases both, sets `error` and returns nullptr.
+mlir::Operation *createReshape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, llvm::ArrayRef<int64_t> shape,
+                               std::string *error);
+
 }  // namespace kiln
