@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS kiln_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS measurements(
   model_hash TEXT NOT NULL, shapes TEXT NOT NULL, route TEXT NOT NULL, environment TEXT NOT NULL,
   status TEXT NOT NULL, reason TEXT NOT NULL, median_ms REAL, p90_ms REAL, min_ms REAL, runs INTEGER,
-  metrics TEXT NOT NULL, created TEXT NOT NULL,
+  metrics TEXT NOT NULL, created TEXT NOT NULL, launches TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(model_hash, shapes, route, environment));
 )SQL";
 
@@ -111,6 +111,7 @@ std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, 
                                              (rc == SQLITE_OK ? "no schema version" : sqlite3_errmsg(c->db_)) + ")";
       return nullptr;
     }
+    c->version_ = version;
     return c;
   }
   // Switching a new file to WAL takes an exclusive lock that SQLite's busy handler does not wait
@@ -140,7 +141,12 @@ std::unique_ptr<Cache> Cache::open(const std::string &path, std::string &error, 
             std::to_string(kSchemaVersion) + ": use a newer kiln or another --cache";
     return nullptr;
   }
-  // Migrations from older versions go here (version 1 is the first).
+  // Migrations from older versions (version 1 is the first).
+  if (version == 1 && !c->exec("ALTER TABLE measurements ADD COLUMN launches TEXT NOT NULL DEFAULT '';", error)) {
+    std::string e2;
+    c->exec("ROLLBACK;", e2);
+    return nullptr;
+  }
   std::string set =
       "INSERT OR REPLACE INTO kiln_meta VALUES('schema_version', '" + std::to_string(kSchemaVersion) + "');";
   if (!c->exec(kSchema, error) || !c->exec(set.c_str(), error) || !c->exec("COMMIT;", error)) {
@@ -155,10 +161,10 @@ Cache::~Cache() { sqlite3_close(db_); }
 
 bool Cache::lookup(const CacheKey &key, Measurement &out, std::string &error) {
   Stmt s;
-  if (sqlite3_prepare_v2(db_,
-                         "SELECT status, reason, median_ms, p90_ms, min_ms, runs, metrics, created FROM measurements "
-                         "WHERE model_hash = ? AND shapes = ? AND route = ? AND environment = ?",
-                         -1, &s.s, nullptr) != SQLITE_OK) {
+  std::string sql = std::string("SELECT status, reason, median_ms, p90_ms, min_ms, runs, metrics, created, ") +
+                    launchesColumn() +
+                    " FROM measurements WHERE model_hash = ? AND shapes = ? AND route = ? AND environment = ?";
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s.s, nullptr) != SQLITE_OK) {
     error = path_ + ": " + sqlite3_errmsg(db_);
     return false;
   }
@@ -181,6 +187,7 @@ bool Cache::lookup(const CacheKey &key, Measurement &out, std::string &error) {
   out.runs = sqlite3_column_int64(s.s, 5);
   out.metrics = text(s.s, 6);
   out.created = text(s.s, 7);
+  out.launches = text(s.s, 8);
   return true;
 }
 
@@ -195,8 +202,8 @@ bool Cache::insert(const CacheRow &row, bool replace, bool &added, std::string &
     v.created = buf;
   }
   Stmt s;
-  const char *sql = replace ? "INSERT OR REPLACE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"
-                            : "INSERT OR IGNORE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?)";
+  const char *sql = replace ? "INSERT OR REPLACE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                            : "INSERT OR IGNORE INTO measurements VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
   bool ok = sqlite3_prepare_v2(db_, sql, -1, &s.s, nullptr) == SQLITE_OK;
   if (ok) {
     const std::string *t[] = {&row.key.modelHash,   &row.key.shapes, &row.key.route,
@@ -208,6 +215,7 @@ bool Cache::insert(const CacheRow &row, bool replace, bool &added, std::string &
     sqlite3_bind_int64(s.s, 10, v.runs);
     sqlite3_bind_text(s.s, 11, v.metrics.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s.s, 12, v.created.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s.s, 13, v.launches.c_str(), -1, SQLITE_TRANSIENT);
     ok = sqlite3_step(s.s) == SQLITE_DONE;
   }
   if (!ok) {
@@ -234,11 +242,11 @@ bool Cache::storeAll(const std::vector<CacheRow> &rows, std::string &error) {
 
 bool Cache::rows(std::vector<CacheRow> &out, std::string &error, const std::string &modelPrefix) {
   Stmt s;
-  if (sqlite3_prepare_v2(
-          db_,
-          "SELECT model_hash, shapes, route, environment, status, reason, median_ms, p90_ms, min_ms, runs, "
-          "metrics, created FROM measurements WHERE model_hash LIKE ? || '%' ORDER BY model_hash, route",
-          -1, &s.s, nullptr) != SQLITE_OK) {
+  std::string sql =
+      std::string("SELECT model_hash, shapes, route, environment, status, reason, median_ms, p90_ms, min_ms, "
+                  "runs, metrics, created, ") +
+      launchesColumn() + " FROM measurements WHERE model_hash LIKE ? || '%' ORDER BY model_hash, route";
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s.s, nullptr) != SQLITE_OK) {
     error = path_ + ": " + sqlite3_errmsg(db_);
     return false;
   }
@@ -255,6 +263,7 @@ bool Cache::rows(std::vector<CacheRow> &out, std::string &error, const std::stri
     r.m.runs = sqlite3_column_int64(s.s, 9);
     r.m.metrics = text(s.s, 10);
     r.m.created = text(s.s, 11);
+    r.m.launches = text(s.s, 12);
     out.push_back(r);
   }
   if (rc != SQLITE_DONE) {
@@ -325,12 +334,14 @@ bool Cache::integrityCheck(std::string &result) {
 }
 
 nlohmann::json rowToJson(const CacheRow &r) {
-  return {{"model_hash", r.key.modelHash}, {"shapes", r.key.shapes},
-          {"route", r.key.route},          {"environment", r.key.environment},
-          {"status", r.m.status},          {"reason", r.m.reason},
-          {"median_ms", r.m.medianMs},     {"p90_ms", r.m.p90Ms},
-          {"min_ms", r.m.minMs},           {"runs", r.m.runs},
-          {"metrics", r.m.metrics},        {"created", r.m.created}};
+  nlohmann::json j = {{"model_hash", r.key.modelHash}, {"shapes", r.key.shapes},
+                      {"route", r.key.route},          {"environment", r.key.environment},
+                      {"status", r.m.status},          {"reason", r.m.reason},
+                      {"median_ms", r.m.medianMs},     {"p90_ms", r.m.p90Ms},
+                      {"min_ms", r.m.minMs},           {"runs", r.m.runs},
+                      {"metrics", r.m.metrics},        {"created", r.m.created}};
+  if (!r.m.launches.empty()) j["launches"] = r.m.launches;
+  return j;
 }
 
 std::string rowsToJsonLines(const std::vector<CacheRow> &rows) {
@@ -361,6 +372,7 @@ bool rowsFromJsonLines(const std::string &text, std::vector<CacheRow> &out, std:
       r.m.runs = j.value("runs", int64_t(0));
       r.m.metrics = j.value("metrics", "");
       r.m.created = j.value("created", "");
+      r.m.launches = j.value("launches", "");
       out.push_back(r);
     } catch (const std::exception &e) {
       error = "line " + std::to_string(n) + ": " + e.what();

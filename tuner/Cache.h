@@ -29,6 +29,9 @@ struct Measurement {
   int64_t runs = 0;
   std::string metrics;  // JSON: accuracy per output
   std::string created;  // UTC time of the measurement
+  // JSON: each launch timed alone ([{"node": "conv+bn+relu", "ms": 0.012}, ...]) when the
+  // candidate was profiled (--search nodes), else "".
+  std::string launches;
 };
 
 struct CacheRow {
@@ -38,7 +41,8 @@ struct CacheRow {
 
 class Cache {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // 2: measurements gained `launches` (a version-1 file is migrated when opened for writing).
+  static constexpr int kSchemaVersion = 2;
   enum class Open {
     Create,    // read-write, creating the file (and its folder) when missing: tune, import
     Existing,  // read-write, the file must exist: merge's target, gc
@@ -77,8 +81,11 @@ class Cache {
   bool exec(const char *sql, std::string &error);
   bool deleteWhere(const char *where, const std::vector<std::string> &values, int64_t &deleted, std::string &error);
   bool insert(const CacheRow &row, bool replace, bool &added, std::string &error);
+  // The column list of SELECTs: a version-1 file opened read-only has no `launches` column.
+  const char *launchesColumn() const { return version_ >= 2 ? "launches" : "''"; }
   sqlite3 *db_ = nullptr;
   std::string path_;
+  int version_ = kSchemaVersion;
 };
 
 // Rows as JSON lines (one object per row) and back, for export/import between machines.

@@ -59,6 +59,7 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       claimedBy[k.name] = term;
       Dimension d;
       d.knob = k.name;
+      if (!k.node.empty()) d.node = k.node, d.kind = k.name.substr(5 + k.node.size() + 1);  // node.<n>.<kind>
       std::string dropped;  // int8/fp8 values left out for want of a calibration
       for (const std::string &v : k.def->domain) {
         if (!valueRe.fullMatch(v, why)) continue;
@@ -116,6 +117,85 @@ std::vector<knobs::Route> SearchSpace::fast() const {
       if (r.canonical() == b.canonical()) continue;  // the base value, or a node value it inherits
       out.push_back(r);
     }
+  return out;
+}
+
+std::vector<knobs::Route> SearchSpace::nodeSweeps() const {
+  const knobs::Route b = base();
+  std::vector<knobs::Route> out = {b};
+  std::string err;
+  std::vector<std::pair<std::string, std::string>> sweeps;  // (kind, value), in first-seen order
+  for (const Dimension &d : dims) {
+    if (d.node.empty()) {
+      for (const std::string &v : d.values) {
+        knobs::Route r = b;
+        r.set(d.knob, v, &err);
+        if (r.canonical() != b.canonical()) out.push_back(r);
+      }
+      continue;
+    }
+    for (const std::string &v : d.values)
+      if (std::find(sweeps.begin(), sweeps.end(), std::make_pair(d.kind, v)) == sweeps.end())
+        sweeps.push_back({d.kind, v});
+  }
+  for (const auto &[kind, value] : sweeps) {
+    knobs::Route r = b;
+    for (const Dimension &d : dims)
+      if (d.kind == kind && std::find(d.values.begin(), d.values.end(), value) != d.values.end())
+        r.set(d.knob, value, &err);
+    if (r.canonical() != b.canonical() &&
+        std::none_of(out.begin(), out.end(), [&](const knobs::Route &o) { return o == r; }))
+      out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<NodeChoice>
+SearchSpace::pickNodeValues(const std::vector<std::pair<knobs::Route, std::vector<NodeLaunch>>> &profiles,
+                            double minGain) const {
+  std::vector<NodeChoice> out;
+  if (profiles.empty()) return out;
+  const knobs::Route &b = profiles.front().first;
+  auto sameGlobals = [&](const knobs::Route &r) {
+    for (const Dimension &d : dims) {
+      if (!d.node.empty()) continue;
+      auto x = r.values().find(d.knob), y = b.values().find(d.knob);
+      if ((x == r.values().end()) != (y == b.values().end()) || (x != r.values().end() && x->second != y->second))
+        return false;
+    }
+    return true;
+  };
+  // The time of the launches that name `node` (one of the '+'-joined names).
+  auto nodeTime = [](const std::vector<NodeLaunch> &launches, const std::string &node) {
+    double t = 0;
+    for (const NodeLaunch &l : launches) {
+      size_t at = 0;
+      while (at <= l.nodes.size()) {
+        size_t end = l.nodes.find('+', at);
+        if (end == std::string::npos) end = l.nodes.size();
+        if (l.nodes.compare(at, end - at, node) == 0) {
+          t += l.ms;
+          break;
+        }
+        at = end + 1;
+      }
+    }
+    return t;
+  };
+  for (const Dimension &d : dims) {
+    if (d.node.empty()) continue;
+    double baseMs = nodeTime(profiles.front().second, d.node);
+    if (baseMs <= 0) continue;  // no launch names the node: nothing to time
+    NodeChoice best{d.knob, "", baseMs, baseMs};
+    for (size_t i = 1; i < profiles.size(); ++i) {
+      const knobs::Route &r = profiles[i].first;
+      auto v = r.values().find(d.knob);
+      if (v == r.values().end() || !sameGlobals(r)) continue;
+      double t = nodeTime(profiles[i].second, d.node);
+      if (t > 0 && t < best.ms) best.value = v->second, best.ms = t;
+    }
+    if (!best.value.empty() && best.ms < baseMs * (1 - minGain)) out.push_back(best);
+  }
   return out;
 }
 

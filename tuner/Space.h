@@ -23,6 +23,22 @@ struct Dimension {
   // The value in the base route: a global knob's default if selected, else its first selected
   // value; "" for a per-node instance (unset: it inherits the global value).
   std::string base;
+  // A per-node instance's node and knob ("conv1", "tile"); "" for a global knob.
+  std::string node, kind;
+};
+
+// One launch of a profiled engine: the nodes it computes ("conv+bn+relu", as `kiln run --profile`
+// names them) and its time, launched alone.
+struct NodeLaunch {
+  std::string nodes;
+  double ms = 0;
+};
+
+// A per-node value the nodes search picked: the node's launches took `ms` under it, `baseMs` in
+// the base route.
+struct NodeChoice {
+  std::string knob, value;
+  double baseMs = 0, ms = 0;
 };
 
 struct SearchSpace {
@@ -34,6 +50,17 @@ struct SearchSpace {
   knobs::Route base() const;
   // fast: the base, then each dimension's other values one at a time.
   std::vector<knobs::Route> fast() const;
+  // nodes: the base, each global dimension's other values one at a time, then one sweep per
+  // per-node knob and value: every node whose dimension of that knob offers the value set to it
+  // at once, everything else at the base. Profiled launch by launch, one sweep times every node
+  // under its value, so the search builds (knobs × values) engines, not (nodes × values).
+  std::vector<knobs::Route> nodeSweeps() const;
+  // From the profiles of the base route (`profiles[0]`) and of sweeps: for each per-node dimension,
+  // the value under which the launches naming its node took least time in all, when that beats
+  // the base route's time for them by more than `minGain` (a fraction). Profiles of routes that
+  // differ from the base in a global knob are not used.
+  std::vector<NodeChoice> pickNodeValues(const std::vector<std::pair<knobs::Route, std::vector<NodeLaunch>>> &profiles,
+                                         double minGain) const;
   // How many routes combinations() of these dimensions makes (the product of their sizes,
   // UINT64_MAX when it does not fit), and fullCount() of all of them — counted, not built.
   uint64_t combinationCount(const std::vector<size_t> &dims) const;

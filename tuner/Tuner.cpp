@@ -30,6 +30,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A node's value must cut its launches' time by more than this fraction to enter the composed
+// route of a nodes search (profiled times are medians of 5 runs of each launch alone).
+constexpr double kNodeMinGain = 0.03;
+
 std::string hashOf(const std::vector<uint8_t> &bytes) { return rt::fnv1a64Hex(bytes.data(), bytes.size()); }
 
 // A hash of what an engine computes and how: its metadata written again without the route it
@@ -154,8 +158,12 @@ class Session {
   bool probeDevices(std::string &error);
   // --from-cache: the environment whose measurements to use (report_.environment).
   bool cachedEnvironment(std::string &error);
-  // Measures `routes` (cache first), over the devices; appends to report_.results.
-  void measure(const std::vector<knobs::Route> &routes);
+  // Measures `routes` (cache first), over the devices; appends to report_.results. `profile`: each
+  // launch is also timed alone (kiln run --profile), kept in the measurement's `launches`.
+  void measure(const std::vector<knobs::Route> &routes, bool profile = false);
+  // --search nodes, after its first phase: the route that gives each node the value its launches
+  // ran fastest under (Space::pickNodeValues), measured end to end.
+  void composeNodeWinners(const SearchSpace &space);
   void finish(size_t result, int exitCode, bool timedOut, const std::string &outNpz, const Child &child);
   void judge(const std::string &route, Measurement &m) const;
   CacheKey key(const std::string &route) const { return {modelHash_, inputsKey_, route, report_.environment}; }
@@ -379,6 +387,11 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
         metrics.push_back({ref.name, x});
       }
       m.metrics = metricsToJson(metrics);
+      if (j.contains("launches")) {
+        nlohmann::json l = nlohmann::json::array();
+        for (auto &x : j["launches"]) l.push_back({{"node", x.value("node", "")}, {"ms", x.value("ms", 0.0)}});
+        m.launches = l.dump();
+      }
       if (m.status.empty()) judge(r.route, m);
     }
   }
@@ -392,7 +405,7 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
   progress();
 }
 
-void Session::measure(const std::vector<knobs::Route> &routes) {
+void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
   struct Running {
     Child child;
     size_t result;
@@ -494,9 +507,14 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     Running run;
     run.result = index;
     run.outNpz = stem + ".npz";
-    if (!spawn({selfExecutable(), "run", stem + ".kiln", "--inputs", inputsNpz_, "--outputs", run.outNpz, "--json",
-                "--warmup", std::to_string(o_.warmup), "--iterations", std::to_string(o_.iterations)},
-               {{"CUDA_VISIBLE_DEVICES", visible_.at(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds,
+    std::vector<std::string> args = {selfExecutable(), "run",
+                                     stem + ".kiln",   "--inputs",
+                                     inputsNpz_,       "--outputs",
+                                     run.outNpz,       "--json",
+                                     "--warmup",       std::to_string(o_.warmup),
+                                     "--iterations",   std::to_string(o_.iterations)};
+    if (profile) args.push_back("--profile");
+    if (!spawn(args, {{"CUDA_VISIBLE_DEVICES", visible_.at(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds,
                run.child, error)) {
       report_.results[index].m = {"run_failed", error};
       log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
@@ -515,6 +533,51 @@ void Session::measure(const std::vector<knobs::Route> &routes) {
     if (!cache_->store(key(r.route), r.m, error)) log("warning: " + error);
     progress();
   }
+}
+
+void Session::composeNodeWinners(const SearchSpace &space) {
+  // The base route's profile first, then every other profiled candidate that ran.
+  std::vector<std::pair<knobs::Route, std::vector<NodeLaunch>>> profiles;
+  const std::string base = space.base().canonical();
+  for (int pass = 0; pass < 2; ++pass)
+    for (const CandidateResult &r : report_.results) {
+      if ((r.route == base) != (pass == 0) || r.m.launches.empty() ||
+          (r.m.status != "ok" && r.m.status != "inaccurate"))
+        continue;
+      std::pair<knobs::Route, std::vector<NodeLaunch>> p;
+      std::string err;
+      if (!knobs::Route::parse(r.route, &p.first, &err)) continue;
+      try {
+        for (auto &x : nlohmann::json::parse(r.m.launches))
+          p.second.push_back({x.value("node", ""), x.value("ms", 0.0)});
+      } catch (...) {
+        continue;
+      }
+      profiles.push_back(std::move(p));
+    }
+  if (profiles.empty() || profiles.front().first.canonical() != base) {
+    log("nodes search: no profile of the base route; composing nothing");
+    return;
+  }
+  std::vector<NodeChoice> picks = space.pickNodeValues(profiles, kNodeMinGain);
+  if (picks.empty()) {
+    log("nodes search: no node ran more than 3% faster under another value");
+    return;
+  }
+  knobs::Route composed = space.base();
+  std::string err;
+  for (const NodeChoice &c : picks) {
+    composed.set(c.knob, c.value, &err);
+    char line[512];
+    std::snprintf(line, sizeof line, "nodes search: %s=%s  %.4f -> %.4f ms", c.knob.c_str(), c.value.c_str(), c.baseMs,
+                  c.ms);
+    log(line);
+  }
+  log("nodes search: measuring the composed route of " + std::to_string(picks.size()) + " node value" +
+      (picks.size() == 1 ? "" : "s"));
+  if (done_.count(composed.canonical())) return;
+  total_ += 1;
+  measure({composed});
 }
 
 // The environment of every device, asked of children (that see their device as the measuring
@@ -617,7 +680,12 @@ TuneReport Session::run() {
   report_.notes = space.notes;
   for (const std::string &n : space.notes) log("note: " + n);
   std::vector<knobs::Route> plan;
-  if (o_.search == "fast" || o_.search == "mixed") {
+  if (o_.search == "nodes") {
+    plan = space.nodeSweeps();
+    report_.plannedNote =
+        "nodes search, first phase (the base, global flips, one sweep per per-node knob value, every launch timed "
+        "alone); then the route of each node's fastest value";
+  } else if (o_.search == "fast" || o_.search == "mixed") {
     plan = space.fast();
     report_.plannedNote = o_.search == "fast"
                               ? "fast search"
@@ -640,16 +708,16 @@ TuneReport Session::run() {
     plan = space.full();
     report_.plannedNote = "full search";
   } else {
-    return report_.error = "unknown search '" + o_.search + "' (fast, mixed, full)", report_;
+    return report_.error = "unknown search '" + o_.search + "' (fast, mixed, full, nodes)", report_;
   }
   if (o_.shards > 1) {
     if (o_.shard < 1 || o_.shard > o_.shards)
       return report_.error = "--shard " + std::to_string(o_.shard) + "/" + std::to_string(o_.shards) +
                              ": K must be 1.." + std::to_string(o_.shards),
              report_;
-    if (o_.search == "mixed")
-      return report_.error = "--shard needs --search fast or full (a mixed search's second phase depends on every "
-                             "first-phase result)",
+    if (o_.search == "mixed" || o_.search == "nodes")
+      return report_.error = "--shard needs --search fast or full (a " + o_.search +
+                             " search's second phase depends on every first-phase result)",
              report_;
     std::vector<knobs::Route> mine;
     for (size_t i = 0; i < plan.size(); ++i)
@@ -702,7 +770,8 @@ TuneReport Session::run() {
       report_.plannedNote + ")");
   total_ = plan.size();
   measuringSince_ = elapsed();
-  measure(plan);
+  measure(plan, o_.search == "nodes");
+  if (o_.search == "nodes" && !stop_ && !outOfTime()) composeNodeWinners(space);
   if (o_.search == "mixed" && !stop_ && !outOfTime()) {
     // Second phase: every combination of the knobs whose flips beat the base route.
     auto baseIt = done_.find(space.base().canonical());

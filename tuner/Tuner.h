@@ -6,7 +6,8 @@
 //
 // Searches: fast (the base route, then each knob's other values one at a time), full (every
 // combination; refused above maxCandidates), mixed (fast, then every combination of the knobs
-// whose flips beat the base). The reference is --reference outputs, or else the fp32 default
+// whose flips beat the base), nodes (one profiled sweep per per-node knob value, then the route of
+// each node's fastest value: Space.h). The reference is --reference outputs, or else the fp32 default
 // route's outputs on the same GPU and inputs (computed once, kept beside the cache). A candidate
 // whose engine equals an earlier one's but for the recorded route is not measured again (knobs
 // that change nothing in this model), and a winner must beat the base route outside the
@@ -26,7 +27,7 @@ namespace kiln::tuner {
 struct TuneOptions {
   std::string model, shapes;
   std::string routeExpression;
-  std::string search = "fast";  // fast | mixed | full
+  std::string search = "fast";  // fast | mixed | full | nodes
   std::string accuracy;         // constraints; empty: by each candidate's precision
   std::string cachePath;        // empty: defaultCachePath()
   std::string reference;        // .npz of reference outputs (and maybe inputs)

@@ -79,11 +79,49 @@ TEST(Cache, RefusesNewerSchemasAndOtherFiles) {
                     "'); d.execute(\\\"update kiln_meta set value='99' where key='schema_version'\\\"); d.commit()\"";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no python3 sqlite3";
   EXPECT_FALSE(Cache::open(path, err));
-  EXPECT_NE(err.find("schema version 99, newer than this kiln's 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("schema version 99, newer than this kiln's 2"), std::string::npos) << err;
   std::string junk = tempPath("junk.db");
   std::ofstream(junk) << "this is not a database, just some text that is long enough to be a header........";
   EXPECT_FALSE(Cache::open(junk, err));
   EXPECT_FALSE(err.empty());
+}
+
+// A version-1 file (before `launches`) is read as it is when opened read-only, and migrated when
+// opened for writing; a profiled measurement's launches survive the cache and its JSON lines.
+TEST(Cache, MigratesVersion1AndKeepsLaunches) {
+  std::string path = tempPath("v1.db"), err;
+  std::string cmd = "/usr/bin/python3 -c \"import sqlite3; d = sqlite3.connect('" + path +
+                    "'); d.executescript(\\\"CREATE TABLE kiln_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL); "
+                    "INSERT INTO kiln_meta VALUES('schema_version', '1'); CREATE TABLE measurements(model_hash TEXT "
+                    "NOT NULL, shapes TEXT NOT NULL, route TEXT NOT NULL, environment TEXT NOT NULL, status TEXT NOT "
+                    "NULL, reason TEXT NOT NULL, median_ms REAL, p90_ms REAL, min_ms REAL, runs INTEGER, metrics TEXT "
+                    "NOT NULL, created TEXT NOT NULL, PRIMARY KEY(model_hash, shapes, route, environment)); INSERT "
+                    "INTO measurements VALUES('m', 's', '', 'e', 'ok', '', 1.0, 1.1, 0.9, 50, '{}', "
+                    "'2026-01-01T00:00:00Z');\\\"); d.commit()\"";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "no python3 sqlite3";
+  {
+    auto ro = Cache::open(path, err, Cache::Open::ReadOnly);
+    ASSERT_TRUE(ro) << err;
+    std::vector<CacheRow> rows;
+    ASSERT_TRUE(ro->rows(rows, err)) << err;
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].m.launches, "");
+  }
+  auto c = Cache::open(path, err);
+  ASSERT_TRUE(c) << err;
+  Measurement old;
+  ASSERT_TRUE(c->lookup({"m", "s", "", "e"}, old, err)) << err;
+  EXPECT_DOUBLE_EQ(old.medianMs, 1.0);
+  Measurement m{"ok", "", 1.5, 1.7, 1.4, 50, "{}", "", R"([{"node":"conv+relu","ms":0.25}])"};
+  ASSERT_TRUE(c->store({"m", "s", "node.conv.tile=64x64", "e"}, m, err)) << err;
+  Measurement got;
+  ASSERT_TRUE(c->lookup({"m", "s", "node.conv.tile=64x64", "e"}, got, err)) << err;
+  EXPECT_EQ(got.launches, m.launches);
+  std::vector<CacheRow> rows, back;
+  ASSERT_TRUE(c->rows(rows, err)) << err;
+  ASSERT_TRUE(rowsFromJsonLines(rowsToJsonLines(rows), back, err)) << err;
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].m.launches + back[1].m.launches, m.launches);
 }
 
 // Reading a cache never creates one: list/show/export and merge's source open read-only and

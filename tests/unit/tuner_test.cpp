@@ -67,6 +67,47 @@ TEST(RouteExpression, HugeSpacesAreCountedNotBuilt) {
   EXPECT_EQ(two[s.dims[1].values.size()].canonical(), "node.mm0.precision=" + s.dims[0].values[1]);
 }
 
+// The nodes search: one sweep per per-node knob value (every node that offers it set at once), so
+// 30 nodes' precisions cost 2 sweeps, not 60 builds; then each node takes the value its own
+// launches ran fastest under, if that beats the base by more than the margin, read from the
+// profiles of sweeps that keep the base's global knobs.
+TEST(RouteExpression, NodeSweepsAndPicks) {
+  std::vector<knobs::NodeRef> nodes;
+  for (int i = 0; i < 30; ++i) nodes.push_back({"c" + std::to_string(i), "Conv"});
+  SearchSpace s;
+  std::string err;
+  ASSERT_TRUE(parseSpace("fusion\\.elementwise=.*;node\\..*\\.precision=fp32|fp16|bf16", nodes, s, err)) << err;
+  EXPECT_EQ(s.dims[1].node, "c0");
+  EXPECT_EQ(s.dims[1].kind, "precision");
+  std::vector<knobs::Route> plan = s.nodeSweeps();
+  // The base, the global flip, then a sweep for fp16 and one for bf16 (fp32 is what every node
+  // inherits).
+  ASSERT_EQ(plan.size(), 4u);
+  EXPECT_EQ(plan[0].canonical(), "");
+  EXPECT_EQ(plan[1].canonical(), "fusion.elementwise=off");
+  EXPECT_EQ(plan[2].values().size(), 30u);  // every node at once
+  EXPECT_EQ(plan[2].values().begin()->second, "fp16");
+  EXPECT_EQ(plan[3].values().begin()->second, "bf16");
+
+  // Profiles: the base; the fp16 sweep (c0 faster by 50 %, c1 by 1 %: under the margin); a bf16
+  // route with another global value (faster still, but ignored).
+  knobs::Route ra, rb;
+  ASSERT_TRUE(knobs::Route::parse("node.c0.precision=fp16;node.c1.precision=fp16", &ra, &err)) << err;
+  ASSERT_TRUE(knobs::Route::parse("fusion.elementwise=off;node.c0.precision=bf16", &rb, &err)) << err;
+  std::vector<std::pair<knobs::Route, std::vector<NodeLaunch>>> profiles = {
+      {knobs::Route(), {{"c0+bn0", 0.2}, {"c0", 0.1}, {"c1+relu", 0.1}, {"c10", 0.5}}},
+      {ra, {{"c0+bn0", 0.1}, {"c0", 0.05}, {"c1+relu", 0.099}, {"c10", 0.5}}},
+      {rb, {{"c0+bn0", 0.01}, {"c1+relu", 0.01}}},
+  };
+  std::vector<NodeChoice> picks = s.pickNodeValues(profiles, 0.03);
+  ASSERT_EQ(picks.size(), 1u);
+  EXPECT_EQ(picks[0].knob, "node.c0.precision");
+  EXPECT_EQ(picks[0].value, "fp16");
+  EXPECT_NEAR(picks[0].baseMs, 0.3, 1e-12);  // both launches naming c0, not c10's
+  EXPECT_NEAR(picks[0].ms, 0.15, 1e-12);
+  EXPECT_EQ(s.pickNodeValues(profiles, 0.6).size(), 0u);  // a 50 % gain under a 60 % margin
+}
+
 // Patterns are matched in linear time: a catastrophic one finishes at once, a node name longer
 // than the matching limit is an error naming the term.
 TEST(RouteExpression, PatternsCannotHangOrOverflow) {

@@ -1,4 +1,4 @@
-// `kiln tune model.onnx --route 'REGEX=REGEX;...' [--search fast|mixed|full] [--accuracy C]
+// `kiln tune model.onnx --route 'REGEX=REGEX;...' [--search fast|mixed|full|nodes] [--accuracy C]
 // [--cache db] [--resume] [-o best.kiln] [--json] [--dry-run] [--config tune.yaml] ...`: search
 // build routes for the fastest accurate engine (tuner/Tuner.h). `--dry-run` needs no GPU: it
 // validates the model, the expression and the settings and lists the candidates (a CI gate).
@@ -110,7 +110,8 @@ Runner addTuneCommand(CLI::App &app) {
        noRead = std::make_shared<bool>(false);
   cmd->add_option("model", o->model, "ONNX model");
   cmd->add_option("--route", o->routeExpression, "Route expression: KNOB-REGEX=VALUE-REGEX;... (`kiln knobs MODEL`)");
-  cmd->add_option("--search", o->search, "fast | mixed | full")->capture_default_str();
+  cmd->add_option("--search", o->search, "fast | mixed | full | nodes (per-node values, each launch timed alone)")
+      ->capture_default_str();
   cmd->add_option("--accuracy", o->accuracy, "Constraints, e.g. 'cos>=0.9995,max_abs<=0.05' (default by precision)");
   cmd->add_option("--cache", o->cachePath, "SQLite cache (default $XDG_DATA_HOME/kiln/tune-cache.db)");
   cmd->add_option("--reference", o->reference, "Reference outputs (.npz; default: the fp32 default route on this GPU)");
