@@ -45,6 +45,7 @@
 #   bash bench/gpu_suite.sh dynamic-zoo  # ResNet-50 (and with KILN_DYN_BERT=1 BERT-base) dynamic vs static engines
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
 #                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
+#   bash bench/gpu_suite.sh nodes   # tune --search nodes on $KILN_NODES_MODELS (default resnet50_b32) vs plain fp16 (issue 26)
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -232,6 +233,27 @@ if [ "$mode" = tune-quick ]; then
     tune tq_one_worker "$m" --cache "$dbs/tq1.db" --devices 0
     tune tq_two_workers "$m" --cache "$dbs/tq2.db" --devices 0,1
   fi
+fi
+
+# The nodes search (issue 26): per-node values from profiled sweeps (each launch timed alone),
+# composed and confirmed end to end, beside the plain fp16 engine (ABAB, same inputs); a second
+# tune on the same cache must measure nothing. $KILN_NODES_MODELS (zoo names, default
+# resnet50_b32), $KILN_NODES_ROUTE.
+if [ "$mode" = nodes ]; then
+  : > "$summary"
+  models=${KILN_NODES_MODELS:-resnet50_b32}
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "${models// /,}" > "$OUT/logs/zoo.log" 2>&1
+  route=${KILN_NODES_ROUTE:-'precision=fp16;node\..*\.(tile|splitk)=.*'}
+  for m in $models; do
+    tune "nodes_$m" "$zoo/$m.onnx" --cache "$dbs/nodes.db" --search nodes -o "/tmp/nodes_$m.kiln"
+    grep -h "nodes search:" "$OUT/logs/nodes_$m.log" | head -40 >> "$summary"
+    tune "nodes_${m}_again" "$zoo/$m.onnx" --cache "$dbs/nodes.db" --search nodes
+    "$bin/kiln" compile "$zoo/$m.onnx" -o "/tmp/plain_$m.kiln" --precision fp16 > "$OUT/logs/compile_plain_$m.log" 2>&1
+    for round in 1 2; do
+      run "plain_fp16_${m}_$round" "$bin/kiln" run "/tmp/plain_$m.kiln" --iterations 300
+      [ -f "/tmp/nodes_$m.kiln" ] && run "nodes_winner_${m}_$round" "$bin/kiln" run "/tmp/nodes_$m.kiln" --iterations 300
+    done
+  done
 fi
 
 if [ "$mode" = tune ]; then
