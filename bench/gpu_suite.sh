@@ -214,7 +214,7 @@ fi
 # The tuners' SQLite caches: new for each call (a warm machine keeps /tmp), and outside $OUT, whose
 # files come back from the device (kiln cache list writes what they hold there).
 dbs=/tmp/kiln-gpu-suite-dbs
-[[ $mode == tune* ]] && { rm -rf "$dbs"; mkdir -p "$dbs"; }
+[[ $mode == tune* || $mode == nodes ]] && { rm -rf "$dbs"; mkdir -p "$dbs"; }
 
 if [ "$mode" = tune-quick ]; then
   m="$cases/convnet.onnx"
