@@ -287,7 +287,7 @@ void readInPlace(AttentionOp attn, unsigned k, OpBuilder &b) {
 }
 
 // A projection of attention operand Q, K or V: x·W with a constant 2-D W, optionally plus a
-// constant bias of W's columns, then reshapes (heads split); each value used once.
+// constant bias of W's columns, then reshapes and transposes (heads split); each value used once.
 struct Projection {
   Operation *product = nullptr, *biasAdd = nullptr;
   ops::Tensor w, bias;  // bias: none when dtype is Undefined
@@ -295,9 +295,10 @@ struct Projection {
 };
 
 std::optional<Projection> projectionOf(Value x) {
-  while (auto r = x.getDefiningOp<ReshapeOp>()) {
+  // (Transposes too: torch.export's K, transposed for Q·Kᵀ before the product reads it.)
+  while (isa_and_nonnull<ReshapeOp, TransposeOp>(x.getDefiningOp())) {
     if (!x.hasOneUse()) return std::nullopt;
-    x = r->getOperand(0);
+    x = x.getDefiningOp()->getOperand(0);
   }
   Projection p;
   p.out = x;

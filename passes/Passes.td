@@ -313,8 +313,9 @@ def FuseAttention : RoutePass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     projection split into heads) becomes `kiln.strided_view` of that tensor when every dim of
     the operand walks it with one stride and the kernel takes the offset and strides; the copies
     are erased. With `fusion.qkv=on`, separate Q, K and V products of one input with constant 2-D
-    weights (BERT's query/key/value Linear layers) first become one product of the weights side by
-    side and a Slice of its columns each, which the views then read in place.
+    weights (BERT's query/key/value Linear layers, with the reshapes and transposes that split
+    heads between them and the attention, as torch.export writes K) first become one product of
+    the weights side by side and a Slice of its columns each, which the views then read in place.
 
     Before:
       %s = kiln.transposed_matmul %q, %k {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 2, 3, 1>}

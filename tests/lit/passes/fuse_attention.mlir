@@ -313,6 +313,37 @@ func.func @separate_projections(%x: tensor<2x9x16xf16>, %mask: tensor<2x1x1x9xf1
 
 // -----
 
+// torch.export's K: transposed to heads-first by its own Transpose before the scores product reads
+// it. The three projections still merge, and K's view reads the merged product through it.
+// CHECK-LABEL: func.func @separate_projections_k_transposed
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %{{.*}} : (tensor<2x9x16xf16>, tensor<16x48xf16>) -> tensor<2x9x48xf16>
+// CHECK-DAG: %[[K:.*]] = kiln.strided_view %[[P]] {offset = 16 : i64
+// CHECK: kiln.attention %{{.*}}, %[[K]], %{{.*}}, %arg1
+// CHECK-NOT: kiln.matmul
+func.func @separate_projections_k_transposed(%x: tensor<2x9x16xf16>, %mask: tensor<2x1x1x9xf16>) -> tensor<2x9x2x8xf16> {
+  %wq = kiln.constant dense<0.25> : tensor<16x16xf16>
+  %wk = kiln.constant dense<-0.5> : tensor<16x16xf16>
+  %wv = kiln.constant dense<0.75> : tensor<16x16xf16>
+  %heads = kiln.constant dense<[2, 9, 2, 8]> : tensor<4xi64>
+  %pq = kiln.matmul %x, %wq : (tensor<2x9x16xf16>, tensor<16x16xf16>) -> tensor<2x9x16xf16>
+  %q = kiln.reshape %pq, %heads : (tensor<2x9x16xf16>, tensor<4xi64>) -> tensor<2x9x2x8xf16>
+  %pk = kiln.matmul %x, %wk : (tensor<2x9x16xf16>, tensor<16x16xf16>) -> tensor<2x9x16xf16>
+  %kr = kiln.reshape %pk, %heads : (tensor<2x9x16xf16>, tensor<4xi64>) -> tensor<2x9x2x8xf16>
+  %k = kiln.transpose %kr {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x9x2x8xf16>) -> tensor<2x2x9x8xf16>
+  %pv = kiln.matmul %x, %wv : (tensor<2x9x16xf16>, tensor<16x16xf16>) -> tensor<2x9x16xf16>
+  %v = kiln.reshape %pv, %heads : (tensor<2x9x16xf16>, tensor<4xi64>) -> tensor<2x9x2x8xf16>
+  %c = kiln.constant dense<2.828125> : tensor<f16>
+  %s = kiln.transposed_matmul %q, %k {perm_a = array<i64: 0, 2, 1, 3>, perm_b = array<i64: 0, 1, 3, 2>} : (tensor<2x9x2x8xf16>, tensor<2x2x9x8xf16>) -> tensor<2x2x9x9xf16>
+  %d = kiln.div %s, %c : (tensor<2x2x9x9xf16>, tensor<f16>) -> tensor<2x2x9x9xf16>
+  %m = kiln.add %d, %mask : (tensor<2x2x9x9xf16>, tensor<2x1x1x9xf16>) -> tensor<2x2x9x9xf16>
+  %p = kiln.softmax %m {axis = -1 : i64} : (tensor<2x2x9x9xf16>) -> tensor<2x2x9x9xf16>
+  %o = kiln.transposed_matmul %p, %v {perm_b = array<i64: 0, 2, 1, 3>} : (tensor<2x2x9x9xf16>, tensor<2x9x2x8xf16>) -> tensor<2x2x9x8xf16>
+  %y = kiln.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x9x8xf16>) -> tensor<2x9x2x8xf16>
+  return %y : tensor<2x9x2x8xf16>
+}
+
+// -----
+
 // Weights stored [N, K] (Gemm's transB), no biases; Q's projection has a second user, so the
 // products stay apart.
 // CHECK-LABEL: func.func @stored_weights
