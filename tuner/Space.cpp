@@ -165,8 +165,8 @@ SearchSpace::pickNodeValues(const std::vector<std::pair<knobs::Route, std::vecto
     }
     return true;
   };
-  // The time of the launches that name `node` (one of the '+'-joined names).
-  auto nodeTime = [](const std::vector<NodeLaunch> &launches, const std::string &node) {
+  // The time of the launches that name `node` (one of the '+'-joined names), and their kernels.
+  auto nodeTime = [](const std::vector<NodeLaunch> &launches, const std::string &node, std::string &kernels) {
     double t = 0;
     for (const NodeLaunch &l : launches) {
       size_t at = 0;
@@ -175,6 +175,7 @@ SearchSpace::pickNodeValues(const std::vector<std::pair<knobs::Route, std::vecto
         if (end == std::string::npos) end = l.nodes.size();
         if (l.nodes.compare(at, end - at, node) == 0) {
           t += l.ms;
+          kernels += l.kernel + ";";
           break;
         }
         at = end + 1;
@@ -184,17 +185,50 @@ SearchSpace::pickNodeValues(const std::vector<std::pair<knobs::Route, std::vecto
   };
   for (const Dimension &d : dims) {
     if (d.node.empty()) continue;
-    double baseMs = nodeTime(profiles.front().second, d.node);
+    std::string baseKernels;
+    double baseMs = nodeTime(profiles.front().second, d.node, baseKernels);
     if (baseMs <= 0) continue;  // no launch names the node: nothing to time
     NodeChoice best{d.knob, "", baseMs, baseMs};
     for (size_t i = 1; i < profiles.size(); ++i) {
       const knobs::Route &r = profiles[i].first;
       auto v = r.values().find(d.knob);
       if (v == r.values().end() || !sameGlobals(r)) continue;
-      double t = nodeTime(profiles[i].second, d.node);
-      if (t > 0 && t < best.ms) best.value = v->second, best.ms = t;
+      std::string kernels;
+      double t = nodeTime(profiles[i].second, d.node, kernels);
+      if (t > 0 && t < best.ms && kernels != baseKernels) best.value = v->second, best.ms = t;
     }
     if (!best.value.empty() && best.ms < baseMs * (1 - minGain)) out.push_back(best);
+  }
+  return out;
+}
+
+std::string shortRoute(const std::string &canonical) {
+  std::vector<std::string> terms;
+  for (size_t at = 0; at < canonical.size();) {
+    size_t end = canonical.find(';', at);
+    if (end == std::string::npos) end = canonical.size();
+    terms.push_back(canonical.substr(at, end - at));
+    at = end + 1;
+  }
+  // node.<name>.<kind>=<value> → (kind=value) groups; names may hold dots, kinds do not.
+  auto group = [](const std::string &t) -> std::string {
+    size_t eq = t.find('='), dot = t.rfind('.', eq);
+    if (t.rfind("node.", 0) != 0 || eq == std::string::npos || dot == std::string::npos || dot < 5) return "";
+    return t.substr(dot + 1);
+  };
+  std::map<std::string, size_t> count;
+  for (const std::string &t : terms)
+    if (std::string g = group(t); !g.empty()) ++count[g];
+  std::string out;
+  std::map<std::string, bool> shown;
+  for (const std::string &t : terms) {
+    std::string g = group(t), piece = t;
+    if (!g.empty() && count[g] >= 3) {
+      if (shown[g]) continue;
+      shown[g] = true;
+      piece = "node.*." + g + " (" + std::to_string(count[g]) + " nodes)";
+    }
+    out += (out.empty() ? "" : ";") + piece;
   }
   return out;
 }

@@ -30,7 +30,7 @@ struct Dimension {
 // One launch of a profiled engine: the nodes it computes ("conv+bn+relu", as `kiln run --profile`
 // names them) and its time, launched alone.
 struct NodeLaunch {
-  std::string nodes;
+  std::string nodes, kernel;  // kernel: the entry point (a library call: its kind)
   double ms = 0;
 };
 
@@ -57,8 +57,10 @@ struct SearchSpace {
   std::vector<knobs::Route> nodeSweeps() const;
   // From the profiles of the base route (`profiles[0]`) and of sweeps: for each per-node dimension,
   // the value under which the launches naming its node took least time in all, when that beats
-  // the base route's time for them by more than `minGain` (a fraction). Profiles of routes that
-  // differ from the base in a global knob are not used.
+  // the base route's time for them by more than `minGain` (a fraction) with other kernels than
+  // the base's (the same kernels under another value: the knob changed nothing there, and the
+  // difference is noise). Profiles of routes that differ from the base in a global knob are not
+  // used.
   std::vector<NodeChoice> pickNodeValues(const std::vector<std::pair<knobs::Route, std::vector<NodeLaunch>>> &profiles,
                                          double minGain) const;
   // How many routes combinations() of these dimensions makes (the product of their sizes,
@@ -73,6 +75,10 @@ struct SearchSpace {
   std::vector<knobs::Route> combinations(const std::vector<size_t> &dims, uint64_t limit = UINT64_MAX) const;
   std::vector<knobs::Route> full(uint64_t limit = UINT64_MAX) const;
 };
+
+// A route as tables and progress lines show it: a per-node knob set to one value on 3 or more
+// nodes (a nodes search's sweep) as `node.*.tile=64x64 (54 nodes)`, the other terms as they are.
+std::string shortRoute(const std::string &canonical);
 
 // The most candidates one search plans (--max-candidates may not exceed it): a million-candidate
 // space is refused with its size, not enumerated into gigabytes of routes.

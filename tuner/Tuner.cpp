@@ -389,7 +389,8 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
       m.metrics = metricsToJson(metrics);
       if (j.contains("launches")) {
         nlohmann::json l = nlohmann::json::array();
-        for (auto &x : j["launches"]) l.push_back({{"node", x.value("node", "")}, {"ms", x.value("ms", 0.0)}});
+        for (auto &x : j["launches"])
+          l.push_back({{"node", x.value("node", "")}, {"kernel", x.value("kernel", "")}, {"ms", x.value("ms", 0.0)}});
         m.launches = l.dump();
       }
       if (m.status.empty()) judge(r.route, m);
@@ -399,7 +400,7 @@ void Session::finish(size_t index, int exitCode, bool timedOut, const std::strin
   if (!cache_->store(key(r.route), m, error)) log("warning: " + error);
   char line[256];
   std::snprintf(line, sizeof line, "[%zu] %-11s %8.3f ms  %s", index + 1, m.status.c_str(), m.medianMs,
-                r.route.empty() ? "(default route)" : r.route.c_str());
+                r.route.empty() ? "(default route)" : shortRoute(r.route).c_str());
   log(line + (m.status == "ok" ? std::string() : "  — " + m.reason.substr(0, 160)));
   ++measured_;
   progress();
@@ -446,7 +447,7 @@ void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
         if (r.m.status == "ok" || r.m.status == "inaccurate") judge(route, r.m);
         report_.results.push_back(r);
         log("[" + std::to_string(report_.results.size()) + "] " + r.m.status + " (cache)  " +
-            (route.empty() ? "(default route)" : route));
+            (route.empty() ? "(default route)" : shortRoute(route)));
         progress();
         continue;
       }
@@ -456,7 +457,7 @@ void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
       r.m.reason = "no measurement in the cache";
       report_.results.push_back(r);
       log("[" + std::to_string(report_.results.size()) + "] not in the cache  " +
-          (route.empty() ? "(default route)" : route));
+          (route.empty() ? "(default route)" : shortRoute(route)));
       progress();
       continue;
     }
@@ -470,7 +471,7 @@ void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
       m.reason = error;
       std::string e2;
       if (!cache_->store(key(route), m, e2)) log("warning: " + e2);
-      log("[" + std::to_string(index + 1) + "] build_failed  " + route + "  — " + error.substr(0, 200));
+      log("[" + std::to_string(index + 1) + "] build_failed  " + shortRoute(route) + "  — " + error.substr(0, 200));
       ++measured_;
       progress();
       continue;
@@ -482,7 +483,7 @@ void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
         report_.results[index].sameAs = int(it->second);
         ++report_.duplicates;
         log("[" + std::to_string(index + 1) + "] same engine as [" + std::to_string(it->second + 1) +
-            "]: not measured  " + route);
+            "]: not measured  " + shortRoute(route));
         continue;
       }
     }
@@ -500,7 +501,7 @@ void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
     std::string stem = work_ + "/c" + std::to_string(index);
     if (!writeBytes(stem + ".kiln", engine, error)) {
       report_.results[index].m = {"run_failed", error};
-      log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
+      log("[" + std::to_string(index + 1) + "] run_failed  " + shortRoute(route) + "  — " + error);
       progress();
       continue;
     }
@@ -517,7 +518,7 @@ void Session::measure(const std::vector<knobs::Route> &routes, bool profile) {
     if (!spawn(args, {{"CUDA_VISIBLE_DEVICES", visible_.at(device)}}, stem + ".out", stem + ".err", o_.timeoutSeconds,
                run.child, error)) {
       report_.results[index].m = {"run_failed", error};
-      log("[" + std::to_string(index + 1) + "] run_failed  " + route + "  — " + error);
+      log("[" + std::to_string(index + 1) + "] run_failed  " + shortRoute(route) + "  — " + error);
       progress();
       continue;
     }
@@ -549,7 +550,7 @@ void Session::composeNodeWinners(const SearchSpace &space) {
       if (!knobs::Route::parse(r.route, &p.first, &err)) continue;
       try {
         for (auto &x : nlohmann::json::parse(r.m.launches))
-          p.second.push_back({x.value("node", ""), x.value("ms", 0.0)});
+          p.second.push_back({x.value("node", ""), x.value("kernel", ""), x.value("ms", 0.0)});
       } catch (...) {
         continue;
       }

@@ -89,15 +89,17 @@ TEST(RouteExpression, NodeSweepsAndPicks) {
   EXPECT_EQ(plan[2].values().begin()->second, "fp16");
   EXPECT_EQ(plan[3].values().begin()->second, "bf16");
 
-  // Profiles: the base; the fp16 sweep (c0 faster by 50 %, c1 by 1 %: under the margin); a bf16
+  // Profiles: the base; the fp16 sweep (c0 faster by 50 % with its own kernels; c1 faster by 50 %
+  // too, but with the base's kernels: the value changed nothing there, so that is noise); a bf16
   // route with another global value (faster still, but ignored).
   knobs::Route ra, rb;
   ASSERT_TRUE(knobs::Route::parse("node.c0.precision=fp16;node.c1.precision=fp16", &ra, &err)) << err;
   ASSERT_TRUE(knobs::Route::parse("fusion.elementwise=off;node.c0.precision=bf16", &rb, &err)) << err;
   std::vector<std::pair<knobs::Route, std::vector<NodeLaunch>>> profiles = {
-      {knobs::Route(), {{"c0+bn0", 0.2}, {"c0", 0.1}, {"c1+relu", 0.1}, {"c10", 0.5}}},
-      {ra, {{"c0+bn0", 0.1}, {"c0", 0.05}, {"c1+relu", 0.099}, {"c10", 0.5}}},
-      {rb, {{"c0+bn0", 0.01}, {"c1+relu", 0.01}}},
+      {knobs::Route(),
+       {{"c0+bn0", "mma_a", 0.2}, {"c0", "copy", 0.1}, {"c1+relu", "mma_b", 0.1}, {"c10", "mma_c", 0.5}}},
+      {ra, {{"c0+bn0", "mma_h", 0.1}, {"c0", "copy", 0.05}, {"c1+relu", "mma_b", 0.05}, {"c10", "mma_c", 0.5}}},
+      {rb, {{"c0+bn0", "mma_x", 0.01}, {"c1+relu", "mma_y", 0.01}}},
   };
   std::vector<NodeChoice> picks = s.pickNodeValues(profiles, 0.03);
   ASSERT_EQ(picks.size(), 1u);
@@ -106,6 +108,10 @@ TEST(RouteExpression, NodeSweepsAndPicks) {
   EXPECT_NEAR(picks[0].baseMs, 0.3, 1e-12);  // both launches naming c0, not c10's
   EXPECT_NEAR(picks[0].ms, 0.15, 1e-12);
   EXPECT_EQ(s.pickNodeValues(profiles, 0.6).size(), 0u);  // a 50 % gain under a 60 % margin
+  // Tables show a sweep by its knob and value.
+  EXPECT_EQ(shortRoute(plan[2].canonical()), "node.*.precision=fp16 (30 nodes)");
+  EXPECT_EQ(shortRoute("node.a.b.tile=64x64;node.c.tile=64x64;precision=fp16"),
+            "node.a.b.tile=64x64;node.c.tile=64x64;precision=fp16");
 }
 
 // Patterns are matched in linear time: a catastrophic one finishes at once, a node name longer

@@ -10,6 +10,7 @@
 #include "tools/kiln/Profiles.h"
 #include "tools/kiln/TuneReport.h"
 #include "tuner/Environment.h"
+#include "tuner/Space.h"
 #include "tuner/Tuner.h"
 
 #include <nlohmann/json.hpp>
@@ -287,7 +288,8 @@ Runner addTuneCommand(CLI::App &app) {
       } else {
         std::printf("%zu candidates (%s), roughly %.0f s to measure:\n", r.planned.size(), r.plannedNote.c_str(),
                     r.estimatedSeconds);
-        for (auto &p : r.planned) std::printf("  %s\n", p.empty() ? "(default route)" : p.c_str());
+        for (auto &p : r.planned)
+          std::printf("  %s\n", p.empty() ? "(default route)" : support::printableLine(tuner::shortRoute(p)).c_str());
       }
       return 0;
     }
@@ -332,7 +334,7 @@ Runner addTuneCommand(CLI::App &app) {
       for (size_t i = 0; i < r.results.size(); ++i) {
         const auto &c = r.results[i];
         WorstMetrics w = worstMetrics(c.m);
-        std::string route = c.route.empty() ? "(default route)" : c.route;
+        std::string route = c.route.empty() ? "(default route)" : tuner::shortRoute(c.route);
         std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(),
                     support::printableLine(c.m.status).c_str(), c.m.medianMs,
                     baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, w.relL2, w.cos, w.maxAbs,
