@@ -152,6 +152,58 @@ bool foldOperandTranspose(Operation *mm, unsigned k, OpBuilder &b, bool fp32, bo
   return true;
 }
 
+// Op(Reshape(chain(A·W)), x) for an Add/Sub/Mul/Div Op, where the reshape keeps the last axis
+// (it regroups rows) and x is of the reshaped shape or varies along the last axis only: Op moves
+// above the reshape (x given the product's shape: a view), so it joins the product's epilogue.
+// torch.export writes a Linear of a 3-D input as Gemm of a 2-D view, reshaped back, and GPT-2's
+// residual Add comes after that reshape.
+bool sinkResultReshape(Operation *mm, OpBuilder &b) {
+  auto binary = [](Operation *u) { return isa<AddOp, SubOp, MulOp, DivOp>(u); };
+  Value v = mm->getResult(0);
+  while (v.hasOneUse() && binary(*v.user_begin()) && (*v.user_begin())->getResult(0).getType() == v.getType())
+    v = (*v.user_begin())->getResult(0);
+  auto r = v.hasOneUse() ? dyn_cast<ReshapeOp>(*v.user_begin()) : ReshapeOp();
+  if (!r || !r->getResult(0).hasOneUse()) return false;
+  Value rv = r->getResult(0);
+  std::vector<int64_t> from = shapeOf(v), to = shapeOf(rv);
+  Operation *e = *rv.user_begin();
+  if (from.empty() || to.empty() || from.back() != to.back() || !binary(e) ||
+      e->getResult(0).getType() != rv.getType() || e->getOperand(0) == e->getOperand(1))
+    return false;
+  unsigned k = e->getOperand(0) == rv ? 0 : 1;
+  Value x = e->getOperand(1 - k);
+  std::vector<int64_t> xs = shapeOf(x);
+  bool whole = xs == to,
+       lastAxisOnly = std::all_of(xs.begin(), xs.empty() ? xs.end() : xs.end() - 1, [](int64_t d) { return d == 1; });
+  if (!whole && !lastAxisOnly) return false;
+  Location loc = e->getLoc();
+  b.setInsertionPoint(e);
+  std::string err;
+  SmallVector<Operation *> made;           // erased again if a step fails
+  if (whole || xs.size() > from.size()) {  // (a [1, 1, C] bias would raise the result's rank)
+    Operation *view = createReshape(b, loc, x, whole ? from : std::vector<int64_t>{xs.empty() ? 1 : xs.back()}, &err);
+    if (!view) return false;
+    made.push_back(view->getOperand(1).getDefiningOp()), made.push_back(view);
+    x = view->getResult(0);
+  }
+  SmallVector<Value> operands = {v, v};
+  operands[1 - k] = x;
+  Operation *moved = createInferred(b, loc, e->getName().getStringRef(), operands, e->getAttrs(), &err);
+  Operation *back = moved ? createReshape(b, loc, moved->getResult(0), to, &err) : nullptr;
+  if (!back || back->getResult(0).getType() != e->getResult(0).getType()) {
+    if (back) back->erase();
+    if (moved) moved->erase();
+    for (auto it = made.rbegin(); it != made.rend(); ++it) (*it)->erase();
+    return false;
+  }
+  e->getResult(0).replaceAllUsesWith(back->getResult(0));
+  e->erase();
+  Operation *shape = r->getOperand(1).getDefiningOp();
+  r->erase();
+  if (shape && shape->use_empty()) shape->erase();
+  return true;
+}
+
 // Transpose(Reshape?(chain(A·W))) with a 2-D W, where the transpose keeps the last axis, the
 // reshape only regroups rows, and each op of the chain is an Add/Sub/Mul/Div whose other operand
 // varies along the last axis only (a bias, a scale): every row of the result depends on the same
@@ -486,6 +538,9 @@ struct CanonicalizeLinearPass : impl::CanonicalizeLinearBase<CanonicalizeLinearP
           }
       }
     }
+    if (r.get(*knobs::findKnob("fusion.epilogue")) == "on")  // (Fusion.cpp's knob: what the move is for)
+      for (Operation *mm : products())
+        while (sinkResultReshape(mm, b)) {}
     for (Operation *mm : products()) {
       const std::string &split = r.get(kGemmSplit);
       if (split == "on" || (split == "auto" && fp32(mm))) splitColumnSlices(mm, b, split == "auto");

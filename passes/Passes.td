@@ -68,7 +68,10 @@ def CanonicalizeLinear : RoutePass<"kiln-canonicalize-linear", "mlir::func::Func
     Add/Sub/Mul/Div chain along the last axis and a row-regrouping Reshape, moves onto A, where it
     folds into perm_a (torch's sequence-first attention output projection writes batch-first,
     and the residual Add after it joins the product's epilogue). With `fusion.scale=on`, a
-    constant scalar Mul/Div of an operand moves to the result.
+    constant scalar Mul/Div of an operand moves to the result. With `fusion.epilogue=on`, an
+    Add/Sub/Mul/Div after a row-regrouping Reshape of a product's result (torch.export's Linear of
+    a 3-D input is a Gemm of a 2-D view, reshaped back, then GPT-2's residual Add) moves above the
+    Reshape, its other operand viewed as the product's rows, so that it joins the epilogue.
 
     Before:
       %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>}

@@ -3,6 +3,7 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear | FileCheck %s --check-prefix=AUTO
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=precision=fp16 | FileCheck %s --check-prefix=HALF
 // RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=gemm.batch_pointers=off | FileCheck %s --check-prefix=NOPTR
+// RUN: %kiln-opt %s -split-input-file -kiln-canonicalize-linear=route=fusion.epilogue=off | FileCheck %s --check-prefix=NOEPI
 
 // Gemm with transB, alpha and beta: a product, a scale, and beta·C added.
 // CHECK-LABEL: func.func @gemm
@@ -306,4 +307,33 @@ func.func @split_packed_gathers(%x: tensor<3x2x4xf32>) -> (tensor<4x3x3xf32>, te
   %kt = kiln.transpose %kr {perm = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
   %scores = kiln.matmul %qt, %kt : (tensor<4x3x2xf32>, tensor<4x2x3xf32>) -> tensor<4x3x3xf32>
   return %scores, %v : tensor<4x3x3xf32>, tensor<3x2x4xf32>
+}
+
+// -----
+
+// torch.export's Linear of a 3-D input: a Gemm of a 2-D view, reshaped back, then GPT-2's residual
+// Add. The Add moves above the reshape (the residual viewed as the product's rows), where epilogue
+// fusion takes it; a [1, 1, C] operand becomes [C]. With fusion.epilogue=off nothing moves.
+// CHECK-LABEL: func.func @residual_after_view
+// CHECK: %[[P:.*]] = kiln.transposed_matmul %{{.*}} : (tensor<6x4xf32>, tensor<8x4xf32>) -> tensor<6x8xf32>
+// CHECK: %[[B:.*]] = kiln.add %[[P]], %{{.*}} : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<6x8xf32>
+// CHECK: %[[RV:.*]] = kiln.reshape %arg1, %{{.*}} : (tensor<2x3x8xf32>, tensor<2xi64>) -> tensor<6x8xf32>
+// CHECK: %[[A:.*]] = kiln.add %[[B]], %[[RV]] : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+// CHECK: %[[SV:.*]] = kiln.reshape %arg2, %{{.*}} : (tensor<1x1x8xf32>, tensor<1xi64>) -> tensor<8xf32>
+// CHECK: %[[M:.*]] = kiln.mul %[[SV]], %[[A]] : (tensor<8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+// CHECK: %[[Y:.*]] = kiln.reshape %[[M]], %{{.*}} : (tensor<6x8xf32>, tensor<3xi64>) -> tensor<2x3x8xf32>
+// CHECK: return %[[Y]]
+// NOEPI-LABEL: func.func @residual_after_view
+// NOEPI: kiln.add %{{.*}}, %arg1 : (tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+func.func @residual_after_view(%x: tensor<2x3x4xf32>, %res: tensor<2x3x8xf32>, %scale: tensor<1x1x8xf32>) -> tensor<2x3x8xf32> {
+  %s1 = kiln.constant dense<[6, 4]> : tensor<2xi64>
+  %x2 = kiln.reshape %x, %s1 : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<6x4xf32>
+  %w = kiln.constant dense<[[0.5, -1.0, 1.5, 2.0], [1.0, 0.25, -0.5, 0.75], [-1.5, 2.0, 0.5, 1.0], [0.125, -0.25, 1.0, 0.5], [2.0, 1.0, -1.0, 0.5], [0.75, 0.5, 0.25, -2.0], [1.0, 1.0, -1.5, 0.25], [-0.5, 0.5, 2.0, 1.5]]> : tensor<8x4xf32>
+  %b = kiln.constant dense<[0.5, -0.5, 1.0, 0.25, -1.0, 2.0, 0.125, 1.5]> : tensor<8xf32>
+  %g = kiln.gemm %x2, %w, %b {transB = 1 : i64} : (tensor<6x4xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<6x8xf32>
+  %s2 = kiln.constant dense<[2, 3, 8]> : tensor<3xi64>
+  %y = kiln.reshape %g, %s2 : (tensor<6x8xf32>, tensor<3xi64>) -> tensor<2x3x8xf32>
+  %r = kiln.add %y, %res : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %m = kiln.mul %scale, %r : (tensor<1x1x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  return %m : tensor<2x3x8xf32>
 }
