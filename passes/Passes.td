@@ -9,8 +9,11 @@ def FoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
     Replaces every kiln op whose operands are constants (or `none`) by constants computed with
     the CPU reference evaluator — the Shape→Gather→Concat→Reshape chains of exported
     transformers fold to a constant shape. `Shape` and `Size` fold from their operand's static
-    type alone. Results with more than `max-elements` elements in total stay as ops, so folding
-    never multiplies the size of large weights. Unused constants are erased.
+    type alone. Results with more than `max-elements` elements in total stay as ops unless they are
+    no larger than a constant operand (up to 64M elements: a Cast and scale of int8-stored weights
+    run once at build time, not in every inference), so folding never multiplies the size of
+    large weights. A ConstantOfShape of a constant shape folds to a splat at any size up to 2^30
+    elements. Unused constants are erased.
 
     Before:
       %s = kiln.shape %x : (tensor<2x3xf32>) -> tensor<2xi64>

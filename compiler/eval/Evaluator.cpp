@@ -110,6 +110,9 @@ std::optional<std::string> evaluateFunction(func::FuncOp f, const std::vector<op
 // size: folded up to this many elements (a 4096x9216 Gemm weight of a model with its weights
 // stripped is 37.7M), so it needs no kernel. The engine stores what the model asks for.
 constexpr int64_t kMaxSplatFoldElements = int64_t(1) << 30;
+// The largest size-preserving fold above the caller's limit: 64M elements (the evaluator holds
+// operands and result as doubles: ~1 GiB), beyond which the op stays a kernel.
+constexpr int64_t kMaxSizePreservingFold = int64_t(1) << 26;
 
 static FoldResult foldConstantOfShape(ConstantOfShapeOp op, OpBuilder &builder) {
   FoldResult r;
@@ -137,7 +140,17 @@ FoldResult foldWithEvaluator(Operation *op, OpBuilder &builder, int64_t maxEleme
     if (!rt || !rt.hasStaticShape()) return r;
     total += rt.getNumElements();
   }
-  if (total > maxElements) return r;
+  // Above the limit, an op folds when its result is no larger than a constant operand (a Cast and
+  // scale of int8-stored weights, a Transpose): folding then never multiplies a model's size, and
+  // the engine does not redo the same arithmetic on every run (all-MiniLM's 11.7M-element word
+  // embedding dequantized in each inference).
+  if (total > maxElements) {
+    int64_t largest = 0;
+    for (Value v : op->getOperands())
+      if (auto rt = dyn_cast<RankedTensorType>(v.getType()); rt && rt.hasStaticShape() && v.getDefiningOp<ConstantOp>())
+        largest = std::max(largest, rt.getNumElements());
+    if (total > largest || total > kMaxSizePreservingFold) return r;
+  }
   std::vector<ops::Tensor> storage;
   storage.reserve(op->getNumOperands());
   std::vector<const ops::Tensor *> args;

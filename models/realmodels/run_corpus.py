@@ -10,7 +10,8 @@ against onnxruntime too. Prints a table; --json writes every number.
 Bounds (issue 23): CPU evaluator and fp32 engines rel L2 <= 1e-4, fp16 engines <= 1e-2 (per
 output, against onnxruntime fp32; an --expect entry's "fp16_bound" replaces 1e-2 for a model whose
 fp16 error is fp16's own, its "why" saying how that was established). A model whose --expect entry has "attention_launches": N must
-have N fused attention launches in its fp16 engine (the exporter's attention pattern recognised). Needs numpy only (Debian's python3). Exit 0 when every step
+have N fused attention launches in its fp16 engine (the exporter's attention pattern recognised),
+and one with "max_launches": N at most N launches. Needs numpy only (Debian's python3). Exit 0 when every step
 ran as --expect says ("fail", "either" where the reference varies by machine; default: every
 model passes every step), 1 otherwise.
 """
@@ -141,14 +142,21 @@ def main():
                 step["notes"] = kept[:20]
             r["steps"]["compile_" + prec] = step
             # Exporter patterns (issue 25): the fused attention launches the fp16 engine must have
-            # ("attention_launches" in --expect), from inspect --json.
+            # ("attention_launches" in --expect) and the most launches it may have ("max_launches":
+            # Q/K/V merged, constant weights folded), from inspect --json.
             want_attn = expect.get(mid, {}).get("attention_launches")
-            if rc == 0 and prec == "fp16" and want_attn is not None:
+            max_launches = expect.get(mid, {}).get("max_launches")
+            if rc == 0 and prec == "fp16" and (want_attn is not None or max_launches is not None):
                 rc3, out3, _ = run([args.kiln, "inspect", engine, "--json"])
-                got = sum(1 for l in json.loads(out3)["launch_list"] if l.get("kernel", "").startswith("kiln_attn")) \
-                    if rc3 == 0 else -1
-                r["steps"]["attention"] = {"rc": 0 if got == want_attn else 1,
-                                           "message": "%d fused attention launches, %d expected" % (got, want_attn)}
+                launches = json.loads(out3)["launch_list"] if rc3 == 0 else []
+                if want_attn is not None:
+                    got = sum(1 for l in launches if l.get("kernel", "").startswith("kiln_attn")) if rc3 == 0 else -1
+                    r["steps"]["attention"] = {"rc": 0 if got == want_attn else 1,
+                                               "message": "%d fused attention launches, %d expected" % (got, want_attn)}
+                if max_launches is not None:
+                    got = len(launches) if rc3 == 0 else -1
+                    r["steps"]["launches"] = {"rc": 0 if 0 <= got <= max_launches else 1,
+                                              "message": "%d launches, at most %d expected" % (got, max_launches)}
             if rc == 0 and args.gpu:
                 opath = os.path.join(tmp, "%s_%s.out.npz" % (mid, prec))
                 rc2, out2, secs2 = run([args.kiln, "run", engine, "--inputs", rpath, "--outputs", opath,
