@@ -14,18 +14,36 @@ func.func @shape_gather(%x: tensor<2x3x4xf32>) -> tensor<i64> {
 
 // -----
 
-// Elementwise arithmetic on constants is evaluated; ops on arguments stay.
+// Elementwise arithmetic on constants is evaluated; ops on arguments stay. Above max-elements it
+// still folds, its result being no larger than its constant operands.
 // CHECK-LABEL: func.func @arith
 // CHECK: %[[C:.*]] = kiln.constant dense<[3.000000e+00, 5.000000e+00, 7.000000e+00]> : tensor<3xf32>
 // CHECK: kiln.mul %arg0, %[[C]]
 // LIMIT-LABEL: func.func @arith
-// LIMIT: kiln.add
+// LIMIT-NOT: kiln.add
+// LIMIT: kiln.mul
 func.func @arith(%x: tensor<3xf32>) -> tensor<3xf32> {
   %a = kiln.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
   %b = kiln.constant dense<[2.0, 3.0, 4.0]> : tensor<3xf32>
   %c = kiln.add %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %y = kiln.mul %x, %c : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   return %y : tensor<3xf32>
+}
+
+// -----
+
+// A broadcast that makes a result larger than its constant operands stays an op above
+// max-elements: folding would multiply the size.
+// CHECK-LABEL: func.func @broadcast_limit
+// CHECK-NOT: kiln.add
+// LIMIT-LABEL: func.func @broadcast_limit
+// LIMIT: kiln.add
+func.func @broadcast_limit(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %a = kiln.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %b = kiln.constant dense<[[10.0], [20.0]]> : tensor<2x1xf32>
+  %c = kiln.add %a, %b : (tensor<3xf32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  %y = kiln.mul %x, %c : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
 }
 
 // -----
