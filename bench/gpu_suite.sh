@@ -46,6 +46,7 @@
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
 #                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
 #   bash bench/gpu_suite.sh nodes   # tune --search nodes on $KILN_NODES_MODELS (default resnet50_b32) vs plain fp16 (issue 26)
+#   bash bench/gpu_suite.sh ab      # two kiln binaries ($KILN_OLD_BIN, $bin) on $KILN_AB_MODELS: launches, ABAB latency, outputs
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
 #   bash bench/gpu_suite.sh qops    # onnxruntime's quantized ops ($KILN_QOPS_DIR: QOperator and dynamic
@@ -479,6 +480,42 @@ fi
 # "NAME<TAB>MODEL<TAB>ROUTE[<TAB>KILN BINARY]"; each is compiled, checked against the CPU
 # evaluator (kiln-gpu-check, 3 runs) and timed (200 runs, per-launch profile), in order, twice
 # (ABAB: a drift of the clocks shows as a difference between the rounds).
+# Two kiln binaries side by side ($KILN_OLD_BIN, default .carry/old/kiln, against $bin/kiln): each
+# model of $KILN_AB_MODELS (zoo names, or paths with shapes as PATH@SHAPES) compiled fp16 by both,
+# launches, latency in ABAB rounds, and the new engine's outputs against the old one's on the same
+# inputs. Zoo models are made here; HF exports ($KILN_AB_HUB: export_hub names) in /tmp/hubbase.
+if [ "$mode" = ab ]; then
+  : > "$summary"
+  old=${KILN_OLD_BIN:-.carry/old/kiln}
+  models=${KILN_AB_MODELS:-mobilenetv2_b32 resnet50_b32}
+  zoo_only=$(for m in $models; do [[ $m == */* ]] || echo "$m"; done | paste -sd,)
+  [ -n "$zoo_only" ] && python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "$zoo_only" > "$OUT/logs/zoo.log" 2>&1
+  [ -n "${KILN_AB_HUB:-}" ] && python3 models/export_hub.py --out /tmp/hubbase --size base --only "$KILN_AB_HUB" > "$OUT/logs/export.log" 2>&1
+  for spec in $models; do
+    model=${spec%@*}; shapes=; [[ $spec == *@* ]] && shapes=${spec#*@}
+    [[ $model == */* ]] || model="$zoo/$model.onnx"
+    name=$(basename "$model" .onnx)
+    for side in old new; do
+      k=$old; [ $side = new ] && k=$bin/kiln
+      run "compile_${name}_$side" "$k" compile "$model" -o "/tmp/ab_${name}_$side.kiln" --precision fp16 ${shapes:+--shapes $shapes}
+      "$k" inspect "/tmp/ab_${name}_$side.kiln" > "$OUT/logs/inspect_${name}_$side.txt" 2>&1
+    done
+    echo "$name: old $(grep -m1 -o '[0-9]* launches' "$OUT/logs/inspect_${name}_old.txt"), new $(grep -m1 -o '[0-9]* launches' "$OUT/logs/inspect_${name}_new.txt")" >> "$summary"
+    for round in 1 2; do
+      run "old_${name}_$round" "$old" run "/tmp/ab_${name}_old.kiln" --iterations 300
+      run "new_${name}_$round" "$bin/kiln" run "/tmp/ab_${name}_new.kiln" --iterations 300
+    done
+    "$old" run "/tmp/ab_${name}_old.kiln" --iterations 1 --warmup 0 --outputs "/tmp/ab_${name}_old.npz" > /dev/null 2>&1
+    "$bin/kiln" run "/tmp/ab_${name}_new.kiln" --iterations 1 --warmup 0 --inputs "/tmp/ab_${name}_old.npz" \
+      --outputs "/tmp/ab_${name}_new.npz" > /dev/null 2>&1
+    run "same_$name" python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+for k in b.files:
+    if k in a.files and a[k].dtype.kind == 'f' and a[k].shape == b[k].shape and k not in ('input', 'x', 'pixel_values'):
+        x, y = a[k].astype(np.float64), b[k].astype(np.float64); print(k, 'rel_l2 %.3e' % (np.linalg.norm(x - y) / np.linalg.norm(x)))" \
+      "/tmp/ab_${name}_old.npz" "/tmp/ab_${name}_new.npz"
+  done
+fi
+
 if [ "$mode" = latency ]; then
   : > "$summary"
   for round in 1 2; do

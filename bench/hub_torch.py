@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch's side for models/export_hub.py's models, on the GPU: HF transformers BERT-base at
-32x128 and GPT-2 small at 1x512 in fp16, eager and replayed from a CUDA graph (the best path
-without compilation), and cuBLAS (torch.matmul, fp16) at the product sizes kiln-wgmma-check times.
-CUDA events after warm-up, median of --iterations runs; one line per measurement.
+32x128 and GPT-2 small at 1x512, torchvision's EfficientNet-B0 at batch 8, in fp16, eager and
+replayed from a CUDA graph (the best path without compilation), and cuBLAS (torch.matmul, fp16)
+at the product sizes kiln-wgmma-check times. CUDA events after warm-up, median of --iterations
+runs; one line per measurement.
 
-    python3 bench/hub_torch.py [--iterations 200] [--only bert,gpt2,gemm]
+    python3 bench/hub_torch.py [--iterations 200] [--only bert,gpt2,efficientnet,gemm]
 """
 import argparse
 
@@ -26,12 +27,13 @@ def graphed(fn):
     return g.replay
 
 
-def model_lines(name, model, batch, seq, iterations):
+def model_lines(name, model, batch, seq, iterations, image=False):
     model = model.eval().half().cuda()
     ids = torch.randint(0, 1000, (batch, seq), device="cuda")
     mask = torch.ones(batch, seq, dtype=torch.int64, device="cuda")
+    pixels = torch.rand(batch, 3, seq, seq, device="cuda", dtype=torch.half)
     with torch.no_grad():
-        run = lambda: model(input_ids=ids, attention_mask=mask)
+        run = (lambda: model(pixels)) if image else (lambda: model(input_ids=ids, attention_mask=mask))
         for mode in ("eager", "cuda_graph"):
             try:
                 fn = run if mode == "eager" else graphed(run)
@@ -56,6 +58,9 @@ def main():
     if "gpt2" in only:
         from transformers import GPT2Config, GPT2Model
         model_lines("hf_gpt2_small", GPT2Model(GPT2Config()), 1, 512, a.iterations)
+    if "efficientnet" in only:
+        import torchvision
+        model_lines("efficientnet_b0", torchvision.models.efficientnet_b0(), 8, 224, a.iterations, image=True)
     if "gemm" in only:
         for m, n, k in ((4096, 2304, 768), (4096, 768, 768), (4096, 3072, 768), (4096, 768, 3072), (6304, 2304, 768),
                         (8192, 8192, 8192)):

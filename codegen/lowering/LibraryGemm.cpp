@@ -14,7 +14,9 @@ KILN_KNOB(kGemmTactic, {"gemm.tactic",
                         "auto",
                         "Who computes matrix products and 1x1 NHWC convolutions: kiln's kernels or cuBLASLt "
                         "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for every fp32/fp16/bf16/fp8 "
-                        "product it can take, else kiln",
+                        "product it can take, else kiln, and kiln for a half product whose epilogue cuBLASLt "
+                        "cannot take when the extra elementwise pass would cost more than kiln's slower product "
+                        "(memory-bound products: 1x1 expansions with ReLU6 or SiLU)",
                         knobs::Tier::Fast,
                         "codegen/lowering/LibraryGemm.cpp",
                         "tactic",
@@ -29,6 +31,25 @@ KILN_KNOB(kGemmTf32, {"gemm.tf32",
                       "codegen/lowering/LibraryGemm.cpp",
                       "tf32",
                       {"MatMul", "Gemm", "Conv"}});
+
+// cuBLASLt takes only a prefix of the chain (scale, bias, residual, ReLU); the rest (ReLU6, SiLU,
+// GELU...) would run as an elementwise kernel after it: one more pass over D and one more launch.
+// kiln's kernel stores the whole chain with the product, but runs the product at about half
+// cuBLASLt's rate (H100 fp16: 140-190 against 300-380 TFLOP/s at BERT's sizes, bench/RESULTS.md
+// 2026-12-07). Estimated from the target's datasheet rates (cuBLASLt at half, kiln at a quarter,
+// a memory pass at 80 % of the bandwidth plus 3 us), kiln's kernel is chosen when it takes under
+// 0.7 of cuBLASLt's time with the extra pass, and its 128x128 tiles fill a wave (small products
+// stay on cuBLASLt). So memory-bound products with such epilogues go to kiln — MobileNetV2's 1x1
+// expansions (K 16..96) with ReLU6, where the nodes search measured kiln 1.1-1.6x faster — and
+// BERT's, ViT's and GPT-2's FFN products with GELU stay on cuBLASLt.
+static bool fusedKernelIsCheaper(const MatMulSpec &s, int64_t batches, const target::GpuTarget &t) {
+  int64_t tiles = kernels::ceilDiv(s.M, 128) * kernels::ceilDiv(s.N, 128) * batches;
+  if (tiles < t.smCount) return false;
+  double flops = 2.0 * double(s.M) * double(s.N) * double(s.K) * double(batches);
+  double library = flops / (0.5 * t.halfTflops * 1e12), kiln = flops / (0.25 * t.halfTflops * 1e12);
+  double pass = 2.0 * 2.0 * double(s.M) * double(s.N) * double(batches) / (0.8 * t.memoryGBps * 1e9) + 3e-6;
+  return kiln < 0.7 * (library + pass);
+}
 
 bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &product,
                               Value aMem, Value bMem, Value fp8Scale, Value bias, std::array<int64_t, 2> offsets) {
@@ -122,6 +143,8 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
     }
     v = op->getResult(0);
   }
+  if (tactic == "auto" && taken < chain.size() && half && fusedKernelIsCheaper(spec, nbatch, opts_.target))
+    return false;
   // The product's output: the result, or the value where the chain splits (an intermediate).
   Value d = taken == chain.size() ? result : v;
   out = elemTypeOf(d);

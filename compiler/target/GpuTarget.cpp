@@ -11,22 +11,24 @@ struct Known {
   int smCount;
   int maxSharedPerBlock;
   const char *part;
+  double halfTflops, memoryGBps;
 };
 
-// The reference part of each architecture NVRTC 13 compiles for (datasheet SM counts and the
-// CUDA programming guide's per-block shared memory limits).
+// The reference part of each architecture NVRTC 13 compiles for (datasheet SM counts, dense fp16
+// tensor rates with fp32 accumulation and memory bandwidths; the CUDA programming guide's
+// per-block shared memory limits).
 constexpr Known kKnown[] = {
-    {75, 40, 65536, "Tesla T4"},
-    {80, 108, 166912, "A100"},
-    {86, 84, 101376, "RTX 3090 / A40"},
-    {87, 16, 166912, "Jetson AGX Orin"},
-    {89, 128, 101376, "RTX 4090 / L40"},
-    {90, 132, 232448, "H100/H200"},
-    {100, 148, 232448, "B200"},
-    {103, 148, 232448, "B300"},
-    {110, 20, 232448, "Jetson Thor"},
-    {120, 170, 101376, "RTX 5090"},
-    {121, 48, 101376, "DGX Spark (GB10)"},
+    {75, 40, 65536, "Tesla T4", 65, 320},
+    {80, 108, 166912, "A100", 312, 2039},
+    {86, 84, 101376, "RTX 3090 / A40", 75, 696},
+    {87, 16, 166912, "Jetson AGX Orin", 43, 205},
+    {89, 128, 101376, "RTX 4090 / L40", 181, 864},
+    {90, 132, 232448, "H100/H200", 989, 3350},
+    {100, 148, 232448, "B200", 2250, 8000},
+    {103, 148, 232448, "B300", 2250, 8000},
+    {110, 20, 232448, "Jetson Thor", 250, 273},
+    {120, 170, 101376, "RTX 5090", 105, 1792},
+    {121, 48, 101376, "DGX Spark (GB10)", 125, 273},
 };
 
 int firstSm(Feature f) {
@@ -80,6 +82,7 @@ std::optional<GpuTarget> GpuTarget::parse(const std::string &arch, std::string &
       GpuTarget t;
       t.arch = arch, t.sm = sm, t.archSpecific = suffix && arch.back() == 'a';
       t.smCount = k.smCount, t.maxSharedPerBlock = k.maxSharedPerBlock, t.part = k.part;
+      t.halfTflops = k.halfTflops, t.memoryGBps = k.memoryGBps;
       return t;
     }
   error = "kiln generates no code for " + arch + ": expected one of " + known();
@@ -95,6 +98,8 @@ GpuTarget GpuTarget::fromDeviceProperties(int major, int minor, int smCount, int
   t.maxSharedPerBlock = maxSharedPerBlock;
   t.part = name;
   t.fromDevice = true;
+  for (const Known &k : kKnown)
+    if (k.sm == t.sm) t.halfTflops = k.halfTflops, t.memoryGBps = k.memoryGBps;
   return t;
 }
 

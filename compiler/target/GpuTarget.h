@@ -36,6 +36,12 @@ struct GpuTarget {
   bool archSpecific = false;       // sm_90a: runs on exactly this sm only
   int smCount = 132;               // streaming multiprocessors
   int maxSharedPerBlock = 232448;  // bytes of dynamic shared memory one block may opt into
+  // The reference part's datasheet dense fp16 tensor-core rate (fp32 accumulation) and memory
+  // bandwidth: cost estimates that weigh a product against a memory pass (which tactic runs a
+  // product whose epilogue cuBLASLt cannot take), never correctness. A device's target takes its
+  // architecture's reference numbers.
+  double halfTflops = 989;
+  double memoryGBps = 3350;
   std::string part = "H100/H200";  // the reference part, or the device's name
   bool fromDevice = false;
 
