@@ -16,7 +16,7 @@ KILN_KNOB(kGemmTactic, {"gemm.tactic",
                         "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for every fp32/fp16/bf16/fp8 "
                         "product it can take, else kiln, and kiln for a half product whose epilogue cuBLASLt "
                         "cannot take when the extra elementwise pass would cost more than kiln's slower product "
-                        "(memory-bound products: 1x1 expansions with ReLU6 or SiLU)",
+                        "(memory-bound products: 1x1 expansions with ReLU6 or HardSwish)",
                         knobs::Tier::Fast,
                         "codegen/lowering/LibraryGemm.cpp",
                         "tactic",
@@ -41,9 +41,20 @@ KILN_KNOB(kGemmTf32, {"gemm.tf32",
 // that M and N leave empty; a memory pass at 0.9 of the bandwidth plus 3 us), kiln's kernel is
 // chosen when it takes under 0.7 of cuBLASLt's time with the extra pass, and its tiles fill a
 // wave. So memory-bound products with such epilogues go to kiln — the 1x1 expansions of
-// MobileNetV2 (ReLU6) and EfficientNet (SiLU), measured 1.1-1.6x faster so — while narrow ones
+// MobileNetV2 (ReLU6), measured 1.1-1.6x faster so — while narrow ones
 // (a stem of 32 channels: 3/4 of each tile empty, measured slower), ResNet-50's downsampling
 // blocks and BERT's, ViT's and GPT-2's FFN products with GELU stay on cuBLASLt.
+// Epilogue ops made of comparisons and arithmetic (ReLU6, HardSwish, HardSigmoid, LeakyReLU). The
+// move to kiln's kernel is limited to those: with EfficientNet-B0's SiLU (Sigmoid, Mul) its
+// expansions ran 2.7-5.6x slower than cuBLASLt and the pass together (b8, H100, 2026-12-07), a
+// cause not yet found.
+static bool piecewiseLinear(ArrayRef<Operation *> ops) {
+  return llvm::all_of(ops, [](Operation *op) {
+    return isa<ClipOp, MinOp, MaxOp, ReluOp, LeakyReluOp, HardSigmoidOp, HardSwishOp, AddOp, SubOp, MulOp, DivOp, NegOp,
+               CastOp>(op);
+  });
+}
+
 static bool fusedKernelIsCheaper(const MatMulSpec &s, int64_t batches, const target::GpuTarget &t) {
   int64_t rowTiles = kernels::ceilDiv(s.M, 128), colTiles = kernels::ceilDiv(s.N, 128);
   if (rowTiles * colTiles * batches < t.smCount) return false;
@@ -146,7 +157,8 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
     }
     v = op->getResult(0);
   }
-  if (tactic == "auto" && taken < chain.size() && half && fusedKernelIsCheaper(spec, nbatch, opts_.target))
+  if (tactic == "auto" && taken < chain.size() && half && piecewiseLinear(chain.drop_front(taken)) &&
+      fusedKernelIsCheaper(spec, nbatch, opts_.target))
     return false;
   // The product's output: the result, or the value where the chain splits (an intermediate).
   Value d = taken == chain.size() ? result : v;
