@@ -1,5 +1,6 @@
 """Engines, contexts and the compile/tune front ends (see the package docstring)."""
 import ctypes
+import importlib
 import json
 import os
 import shutil
@@ -89,20 +90,26 @@ class Engine:
         return f"Engine({self.path or '<bytes>'}, {self.arch}, inputs={self.inputs}, outputs={self.outputs})"
 
 
+_OPTIONAL = {}
+
+
+def _optional(name):
+    """The module, or None when it is not installed; asked once (a failed import is not cached by
+    Python and searched for again on every call: ~70 us each, on every run())."""
+    if name not in _OPTIONAL:
+        try:
+            _OPTIONAL[name] = importlib.import_module(name)
+        except ImportError:
+            _OPTIONAL[name] = None
+    return _OPTIONAL[name]
+
+
 def _torch():
-    try:
-        import torch  # noqa: F401
-        return torch
-    except ImportError:
-        return None
+    return _optional("torch")
 
 
 def _cupy():
-    try:
-        import cupy  # noqa: F401
-        return cupy
-    except ImportError:
-        return None
+    return _optional("cupy")
 
 
 class Context:
