@@ -157,7 +157,8 @@ bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Va
     }
     v = op->getResult(0);
   }
-  if (tactic == "auto" && taken < chain.size() && half && piecewiseLinear(chain.drop_front(taken)) &&
+  // (A read along K: the estimate's rate is that of contiguous rows; a view read across them is not)
+  if (tactic == "auto" && taken < chain.size() && half && aK && piecewiseLinear(chain.drop_front(taken)) &&
       fusedKernelIsCheaper(spec, nbatch, opts_.target))
     return false;
   // The product's output: the result, or the value where the chain splits (an intermediate).
