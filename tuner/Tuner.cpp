@@ -562,7 +562,8 @@ void Session::composeNodeWinners(const SearchSpace &space) {
   }
   std::vector<NodeChoice> picks = space.pickNodeValues(profiles, kNodeMinGain);
   if (picks.empty()) {
-    log("nodes search: no node ran more than 3% faster under another value");
+    log("nodes search: no node ran more than " + std::to_string(int(kNodeMinGain * 100)) +
+        "% faster under another value with other kernels");
     return;
   }
   knobs::Route composed = space.base();
