@@ -526,6 +526,8 @@ PY
 expect 0 "imported 3" -- cache import "$tmp/nd.jsonl" --cache "$tmp/nd.db"
 expect 0 "nodes search: node.fc1.precision=fp16  0.0100 -> 0.0040 ms" -- "${nd[@]}"
 expect 0 "best: 'node.fc1.precision=fp16' 0.020 ms" -- "${nd[@]}"
+expect 0 '"time_budget_seconds": 900' -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|fp32' --budget 15m --dry-run --json
+expect 2 "unit not recognized" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16' --time-budget 2x --dry-run
 expect 2 "a nodes search's second phase" -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.precision=fp32|fp16' --search nodes --shard 1/2 --dry-run
 
 # Dynamic shapes: one engine for a profile (the dims named in the model), padding checked per

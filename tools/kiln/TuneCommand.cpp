@@ -14,6 +14,8 @@
 #include "tuner/Tuner.h"
 
 #include <nlohmann/json.hpp>
+
+#include <map>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -131,7 +133,10 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--warmup", o->warmup, "Untimed runs per candidate")->capture_default_str();
   cmd->add_option("--iterations", o->iterations, "Timed runs per candidate")->capture_default_str();
   cmd->add_option("--timeout", o->timeoutSeconds, "Seconds a candidate's measurement may take")->capture_default_str();
-  cmd->add_option("--time-budget", o->timeBudgetSeconds, "Stop measuring new candidates after this many seconds");
+  cmd->add_option("--time-budget,--budget", o->timeBudgetSeconds,
+                  "Stop measuring new candidates after this long: seconds, or with a unit (90s, 15m, 2h)")
+      ->transform(CLI::AsNumberWithUnit(std::map<std::string, double>{{"s", 1}, {"m", 60}, {"h", 3600}},
+                                        CLI::AsNumberWithUnit::CASE_SENSITIVE));
   cmd->add_option("--config", *config, "YAML file with the same settings (flags override it)");
   cmd->add_flag("--resume", *resume, "Measure only what the cache lacks (the default; kept for scripts)");
   cmd->add_flag("--no-cache-read", *noRead, "Measure every candidate again (results are still stored)");
@@ -279,9 +284,13 @@ Runner addTuneCommand(CLI::App &app) {
     }
     if (o->dryRun) {
       if (*json) {
-        std::cout << nlohmann::json{{"model", o->model},       {"search", o->search},
-                                    {"candidates", r.planned}, {"count", r.planned.size()},
-                                    {"note", r.plannedNote},   {"estimated_seconds", r.estimatedSeconds},
+        std::cout << nlohmann::json{{"model", o->model},
+                                    {"search", o->search},
+                                    {"candidates", r.planned},
+                                    {"count", r.planned.size()},
+                                    {"note", r.plannedNote},
+                                    {"estimated_seconds", r.estimatedSeconds},
+                                    {"time_budget_seconds", o->timeBudgetSeconds},
                                     {"notes", r.notes}}
                          .dump(2)
                   << "\n";
