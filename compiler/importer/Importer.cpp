@@ -196,7 +196,9 @@ std::string GraphImporter::declareInputs(const onnx::GraphProto &g, SmallVectorI
         }
         if (d.has_dim_value() && d.dim_value() > 0 && d.dim_value() != shape[k])
           return "--shapes gives input '" + in.name() + "' dimension " + std::to_string(k) + " = " +
-                 std::to_string(shape[k]) + " but the model fixes it to " + std::to_string(d.dim_value());
+                 std::to_string(shape[k]) + " but the model fixes it to " + std::to_string(d.dim_value()) +
+                 " (onnxruntime refuses it too: free the dim in the model's declared input, e.g. with "
+                 "onnx.tools.update_model_dims.update_inputs_outputs_dims)";
       }
     } else {
       if (!tt.has_shape())

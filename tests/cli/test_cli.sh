@@ -472,6 +472,9 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 2 "calibration format version 7" -- eval "$tiny/mlp.onnxtxt" --inputs "$tmp/cal/b0.npz" --precision int8 --calib "$tmp/new.calib"
 fi
 
+# A dim the model fixes cannot be overridden (as in onnxruntime); the error says how to free it.
+expect 2 "fixes it to 2 \(onnxruntime refuses it too: .*update_inputs_outputs_dims" -- plan "$tiny/mlp.onnxtxt" --shapes x:3x16
+
 # tune --from-cache: the winner from a cache's measurements (e.g. merged shards') without a GPU;
 # measurements made elsewhere are imported as JSON lines under the keys this tune looks up.
 fc=(tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|fp32' --cache "$tmp/fc.db" --from-cache)
