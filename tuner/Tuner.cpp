@@ -717,15 +717,16 @@ TuneReport Session::run() {
       return report_.error = "--shard " + std::to_string(o_.shard) + "/" + std::to_string(o_.shards) +
                              ": K must be 1.." + std::to_string(o_.shards),
              report_;
-    if (o_.search == "mixed" || o_.search == "nodes")
-      return report_.error = "--shard needs --search fast or full (a " + o_.search +
-                             " search's second phase depends on every first-phase result)",
+    if (o_.search == "mixed")
+      return report_.error = "--shard needs --search fast, full or nodes (a mixed search's second phase depends "
+                             "on every first-phase result)",
              report_;
     std::vector<knobs::Route> mine;
     for (size_t i = 0; i < plan.size(); ++i)
       if (i % size_t(o_.shards) == size_t(o_.shard - 1)) mine.push_back(plan[i]);
     report_.plannedNote += ", shard " + std::to_string(o_.shard) + " of " + std::to_string(o_.shards) + " (of " +
-                           std::to_string(plan.size()) + " in all)";
+                           std::to_string(plan.size()) + " in all" +
+                           (o_.search == "nodes" ? "; composed by the unsharded tune on the merged caches)" : ")");
     plan = std::move(mine);
   }
   for (auto &r : plan) report_.planned.push_back(r.canonical());
@@ -773,7 +774,9 @@ TuneReport Session::run() {
   total_ = plan.size();
   measuringSince_ = elapsed();
   measure(plan, o_.search == "nodes");
-  if (o_.search == "nodes" && !stop_ && !outOfTime()) composeNodeWinners(space);
+  // (A shard measures its slice of the sweeps only: the same tune unsharded, on the merged caches,
+  // then measures nothing but the composed route.)
+  if (o_.search == "nodes" && o_.shards == 1 && !stop_ && !outOfTime()) composeNodeWinners(space);
   if (o_.search == "mixed" && !stop_ && !outOfTime()) {
     // Second phase: every combination of the knobs whose flips beat the base route.
     auto baseIt = done_.find(space.base().canonical());

@@ -37,8 +37,9 @@ struct TuneOptions {
   std::string arch = "sm_90";
   std::vector<int> devices = {0};
   int maxCandidates = 64, warmup = 10, iterations = 50;
-  // --shard K/N: only the candidates at plan positions i with i % N == K - 1 (fast and full
-  // searches; each shard writes its own cache, `kiln cache merge` joins them). N = 1: all.
+  // --shard K/N: only the candidates at plan positions i with i % N == K - 1 (fast, full and nodes
+  // searches: a nodes search's sweeps; each shard writes its own cache, `kiln cache merge` joins
+  // them). N = 1: all.
   int shard = 1, shards = 1;
   double timeoutSeconds = 300, timeBudgetSeconds = 0;  // 0: no budget
   bool dryRun = false, readCache = true;

@@ -277,7 +277,7 @@ else
   failed=$((failed + 1)); echo "FAIL: kiln -q tune printed log lines: $out"
 fi
 expect 2 "--shard '4/3': expected K/N with 1 <= K <= N" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 4/3
-expect 2 "--shard needs --search fast or full" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 1/2 --search mixed
+expect 2 "--shard needs --search fast, full or nodes" -- tune "$tiny/mlp.onnxtxt" --route "$shard_route" --dry-run --shard 1/2 --search mixed
 expect 2 "matches no knob" -- tune "$tiny/mlp.onnxtxt" --route 'nope=.*' --dry-run
 expect 2 "leaves knob 'precision' no value" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp64' --dry-run
 expect 2 "unknown metric" -- tune "$tiny/mlp.onnxtxt" --route 'precision=.*' --accuracy 'cosine>=1' --dry-run
@@ -531,7 +531,8 @@ expect 0 "nodes search: node.fc1.precision=fp16  0.0100 -> 0.0040 ms" -- "${nd[@
 expect 0 "best: 'node.fc1.precision=fp16' 0.020 ms" -- "${nd[@]}"
 expect 0 '"time_budget_seconds": 900' -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16|fp32' --budget 15m --dry-run --json
 expect 2 "unit not recognized" -- tune "$tiny/mlp.onnxtxt" --route 'precision=fp16' --time-budget 2x --dry-run
-expect 2 "a nodes search's second phase" -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.precision=fp32|fp16' --search nodes --shard 1/2 --dry-run
+# A nodes search's sweeps shard like a fast search's; the unsharded tune composes.
+expect 0 "shard 2 of 2 \(of 2 in all; composed by the unsharded tune" -- tune "$tiny/mlp.onnxtxt" --route 'node\..*\.precision=fp32|fp16' --search nodes --shard 2/2 --dry-run
 
 # Dynamic shapes: one engine for a profile (the dims named in the model), padding checked per
 # dim on the evaluator, bad profiles named.

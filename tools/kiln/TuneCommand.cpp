@@ -150,8 +150,8 @@ Runner addTuneCommand(CLI::App &app) {
       ->needs(fromCache);
   auto shard = std::make_shared<std::string>();
   cmd->add_option("--shard", *shard,
-                  "K/N: measure only the K-th of N deterministic slices of the candidates (fast and full searches; "
-                  "join the shards' caches with `kiln cache merge`)");
+                  "K/N: measure only the K-th of N deterministic slices of the candidates (fast, full and nodes "
+                  "searches; join the shards' caches with `kiln cache merge`)");
   cmd->add_flag("--json", *json, "Print a JSON document");
   auto reportPath = std::make_shared<std::string>();
   cmd->add_option("--report", *reportPath,
