@@ -59,7 +59,7 @@ bool parseSpace(const std::string &expression, const std::vector<knobs::NodeRef>
       claimedBy[k.name] = term;
       Dimension d;
       d.knob = k.name;
-      if (!k.node.empty()) d.node = k.node, d.kind = k.name.substr(5 + k.node.size() + 1);  // node.<n>.<kind>
+      if (!k.node.empty()) d.node = k.node, d.kind = k.def->nodeSuffix;
       std::string dropped;  // int8/fp8 values left out for want of a calibration
       for (const std::string &v : k.def->domain) {
         if (!valueRe.fullMatch(v, why)) continue;
@@ -106,17 +106,21 @@ knobs::Route SearchSpace::base() const {
   return r;
 }
 
+// The base with dimension `d` at each of its other values (not the base value, nor a node value
+// the base inherits).
+static void addFlips(const knobs::Route &b, const Dimension &d, std::vector<knobs::Route> &out) {
+  std::string err;
+  for (const std::string &v : d.values) {
+    knobs::Route r = b;
+    r.set(d.knob, v, &err);
+    if (r.canonical() != b.canonical()) out.push_back(r);
+  }
+}
+
 std::vector<knobs::Route> SearchSpace::fast() const {
   const knobs::Route b = base();
   std::vector<knobs::Route> out = {b};
-  std::string err;
-  for (const Dimension &d : dims)
-    for (const std::string &v : d.values) {
-      knobs::Route r = b;
-      r.set(d.knob, v, &err);
-      if (r.canonical() == b.canonical()) continue;  // the base value, or a node value it inherits
-      out.push_back(r);
-    }
+  for (const Dimension &d : dims) addFlips(b, d, out);
   return out;
 }
 
@@ -127,11 +131,7 @@ std::vector<knobs::Route> SearchSpace::nodeSweeps() const {
   std::vector<std::pair<std::string, std::string>> sweeps;  // (kind, value), in first-seen order
   for (const Dimension &d : dims) {
     if (d.node.empty()) {
-      for (const std::string &v : d.values) {
-        knobs::Route r = b;
-        r.set(d.knob, v, &err);
-        if (r.canonical() != b.canonical()) out.push_back(r);
-      }
+      addFlips(b, d, out);
       continue;
     }
     for (const std::string &v : d.values)
@@ -210,11 +210,12 @@ std::string shortRoute(const std::string &canonical) {
     terms.push_back(canonical.substr(at, end - at));
     at = end + 1;
   }
-  // node.<name>.<kind>=<value> → (kind=value) groups; names may hold dots, kinds do not.
+  // node.<name>.<kind>=<value> → the group "kind=value" ("" for other terms).
   auto group = [](const std::string &t) -> std::string {
-    size_t eq = t.find('='), dot = t.rfind('.', eq);
-    if (t.rfind("node.", 0) != 0 || eq == std::string::npos || dot == std::string::npos || dot < 5) return "";
-    return t.substr(dot + 1);
+    size_t eq = t.find('=');
+    const knobs::KnobDef *def = nullptr;
+    if (eq == std::string::npos || !knobs::parseNodeKnob(t.substr(0, eq), nullptr, &def)) return "";
+    return def->nodeSuffix + t.substr(eq);
   };
   std::map<std::string, size_t> count;
   for (const std::string &t : terms)

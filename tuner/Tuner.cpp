@@ -575,9 +575,10 @@ void Session::composeNodeWinners(const SearchSpace &space) {
                   c.ms);
     log(line);
   }
-  log("nodes search: measuring the composed route of " + std::to_string(picks.size()) + " node value" +
-      (picks.size() == 1 ? "" : "s"));
-  if (done_.count(composed.canonical())) return;
+  std::string what =
+      "the composed route of " + std::to_string(picks.size()) + " node value" + (picks.size() == 1 ? "" : "s");
+  if (done_.count(composed.canonical())) return log("nodes search: " + what + " was measured already");
+  log("nodes search: measuring " + what);
   total_ += 1;
   measure({composed});
 }

@@ -110,8 +110,10 @@ TEST(RouteExpression, NodeSweepsAndPicks) {
   EXPECT_EQ(s.pickNodeValues(profiles, 0.6).size(), 0u);  // a 50 % gain under a 60 % margin
   // Tables show a sweep by its knob and value.
   EXPECT_EQ(shortRoute(plan[2].canonical()), "node.*.precision=fp16 (30 nodes)");
-  EXPECT_EQ(shortRoute("node.a.b.tile=64x64;node.c.tile=64x64;precision=fp16"),
-            "node.a.b.tile=64x64;node.c.tile=64x64;precision=fp16");
+  EXPECT_EQ(shortRoute("node.a.b.precision=fp16;node.c.precision=fp16;precision=bf16"),
+            "node.a.b.precision=fp16;node.c.precision=fp16;precision=bf16");
+  EXPECT_EQ(shortRoute("node.a.b.precision=fp16;node.c.precision=fp16;node.d.precision=fp16;precision=bf16"),
+            "node.*.precision=fp16 (3 nodes);precision=bf16");
 }
 
 // Patterns are matched in linear time: a catastrophic one finishes at once, a node name longer
