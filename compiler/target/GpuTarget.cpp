@@ -31,6 +31,12 @@ constexpr Known kKnown[] = {
     {121, 48, 101376, "DGX Spark (GB10)", 125, 273},
 };
 
+const Known *knownArch(int sm) {
+  for (const Known &k : kKnown)
+    if (k.sm == sm) return &k;
+  return nullptr;
+}
+
 int firstSm(Feature f) {
   switch (f) {
     case Feature::MmaHalf:
@@ -77,16 +83,16 @@ std::optional<GpuTarget> GpuTarget::parse(const std::string &arch, std::string &
     return std::nullopt;
   }
   const int sm = std::stoi(arch.substr(3, digits - 3));
-  for (const Known &k : kKnown)
-    if (k.sm == sm) {
-      GpuTarget t;
-      t.arch = arch, t.sm = sm, t.archSpecific = suffix && arch.back() == 'a';
-      t.smCount = k.smCount, t.maxSharedPerBlock = k.maxSharedPerBlock, t.part = k.part;
-      t.halfTflops = k.halfTflops, t.memoryGBps = k.memoryGBps;
-      return t;
-    }
-  error = "kiln generates no code for " + arch + ": expected one of " + known();
-  return std::nullopt;
+  const Known *k = knownArch(sm);
+  if (!k) {
+    error = "kiln generates no code for " + arch + ": expected one of " + known();
+    return std::nullopt;
+  }
+  GpuTarget t;
+  t.arch = arch, t.sm = sm, t.archSpecific = suffix && arch.back() == 'a';
+  t.smCount = k->smCount, t.maxSharedPerBlock = k->maxSharedPerBlock, t.part = k->part;
+  t.halfTflops = k->halfTflops, t.memoryGBps = k->memoryGBps;
+  return t;
 }
 
 GpuTarget GpuTarget::fromDeviceProperties(int major, int minor, int smCount, int maxSharedPerBlock,
@@ -98,8 +104,7 @@ GpuTarget GpuTarget::fromDeviceProperties(int major, int minor, int smCount, int
   t.maxSharedPerBlock = maxSharedPerBlock;
   t.part = name;
   t.fromDevice = true;
-  for (const Known &k : kKnown)
-    if (k.sm == t.sm) t.halfTflops = k.halfTflops, t.memoryGBps = k.memoryGBps;
+  if (const Known *k = knownArch(t.sm)) t.halfTflops = k->halfTflops, t.memoryGBps = k->memoryGBps;
   return t;
 }
 
