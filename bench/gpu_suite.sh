@@ -508,11 +508,8 @@ if [ "$mode" = ab ]; then
     "$old" run "/tmp/ab_${name}_old.kiln" --iterations 1 --warmup 0 --outputs "/tmp/ab_${name}_old.npz" > /dev/null 2>&1
     "$bin/kiln" run "/tmp/ab_${name}_new.kiln" --iterations 1 --warmup 0 --inputs "/tmp/ab_${name}_old.npz" \
       --outputs "/tmp/ab_${name}_new.npz" > /dev/null 2>&1
-    run "same_$name" python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-for k in b.files:
-    if k in a.files and a[k].dtype.kind == 'f' and a[k].shape == b[k].shape and k not in ('input', 'x', 'pixel_values'):
-        x, y = a[k].astype(np.float64), b[k].astype(np.float64); print(k, 'rel_l2 %.3e' % (np.linalg.norm(x - y) / np.linalg.norm(x)))" \
-      "/tmp/ab_${name}_old.npz" "/tmp/ab_${name}_new.npz"
+    run "same_$name" python3 bench/npz_diff.py "/tmp/ab_${name}_old.npz" "/tmp/ab_${name}_new.npz" \
+      --skip input,x,pixel_values,input_ids,attention_mask
   done
 fi
 
@@ -573,10 +570,7 @@ if [ "$mode" = eco ]; then
     done
     "$bin/kiln" run /tmp/${m}_fp32.kiln --iterations 1 --warmup 0 --outputs /tmp/${m}_o32.npz > /dev/null 2>&1
     "$bin/kiln" run /tmp/${m}_fp16.kiln --iterations 1 --warmup 0 --inputs /tmp/${m}_o32.npz --outputs /tmp/${m}_o16.npz > "$OUT/logs/io16_$m.log" 2>&1
-    run "io16_vs_io32_$m" python3 -c "import numpy as np,sys; a=np.load(sys.argv[1]); b=np.load(sys.argv[2])
-for k in b.files:
-    if b[k].dtype == np.float16 and k in a.files and a[k].dtype == np.float32 and b[k].shape == a[k].shape and k not in ('input', 'input_ids'):
-        x=a[k].astype(np.float64); y=b[k].astype(np.float64); print(k, b[k].dtype, 'rel_l2 %.3e' % (np.linalg.norm(x-y)/np.linalg.norm(x)))" /tmp/${m}_o32.npz /tmp/${m}_o16.npz
+    run "io16_vs_io32_$m" python3 bench/npz_diff.py /tmp/${m}_o32.npz /tmp/${m}_o16.npz --skip input,input_ids,attention_mask
   done
   run streams1_resnet50_b32 "$bin/kiln" run /tmp/resnet50_b32_fp32.kiln --iterations 300
   run streams4_resnet50_b32 "$bin/kiln" run /tmp/resnet50_b32_fp32.kiln --iterations 300 --streams 4
@@ -661,10 +655,7 @@ if [ "$mode" = dynamic-zoo ]; then
     "$bin/kiln" run "$static" --iterations 1 --warmup 0 --outputs /tmp/static_$m$b.npz > /dev/null 2>&1
     "$bin/kiln" run "$dyn" --shapes "$shapes" --inputs /tmp/static_$m$b.npz --iterations 1 --warmup 0 \
       --outputs /tmp/dyn_$m$b.npz > /dev/null 2>&1
-    run "same_${m}_$b" python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); \
-o = [k for k in a.files if k in b.files and a[k].dtype.kind == 'f' and a[k].shape != () and k not in ('input',)][-1]; \
-x, y = a[o].astype(np.float64), b[o].astype(np.float64); \
-print('rel_l2', np.linalg.norm(x - y) / np.linalg.norm(x), o, x.shape, y.shape)" /tmp/static_$m$b.npz /tmp/dyn_$m$b.npz
+    run "same_${m}_$b" python3 bench/npz_diff.py /tmp/static_$m$b.npz /tmp/dyn_$m$b.npz --skip input,input_ids,attention_mask
   done
 fi
 
@@ -818,9 +809,8 @@ if [ "$mode" = splitk ]; then
       "$bin/kiln" inspect "/tmp/${m}_sk$sk.kiln" > "$OUT/logs/inspect_${m}_splitk_$sk.txt" 2>&1
       run "latency_${m}_splitk_$sk" "$bin/kiln" run "/tmp/${m}_sk$sk.kiln" --iterations 300 --profile --outputs "/tmp/${m}_sk$sk.npz"
     done
-    python3 -c "import numpy as np,sys; a,b=np.load(sys.argv[1]),np.load(sys.argv[2]); k=[n for n in a.files if n in b.files and a[n].dtype.kind=='f' and n not in ('input','x')]; print(' '.join(f'{n}: rel_l2 {np.linalg.norm(b[n].astype(np.float64)-a[n])/np.linalg.norm(a[n].astype(np.float64)):.2e}' for n in k))" \
-      "/tmp/${m}_sk1.npz" "/tmp/${m}_skauto.npz" > "$OUT/logs/diff_${m}.log" 2>&1
-    echo "$m: splitk=1 $(grep -h '^latency' "$OUT/logs/latency_${m}_splitk_1.log" | cut -c1-60) | auto $(grep -h '^latency' "$OUT/logs/latency_${m}_splitk_auto.log" | cut -c1-60) | $(cat "$OUT/logs/diff_${m}.log")" >> "$summary"
+    python3 bench/npz_diff.py "/tmp/${m}_sk1.npz" "/tmp/${m}_skauto.npz" --skip input,x > "$OUT/logs/diff_${m}.log" 2>&1
+    echo "$m: splitk=1 $(grep -h '^latency' "$OUT/logs/latency_${m}_splitk_1.log" | cut -c1-60) | auto $(grep -h '^latency' "$OUT/logs/latency_${m}_splitk_auto.log" | cut -c1-60) | $(tr '\n' ' ' < "$OUT/logs/diff_${m}.log")" >> "$summary"
   done
 fi
 
