@@ -756,14 +756,18 @@ Status Executor::enqueue(CUstream stream) {
   ScopedContext scope(cu_, context_);
   if (!scope.ok()) return makeStatus(KILN_ERROR_CUDA, "cannot make the context's CUDA context current");
   if (!usesGraphs()) return launchAll(stream);
-  // The legacy default stream cannot be captured, and a stream the application is capturing
-  // itself takes our launches into its own graph: launch directly in both cases.
+  // A stream the application is capturing itself takes our launches into its own graph: launch
+  // directly. (The legacy default stream is never capturing, and asking about it fails while
+  // another stream captures; graphs are captured on work_ and may be launched on it: PyTorch's
+  // default stream is this one.)
   const CUstream legacy = reinterpret_cast<CUstream>(uintptr_t(1));
-  int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (stream == nullptr || stream == legacy) return launchAll(stream);
-  CUresult r = cu_.cuStreamIsCapturing(stream, &capturing);
-  if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamIsCapturing failed: " + cu_.describe(r));
-  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return launchAll(stream);
+  CUresult r = CUDA_SUCCESS;
+  if (stream != nullptr && stream != legacy) {
+    int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    r = cu_.cuStreamIsCapturing(stream, &capturing);
+    if (r != CUDA_SUCCESS) return makeStatus(codeFor(r), "cuStreamIsCapturing failed: " + cu_.describe(r));
+    if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) return launchAll(stream);
+  }
   // One graph per binding and shapes, kept (up to kMaxGraphs) so that going back to earlier
   // shapes or buffers replays rather than captures again.
   std::vector<uint64_t> key(ioAddress_.begin(), ioAddress_.end());

@@ -184,8 +184,8 @@ KILN_API kiln_status kiln_context_set_tensor_address(kiln_context* context, cons
  * CUDA graph on `cuda_stream`: the first enqueue (of each specialisation, for dynamic shapes)
  * launches directly (what loads lazily loads then); a graph is captured on the context's own
  * stream for each combination of bindings and input shapes when it is next enqueued, and kept
- * (up to 16 per context) so that returning to it replays without capturing again (on the NULL
- * stream, or a stream the application is capturing itself, they launch directly).
+ * (up to 16 per context) so that returning to it replays without capturing again (the NULL
+ * stream included; on a stream the application is capturing itself they launch directly).
  * NVTX: with the environment variable KILN_NVTX=1 when the context is created, every launch is
  * an NVTX range in the domain "kiln" named by the graph node(s) it implements, for Nsight Systems
  * (nsys profile); such a context launches directly, never as a CUDA graph.
