@@ -43,6 +43,8 @@
 #   bash bench/gpu_suite.sh eco     # check --mark/--ort, --io-dtype fp16, --streams 4, a BERT trace, NVTX (issue 27)
 #   bash bench/gpu_suite.sh dynamic # engines with dynamic shapes (profiles) at built and padded shapes
 #   bash bench/gpu_suite.sh dynamic-zoo  # ResNet-50 (and with KILN_DYN_BERT=1 BERT-base) dynamic vs static engines
+#   bash bench/gpu_suite.sh dynamic-torch  # HF BERT-base and ResNet-50 from torch.export: one dynamic engine vs
+#                                   # static engines vs PyTorch fp16 eager / CUDA graph at each shape
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
 #                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
 #   bash bench/gpu_suite.sh nodes   # tune --search nodes on $KILN_NODES_MODELS (default resnet50_b32) vs plain fp16 (issue 26)
@@ -607,6 +609,20 @@ if [ "$mode" = dynamic ]; then
   run refused_fixed_axis "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:2x8x9
   run timing_dynamic_opt "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:2x8x8 --iterations 200
   run timing_dynamic_padded "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:3x7x8 --iterations 200
+  # Two profiles: shapes in either run (kiln check picks the profile that takes them), shapes in
+  # neither are refused; the C API's set_profile on the hand-made two-profile engine, with and
+  # without CUDA graphs.
+  two=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=2,seq=8
+       --min-shapes batch=3,seq=8 --opt-shapes batch=4,seq=8 --max-shapes batch=4,seq=8)
+  run compile_two_profiles "$bin/kiln" compile models/tiny/dynamic.onnxtxt -o /tmp/two.kiln --precision fp16 "${two[@]}"
+  for s in 2x8x8 1x5x8 2x4x8 3x8x8 4x8x8; do
+    run "check_two_profiles_$s" "$bin/kiln" check /tmp/two.kiln --onnx models/tiny/dynamic.onnxtxt --shapes x:$s
+  done
+  run refused_two_profiles "$bin/kiln" run /tmp/two.kiln --shapes x:3x4x8
+  for g in "" --cuda-graph; do
+    "$bin/kiln-make-test-engine" /tmp/axpb_profiles$g.kiln --profiles $g > /dev/null
+    run "c_api_profiles$g" "$bin/kiln-c-api-test" /tmp/axpb_profiles$g.kiln --profiles
+  done
 fi
 
 # Dynamic shapes on the zoo (issue 24): ResNet-50 exported with a symbolic batch, one fp16 engine
@@ -659,6 +675,61 @@ if [ "$mode" = dynamic-zoo ]; then
   done
 fi
 
+# Dynamic shapes against PyTorch (issue 24): HF BERT-base (batch x sequence) and torchvision's
+# ResNet-50 (batch), exported with symbolic dims by PyTorch's torch.export-based exporter
+# (bench/dynamic_torch.py, which also times PyTorch fp16 eager and CUDA graph at each shape and
+# writes inputs and fp32 outputs); one kiln fp16 engine per profile and one static engine per
+# shape, ABAB on the same inputs, each against PyTorch's fp32 outputs. $KILN_DYN_TORCH: "bert",
+# "resnet" or both (default).
+if [ "$mode" = dynamic-torch ]; then
+  : > "$summary"
+  d=/tmp/dyntorch
+  which=${KILN_DYN_TORCH:-bert resnet}
+  bert_shapes=${KILN_DYN_BERT_SHAPES:-1x16 1x128 8x128 32x128 32x512}
+  r50_batches=${KILN_DYN_R50_BATCHES:-1 7 32 64}
+  [[ $which == *bert* ]] || bert_shapes=""
+  [[ $which == *resnet* ]] || r50_batches=""
+  run torch_side python3 bench/dynamic_torch.py --out $d --bert "$(echo $bert_shapes | tr ' ' ,)" \
+    --resnet "$(echo $r50_batches | tr ' ' ,)"
+  grep -h '^torch ' "$OUT/logs/torch_side.log" >> "$summary"
+  pairs=()
+  if [ -n "$bert_shapes" ]; then
+    io() { echo "input_ids:$1,attention_mask:$1"; }
+    run compile_bert_dyn "$bin/kiln" compile $d/bert_dynamo.onnx -o /tmp/dt_bert_dyn.kiln --precision fp16 \
+      --min-shapes "$(io 1x16)" --opt-shapes "$(io 8x128)" --max-shapes "$(io 32x512)"
+    for s in $bert_shapes; do
+      run "compile_bert_$s" "$bin/kiln" compile $d/bert_dynamo.onnx -o "/tmp/dt_bert_$s.kiln" --precision fp16 --shapes "$(io $s)"
+      pairs+=("bert_$s /tmp/dt_bert_$s.kiln $(io $s) /tmp/dt_bert_dyn.kiln")
+    done
+  fi
+  if [ -n "$r50_batches" ]; then
+    run compile_r50_dyn "$bin/kiln" compile $d/resnet50_dynamo.onnx -o /tmp/dt_r50_dyn.kiln --precision fp16 \
+      --min-shapes input:1x3x224x224 --opt-shapes input:32x3x224x224 --max-shapes input:64x3x224x224
+    for b in $r50_batches; do
+      run "compile_r50_$b" "$bin/kiln" compile $d/resnet50_dynamo.onnx -o "/tmp/dt_r50_$b.kiln" --precision fp16 \
+        --shapes "input:${b}x3x224x224"
+      pairs+=("resnet50_$b /tmp/dt_r50_$b.kiln input:${b}x3x224x224 /tmp/dt_r50_dyn.kiln")
+    done
+  fi
+  ls -l /tmp/dt_*.kiln >> "$summary" 2>&1
+  for round in 1 2; do
+    for p in "${pairs[@]}"; do
+      read -r tag static shapes dyn <<< "$p"
+      for side in static dynamic; do
+        engine=$static; [ $side = dynamic ] && engine=$dyn
+        run "${side}_${tag}_$round" "$bin/kiln" run "$engine" --shapes "$shapes" --inputs "$d/$tag.in.npz" \
+          --outputs "/tmp/dt_${side}_$tag.npz" --iterations 200
+      done
+    done
+  done
+  for p in "${pairs[@]}"; do
+    read -r tag _ <<< "$p"
+    for side in static dynamic; do
+      echo "$tag $side vs torch fp32: $(python3 bench/npz_diff.py "$d/$tag.ref.npz" "/tmp/dt_${side}_$tag.npz" | tr '\n' ' ')" >> "$summary"
+    done
+  done
+fi
+
 # Hopper speed and exporters' patterns (issue 25): the wgmma product kernel against a double
 # reference and beside mma.sync, cuBLAS at the same sizes (bench/hub_torch.py); attention as
 # PyTorch's exporters write scaled_dot_product_attention (models/tiny/attention_sdpa, a fully
@@ -697,9 +768,10 @@ fi
 # latency from Python beside the CLI's (bench/python_check.py).
 if [ "$mode" = python ]; then
   : > "$summary"
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only resnet50_b32 > "$OUT/logs/zoo.log" 2>&1
   PYTHONPATH=runtime/python KILN_BIN="$bin/kiln" KILN_RUNTIME_LIB="${KILN_RUNTIME_LIB:-${KILN_PREFIX:-.carry/prefix}/lib/libkiln_runtime.so}" \
     run python_check python3 bench/python_check.py models/tiny/mlp.onnxtxt models/tiny/conv_bn_relu.onnxtxt \
-    $(ls "$cases"/*.onnx 2>/dev/null | grep -E 'bert_small|convnet' | head -2)
+    $(ls "$cases"/*.onnx 2>/dev/null | grep -E 'bert_small|convnet' | head -2) $(ls "$zoo/resnet50_b32.onnx" 2>/dev/null)
 fi
 
 # An installed kiln ($KILN_PREFIX: `cmake --install build --prefix P --strip`, carried): the README's

@@ -213,11 +213,28 @@ std::unique_ptr<EngineRunner> EngineRunner::open(const std::vector<uint8_t> &eng
       error = kiln_status_message(s);
       return nullptr;
     }
-    for (const auto &[name, shape] : shapes)
-      if (kiln_status s = kiln_context_set_input_shape(l.context, name.c_str(), shape.data(), int32_t(shape.size()))) {
-        error = kiln_status_message(s);
-        return nullptr;
+    // The shapes, in the first profile that takes them (the first profile's error if none does).
+    std::string firstError;
+    for (int32_t p = 0; !shapes.empty() && p < kiln_engine_num_profiles(m.engine); ++p) {
+      std::string why;
+      kiln_context_set_profile(l.context, p);
+      for (const auto &[name, shape] : shapes)
+        if (kiln_status s = kiln_context_set_input_shape(l.context, name.c_str(), shape.data(), int32_t(shape.size())))
+          if (why.empty()) why = kiln_status_message(s);
+      int32_t rank = 0;
+      if (why.empty() && !r->tensors().empty())
+        if (kiln_status s = kiln_context_get_tensor_shape(l.context, r->tensors()[0]->name.c_str(), nullptr, 0, &rank))
+          why = kiln_status_message(s);
+      if (why.empty()) {
+        firstError.clear();
+        break;
       }
+      if (firstError.empty()) firstError = why;
+    }
+    if (!firstError.empty()) {
+      error = firstError;
+      return nullptr;
+    }
     if (&l == &m.lanes[0] && !shapes.empty())  // every tensor's shape at these input shapes
       for (HostTensor *t : r->tensors()) {
         int64_t dims[32];

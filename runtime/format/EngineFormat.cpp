@@ -90,10 +90,17 @@ std::vector<int64_t> EngineDesc::shapeWith(size_t ioIndex, const std::vector<int
   return shape;
 }
 
-std::vector<int64_t> EngineDesc::boundValues(Bound b) const {
-  std::vector<int64_t> v;
-  for (const ProfileDim& d : dims) v.push_back(b == Bound::Min ? d.min : b == Bound::Opt ? d.opt : d.max);
-  return v;
+Profile EngineDesc::profileAt(size_t p) const {
+  if (!profiles.empty()) return profiles[p];
+  Profile one;
+  for (const ProfileDim& d : dims) one.min.push_back(d.min), one.opt.push_back(d.opt), one.max.push_back(d.max);
+  for (size_t s = 0; s < numSpecialisations(); ++s) one.specialisations.push_back(int32_t(s));
+  return one;
+}
+
+std::vector<int64_t> EngineDesc::boundValues(Bound b, size_t profile) const {
+  Profile p = profileAt(profile);
+  return b == Bound::Min ? p.min : b == Bound::Opt ? p.opt : p.max;
 }
 
 std::vector<RegionCopy> regionCopies(const std::vector<int64_t>& dstShape, const std::vector<int64_t>& srcShape,
@@ -346,6 +353,45 @@ class Checker {
       }
       if (!seen.insert(v).second) return fail(what + " repeats an earlier one's values");
     }
+    checkProfiles();
+  }
+
+  // Several profiles: each a range inside the dims' with its opt among its specialisations; the
+  // first one's opt is the top level's; every specialisation belongs to one.
+  void checkProfiles() {
+    if (d_.profiles.empty()) return;
+    if (d_.dims.empty()) return fail("profiles without profile dims");
+    if (d_.profiles.size() > (1u << 8)) return fail("too many profiles");
+    std::vector<bool> used(d_.numSpecialisations(), false);
+    for (size_t p = 0; p < d_.profiles.size(); ++p) {
+      const Profile& pr = d_.profiles[p];
+      std::string what = "profile " + std::to_string(p);
+      if (pr.min.size() != d_.dims.size() || pr.opt.size() != d_.dims.size() || pr.max.size() != d_.dims.size())
+        return fail(what + ": not one min, opt and max per profile dim");
+      for (size_t k = 0; k < d_.dims.size(); ++k)
+        if (pr.min[k] < d_.dims[k].min || pr.min[k] > pr.opt[k] || pr.opt[k] > pr.max[k] || pr.max[k] > d_.dims[k].max)
+          return fail(what + ": dim '" + clip(d_.dims[k].name) + "' range " + std::to_string(pr.min[k]) + ".." +
+                      std::to_string(pr.max[k]) + " (opt " + std::to_string(pr.opt[k]) +
+                      ") is not min <= opt <= max inside the dim's");
+      if (pr.specialisations.empty() || pr.specialisations.size() > d_.numSpecialisations())
+        return fail(what + ": no specialisations or too many");
+      bool hasOpt = false;
+      std::set<int32_t> seen;
+      for (int32_t s : pr.specialisations) {
+        if (s < 0 || size_t(s) >= d_.numSpecialisations() || !seen.insert(s).second)
+          return fail(what + ": specialisation " + std::to_string(s) + " is not one, or repeats");
+        std::vector<int64_t> v = d_.valuesOf(size_t(s));
+        for (size_t k = 0; k < v.size(); ++k)
+          if (v[k] < pr.min[k] || v[k] > pr.max[k])
+            return fail(what + ": specialisation " + std::to_string(s) + " is outside its range");
+        hasOpt = hasOpt || v == pr.opt;
+        used[size_t(s)] = true;
+      }
+      if (!hasOpt) return fail(what + ": no specialisation has its opt values");
+    }
+    if (d_.profiles[0].opt != d_.valuesOf(0)) return fail("profile 0's opt values are not the first specialisation's");
+    for (size_t s = 0; s < used.size(); ++s)
+      if (!used[s]) return fail("specialisation " + std::to_string(s) + " belongs to no profile");
   }
 
   void checkModulesAndKernels() {

@@ -14,9 +14,10 @@ namespace kiln::rt {
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
 // Version 2 added library GEMM launches (cuBLASLt), version 3 their pointer-array batches,
 // version 4 dynamic shapes (profile dims and specialisations), version 5 output axes that are a
-// fixed fraction or multiple of a dim; the reader still accepts the earlier versions' files (a
-// static engine: no dims, one specialisation).
-constexpr uint32_t kEngineFormatVersion = 5;
+// fixed fraction or multiple of a dim, version 6 several profiles; the reader still accepts the
+// earlier versions' files (a static engine: no dims, one specialisation; before version 6 one
+// profile).
+constexpr uint32_t kEngineFormatVersion = 6;
 constexpr uint32_t kOldestEngineFormatVersion = 1;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
@@ -191,6 +192,8 @@ struct DimAxis {
 
 struct ProfileDim {
   std::string name;
+  // The range over all profiles (each profile's own is in EngineDesc::profiles) and the first
+  // profile's opt.
   int64_t min = 1, opt = 1, max = 1;
   // A value between two specialisations' runs on the next larger one: the runtime zero-pads the
   // inputs to it and cuts the outputs back (the compiler checked on the CPU evaluator that the
@@ -208,6 +211,15 @@ struct Specialisation {
   std::vector<int64_t> values;
   uint64_t arenaBytes = 0;
   std::vector<Launch> launches;
+};
+
+// An optimization profile (version 6; trtexec's): a range per profile dim, values the context
+// that selects it may set (min/opt/max: one per dim, in order), and the specialisations it runs
+// them on (indices as EngineDesc::launchesOf takes them; one has the opt values). An engine
+// without `profiles` has one: every dim's min/opt/max and every specialisation.
+struct Profile {
+  std::vector<int64_t> min, opt, max;
+  std::vector<int32_t> specialisations;
 };
 
 // Everything an engine file holds. The compiler fills one and calls writeEngine; parseEngine
@@ -234,6 +246,8 @@ struct EngineDesc {
   // the first.
   std::vector<ProfileDim> dims;
   std::vector<Specialisation> specialisations;
+  // Several profiles (version 6); empty: one, made by profileAt.
+  std::vector<Profile> profiles;
 
   // Specialisation i's launches, arena and dim values (i = 0: the top-level ones; its values are
   // read off the I/O table).
@@ -246,7 +260,9 @@ struct EngineDesc {
   // Its shape with the profile dims at `values` (one per dim), e.g. every dim's min or max.
   std::vector<int64_t> shapeWith(size_t io, const std::vector<int64_t>& values) const;
   enum class Bound { Min, Opt, Max };
-  std::vector<int64_t> boundValues(Bound b) const;
+  std::vector<int64_t> boundValues(Bound b, size_t profile = 0) const;
+  size_t numProfiles() const { return profiles.empty() ? 1 : profiles.size(); }
+  Profile profileAt(size_t p) const;
 };
 
 // Dynamic shapes: the copies that move the common part of two row-major tensors of one rank

@@ -119,10 +119,10 @@ class Decoder {
 
   // An array of at most kMaxRank integers in [lo, hi].
   bool integers(const json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi,
-                std::vector<int64_t>& out) {
+                std::vector<int64_t>& out, size_t maxCount = kMaxRank) {
     const json* v = array(obj, key, path);
     if (!v) return false;
-    if (v->size() > kMaxRank) return fail(join(path, key), "more than " + std::to_string(kMaxRank) + " values");
+    if (v->size() > maxCount) return fail(join(path, key), "more than " + std::to_string(maxCount) + " values");
     out.resize(v->size());
     for (size_t i = 0; i < v->size(); ++i)
       if (!integer((*v)[i], join(path, key) + "[" + std::to_string(i) + "]", lo, hi, out[i])) return false;
@@ -413,7 +413,8 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
   }
 
   // Version 4, optional: the profile's dims and the other specialisations.
-  if (!m.contains("dims")) return true;
+  if (!m.contains("dims"))
+    return !m.contains("profiles") || dec.fail("profiles", "an engine without dims has one profile");
   const json* dims = dec.array(m, "dims", "");
   if (!dims) return false;
   if (dims->size() > kMaxRank) return dec.fail("dims", "more than " + std::to_string(kMaxRank) + " dims");
@@ -459,6 +460,24 @@ bool decodeMetadata(const json& m, EngineDesc& d, std::vector<std::pair<int64_t,
       sp.launches.push_back(std::move(l));
     }
     d.specialisations.push_back(std::move(sp));
+  }
+  // Version 6, optional: several profiles.
+  if (!m.contains("profiles")) return true;
+  const json* profiles = dec.array(m, "profiles", "");
+  if (!profiles) return false;
+  if (profiles->size() > 256) return dec.fail("profiles", "more than 256 profiles");
+  for (size_t i = 0; i < profiles->size(); ++i) {
+    std::string p = "profiles[" + std::to_string(i) + "]";
+    Profile pr;
+    std::vector<int64_t> specs;
+    const json& jp = (*profiles)[i];
+    if (!dec.integers(jp, "min", p, 0, int64_t(kMaxDeviceBytes), pr.min) ||
+        !dec.integers(jp, "opt", p, 0, int64_t(kMaxDeviceBytes), pr.opt) ||
+        !dec.integers(jp, "max", p, 0, int64_t(kMaxDeviceBytes), pr.max) ||
+        !dec.integers(jp, "specialisations", p, 0, 1 << 12, specs, 1 << 12))
+      return false;
+    for (int64_t s : specs) pr.specialisations.push_back(int32_t(s));
+    d.profiles.push_back(std::move(pr));
   }
   return true;
 }

@@ -153,6 +153,12 @@ std::vector<uint8_t> writeEngine(const EngineDesc& desc) {
       meta["specialisations"].push_back(
           {{"values", sp.values}, {"arena_bytes", sp.arenaBytes}, {"launches", launches}});
     }
+    if (!desc.profiles.empty()) {  // (absent: one profile, as before version 6)
+      meta["profiles"] = json::array();
+      for (const Profile& p : desc.profiles)
+        meta["profiles"].push_back(
+            {{"min", p.min}, {"opt", p.opt}, {"max", p.max}, {"specialisations", p.specialisations}});
+    }
   }
 
   // Invalid UTF-8 in a name is replaced (U+FFFD) rather than thrown: writing never fails.

@@ -240,17 +240,20 @@ KILN_API kiln_status kiln_context_get_tensor_shape(kiln_context* c, const char* 
   });
 }
 
-KILN_API int32_t kiln_engine_num_profiles(const kiln_engine* engine) { return engine ? 1 : -1; }
+KILN_API int32_t kiln_engine_num_profiles(const kiln_engine* engine) {
+  return engine ? int32_t(engine->impl->desc.numProfiles()) : -1;
+}
 
 KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* e, int32_t profile, const char* name,
                                                kiln_profile_bound which, int64_t* dims, int32_t capacity,
                                                int32_t* rank) {
   return guarded([&] {
     if (!e || !name || !rank) return fail(KILN_ERROR_INVALID_ARGUMENT, !e ? "engine is NULL" : "name or rank is NULL");
-    if (profile != 0)
-      return fail(KILN_ERROR_INVALID_ARGUMENT, "profile " + std::to_string(profile) + " (the engine has 1)");
-    if (which < KILN_PROFILE_MIN || which > KILN_PROFILE_MAX) return fail(KILN_ERROR_INVALID_ARGUMENT, "bad bound");
     const EngineDesc& d = e->impl->desc;
+    if (profile < 0 || size_t(profile) >= d.numProfiles())
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  "profile " + std::to_string(profile) + " (the engine has " + std::to_string(d.numProfiles()) + ")");
+    if (which < KILN_PROFILE_MIN || which > KILN_PROFILE_MAX) return fail(KILN_ERROR_INVALID_ARGUMENT, "bad bound");
     int32_t io = e->impl->findIo(name);
     if (io < 0 || !d.io[size_t(io)].isInput)
       return fail(KILN_ERROR_INVALID_ARGUMENT, std::string("no input named '") + name + "'");
@@ -258,7 +261,8 @@ KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* e, int32_t pro
     using Bound = EngineDesc::Bound;
     std::vector<int64_t> shape = d.shapeWith(size_t(io), d.boundValues(which == KILN_PROFILE_MIN   ? Bound::Min
                                                                        : which == KILN_PROFILE_OPT ? Bound::Opt
-                                                                                                   : Bound::Max));
+                                                                                                   : Bound::Max,
+                                                                       size_t(profile)));
     *rank = int32_t(shape.size());
     for (int32_t k = 0; k < capacity && k < *rank; ++k) dims[k] = shape[size_t(k)];
     return KILN_OK;
@@ -268,8 +272,11 @@ KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* e, int32_t pro
 KILN_API kiln_status kiln_context_set_profile(kiln_context* c, int32_t profile) {
   return guarded([&] {
     if (!c) return fail(KILN_ERROR_INVALID_ARGUMENT, "context is NULL");
-    if (profile != 0)
-      return fail(KILN_ERROR_INVALID_ARGUMENT, "profile " + std::to_string(profile) + " (the engine has 1)");
+    const size_t n = c->exec->engine().desc.numProfiles();
+    if (profile < 0 || size_t(profile) >= n)
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  "profile " + std::to_string(profile) + " (the engine has " + std::to_string(n) + ")");
+    c->exec->setProfile(size_t(profile));
     return KILN_OK;
   });
 }

@@ -252,6 +252,7 @@ Status Executor::allocate() {
   staging_.assign(d.io.size(), 0);
   shapes_.clear();
   for (const IoTensor& t : d.io) shapes_.push_back(t.shape);
+  profileDesc_ = d.profileAt(0);
   // Staging buffers, for the tensors that have an axis of a dim the runtime may pad: as large as
   // the tensor in the largest specialisation (sizes the checker bounds).
   for (size_t i = 0; i < d.io.size(); ++i) {
@@ -284,23 +285,37 @@ Status Executor::setInputShape(int32_t io, const int64_t* dims, int32_t rank) {
                                             ", got the shape " + text(dims, size_t(rank)));
   for (size_t k = 0; k < t.shape.size(); ++k) {
     const ProfileDim* dim = nullptr;
-    for (const ProfileDim& p : d.dims)
-      for (const DimAxis& a : p.axes)
-        if (a.io == io && size_t(a.axis) == k) dim = &p;
+    size_t dimIndex = 0;
+    for (size_t p = 0; p < d.dims.size(); ++p)
+      for (const DimAxis& a : d.dims[p].axes)
+        if (a.io == io && size_t(a.axis) == k) dim = &d.dims[p], dimIndex = p;
     if (!dim && dims[k] != t.shape[k])
       return makeStatus(KILN_ERROR_SHAPE,
                         "input '" + t.name + "' has " + (d.dims.empty() ? "the static shape " : "the shape ") +
                             text(t.shape.data(), t.shape.size()) + (d.dims.empty() ? "" : " outside its profile dims") +
                             ", got " + text(dims, size_t(rank)) + " (axis " + std::to_string(k) + " is fixed" +
                             (d.dims.empty() ? "; build the engine with --min/--opt/--max-shapes for a range)" : ")"));
-    if (dim && (dims[k] < dim->min || dims[k] > dim->max))
+    const int64_t lo = dim ? profileDesc_.min[dimIndex] : 0, hi = dim ? profileDesc_.max[dimIndex] : 0;
+    if (dim && (dims[k] < lo || dims[k] > hi))
       return makeStatus(KILN_ERROR_SHAPE, "input '" + t.name + "' axis " + std::to_string(k) + " ('" + dim->name +
                                               "') = " + std::to_string(dims[k]) + " is outside the profile's " +
-                                              std::to_string(dim->min) + ".." + std::to_string(dim->max));
+                                              std::to_string(lo) + ".." + std::to_string(hi) +
+                                              (d.numProfiles() > 1 ? " (profile " + std::to_string(profile_) + " of " +
+                                                                         std::to_string(d.numProfiles()) + ")"
+                                                                   : std::string()));
   }
   std::vector<int64_t> shape(dims, dims + rank);
   if (shape != shapes_[size_t(io)]) shapes_[size_t(io)] = std::move(shape), shapesDirty_ = true;
   return Status::success();
+}
+
+void Executor::setProfile(size_t profile) {
+  const EngineDesc& d = engine_->desc;
+  profile_ = profile;
+  profileDesc_ = d.profileAt(profile);
+  for (size_t i = 0; i < d.io.size(); ++i)
+    if (d.io[i].isInput) shapes_[i] = d.shapeWith(i, profileDesc_.opt);
+  shapesDirty_ = true;
 }
 
 Status Executor::resolveShapes() {
@@ -325,7 +340,8 @@ Status Executor::resolveShapes() {
   // smallest larger one; among those that fit, the one with the fewest padded elements.
   size_t best = SIZE_MAX;
   double bestCost = 0;
-  for (size_t sp = 0; sp < d.numSpecialisations(); ++sp) {
+  for (int32_t spIndex : profileDesc_.specialisations) {
+    const size_t sp = size_t(spIndex);
     std::vector<int64_t> v = d.valuesOf(sp);
     bool fits = true;
     double cost = 1;
@@ -340,7 +356,7 @@ Status Executor::resolveShapes() {
     for (size_t k = 0; k < d.dims.size(); ++k) {
       std::string have;
       std::set<int64_t> values;
-      for (size_t sp = 0; sp < d.numSpecialisations(); ++sp) values.insert(d.valuesOf(sp)[k]);
+      for (int32_t sp : profileDesc_.specialisations) values.insert(d.valuesOf(size_t(sp))[k]);
       for (int64_t v : values) have += (have.empty() ? "" : ", ") + std::to_string(v);
       if (!values.count(value[k]))
         why += (why.empty() ? "" : "; ") + std::string("dim '") + d.dims[k].name + "' = " + std::to_string(value[k]) +

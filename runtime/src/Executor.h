@@ -30,6 +30,10 @@ class Executor {
   // in its range and every other axis equal the engine's; whether inputs that share a dim agree
   // is checked when the shapes are used (resolveShapes).
   Status setInputShape(int32_t io, const int64_t* dims, int32_t rank);
+  // Several profiles: the one whose ranges and specialisations the next shapes use (every
+  // input's shape becomes its opt shape). Index checked by the caller.
+  void setProfile(size_t profile);
+  size_t currentProfile() const { return profile_; }
   // Picks the specialisation for the inputs' shapes (and whether they are padded to it) and
   // derives the outputs' shapes; a no-op until an input shape changes.
   Status resolveShapes();
@@ -120,6 +124,8 @@ class Executor {
   std::vector<std::vector<PreparedLaunch>> plans_;
   std::vector<PreparedLaunch>* launches_ = nullptr;  // the current specialisation's
   size_t spec_ = 0;
+  size_t profile_ = 0;
+  Profile profileDesc_;  // its ranges and specialisations
   // Dynamic shapes: each I/O tensor's shape for the next enqueue, whether it is padded to the
   // specialisation's (then it runs in its staging buffer, sized for the profile's max), and
   // whether an input shape changed since resolveShapes.

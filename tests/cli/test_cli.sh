@@ -565,6 +565,25 @@ expect 0 "max +3.07 K +1.5 KiB" -- plan "$tiny/dynamic.onnxtxt" "${dyn[@]}"
 expect 2 "a profile needs all three" -- plan "$tiny/dynamic.onnxtxt" --opt-shapes batch=2,seq=8
 expect 0 "2 candidates" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16|fp32' --dry-run "${dyn[@]}" -o "$tmp/t.kiln"
 expect 2 "a profile needs all three" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16' --opt-shapes batch=2,seq=8
+# Several profiles (the three flags repeated): each its own ranges and specialisations, a
+# combination two profiles share built once; plan gives each profile's bounds.
+two=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=2,seq=8
+     --min-shapes batch=2,seq=8 --opt-shapes batch=4,seq=8 --max-shapes batch=4,seq=8)
+expect 0 "profile: 5 specialisations" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/two.kiln" "${two[@]}"
+expect 0 " profile 1:.*
+  batch 2\.\.4 \(opt 4\): built for 2, 4" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/two.kiln" "${two[@]}"
+expect 0 "profile 1: batch 2\.\.4 \(opt 4\), seq 8\.\.8 \(opt 8\); specialisations 1 5" -- inspect "$tmp/two.kiln"
+if "$kiln" inspect "$tmp/two.kiln" --json | /usr/bin/python3 -c "
+import json, sys
+p = json.load(sys.stdin)['profiles']
+sys.exit(0 if len(p) == 2 and p[1]['inputs']['x']['min'] == [2, 8, 8] and [s['index'] for s in p[1]['specialisations']] == [0, 4] else 1)"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: inspect --json of a two-profile engine"
+fi
+expect 2 "given 2, 2 and 1 times" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" "${two[@]:0:10}"
+expect 2 "input 'x' axis 0 in profile 1: min 3, opt 2, max 4" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" "${two[@]:0:6}" --min-shapes batch=3,seq=8 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8
+expect 0 "max/1 " -- plan "$tiny/dynamic.onnxtxt" "${two[@]}"
 expect 2 "at the --opt-shapes: graph input 'x' has symbolic dimension 'seq' at axis 1 with no value" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1 --opt-shapes batch=2 --max-shapes batch=4
 
 echo "$passed passed, $failed failed"

@@ -46,6 +46,12 @@ with tempfile.TemporaryDirectory() as tmp:
           "bad precision: kiln's message")
     check(raises(lambda: kiln.Engine(os.path.join(tiny, "mlp.onnxtxt")), "loading"), "a non-engine file is refused")
     check(raises(lambda: kiln.Engine(b"kiln"), "loading the engine"), "truncated engine bytes are refused")
+    check(e.num_profiles == 1, "a static engine has one profile")
+    two = kiln.compile(os.path.join(tiny, "dynamic.onnxtxt"),
+                       args=["--min-shapes", "batch=1,seq=4", "--opt-shapes", "batch=2,seq=8", "--max-shapes",
+                             "batch=2,seq=8", "--min-shapes", "batch=3,seq=8", "--opt-shapes", "batch=4,seq=8",
+                             "--max-shapes", "batch=4,seq=8"])
+    check(two.num_profiles == 2, f"two profiles ({two.num_profiles})")
     plan = kiln.tune(os.path.join(tiny, "mlp.onnxtxt"), "precision=fp32|fp16", args=["--dry-run"])
     check(plan.get("count") == 2, f"tune --dry-run plans 2 candidates ({plan.get('count')})")
     # Without a GPU, a context cannot be made: the runtime's message says why.

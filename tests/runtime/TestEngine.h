@@ -124,4 +124,12 @@ inline EngineDesc makeDynamicAxpbEngine() {
   return d;
 }
 
+// The same with two profiles (version 6): n in 500..1000 (opt 1000) on the specialisations 1000
+// and 500, and n in 100..500 (opt 100) on 500 and 100.
+inline EngineDesc makeTwoProfileAxpbEngine() {
+  EngineDesc d = makeDynamicAxpbEngine();
+  d.profiles = {{{500}, {1000}, {1000}, {0, 1}}, {{100}, {100}, {500}, {1, 2}}};
+  return d;
+}
+
 }  // namespace kiln::rt::test

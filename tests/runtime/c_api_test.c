@@ -187,42 +187,67 @@ static void check_profile(kiln_engine* engine) {
         "profile of an output");
 }
 
-static int run_dynamic(kiln_context* ctx) {
+/* One run at n: outputs set, y's shape n, y[0..n) right and the rest untouched; the mismatches. */
+static int run_at(void* lib, kiln_context* ctx, void* stream, devptr dy, int64_t n) {
+  float y[N];
+  int64_t dims[2];
+  int32_t rank = 0;
+  int i, bad = 0;
+  kiln_status s;
+  CHECK(kiln_context_set_input_shape(ctx, "x", &n, 1) == KILN_OK, "shape %d: %s", (int)n,
+        kiln_status_message(KILN_ERROR_SHAPE));
+  CHECK(kiln_context_get_tensor_shape(ctx, "y", dims, 2, &rank) == KILN_OK && rank == 1 && dims[0] == n,
+        "y's shape at %d: %lld", (int)n, (long long)dims[0]);
+  for (i = 0; i < N; ++i) y[i] = -12345.0f;
+  CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(dy, y, sizeof y) == 0, "clear y");
+  s = kiln_context_enqueue(ctx, stream);
+  CHECK(s == KILN_OK, "enqueue at %d: %s", (int)n, kiln_status_message(s));
+  CHECK(((cuStreamSynchronize_t)sym(lib, "cuStreamSynchronize"))(stream) == 0, "sync");
+  CHECK(((cuMemcpyDtoH_t)sym(lib, "cuMemcpyDtoH_v2"))(y, dy, sizeof y) == 0, "download y");
+  for (i = 0; i < N; ++i) {
+    float want = i < n ? fmaf(2.5f, x_of(i), b_of(i)) + 1.0f : -12345.0f;
+    if (fabsf(y[i] - want) > 1e-5f * (1.0f + fabsf(want)) && bad++ < 5)
+      fprintf(stderr, "n %d: y[%d] = %g, want %g\n", (int)n, i, y[i], want);
+  }
+  printf("n %d: %d mismatches\n", (int)n, bad);
+  return bad;
+}
+
+static void expect_refused(kiln_context* ctx, int64_t n, const char* words) {
+  kiln_status s = kiln_context_set_input_shape(ctx, "x", &n, 1);
+  CHECK(s == KILN_ERROR_SHAPE && strstr(kiln_status_message(s), words), "n %d: %d %s", (int)n, (int)s,
+        kiln_status_message(s));
+  printf("expected error: %s\n", kiln_status_message(s));
+}
+
+static int run_dynamic(kiln_context* ctx, int profiles) {
   void* stream = NULL;
   devptr dx = 0, dy = 0;
-  float y[N];
-  int i, k, bad = 0;
+  int k, bad = 0;
   static const int64_t sizes[] = {700, 500, 100, 1000, 333, 101, 700, 333, 1000}; /* (graphs: replays) */
-  int64_t dims[2], outside[2] = {1001, 99};
+  int64_t dims[2];
   int32_t rank = 0;
-  kiln_status s;
   void* lib = device_setup(&dx, &dy, &stream);
   if (!lib) return 1;
   CHECK(kiln_context_set_tensor_address(ctx, "x", (void*)(size_t)dx) == KILN_OK, "bind x");
   CHECK(kiln_context_set_tensor_address(ctx, "y", (void*)(size_t)dy) == KILN_OK, "bind y");
-  for (k = 0; k < 2; ++k) {
-    s = kiln_context_set_input_shape(ctx, "x", &outside[k], 1);
-    CHECK(s == KILN_ERROR_SHAPE && strstr(kiln_status_message(s), "'n'"), "outside: %d %s", (int)s,
-          kiln_status_message(s));
-    printf("expected error: %s\n", kiln_status_message(s));
-  }
-  for (k = 0; k < (int)(sizeof sizes / sizeof sizes[0]); ++k) {
-    int n = (int)sizes[k];
-    CHECK(kiln_context_set_input_shape(ctx, "x", &sizes[k], 1) == KILN_OK, "shape %d", n);
-    CHECK(kiln_context_get_tensor_shape(ctx, "y", dims, 2, &rank) == KILN_OK && rank == 1 && dims[0] == n,
-          "y's shape at %d: %lld", n, (long long)dims[0]);
-    for (i = 0; i < N; ++i) y[i] = -12345.0f;
-    CHECK(((cuMemcpyHtoD_t)sym(lib, "cuMemcpyHtoD_v2"))(dy, y, sizeof y) == 0, "clear y");
-    s = kiln_context_enqueue(ctx, stream);
-    CHECK(s == KILN_OK, "enqueue at %d: %s", n, kiln_status_message(s));
-    CHECK(((cuStreamSynchronize_t)sym(lib, "cuStreamSynchronize"))(stream) == 0, "sync");
-    CHECK(((cuMemcpyDtoH_t)sym(lib, "cuMemcpyDtoH_v2"))(y, dy, sizeof y) == 0, "download y");
-    for (i = 0; i < N; ++i) {
-      float want = i < n ? fmaf(2.5f, x_of(i), b_of(i)) + 1.0f : -12345.0f;
-      if (fabsf(y[i] - want) > 1e-5f * (1.0f + fabsf(want)) && bad++ < 5)
-        fprintf(stderr, "n %d: y[%d] = %g, want %g\n", n, i, y[i], want);
-    }
-    printf("n %d: %d mismatches so far\n", n, bad);
+  if (!profiles) {
+    expect_refused(ctx, 1001, "'n'");
+    expect_refused(ctx, 99, "'n'");
+    for (k = 0; k < (int)(sizeof sizes / sizeof sizes[0]); ++k) bad += run_at(lib, ctx, stream, dy, sizes[k]);
+  } else {
+    /* Profile 0 (500..1000 on 1000 and 500) until set; profile 1 (100..500 on 500 and 100). */
+    expect_refused(ctx, 333, "profile 0 of 2");
+    bad += run_at(lib, ctx, stream, dy, 700) + run_at(lib, ctx, stream, dy, 500);
+    CHECK(kiln_context_set_profile(ctx, 1) == KILN_OK, "set_profile 1");
+    CHECK(kiln_context_get_tensor_shape(ctx, "x", dims, 2, &rank) == KILN_OK && dims[0] == 100,
+          "profile 1's opt shape after set_profile: %lld", (long long)dims[0]);
+    expect_refused(ctx, 700, "500");
+    bad += run_at(lib, ctx, stream, dy, 333) + run_at(lib, ctx, stream, dy, 100) + run_at(lib, ctx, stream, dy, 500);
+    CHECK(kiln_context_set_profile(ctx, 2) == KILN_ERROR_INVALID_ARGUMENT, "set_profile 2");
+    printf("expected error: %s\n", kiln_status_message(KILN_ERROR_INVALID_ARGUMENT));
+    CHECK(kiln_context_set_profile(ctx, 0) == KILN_OK, "set_profile 0");
+    bad += run_at(lib, ctx, stream, dy, 1000) + run_at(lib, ctx, stream, dy, 600);
   }
   CHECK(bad == 0, "%d outputs wrong", bad);
   kiln_context_destroy(ctx);
@@ -232,13 +257,25 @@ static int run_dynamic(kiln_context* ctx) {
   return 0;
 }
 
+/* Two profiles (make_test_engine --profiles): their queries. */
+static void check_profiles(kiln_engine* engine) {
+  int64_t dims[4];
+  int32_t rank = 0;
+  CHECK(kiln_engine_num_profiles(engine) == 2, "num_profiles");
+  CHECK(kiln_engine_profile_shape(engine, 1, "x", KILN_PROFILE_MAX, dims, 4, &rank) == KILN_OK && dims[0] == 500,
+        "profile 1 max");
+  CHECK(kiln_engine_profile_shape(engine, 0, "x", KILN_PROFILE_MIN, dims, 4, &rank) == KILN_OK && dims[0] == 500,
+        "profile 0 min");
+}
+
 int main(int argc, char** argv) {
   kiln_engine* engine = NULL;
   kiln_context* ctx = NULL;
   kiln_status s;
   int expect_arch = argc > 2 && strcmp(argv[2], "--expect-arch") == 0;
-  int dynamic = argc > 2 && strcmp(argv[2], "--dynamic") == 0;
-  if (argc < 2) return fprintf(stderr, "usage: %s ENGINE.kiln [--expect-arch | --dynamic]\n", argv[0]), 2;
+  int profiles = argc > 2 && strcmp(argv[2], "--profiles") == 0;
+  int dynamic = profiles || (argc > 2 && strcmp(argv[2], "--dynamic") == 0);
+  if (argc < 2) return fprintf(stderr, "usage: %s ENGINE.kiln [--expect-arch | --dynamic | --profiles]\n", argv[0]), 2;
 
   check_error_paths();
   s = kiln_engine_load(argv[1], &engine);
@@ -249,7 +286,7 @@ int main(int argc, char** argv) {
   CHECK(kiln_engine_io_dtype(engine, 1) == KILN_DTYPE_FLOAT32 && kiln_engine_io_is_input(engine, 1) == 0, "io 1");
   CHECK(kiln_engine_io_rank(engine, 1) == 1 && kiln_engine_io_shape(engine, 1)[0] == N, "io 1 shape");
   CHECK(kiln_engine_io_name(engine, 2) == NULL && kiln_engine_io_rank(engine, -1) == -1, "index out of range");
-  if (dynamic) check_profile(engine);
+  if (dynamic) profiles ? check_profiles(engine) : check_profile(engine);
 
   s = kiln_context_create(engine, &ctx);
   if (s == KILN_ERROR_NO_DEVICE) {
@@ -269,7 +306,7 @@ int main(int argc, char** argv) {
     CHECK(s == KILN_OK, "kiln_context_create: %s", kiln_status_message(s));
     if (s != KILN_OK) return 1;
     if (dynamic) {
-      run_dynamic(ctx);
+      run_dynamic(ctx, profiles);
       kiln_engine_destroy(engine);
     } else {
       run_on_gpu(engine, ctx);

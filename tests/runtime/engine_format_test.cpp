@@ -245,14 +245,14 @@ TEST(EngineFormat, WrongMagic) {
 }
 
 TEST(EngineFormat, WrongVersion) {
-  std::vector<uint8_t> v6 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 6);
-  EXPECT_REJECTED(v6, KILN_ERROR_VERSION, "engine format version 6, this runtime reads versions 1 to 5");
+  std::vector<uint8_t> v7 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 7);
+  EXPECT_REJECTED(v7, KILN_ERROR_VERSION, "engine format version 7, this runtime reads versions 1 to 6");
   // A newer file says so even when it is cut short.
-  v6.resize(20);
-  EXPECT_REJECTED(v6, KILN_ERROR_VERSION, "engine format version 6");
+  v7.resize(20);
+  EXPECT_REJECTED(v7, KILN_ERROR_VERSION, "engine format version 7");
   // Header and metadata must agree.
   std::vector<uint8_t> v1 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 1);
-  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 5 disagrees with the header's 1");
+  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 6 disagrees with the header's 1");
 }
 
 // A library GEMM launch (format version 2): written, read back field by field, and its buffers
@@ -756,6 +756,54 @@ TEST(EngineFormat, DynamicShapes) {
   EXPECT_REJECTED(withMetadata([](json& m) { m["dims"] = 3; }), KILN_ERROR_FORMAT, "dims");
 }
 
+// Version 6: several profiles round-trip, an engine without them has one (every dim's range and
+// every specialisation), and profiles that do not fit their dims or specialisations are refused.
+TEST(EngineFormat, SeveralProfiles) {
+  EngineDesc one = test::makeDynamicAxpbEngine();
+  ASSERT_EQ(one.numProfiles(), 1u);
+  EXPECT_EQ(one.profileAt(0).specialisations, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(one.boundValues(EngineDesc::Bound::Min, 0), std::vector<int64_t>{100});
+
+  EngineDesc d = test::makeTwoProfileAxpbEngine();
+  ASSERT_EQ(checkEngineDesc(d), "");
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string error;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error), ParseStatus::Ok) << error;
+  ASSERT_EQ(back.numProfiles(), 2u);
+  EXPECT_EQ(back.boundValues(EngineDesc::Bound::Opt, 1), std::vector<int64_t>{100});
+  EXPECT_EQ(back.boundValues(EngineDesc::Bound::Max, 1), std::vector<int64_t>{500});
+  EXPECT_EQ(back.profileAt(1).specialisations, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(writeEngine(back), bytes);
+
+  auto problem = [](const std::function<void(EngineDesc&)>& edit) {
+    EngineDesc e = test::makeTwoProfileAxpbEngine();
+    edit(e);
+    return checkEngineDesc(e);
+  };
+  EXPECT_NE(problem([](EngineDesc& e) { e.profiles[1].max = {2000}; }).find("profile 1: dim 'n' range 100..2000"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.profiles[1].opt = {300}; }).find("no specialisation has its opt"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.profiles[0].specialisations = {0, 2};
+            }).find("outside its range"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.profiles[1].specialisations = {1}, e.profiles[1].opt = {500};
+            }).find("specialisation 2 belongs to no profile"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { std::swap(e.profiles[0], e.profiles[1]); }).find("profile 0's opt"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) { e.profiles[0].min = {}; }).find("one min, opt and max per profile dim"),
+            std::string::npos);
+  EXPECT_NE(problem([](EngineDesc& e) {
+              e.profiles[1].specialisations = {1, 7};
+            }).find("is not one"),
+            std::string::npos);
+  EXPECT_REJECTED(withMetadata([](json& m) { m["profiles"] = 3; }), KILN_ERROR_FORMAT, "profiles");
+}
+
 // Version 5: an output axis that is a fixed multiple or fraction of a dim (here y = 2n long) keeps
 // its ratio through the file, takes it in every specialisation's shapes, and is refused on an
 // input, with padding, or where a value would make it no whole number.
@@ -858,5 +906,18 @@ TEST(EngineFormat, CApiProfiles) {
   EXPECT_EQ(kiln_engine_profile_shape(e, 0, "x", KILN_PROFILE_OPT, dims, 2, &rank), KILN_OK);
   EXPECT_EQ(dims[0], 1000);
   EXPECT_EQ(kiln_engine_profile_shape(e, 0, "nope", KILN_PROFILE_OPT, dims, 2, &rank), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 1, "x", KILN_PROFILE_OPT, dims, 2, &rank), KILN_ERROR_INVALID_ARGUMENT);
+  kiln_engine_destroy(e);
+
+  bytes = writeEngine(test::makeTwoProfileAxpbEngine());
+  ASSERT_EQ(kiln_engine_load_from_memory(bytes.data(), bytes.size(), &e), KILN_OK);
+  EXPECT_EQ(kiln_engine_num_profiles(e), 2);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 1, "x", KILN_PROFILE_MAX, dims, 2, &rank), KILN_OK);
+  EXPECT_EQ(dims[0], 500);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 0, "x", KILN_PROFILE_MIN, dims, 2, &rank), KILN_OK);
+  EXPECT_EQ(dims[0], 500);
+  EXPECT_EQ(kiln_engine_profile_shape(e, 2, "x", KILN_PROFILE_MIN, dims, 2, &rank), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(KILN_ERROR_INVALID_ARGUMENT)).find("profile 2 (the engine has 2)"),
+            std::string::npos);
   kiln_engine_destroy(e);
 }

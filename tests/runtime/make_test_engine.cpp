@@ -1,9 +1,10 @@
 // Writes the hand-made test engine (TestEngine.h) to a file, for c_api_test and example.c:
-//   make_test_engine OUT.kiln [--cubin FILE] [--no-ptx] [--sm N] [--cuda-graph] [--dynamic]
+//   make_test_engine OUT.kiln [--cubin FILE] [--no-ptx] [--sm N] [--cuda-graph] [--dynamic | --profiles]
 // --cubin adds a cubin for the target (e.g. from `ptxas -arch=sm_90`) next to the PTX;
 // --no-ptx drops the PTX (a cubin-only engine); --sm retargets the engine (e.g. 100, to check
 // that an sm_90 GPU refuses it); --cuda-graph sets the runtime.cuda_graph knob; --dynamic writes
-// the engine with a dynamic n (makeDynamicAxpbEngine).
+// the engine with a dynamic n (makeDynamicAxpbEngine), --profiles with two profiles
+// (makeTwoProfileAxpbEngine).
 #include "TestEngine.h"
 
 #include <cstdio>
@@ -20,9 +21,9 @@ int main(int argc, char** argv) {
   }
   kiln::rt::EngineDesc desc = kiln::rt::test::makeAxpbEngine();
   for (int i = 2; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--dynamic") == 0) {
+    if (std::strcmp(argv[i], "--dynamic") == 0 || std::strcmp(argv[i], "--profiles") == 0) {
       bool graph = desc.cudaGraph;
-      desc = kiln::rt::test::makeDynamicAxpbEngine();
+      desc = argv[i][2] == 'd' ? kiln::rt::test::makeDynamicAxpbEngine() : kiln::rt::test::makeTwoProfileAxpbEngine();
       desc.cudaGraph = graph;
     } else if (std::strcmp(argv[i], "--no-ptx") == 0) {
       desc.modules[0].ptx.clear();

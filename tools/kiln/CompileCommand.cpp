@@ -175,32 +175,44 @@ Runner addCompileCommand(CLI::App &app) {
                           {"total_seconds", secs}};
       for (auto &[phase, seconds] : m.phases) j["phases"][phase] = seconds;
       if (!report.dims.empty()) {
+        // (min/opt/max/buckets: the first profile's; "profiles": each profile's)
         j["profile"]["specialisations"] = report.specialisations;
-        for (const ProfileReport::Dim &d : report.dims)
+        for (const ProfileReport::Dim &d : report.dims) {
+          nlohmann::json ranges = nlohmann::json::array();
+          for (const ProfileReport::Range &r : d.ranges)
+            ranges.push_back({{"min", r.min}, {"opt", r.opt}, {"max", r.max}, {"buckets", r.buckets}});
           j["profile"]["dims"].push_back({{"name", d.name},
-                                          {"min", d.min},
-                                          {"opt", d.opt},
-                                          {"max", d.max},
-                                          {"buckets", d.buckets},
+                                          {"min", d.ranges[0].min},
+                                          {"opt", d.ranges[0].opt},
+                                          {"max", d.ranges[0].max},
+                                          {"buckets", d.ranges[0].buckets},
+                                          {"profiles", ranges},
                                           {"pad", d.pad},
                                           {"no_pad_reason", d.noPad}});
+        }
       }
       std::cout << jsonText(j) << "\n";
     } else {
       std::printf(
-          "wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%zu from cache, %zu compiled in %.1f s), "
+          "wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%s%zu from cache, %zu compiled in %.1f s), "
           "arena %s, weights %s, %.1f s in all\n",
           support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(),
-          support::printableLine(bo.route.canonical()).c_str(), s.launches, s.uniqueKernels, s.cacheHits, s.compiled,
-          s.compileSeconds, humanBytes(s.arenaBytes).c_str(), humanBytes(s.weightsBytes).c_str(), secs);
+          support::printableLine(bo.route.canonical()).c_str(), s.launches, s.uniqueKernels,
+          report.dims.empty() ? "" : "the specialisations' before merging: ", s.cacheHits, s.compiled, s.compileSeconds,
+          humanBytes(s.arenaBytes).c_str(), humanBytes(s.weightsBytes).c_str(), secs);
       if (!report.dims.empty()) std::printf("profile: %zu specialisations\n", report.specialisations);
-      for (const ProfileReport::Dim &d : report.dims) {
-        std::string buckets;
-        for (int64_t b : d.buckets) buckets += (buckets.empty() ? "" : ", ") + std::to_string(b);
-        std::printf("  %s %lld..%lld (opt %lld): built for %s; %s\n", support::printableLine(d.name).c_str(),
-                    (long long)d.min, (long long)d.max, (long long)d.opt, buckets.c_str(),
-                    d.pad ? "values between run padded to the next"
-                          : ("values between are refused: " + d.noPad).c_str());
+      const size_t profiles = report.dims.empty() ? 0 : report.dims[0].ranges.size();
+      for (size_t p = 0; p < profiles; ++p) {
+        if (profiles > 1) std::printf(" profile %zu:\n", p);
+        for (const ProfileReport::Dim &d : report.dims) {
+          const ProfileReport::Range &r = d.ranges[p];
+          std::string buckets;
+          for (int64_t b : r.buckets) buckets += (buckets.empty() ? "" : ", ") + std::to_string(b);
+          std::printf("  %s %lld..%lld (opt %lld): built for %s; %s\n", support::printableLine(d.name).c_str(),
+                      (long long)r.min, (long long)r.max, (long long)r.opt, buckets.c_str(),
+                      d.pad ? "values between run padded to the next"
+                            : ("values between are refused: " + d.noPad).c_str());
+        }
       }
     }
     return 0;

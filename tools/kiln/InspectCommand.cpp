@@ -73,26 +73,39 @@ Runner addInspectCommand(CLI::App &app) {
     std::map<std::string, int> launchesPerNode;
     int copies = 0;
     for (auto &l : d.launches) l.kind == rt::Launch::Kind::Copy ? ++copies : launchesPerNode[l.node]++;
-    // Dynamic shapes: each input's min/opt/max (one profile), the dims and the specialisations.
+    // Dynamic shapes: per profile each input's min/opt/max, the dims' ranges and the
+    // specialisations it runs on.
     using Bound = rt::EngineDesc::Bound;
-    auto bound = [&](size_t i, Bound b) { return d.shapeWith(i, d.boundValues(b)); };
     if (*json) {
-      nlohmann::json profile = {{"inputs", nlohmann::json::object()}, {"dims", nlohmann::json::array()}};
-      for (size_t i = 0; i < d.io.size(); ++i)
-        if (d.io[i].isInput)
-          profile["inputs"][d.io[i].name] = {
-              {"min", bound(i, Bound::Min)}, {"opt", bound(i, Bound::Opt)}, {"max", bound(i, Bound::Max)}};
-      for (const rt::ProfileDim &p : d.dims) {
-        nlohmann::json axes = nlohmann::json::array();
-        for (const rt::DimAxis &a : p.axes)
-          axes.push_back({{"tensor", d.io[size_t(a.io)].name}, {"axis", a.axis}, {"num", a.num}, {"den", a.den}});
-        profile["dims"].push_back(
-            {{"name", p.name}, {"min", p.min}, {"opt", p.opt}, {"max", p.max}, {"pad", p.pad}, {"axes", axes}});
+      nlohmann::json profiles = nlohmann::json::array();
+      for (size_t pi = 0; pi < d.numProfiles(); ++pi) {
+        const rt::Profile pr = d.profileAt(pi);
+        auto bound = [&](size_t i, Bound b) { return d.shapeWith(i, d.boundValues(b, pi)); };
+        nlohmann::json profile = {{"inputs", nlohmann::json::object()}, {"dims", nlohmann::json::array()}};
+        for (size_t i = 0; i < d.io.size(); ++i)
+          if (d.io[i].isInput)
+            profile["inputs"][d.io[i].name] = {
+                {"min", bound(i, Bound::Min)}, {"opt", bound(i, Bound::Opt)}, {"max", bound(i, Bound::Max)}};
+        for (size_t k = 0; k < d.dims.size(); ++k) {
+          const rt::ProfileDim &p = d.dims[k];
+          nlohmann::json axes = nlohmann::json::array();
+          for (const rt::DimAxis &a : p.axes)
+            axes.push_back({{"tensor", d.io[size_t(a.io)].name}, {"axis", a.axis}, {"num", a.num}, {"den", a.den}});
+          profile["dims"].push_back({{"name", p.name},
+                                     {"min", pr.min[k]},
+                                     {"opt", pr.opt[k]},
+                                     {"max", pr.max[k]},
+                                     {"pad", p.pad},
+                                     {"axes", axes}});
+        }
+        profile["specialisations"] = nlohmann::json::array();
+        for (int32_t s : pr.specialisations)
+          profile["specialisations"].push_back({{"index", s},
+                                                {"values", d.valuesOf(size_t(s))},
+                                                {"launches", d.launchesOf(size_t(s)).size()},
+                                                {"arena_bytes", d.arenaOf(size_t(s))}});
+        profiles.push_back(profile);
       }
-      profile["specialisations"] = nlohmann::json::array();
-      for (size_t s = 0; s < d.numSpecialisations(); ++s)
-        profile["specialisations"].push_back(
-            {{"values", d.valuesOf(s)}, {"launches", d.launchesOf(s).size()}, {"arena_bytes", d.arenaOf(s)}});
       nlohmann::json io = nlohmann::json::array();
       for (auto &t : d.io)
         io.push_back({{"name", t.name},
@@ -160,7 +173,7 @@ Runner addInspectCommand(CLI::App &app) {
                           {"ptx_bytes", ptx},
                           {"cuda_graph", d.cudaGraph},
                           {"gemm_search", d.gemmSearch},
-                          {"profiles", nlohmann::json::array({profile})}};
+                          {"profiles", profiles}};
       std::cout << jsonText(j) << "\n";
       return 0;
     }
@@ -195,6 +208,16 @@ Runner addInspectCommand(CLI::App &app) {
       }
       std::printf("shapes:   %zu specialisations %s; the launches below are the first's\n", d.numSpecialisations(),
                   built.c_str());
+    }
+    for (size_t pi = 0; d.numProfiles() > 1 && pi < d.numProfiles(); ++pi) {
+      const rt::Profile pr = d.profileAt(pi);
+      std::string line;
+      for (size_t k = 0; k < d.dims.size(); ++k)
+        line += (k ? ", " : "") + text(d.dims[k].name) + " " + std::to_string(pr.min[k]) + ".." +
+                std::to_string(pr.max[k]) + " (opt " + std::to_string(pr.opt[k]) + ")";
+      std::string specs;
+      for (int32_t sp : pr.specialisations) specs += (specs.empty() ? "" : " ") + std::to_string(sp + 1);
+      std::printf("profile %zu: %s; specialisations %s\n", pi, line.c_str(), specs.c_str());
     }
     std::printf("kernels:  %zu unique (%s cubin, %s PTX), %zu launches, %d output copies\n", d.kernels.size(),
                 humanBytes(cubin).c_str(), humanBytes(ptx).c_str(), d.launches.size() - copies, copies);

@@ -141,18 +141,21 @@ Runner addPlanCommand(CLI::App &app) {
       return 2;
     }
     const bool profile = bounds->any();
-    if (profile) opts->shapes = bounds->optShapes;
-    // FLOPs and memory at the profile's min and max shapes (the opt plan is the main one).
+    if (profile) opts->shapes = bounds->optShapes[0];
+    // FLOPs and memory at each profile's min, opt and max shapes (the first opt's plan is the
+    // main one); with several profiles the rows are named "min/1", ...
     std::vector<std::pair<std::string, ModelPlan>> atBounds;
-    for (auto [bound, shapes] : {std::pair{"min", &bounds->minShapes}, std::pair{"max", &bounds->maxShapes}}) {
-      if (!profile) break;
-      ModelOptions at = *opts;
-      at.shapes = *shapes;
-      mlir::MLIRContext bctx;
-      LoadedModel bm = loadModel(at, bctx);
-      if (!bm.ok()) return 2;
-      atBounds.push_back({bound, planFunction((*bm.import.module).lookupSymbol<mlir::func::FuncOp>("main"))});
-    }
+    for (size_t p = 0; profile && p < bounds->count(); ++p)
+      for (auto [bound, shapes] : {std::pair{"min", &bounds->minShapes}, std::pair{"opt", &bounds->optShapes},
+                                   std::pair{"max", &bounds->maxShapes}}) {
+        ModelOptions at = *opts;
+        at.shapes = (*shapes)[p];
+        mlir::MLIRContext bctx;
+        LoadedModel bm = loadModel(at, bctx);
+        if (!bm.ok()) return 2;
+        atBounds.push_back({std::string(bound) + (bounds->count() > 1 ? "/" + std::to_string(p) : ""),
+                            planFunction((*bm.import.module).lookupSymbol<mlir::func::FuncOp>("main"))});
+      }
     knobs::Route route;
     std::string err;
     if (!parseRoute(*routeText, *precision, route, err)) {
@@ -164,7 +167,6 @@ Runner addPlanCommand(CLI::App &app) {
     if (!m.ok()) return 2;
     auto f = (*m.import.module).lookupSymbol<mlir::func::FuncOp>("main");
     ModelPlan p = planFunction(f);
-    if (profile) atBounds.insert(atBounds.begin() + 1, {"opt", p});
     GpuCheck gpu;
     if (p.unsupported.empty()) gpu = checkGpu(*opts, *arch, route);
     bool gpuOk = !gpu.ran || (gpu.refused.empty() && gpu.error.empty());

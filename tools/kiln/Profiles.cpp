@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -36,12 +37,13 @@ unsigned specialisationWidth(unsigned jobs, size_t specs, const std::string &mod
   return unsigned(std::min<uint64_t>({jobs ? jobs : support::hardwareThreads(), specs, byMemory}));
 }
 
-// A dim of the profile: the input axes that share it, its range and its buckets.
+// A dim of the profiles: the input axes that share it, its range over all profiles, and its
+// range and buckets in each.
 struct Group {
   std::string name;
-  int64_t min = 0, opt = 0, max = 0;
+  int64_t min = 0, max = 0;
+  std::vector<ProfileReport::Range> ranges;          // per profile
   std::vector<std::pair<std::string, size_t>> axes;  // (input, axis)
-  std::vector<int64_t> buckets;
 };
 
 // Every input's shape with the groups at `values`.
@@ -230,11 +232,14 @@ class Merger {
 }  // namespace
 
 void ProfileOptions::add(CLI::App &cmd, const std::string &optRole) {
+  const std::string more = " (repeat the three flags for more profiles, in order)";
   cmd.add_option("--min-shapes", minShapes,
                  "Dynamic shapes: the smallest input shapes, as --shapes (x:1x3x224x224 or batch=1); with "
-                 "--opt-shapes and --max-shapes");
-  cmd.add_option("--opt-shapes", optShapes, "Dynamic shapes: " + optRole);
-  cmd.add_option("--max-shapes", maxShapes, "Dynamic shapes: the largest input shapes");
+                 "--opt-shapes and --max-shapes" +
+                     more)
+      ->allow_extra_args(false);
+  cmd.add_option("--opt-shapes", optShapes, "Dynamic shapes: " + optRole)->allow_extra_args(false);
+  cmd.add_option("--max-shapes", maxShapes, "Dynamic shapes: the largest input shapes")->allow_extra_args(false);
 }
 
 std::string ProfileOptions::problem(const std::string &shapes) const {
@@ -242,6 +247,10 @@ std::string ProfileOptions::problem(const std::string &shapes) const {
   if (!shapes.empty()) return "--shapes and --min/--opt/--max-shapes do not mix: give the profile's shapes";
   if (minShapes.empty() || optShapes.empty() || maxShapes.empty())
     return "a profile needs all three of --min-shapes, --opt-shapes and --max-shapes";
+  if (minShapes.size() != optShapes.size() || optShapes.size() != maxShapes.size())
+    return "each profile needs all three of --min-shapes, --opt-shapes and --max-shapes, but they are given " +
+           std::to_string(minShapes.size()) + ", " + std::to_string(optShapes.size()) + " and " +
+           std::to_string(maxShapes.size()) + " times";
   return "";
 }
 
@@ -250,21 +259,28 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
   auto fail = [&](const std::string &e) { build.error = e; };
   if (std::string e = profile.problem(model.shapes); !e.empty() || !profile.any())
     return fail(e.empty() ? "no profile given" : e);
-  ImportOptions minIo, optIo, maxIo;
-  for (auto [text, io, flag] :
-       {std::tuple{&profile.minShapes, &minIo, "--min-shapes"}, std::tuple{&profile.optShapes, &optIo, "--opt-shapes"},
-        std::tuple{&profile.maxShapes, &maxIo, "--max-shapes"}})
-    if (auto e = parseShapeOverrides(*text, *io); !e.empty()) return fail(std::string(flag) + ": " + e);
+  const size_t numProfiles = profile.count();
+  const char *flags[3] = {"--min-shapes", "--opt-shapes", "--max-shapes"};
+  // "--min-shapes" or, with several profiles, "--min-shapes of profile 1".
+  auto flagOf = [&](size_t p, int bound) {
+    return std::string(flags[bound]) + (numProfiles > 1 ? " of profile " + std::to_string(p) : "");
+  };
+  std::vector<std::array<ImportOptions, 3>> given(numProfiles);  // per profile: min, opt, max
+  for (size_t p = 0; p < numProfiles; ++p)
+    for (int b = 0; b < 3; ++b) {
+      const std::string &text = (b == 0 ? profile.minShapes : b == 1 ? profile.optShapes : profile.maxShapes)[p];
+      if (auto e = parseShapeOverrides(text, given[p][size_t(b)]); !e.empty()) return fail(flagOf(p, b) + ": " + e);
+    }
 
-  // The model at its opt shapes: its inputs, their shapes and declared dim names.
-  Shapes opt, lo, hi;
+  // The model at the first profile's opt shapes: its inputs, their shapes and declared dim names.
+  Shapes opt;
   std::map<std::string, std::vector<std::string>> dimNames;
   {
     mlir::MLIRContext ctx;
     codegen::ModelBuild m;
     std::string error;
-    mlir::func::FuncOp f = importAt(model, optIo.shapes, optIo.dims, ctx, m, error);
-    if (!f) return fail("at the --opt-shapes: " + error);
+    mlir::func::FuncOp f = importAt(model, given[0][1].shapes, given[0][1].dims, ctx, m, error);
+    if (!f) return fail("at the " + flagOf(0, 1) + ": " + error);
     build.import.warnings = m.import.warnings;
     dimNames = m.import.inputDimNames;
     for (const tuner::HostTensor &t : modelInputs(f)) opt[t.name] = t.shape;
@@ -272,95 +288,134 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
   std::set<std::string> known;
   for (const auto &[input, names] : dimNames) known.insert(names.begin(), names.end());
   known.erase("");
-  for (auto [io, flag] : {std::pair{&minIo, "--min-shapes"}, std::pair{&maxIo, "--max-shapes"}}) {
-    for (const auto &[name, shape] : io->shapes)
-      if (!opt.count(name)) return fail(std::string(flag) + " names '" + name + "', which is not a graph input");
-    for (const auto &[dim, value] : io->dims)
-      if (!known.count(dim)) {
-        std::string list;
-        for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
-        return fail(std::string(flag) + " sets dimension '" + dim + "', which no graph input has (" +
-                    (list.empty() ? std::string("they have no named dimensions") : "their named dimensions: " + list) +
-                    ")");
+  // Every profile's min, opt and max as whole shapes: what a flag gives, else the first opt's.
+  std::vector<std::array<Shapes, 3>> at(numProfiles);
+  for (size_t p = 0; p < numProfiles; ++p)
+    for (int b = 0; b < 3; ++b) {
+      const ImportOptions &io = given[p][size_t(b)];
+      const std::string flag = flagOf(p, b);
+      for (const auto &[name, shape] : io.shapes)
+        if (!opt.count(name)) return fail(flag + " names '" + name + "', which is not a graph input");
+      for (const auto &[dim, value] : io.dims)
+        if (!known.count(dim)) {
+          std::string list;
+          for (const std::string &k : known) list += (list.empty() ? "" : ", ") + k;
+          return fail(
+              flag + " sets dimension '" + dim + "', which no graph input has (" +
+              (list.empty() ? std::string("they have no named dimensions") : "their named dimensions: " + list) + ")");
+        }
+      for (const auto &[name, shape] : opt) {
+        std::vector<int64_t> s = shape;
+        const std::vector<std::string> &names = dimNames[name];
+        if (auto it = io.shapes.find(name); it != io.shapes.end()) {
+          if (it->second.size() != shape.size())
+            return fail(flag + " gives input '" + name + "' rank " + std::to_string(it->second.size()) +
+                        ", the model's is " + std::to_string(shape.size()));
+          s = it->second;
+        } else {
+          for (size_t k = 0; k < s.size(); ++k)
+            if (k < names.size() && io.dims.count(names[k])) s[k] = io.dims.at(names[k]);
+        }
+        at[p][size_t(b)][name] = s;
       }
-  }
-  for (auto [io, out, flag] : {std::tuple{&minIo, &lo, "--min-shapes"}, std::tuple{&maxIo, &hi, "--max-shapes"}})
-    for (const auto &[name, shape] : opt) {
-      std::vector<int64_t> s = shape;
-      const std::vector<std::string> &names = dimNames[name];
-      if (auto it = io->shapes.find(name); it != io->shapes.end()) {
-        if (it->second.size() != shape.size())
-          return fail(std::string(flag) + " gives input '" + name + "' rank " + std::to_string(it->second.size()) +
-                      ", the model's is " + std::to_string(shape.size()));
-        s = it->second;
-      } else {
-        for (size_t k = 0; k < s.size(); ++k)
-          if (k < names.size() && io->dims.count(names[k])) s[k] = io->dims.at(names[k]);
-      }
-      (*out)[name] = s;
     }
 
-  // The dims: input axes whose range is not one value, shared by ONNX dim name.
+  // The dims: input axes whose range is not one value in some profile, or that differ between
+  // profiles, shared by ONNX dim name.
   std::vector<Group> groups;
   for (const auto &[name, shape] : opt)
     for (size_t k = 0; k < shape.size(); ++k) {
-      int64_t a = lo[name][k], o = shape[k], b = hi[name][k];
       std::string where = "input '" + name + "' axis " + std::to_string(k);
-      if (a < 1 || a > o || o > b)
-        return fail(where + ": min " + std::to_string(a) + ", opt " + std::to_string(o) + ", max " + std::to_string(b) +
-                    " is not 1 <= min <= opt <= max");
-      if (a == b) continue;
+      std::vector<ProfileReport::Range> ranges;
+      bool varies = false;
+      for (size_t p = 0; p < numProfiles; ++p) {
+        int64_t a = at[p][0][name][k], o = at[p][1][name][k], b = at[p][2][name][k];
+        if (a < 1 || a > o || o > b)
+          return fail(where + (numProfiles > 1 ? " in profile " + std::to_string(p) : std::string()) + ": min " +
+                      std::to_string(a) + ", opt " + std::to_string(o) + ", max " + std::to_string(b) +
+                      " is not 1 <= min <= opt <= max");
+        varies = varies || a != b || o != shape[k];
+        ranges.push_back({a, o, b, {}});
+      }
+      if (!varies) continue;
       const std::string &dn = k < dimNames[name].size() ? dimNames[name][k] : std::string();
       std::string key = dn.empty() ? name + ":" + std::to_string(k) : dn;
       auto g = std::find_if(groups.begin(), groups.end(), [&](const Group &x) { return x.name == key; });
       if (g == groups.end()) {
-        groups.push_back({key, a, o, b, {}, {}});
+        Group n{key, ranges[0].min, ranges[0].max, ranges, {}};
+        for (const ProfileReport::Range &r : ranges) n.min = std::min(n.min, r.min), n.max = std::max(n.max, r.max);
+        groups.push_back(n);
         g = groups.end() - 1;
-      } else if (g->min != a || g->opt != o || g->max != b) {
-        return fail(where + " is dim '" + key + "' with the range " + std::to_string(a) + ".." + std::to_string(b) +
-                    " (opt " + std::to_string(o) + "), but another input gives it " + std::to_string(g->min) + ".." +
-                    std::to_string(g->max) + " (opt " + std::to_string(g->opt) + ")");
+      } else {
+        for (size_t p = 0; p < numProfiles; ++p) {
+          const ProfileReport::Range &r = ranges[p], &h = g->ranges[p];
+          if (r.min != h.min || r.opt != h.opt || r.max != h.max)
+            return fail(where + " is dim '" + key + "' with the range " + std::to_string(r.min) + ".." +
+                        std::to_string(r.max) + " (opt " + std::to_string(r.opt) + ")" +
+                        (numProfiles > 1 ? " in profile " + std::to_string(p) : std::string()) +
+                        ", but another input gives it " + std::to_string(h.min) + ".." + std::to_string(h.max) +
+                        " (opt " + std::to_string(h.opt) + ")");
+        }
       }
       g->axes.push_back({name, k});
     }
   if (groups.empty()) return fail("the profile's min and max shapes are the same: compile with --shapes instead");
-  size_t count = 1;
-  for (Group &g : groups) {
-    std::set<int64_t> b = {g.min, g.opt, g.max};
-    for (int64_t p = 1; p < g.max; p *= 2)
-      if (p > g.min) b.insert(p);
-    g.buckets.assign(b.begin(), b.end());
-    count *= g.buckets.size();
-  }
-  if (count > size_t(profile.maxSpecialisations)) {
+  auto tooMany = [&](size_t count, const std::string &what) {
+    return fail("the profile" + std::string(numProfiles > 1 ? "s need " : " needs ") + std::to_string(count) +
+                " specialisations" + what + ", more than --max-specialisations " +
+                std::to_string(profile.maxSpecialisations) + "; narrow the ranges or raise it");
+  };
+  for (size_t p = 0; p < numProfiles; ++p) {
+    size_t count = 1;
     std::string what;
-    for (const Group &g : groups) what += (what.empty() ? "" : " x ") + std::to_string(g.buckets.size()) + " " + g.name;
-    return fail("the profile needs " + std::to_string(count) + " specialisations (" + what + "), more than " +
-                "--max-specialisations " + std::to_string(profile.maxSpecialisations) +
-                "; narrow the ranges or raise it");
+    for (Group &g : groups) {
+      ProfileReport::Range &r = g.ranges[p];
+      std::set<int64_t> b = {r.min, r.opt, r.max};
+      for (int64_t v = 1; v < r.max; v *= 2)
+        if (v > r.min) b.insert(v);
+      r.buckets.assign(b.begin(), b.end());
+      count *= r.buckets.size();
+      what += (what.empty() ? "" : " x ") + std::to_string(r.buckets.size()) + " " + g.name;
+    }
+    if (count > size_t(profile.maxSpecialisations))
+      return tooMany(count, " (" + what + (numProfiles > 1 ? " in profile " + std::to_string(p) : "") + ")");
   }
 
-  // The specialisations: the opt values first, then every other combination of buckets.
+  // The specialisations: the first profile's opt values first, then every other combination of
+  // each profile's buckets (a combination that two profiles share is built once).
   std::vector<std::vector<int64_t>> specs;
-  std::vector<int64_t> optValues;
-  for (const Group &g : groups) optValues.push_back(g.opt);
-  specs.push_back(optValues);
-  std::vector<size_t> pick(groups.size(), 0);
-  for (size_t n = 0; n < count; ++n) {
-    std::vector<int64_t> v;
-    for (size_t g = 0; g < groups.size(); ++g) v.push_back(groups[g].buckets[pick[g]]);
-    if (v != optValues) specs.push_back(v);
-    for (size_t g = groups.size(); g-- > 0;)
-      if (++pick[g] < groups[g].buckets.size())
-        break;
-      else
-        pick[g] = 0;
+  std::map<std::vector<int64_t>, int32_t> specIndex;
+  std::vector<std::vector<int32_t>> profileSpecs(numProfiles);
+  auto addSpec = [&](const std::vector<int64_t> &v, size_t p) {
+    auto [it, added] = specIndex.emplace(v, int32_t(specs.size()));
+    if (added) specs.push_back(v);
+    if (std::find(profileSpecs[p].begin(), profileSpecs[p].end(), it->second) == profileSpecs[p].end())
+      profileSpecs[p].push_back(it->second);
+  };
+  for (size_t p = 0; p < numProfiles; ++p) {
+    std::vector<int64_t> optValues;
+    for (const Group &g : groups) optValues.push_back(g.ranges[p].opt);
+    addSpec(optValues, p);
+    std::vector<size_t> pick(groups.size(), 0);
+    for (bool more = true; more;) {
+      std::vector<int64_t> v;
+      for (size_t g = 0; g < groups.size(); ++g) v.push_back(groups[g].ranges[p].buckets[pick[g]]);
+      addSpec(v, p);
+      more = false;
+      for (size_t g = groups.size(); g-- > 0 && !more;)
+        if (++pick[g] < groups[g].ranges[p].buckets.size())
+          more = true;
+        else
+          pick[g] = 0;
+    }
+    std::sort(profileSpecs[p].begin(), profileSpecs[p].end());
   }
+  if (specs.size() > size_t(profile.maxSpecialisations)) return tooMany(specs.size(), " in all");
 
   // Padding, per dim, checked on the CPU evaluator at the min shapes.
   report.dims.clear();
   for (size_t g = 0; g < groups.size(); ++g) {
-    ProfileReport::Dim d{groups[g].name, groups[g].min, groups[g].opt, groups[g].max, groups[g].buckets, false, ""};
+    ProfileReport::Dim d{groups[g].name, groups[g].ranges, false, ""};
     if (!profile.pad)
       d.noPad = "--no-pad";
     else if ((d.noPad = padCheck(model, opt, groups, g)).empty())
@@ -450,7 +505,8 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
       stats.launches = m.engine.stats.launches;
       merger = std::make_unique<Merger>(merged, m.engine.weightStarts);
       for (size_t g = 0; g < groups.size(); ++g) {
-        rt::ProfileDim pd{groups[g].name, groups[g].min, groups[g].opt, groups[g].max, report.dims[g].pad, {}};
+        rt::ProfileDim pd{groups[g].name, groups[g].min,      groups[g].ranges[0].opt,
+                          groups[g].max,  report.dims[g].pad, {}};
         for (const auto &[input, axis] : groups[g].axes)
           for (size_t k = 0; k < merged.io.size(); ++k)
             if (merged.io[k].name == input) pd.axes.push_back({int32_t(k), int32_t(axis)});
@@ -494,6 +550,14 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
       }
     }
   }
+  if (numProfiles > 1)
+    for (size_t p = 0; p < numProfiles; ++p) {
+      rt::Profile pr;
+      for (const Group &g : groups)
+        pr.min.push_back(g.ranges[p].min), pr.opt.push_back(g.ranges[p].opt), pr.max.push_back(g.ranges[p].max);
+      pr.specialisations = profileSpecs[p];
+      merged.profiles.push_back(std::move(pr));
+    }
   if (auto e = rt::checkEngineDesc(merged); !e.empty())
     return fail("internal error: the merged engine does not validate: " + e);
   build.engine.engine = rt::writeEngine(merged);

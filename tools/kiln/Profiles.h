@@ -18,24 +18,30 @@
 namespace kiln::cli {
 
 struct ProfileOptions {
-  std::string minShapes, optShapes, maxShapes;  // as --shapes: "x:1x3x224x224,..." or "batch=1,..."
-  bool pad = true;                              // allow padding where the evaluator check passes
+  // One entry per profile (each flag repeated, in order), as --shapes: "x:1x3x224x224,..." or
+  // "batch=1,...".
+  std::vector<std::string> minShapes, optShapes, maxShapes;
+  bool pad = true;  // allow padding where the evaluator check passes
   int maxSpecialisations = 64;
   bool any() const { return !minShapes.empty() || !optShapes.empty() || !maxShapes.empty(); }
+  size_t count() const { return optShapes.size(); }
   // Registers --min-shapes, --opt-shapes and --max-shapes; `optRole` says what the command does
   // at the opt shapes.
   void add(CLI::App &cmd, const std::string &optRole);
-  // "" when no profile is given, or all three shapes are and `shapes` (--shapes) is empty; else
-  // the error.
+  // "" when no profile is given, or all three shapes are, as often each, and `shapes` (--shapes)
+  // is empty; else the error.
   std::string problem(const std::string &shapes) const;
 };
 
 // What the profile build did, for kiln compile's report.
 struct ProfileReport {
-  struct Dim {
-    std::string name;
+  struct Range {  // a dim in one profile
     int64_t min = 0, opt = 0, max = 0;
     std::vector<int64_t> buckets;
+  };
+  struct Dim {
+    std::string name;
+    std::vector<Range> ranges;  // per profile
     bool pad = false;
     std::string noPad;  // why padding is off
   };

@@ -241,7 +241,7 @@ Runner addTuneCommand(CLI::App &app) {
       return 2;
     }
     if (profile->any()) {
-      o->shapes = profile->optShapes;
+      o->shapes = profile->optShapes[0];  // (the first profile's)
       std::swap(profileOutput, o->output);
       if (auto why =
               profileOutput.empty() ? std::string() : support::checkOutputPath(profileOutput, {o->model, o->calib});

@@ -162,8 +162,12 @@ KILN_API kiln_status kiln_context_set_input_shape(kiln_context* context, const c
 KILN_API kiln_status kiln_context_get_tensor_shape(kiln_context* context, const char* name, int64_t* dims,
                                                    int32_t capacity, int32_t* rank);
 
-/* Profiles: their count (1 for every engine kiln builds today; -1 for a NULL engine), an input's
- * min, opt or max shape in one, and the profile a context uses (only 0 exists). */
+/* Optimization profiles (kiln compile with --min/--opt/--max-shapes repeated, one profile per
+ * repetition): their count (1 for a static engine or one profile; -1 for a NULL engine), an
+ * input's min, opt or max shape in one, and the profile a context uses (0 until set; each has its
+ * own ranges and specialisations). Setting a profile resets every input's shape to the profile's
+ * opt shape; set_input_shape then checks against its ranges.
+ * Errors: INVALID_ARGUMENT (NULL, a profile index out of range, no such input, bad bound). */
 typedef enum { KILN_PROFILE_MIN = 0, KILN_PROFILE_OPT = 1, KILN_PROFILE_MAX = 2 } kiln_profile_bound;
 KILN_API int32_t kiln_engine_num_profiles(const kiln_engine* engine);
 KILN_API kiln_status kiln_engine_profile_shape(const kiln_engine* engine, int32_t profile, const char* input,

@@ -73,6 +73,7 @@ class Engine:
             info = TensorInfo(lib.kiln_engine_io_name(handle, i).decode(), _DTYPES.get(code, f"dtype {code}"),
                               [dims[k] for k in range(rank)])
             (self.inputs if lib.kiln_engine_io_is_input(handle, i) else self.outputs).append(info)
+        self.num_profiles = lib.kiln_engine_num_profiles(handle)  # (kiln compile --min/--opt/--max-shapes repeated)
         self.arch = lib.kiln_engine_target_arch(handle).decode()
         self.route = lib.kiln_engine_route(handle).decode()
 
@@ -125,6 +126,11 @@ class Context:
         if getattr(self, "_handle", None) and _LIB is not None:
             _LIB.kiln_context_destroy(self._handle)
             self._handle = None
+
+    def set_profile(self, index):
+        """Selects the engine's optimization profile `index` (0 until set): the shape ranges and
+        specialisations the next runs use."""
+        _check(_lib_handle().kiln_context_set_profile(self._handle, int(index)), f"profile {index}")
 
     def run(self, inputs, outputs=None, stream=None):
         """Enqueues one execution on `stream` (default: the caller's current torch/CuPy stream)
