@@ -808,28 +808,7 @@ TuneReport Session::run() {
       measure(combos);
     }
   }
-  // The winner: the fastest candidate that built, ran and was accurate.
-  std::string baseRoute = space.base().canonical();
-  for (size_t i = 0; i < report_.results.size(); ++i) {
-    const CandidateResult &r = report_.results[i];
-    if (r.route == baseRoute) report_.base = int(i);
-    if (r.m.status == "ok" && (report_.best < 0 || r.m.medianMs < report_.results[size_t(report_.best)].m.medianMs))
-      report_.best = int(i);
-  }
-  // A win must leave the run-to-run spread: the winner's p90 below the base route's min.
-  if (report_.best >= 0 && report_.base >= 0 && report_.best != report_.base) {
-    const Measurement &b = report_.results[size_t(report_.base)].m, &w = report_.results[size_t(report_.best)].m;
-    if (b.status == "ok" && !(w.p90Ms < b.minMs)) {
-      report_.notSignificant = report_.best;
-      report_.best = report_.base;
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "no significant win: the fastest accurate candidate (%.4f ms, min..p90 %.4f..%.4f) overlaps the "
-                    "base route (%.4f..%.4f); keeping the base route",
-                    w.medianMs, w.minMs, w.p90Ms, b.minMs, b.p90Ms);
-      log(line);
-    }
-  }
+  chooseWinner(report_, space.base().canonical(), o_.log);
   if (!o_.output.empty() && report_.best >= 0) {
     std::vector<uint8_t> engine;
     double secs;
@@ -845,6 +824,89 @@ TuneReport Session::run() {
 
 }  // namespace
 
+void chooseWinner(TuneReport &report, const std::string &baseRoute,
+                  const std::function<void(const std::string &)> &log) {
+  // The winner: the fastest candidate that built, ran and was accurate.
+  report.best = report.base = report.notSignificant = -1;
+  for (size_t i = 0; i < report.results.size(); ++i) {
+    const CandidateResult &r = report.results[i];
+    if (r.route == baseRoute) report.base = int(i);
+    if (r.m.status == "ok" && (report.best < 0 || r.m.medianMs < report.results[size_t(report.best)].m.medianMs))
+      report.best = int(i);
+  }
+  // A win must leave the run-to-run spread: the winner's p90 below the base route's min.
+  if (report.best >= 0 && report.base >= 0 && report.best != report.base) {
+    const Measurement &b = report.results[size_t(report.base)].m, &w = report.results[size_t(report.best)].m;
+    if (b.status == "ok" && !(w.p90Ms < b.minMs)) {
+      report.notSignificant = report.best;
+      report.best = report.base;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "no significant win: the fastest accurate candidate (%.4f ms, min..p90 %.4f..%.4f) overlaps the "
+                    "base route (%.4f..%.4f); keeping the base route",
+                    w.medianMs, w.minMs, w.p90Ms, b.minMs, b.p90Ms);
+      if (log) log(line);
+    }
+  }
+}
+
 TuneReport tune(const TuneOptions &options, const std::atomic<bool> &stop) { return Session(options, stop).run(); }
+
+TuneReport tuneWeighted(const TuneOptions &options, const std::vector<WeightedShapes> &shapes,
+                        const std::atomic<bool> &stop) {
+  if (shapes.size() < 2) {
+    TuneOptions one = options;
+    if (!shapes.empty()) one.shapes = shapes[0].shapes;
+    return tune(one, stop);
+  }
+  std::vector<TuneReport> at;
+  double weights = 0;
+  for (const WeightedShapes &w : shapes) weights += w.weight;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TuneOptions one = options;
+    one.shapes = shapes[i].shapes, one.output.clear();
+    if (options.timeBudgetSeconds > 0) one.timeBudgetSeconds = options.timeBudgetSeconds / double(shapes.size());
+    if (options.log)
+      one.log = [&options, &shapes, i](const std::string &line) { options.log("[" + shapes[i].shapes + "] " + line); };
+    at.push_back(tune(one, stop));
+    if (!at.back().error.empty()) {
+      at.back().error = "at the shapes " + shapes[i].shapes + ": " + at.back().error;
+      return at.back();
+    }
+    if (options.dryRun || at.back().interrupted) return at.back();
+  }
+  // Each route of the first shapes' tune, scored over all: accurate everywhere, or the first
+  // shapes where it was not; times the weighted means.
+  TuneReport r = at[0];
+  r.results.clear();
+  r.seconds = 0;
+  for (const TuneReport &t : at) r.seconds += t.seconds, r.interrupted = r.interrupted || t.interrupted;
+  std::string baseRoute = at[0].base >= 0 ? at[0].results[size_t(at[0].base)].route : std::string();
+  for (const CandidateResult &first : at[0].results) {
+    CandidateResult c = first;
+    c.m.status = "ok", c.m.reason.clear();
+    c.m.medianMs = c.m.p90Ms = c.m.minMs = 0;
+    c.sameAs = -1;
+    bool everywhere = true;
+    for (size_t i = 0; i < at.size() && everywhere; ++i) {
+      auto it = std::find_if(at[i].results.begin(), at[i].results.end(),
+                             [&](const CandidateResult &x) { return x.route == first.route; });
+      if (it == at[i].results.end()) {
+        everywhere = false;  // (a composed or combined route of one shape's search only)
+        break;
+      }
+      const Measurement &m = it->m;
+      if (m.status != "ok" && c.m.status == "ok")
+        c.m.status = m.status, c.m.reason = "at the shapes " + shapes[i].shapes + ": " + m.reason;
+      const double w = shapes[i].weight / weights;
+      c.m.medianMs += w * m.medianMs, c.m.p90Ms += w * m.p90Ms, c.m.minMs += w * m.minMs;
+      c.shapeMs.push_back(m.medianMs);
+      c.fromCache = c.fromCache && it->fromCache;
+    }
+    if (everywhere) r.results.push_back(std::move(c));
+  }
+  chooseWinner(r, baseRoute, options.log);
+  return r;
+}
 
 }  // namespace kiln::tuner

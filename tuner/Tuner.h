@@ -71,6 +71,8 @@ struct CandidateResult {
   // The earlier candidate whose engine was byte-identical (the recorded route aside): this one
   // was not measured and has its measurement. -1: measured (or from the cache) itself.
   int sameAs = -1;
+  // tuneWeighted: the median at each weighted shape (m then holds the weighted means).
+  std::vector<double> shapeMs;
 };
 
 struct TuneReport {
@@ -94,5 +96,22 @@ struct TuneReport {
 };
 
 TuneReport tune(const TuneOptions &options, const std::atomic<bool> &stop);
+
+// Several shapes, each with a weight (kiln tune --weigh-shapes, e.g. the batch sizes a server sees
+// and how often): one tune per shapes (its own reference, inputs and cache keys; the time budget
+// split evenly), then each route the first one measured scored by the weighted mean of its
+// times (median, min and p90 alike) and accepted only if accurate at every shapes; the winner and
+// the significance rule as tune()'s. The options' output is not written.
+struct WeightedShapes {
+  std::string shapes;  // as --shapes
+  double weight = 1;
+};
+TuneReport tuneWeighted(const TuneOptions &options, const std::vector<WeightedShapes> &shapes,
+                        const std::atomic<bool> &stop);
+
+// Fills report.best, base and notSignificant from its results (the fastest accurate candidate;
+// the base route when that one's p90 is not below the base's min), logging a tie.
+void chooseWinner(TuneReport &report, const std::string &baseRoute,
+                  const std::function<void(const std::string &)> &log);
 
 }  // namespace kiln::tuner

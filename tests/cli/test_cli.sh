@@ -565,6 +565,29 @@ expect 0 "max +3.07 K +1.5 KiB" -- plan "$tiny/dynamic.onnxtxt" "${dyn[@]}"
 expect 2 "a profile needs all three" -- plan "$tiny/dynamic.onnxtxt" --opt-shapes batch=2,seq=8
 expect 0 "2 candidates" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16|fp32' --dry-run "${dyn[@]}" -o "$tmp/t.kiln"
 expect 2 "a profile needs all three" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16' --opt-shapes batch=2,seq=8
+# --weigh-shapes: each candidate measured at each shapes (its own cache keys), ranked by the
+# weighted mean; here fp16 is faster at batch 1 and slower at batch 4 (measurements imported).
+wt=(tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16|fp32' --cache "$tmp/wt.db" --from-cache --environment gpu-a "${dyn[@]}")
+for b in 1 4; do "$kiln" tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16|fp32' --cache "$tmp/wt.db" --from-cache --environment gpu-a --shapes batch=$b,seq=8 --json > "$tmp/wt$b.json" 2>/dev/null; done
+/usr/bin/python3 - "$tmp/wt1.json" "$tmp/wt4.json" "$tmp/wt.jsonl" <<'PY'
+import json, sys
+m = '{"y": {"max_abs": 0.001, "max_rel": 0.001, "l0": 0, "rel_l2": 0.00005, "cos": 0.99999, "top1": 1}}'
+with open(sys.argv[3], "w") as f:
+    for path, times in ((sys.argv[1], {"": 0.010, "precision=fp16": 0.008}), (sys.argv[2], {"": 0.020, "precision=fp16": 0.030})):
+        j = json.load(open(path))
+        for route, med in times.items():
+            f.write(json.dumps({"model_hash": j["model_hash"], "shapes": j["inputs_key"], "route": route,
+                                "environment": "gpu-a", "status": "ok", "reason": "", "median_ms": med,
+                                "p90_ms": med * 1.001, "min_ms": med * 0.999, "runs": 50, "metrics": m,
+                                "created": "2026-12-07T00:00:00Z"}) + "\n")
+PY
+expect 0 "imported 4" -- cache import "$tmp/wt.jsonl" --cache "$tmp/wt.db"
+expect 0 "precision=fp16 .* at the shapes: 0.008 / 0.030  <- best" -- "${wt[@]}" --weigh-shapes batch=1,seq=8@0.9 --weigh-shapes batch=4,seq=8@0.1
+expect 0 "best: '' 0.019 ms" -- "${wt[@]}" --weigh-shapes batch=1,seq=8@0.1 --weigh-shapes batch=4,seq=8@0.9
+expect 0 "wrote .*wt.kiln \(the winning route for the profile: 6 specialisations\)" -- "${wt[@]}" --weigh-shapes batch=1,seq=8@0.9 --weigh-shapes batch=4,seq=8@0.1 -o "$tmp/wt.kiln"
+expect 2 "--weigh-shapes needs a profile" -- tune "$tiny/dynamic.onnxtxt" --route 'precision=fp16' --shapes batch=2,seq=8 --weigh-shapes batch=1,seq=8@1 --dry-run
+expect 2 "expected SHAPES@WEIGHT with a weight above 0" -- "${wt[@]}" --weigh-shapes batch=1,seq=8@0
+
 # Several profiles (the three flags repeated): each its own ranges and specialisations, a
 # combination two profiles share built once; plan gives each profile's bounds.
 two=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=2,seq=8

@@ -19,8 +19,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -55,8 +57,8 @@ std::vector<int> parseDevices(const std::string &text, std::string &error) {
 
 // Settings from a YAML file; flags given on the command line win (applied afterwards by CLI11's
 // order: the config is read first, then only unset options take its values).
-bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &devices, CLI::App &cmd,
-                 std::string &error) {
+bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &devices, std::vector<std::string> &weigh,
+                 CLI::App &cmd, std::string &error) {
   std::string text;
   if (!support::readFile(path, text, error, "config file", uint64_t(1) << 20)) return false;
   try {
@@ -65,9 +67,9 @@ bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &de
       error = path + ": expected a mapping of settings";
       return false;
     }
-    static const char *known[] = {"model",          "route",  "search",     "accuracy", "cache",      "reference",
-                                  "inputs",         "output", "arch",       "calib",    "shapes",     "devices",
-                                  "max_candidates", "warmup", "iterations", "timeout",  "time_budget"};
+    static const char *known[] = {"model",          "route",  "search",     "accuracy", "cache",       "reference",
+                                  "inputs",         "output", "arch",       "calib",    "shapes",      "devices",
+                                  "max_candidates", "warmup", "iterations", "timeout",  "time_budget", "weigh_shapes"};
     for (auto it = y.begin(); it != y.end(); ++it) {
       std::string k = it->first.as<std::string>();
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) {
@@ -95,6 +97,16 @@ bool applyConfig(const std::string &path, tuner::TuneOptions &o, std::string &de
     if (y["iterations"] && !cmd.count("--iterations")) o.iterations = y["iterations"].as<int>();
     if (y["timeout"] && !cmd.count("--timeout")) o.timeoutSeconds = y["timeout"].as<double>();
     if (y["time_budget"] && !cmd.count("--time-budget")) o.timeBudgetSeconds = y["time_budget"].as<double>();
+    // weigh_shapes: [{shapes: "batch=1", weight: 0.2}, ...] (or "batch=1@0.2" strings)
+    if (y["weigh_shapes"] && !cmd.count("--weigh-shapes")) {
+      if (!y["weigh_shapes"].IsSequence()) {
+        error = path + ": weigh_shapes: expected a list of {shapes, weight}";
+        return false;
+      }
+      for (const YAML::Node &w : y["weigh_shapes"])
+        weigh.push_back(w.IsMap() ? w["shapes"].as<std::string>() + "@" + w["weight"].as<std::string>()
+                                  : w.as<std::string>());
+    }
   } catch (const YAML::Exception &e) {
     error = path + ": " + e.what();
     return false;
@@ -152,6 +164,11 @@ Runner addTuneCommand(CLI::App &app) {
   cmd->add_option("--shard", *shard,
                   "K/N: measure only the K-th of N deterministic slices of the candidates (fast, full and nodes "
                   "searches; join the shards' caches with `kiln cache merge`)");
+  auto weigh = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--weigh-shapes", *weigh,
+                  "With a profile: measure every candidate at these shapes too and rank by the weighted mean, "
+                  "SHAPES@WEIGHT (batch=1@0.2; repeat it per shape), instead of at the opt shapes alone")
+      ->allow_extra_args(false);
   cmd->add_flag("--json", *json, "Print a JSON document");
   auto reportPath = std::make_shared<std::string>();
   cmd->add_option("--report", *reportPath,
@@ -175,7 +192,7 @@ Runner addTuneCommand(CLI::App &app) {
     }
     if (!*cmd) return -1;
     std::string err;
-    if (!config->empty() && !applyConfig(*config, *o, *devices, *cmd, err)) {
+    if (!config->empty() && !applyConfig(*config, *o, *devices, *weigh, *cmd, err)) {
       std::cerr << "kiln: error: --config: " << err << "\n";
       return 2;
     }
@@ -250,8 +267,26 @@ Runner addTuneCommand(CLI::App &app) {
         return 2;
       }
     }
+    // --weigh-shapes: SHAPES@WEIGHT each, inside the profile.
+    std::vector<tuner::WeightedShapes> weighted;
+    for (const std::string &w : *weigh) {
+      size_t at = w.rfind('@');
+      char *end = nullptr;
+      double v = at == std::string::npos ? 0 : std::strtod(w.c_str() + at + 1, &end);
+      if (at == std::string::npos || at == 0 || !end || *end || !(v > 0) || !std::isfinite(v)) {
+        std::cerr << "kiln: error: --weigh-shapes '" << support::printableLine(w)
+                  << "': expected SHAPES@WEIGHT with a weight above 0, e.g. batch=8@0.5\n";
+        return 2;
+      }
+      weighted.push_back({w.substr(0, at), v});
+    }
+    if (!weighted.empty() && !profile->any()) {
+      std::cerr << "kiln: error: --weigh-shapes needs a profile (--min-shapes/--opt-shapes/--max-shapes): the "
+                   "winner is built for it\n";
+      return 2;
+    }
     std::signal(SIGINT, onInterrupt);
-    tuner::TuneReport r = tuner::tune(*o, gStop);
+    tuner::TuneReport r = weighted.empty() ? tuner::tune(*o, gStop) : tuner::tuneWeighted(*o, weighted, gStop);
     if (r.error.empty() && !profileOutput.empty() && r.best >= 0 && !gStop) {
       codegen::BuildOptions bo;
       knobs::Route route;
@@ -327,10 +362,13 @@ Runner addTuneCommand(CLI::App &app) {
                                    {"min_ms", c.m.minMs},
                                    {"speedup", baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0},
                                    {"from_cache", c.fromCache},
+                                   {"shape_ms", c.shapeMs},
                                    {"same_engine_as", c.sameAs >= 0 ? nlohmann::json(r.results[size_t(c.sameAs)].route)
                                                                     : nlohmann::json(nullptr)},
                                    {"metrics", m}});
       }
+      for (const tuner::WeightedShapes &w : weighted)
+        j["weighted_shapes"].push_back({{"shapes", w.shapes}, {"weight", w.weight}});
       j["best"] = r.best >= 0 ? nlohmann::json(r.results[size_t(r.best)].route) : nlohmann::json(nullptr);
       j["duplicates"] = r.duplicates;
       if (o->fromCache) j["not_cached"] = notCached, j["model_hash"] = r.modelHash, j["inputs_key"] = r.inputsKey;
@@ -344,13 +382,19 @@ Runner addTuneCommand(CLI::App &app) {
         const auto &c = r.results[i];
         WorstMetrics w = worstMetrics(c.m);
         std::string route = c.route.empty() ? "(default route)" : tuner::shortRoute(c.route);
-        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s\n", support::printableLine(route).c_str(),
+        std::string at;  // (--weigh-shapes: the median at each)
+        for (size_t k = 0; k < c.shapeMs.size(); ++k) {
+          char ms[32];
+          std::snprintf(ms, sizeof ms, "%.3f", c.shapeMs[k]);
+          at += (k ? " / " : "  at the shapes: ") + std::string(ms);
+        }
+        std::printf("%-52s %-12s %10.3f %7.2fx %10.2e %10.6f %10.2e%s%s%s\n", support::printableLine(route).c_str(),
                     support::printableLine(c.m.status).c_str(), c.m.medianMs,
                     baseMs > 0 && c.m.medianMs > 0 ? baseMs / c.m.medianMs : 0.0, w.relL2, w.cos, w.maxAbs,
                     c.sameAs >= 0 ? "  (same engine)"
                     : c.fromCache ? "  (cache)"
                                   : "",
-                    int(i) == r.best ? "  <- best" : "");
+                    at.c_str(), int(i) == r.best ? "  <- best" : "");
       }
       if (r.duplicates)
         std::printf("\n%zu candidate%s built the same engine as an earlier one (a knob that changes nothing here): "
