@@ -278,7 +278,7 @@ def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> 
 }
 
 def SplitReductions : RoutePass<"kiln-split-reductions", "mlir::func::FuncOp"> {
-  let summary = "Long reductions over few rows in two stages (knob reduce.split)";
+  let summary = "Long reductions over few rows in two stages (knob reduce.split); min/max of widened halves on the halves";
   let description = [{
     The row kernel gives each row of a reduction over trailing axes one block; a reduction of a
     whole tensor (DynamicQuantizeLinear's ReduceMin and ReduceMax, a global mean) is then one
@@ -295,6 +295,17 @@ def SplitReductions : RoutePass<"kiln-split-reductions", "mlir::func::FuncOp"> {
       %p = kiln.reduce_min %v {axes = array<i64: 2>, keepdims = 0 : i64} -> tensor<1x128xf32>
       %q = kiln.reduce_min %p {axes = array<i64: 1>, keepdims = 0 : i64} -> tensor<1xf32>
       %m = kiln.reshape %q, %scalar : (tensor<1xf32>, tensor<0xi64>) -> tensor<f32>
+
+    Whatever the knob, a ReduceMin or ReduceMax of a half tensor widened to fp32 (the fp32
+    island a half route keeps for DynamicQuantizeLinear's range) reduces the half tensor and
+    widens the result, exactly the same values, so no kernel writes an fp32 copy just for it:
+
+    Before:
+      %w = kiln.cast %h {to = 1 : i64} : (tensor<64x256xf16>) -> tensor<64x256xf32>
+      %m = kiln.reduce_min %w {keepdims = 0 : i64} : (tensor<64x256xf32>) -> tensor<f32>
+    After:
+      %r = kiln.reduce_min %h {keepdims = 0 : i64} : (tensor<64x256xf16>) -> tensor<f16>
+      %m = kiln.cast %r {to = 1 : i64} : (tensor<f16>) -> tensor<f32>
   }];
 }
 

@@ -101,6 +101,35 @@ bool split(Operation *op, StringRef second, int smCount) {
   return true;
 }
 
+// ReduceMin/ReduceMax of a half tensor widened to fp32 (the fp32 island a half route keeps for
+// DynamicQuantizeLinear's range) reduce the half tensor itself and widen the result: the same
+// values exactly (widening is exact and monotone), and the Cast kernel that wrote a whole fp32
+// copy only for the reductions goes (its other users fuse the Cast into their own kernels).
+// Returns the new reduction, or `op` when it does not apply.
+Operation *reduceHalfDirectly(Operation *op) {
+  if (!isa<ReduceMinOp, ReduceMaxOp>(op)) return op;
+  auto widen = op->getOperand(0).getDefiningOp<CastOp>();
+  if (!widen || widen.getTo() != int64_t(ops::DType::F32)) return op;
+  Type from = cast<RankedTensorType>(widen->getOperand(0).getType()).getElementType();
+  if (!from.isF16() && !from.isBF16()) return op;
+  OpBuilder b(op);
+  std::string err;
+  Operation *r =
+      createInferred(b, op->getLoc(), op->getName().getStringRef(), {widen->getOperand(0)}, op->getAttrs(), &err);
+  Operation *c = r ? createInferred<CastOp>(b, op->getLoc(), {r->getResult(0)},
+                                            {b.getNamedAttr("to", b.getI64IntegerAttr(int64_t(ops::DType::F32)))}, &err)
+                   : nullptr;
+  if (!c || c->getResult(0).getType() != op->getResult(0).getType()) {
+    if (c) c->erase();
+    if (r) r->erase();
+    return op;
+  }
+  op->getResult(0).replaceAllUsesWith(c->getResult(0));
+  op->erase();
+  if (widen->use_empty()) widen->erase();
+  return r;
+}
+
 struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
   using SplitReductionsBase::SplitReductionsBase;
 
@@ -108,12 +137,14 @@ struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
     knobs::Route r;
     target::GpuTarget t;
     if (!readRoute(route, getOperation(), r) || !readTarget(arch, getOperation(), t)) return signalPassFailure();
-    if (r.get(kReduceSplit) == "off") return;
     std::vector<std::pair<Operation *, StringRef>> todo;
     getOperation().walk([&](Operation *op) {
       if (auto second = secondStageOf(op)) todo.push_back({op, *second});
     });
-    for (auto &[op, second] : todo) split(op, second, t.smCount);
+    for (auto &[op, second] : todo) {
+      op = reduceHalfDirectly(op);
+      if (r.get(kReduceSplit) != "off") split(op, second, t.smCount);
+    }
   }
 };
 

@@ -46,3 +46,38 @@ func.func @kept(%a: tensor<4x32768xf32>, %b: tensor<256x65536xf32>, %c: tensor<6
   %3 = kiln.reduce_prod %c {keepdims = 0 : i64} : (tensor<65536x2xf32>) -> tensor<f32>
   return %0, %1, %2, %3 : tensor<4xf32>, tensor<256xf32>, tensor<2xf32>, tensor<f32>
 }
+
+// -----
+
+// A half route's fp32 island: the min and max of a half tensor widened to fp32 reduce the half
+// tensor and widen the results (what the knob leaves on too); the widened copy stays for its
+// other user. The reductions then split as above (fp16 rows).
+// CHECK-LABEL: func.func @half_min_max
+// CHECK-DAG: %[[W:.*]] = kiln.cast %arg0 {to = 1 : i64} : (tensor<512x256xf16>) -> tensor<512x256xf32>
+// CHECK-DAG: kiln.reduce_min %{{.*}} {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x64x2048xf16>) -> tensor<1x64xf16>
+// CHECK-DAG: kiln.reduce_max %{{.*}} {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x64x2048xf16>) -> tensor<1x64xf16>
+// CHECK-DAG: kiln.cast %{{.*}} {to = 1 : i64} : (tensor<f16>) -> tensor<f32>
+// CHECK-NOT: kiln.reduce_min %[[W]]
+// OFF-LABEL: func.func @half_min_max
+// OFF: kiln.reduce_min %arg0 {keepdims = 0 : i64} : (tensor<512x256xf16>) -> tensor<f16>
+// OFF: kiln.reduce_max %arg0 {keepdims = 0 : i64} : (tensor<512x256xf16>) -> tensor<f16>
+func.func @half_min_max(%h: tensor<512x256xf16>) -> (tensor<f32>, tensor<f32>, tensor<512x256xf32>) {
+  %w = kiln.cast %h {to = 1 : i64} : (tensor<512x256xf16>) -> tensor<512x256xf32>
+  %lo = kiln.reduce_min %w {keepdims = 0 : i64} : (tensor<512x256xf32>) -> tensor<f32>
+  %hi = kiln.reduce_max %w {keepdims = 0 : i64} : (tensor<512x256xf32>) -> tensor<f32>
+  return %lo, %hi, %w : tensor<f32>, tensor<f32>, tensor<512x256xf32>
+}
+
+// -----
+
+// A widened fp32 tensor that is not a half's, and a sum (not exact in half), are left alone.
+// CHECK-LABEL: func.func @not_half
+// CHECK: kiln.reduce_min %{{.*}} : (tensor<64x32xf32>) -> tensor<f32>
+// CHECK: kiln.reduce_sum %{{.*}} : (tensor<64x32xf32>) -> tensor<f32>
+func.func @not_half(%i: tensor<64x32xi32>, %h: tensor<64x32xf16>) -> (tensor<f32>, tensor<f32>) {
+  %w = kiln.cast %i {to = 1 : i64} : (tensor<64x32xi32>) -> tensor<64x32xf32>
+  %lo = kiln.reduce_min %w {keepdims = 0 : i64} : (tensor<64x32xf32>) -> tensor<f32>
+  %v = kiln.cast %h {to = 1 : i64} : (tensor<64x32xf16>) -> tensor<64x32xf32>
+  %s = kiln.reduce_sum %v {keepdims = 0 : i64} : (tensor<64x32xf32>) -> tensor<f32>
+  return %lo, %s : tensor<f32>, tensor<f32>
+}
