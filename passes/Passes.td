@@ -278,7 +278,7 @@ def SimplifyTransposes : Pass<"kiln-simplify-transposes", "mlir::func::FuncOp"> 
 }
 
 def SplitReductions : RoutePass<"kiln-split-reductions", "mlir::func::FuncOp"> {
-  let summary = "Long reductions over few rows in two stages (knob reduce.split); min/max of widened halves on the halves";
+  let summary = "Long reductions over few rows in two stages (knob reduce.split); min and max of one tensor in one pass";
   let description = [{
     The row kernel gives each row of a reduction over trailing axes one block; a reduction of a
     whole tensor (DynamicQuantizeLinear's ReduceMin and ReduceMax, a global mean) is then one
@@ -296,16 +296,21 @@ def SplitReductions : RoutePass<"kiln-split-reductions", "mlir::func::FuncOp"> {
       %q = kiln.reduce_min %p {axes = array<i64: 1>, keepdims = 0 : i64} -> tensor<1xf32>
       %m = kiln.reshape %q, %scalar : (tensor<1xf32>, tensor<0xi64>) -> tensor<f32>
 
-    Whatever the knob, a ReduceMin or ReduceMax of a half tensor widened to fp32 (the fp32
-    island a half route keeps for DynamicQuantizeLinear's range) reduces the half tensor and
-    widens the result, exactly the same values, so no kernel writes an fp32 copy just for it:
+    Whatever the knob, first: a ReduceMin or ReduceMax of a half tensor widened to fp32 (the
+    fp32 island a half route keeps for DynamicQuantizeLinear's range) reduces the half tensor
+    and widens the result, exactly the same values, so no kernel writes an fp32 copy just for
+    it; and a ReduceMin and a ReduceMax of one tensor over the same axes become one
+    kiln.reduce_min_max, one kernel reading the tensor once (a split pair stays a pair: stage two
+    reduces the partial minima and maxima):
 
     Before:
       %w = kiln.cast %h {to = 1 : i64} : (tensor<64x256xf16>) -> tensor<64x256xf32>
-      %m = kiln.reduce_min %w {keepdims = 0 : i64} : (tensor<64x256xf32>) -> tensor<f32>
+      %lo = kiln.reduce_min %w {keepdims = 0 : i64} : (tensor<64x256xf32>) -> tensor<f32>
+      %hi = kiln.reduce_max %w {keepdims = 0 : i64} : (tensor<64x256xf32>) -> tensor<f32>
     After:
-      %r = kiln.reduce_min %h {keepdims = 0 : i64} : (tensor<64x256xf16>) -> tensor<f16>
-      %m = kiln.cast %r {to = 1 : i64} : (tensor<f16>) -> tensor<f32>
+      %l, %h2 = kiln.reduce_min_max %h, %h {keepdims = 0 : i64} : (...) -> (tensor<f16>, tensor<f16>)
+      %lo = kiln.cast %l {to = 1 : i64} : (tensor<f16>) -> tensor<f32>
+      %hi = kiln.cast %h2 {to = 1 : i64} : (tensor<f16>) -> tensor<f32>
   }];
 }
 

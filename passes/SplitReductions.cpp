@@ -41,6 +41,7 @@ std::optional<StringRef> secondStageOf(Operation *op) {
       .Case([](ReduceMinOp) { return ReduceMinOp::getOperationName(); })
       .Case([](ReduceSumSquareOp) { return ReduceSumOp::getOperationName(); })
       .Case([](ReduceL1Op) { return ReduceSumOp::getOperationName(); })
+      .Case([](ReduceMinMaxOp) { return ReduceMinMaxOp::getOperationName(); })  // (of the minima and maxima)
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -50,13 +51,14 @@ Value reshape(OpBuilder &b, Location loc, Value x, const std::vector<int64_t> &s
   return r ? r->getResult(0) : Value();
 }
 
-Value reduce(OpBuilder &b, Location loc, StringRef name, Value x, int64_t axis) {
+// The reduction `name` of `xs` (one operand; ReduceMinMax: two, and two results) over `axis`.
+SmallVector<Value, 2> reduce(OpBuilder &b, Location loc, StringRef name, ValueRange xs, int64_t axis) {
   std::string err;
   Operation *r = createInferred(
-      b, loc, name, {x},
+      b, loc, name, xs,
       {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})), b.getNamedAttr("keepdims", b.getI64IntegerAttr(0))},
-      &err);
-  return r ? r->getResult(0) : Value();
+      &err, unsigned(xs.size()));
+  return r ? SmallVector<Value, 2>(r->getResults()) : SmallVector<Value, 2>();
 }
 
 // Splits `op` (a reduction over trailing axes: rows × cols) when it has fewer rows than the
@@ -89,16 +91,59 @@ bool split(Operation *op, StringRef second, int smCount) {
   if (S < 4) return false;
   OpBuilder b(op);
   Location loc = op->getLoc();
-  Value view = reshape(b, loc, op->getOperand(0), {rows, S, cols / S});
-  Value partial = view ? reduce(b, loc, op->getName().getStringRef(), view, 2) : Value();
-  Value whole = partial ? reduce(b, loc, second, partial, 1) : Value();
-  auto outType = cast<RankedTensorType>(op->getResult(0).getType());
-  Value y = whole ? reshape(b, loc, whole, std::vector<int64_t>(outType.getShape().begin(), outType.getShape().end()))
-                  : Value();
-  if (!y || y.getType() != outType) return false;  // (leaves dead ops for the canonicalizer)
-  op->getResult(0).replaceAllUsesWith(y);
+  SmallVector<Value, 2> views;
+  for (Value x : op->getOperands()) {  // (ReduceMinMax of one tensor: one view)
+    Value v = x == op->getOperand(0) && !views.empty() ? views[0] : reshape(b, loc, x, {rows, S, cols / S});
+    if (!v) return false;
+    views.push_back(v);
+  }
+  SmallVector<Value, 2> partial = reduce(b, loc, op->getName().getStringRef(), views, 2);
+  SmallVector<Value, 2> whole = partial.empty() ? partial : reduce(b, loc, second, partial, 1);
+  if (whole.size() != op->getNumResults()) return false;  // (leaves dead ops for the canonicalizer)
+  SmallVector<Value, 2> ys;
+  for (unsigned k = 0; k < op->getNumResults(); ++k) {
+    auto outType = cast<RankedTensorType>(op->getResult(k).getType());
+    Value y = reshape(b, loc, whole[k], std::vector<int64_t>(outType.getShape().begin(), outType.getShape().end()));
+    if (!y || y.getType() != outType) return false;
+    ys.push_back(y);
+  }
+  op->replaceAllUsesWith(ys);
   op->erase();
   return true;
+}
+
+// ReduceMin and ReduceMax of one tensor over the same axes (DynamicQuantizeLinear's range) as
+// one ReduceMinMax: one kernel reads the tensor once for both.
+void pairMinMax(func::FuncOp f) {
+  std::vector<ReduceMinOp> mins;
+  f.walk([&](ReduceMinOp op) { mins.push_back(op); });
+  for (ReduceMinOp lo : mins) {
+    Value x = lo->getOperand(0);
+    auto noop = lo->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+    if (noop && noop.getInt()) continue;
+    ReduceMaxOp hi;
+    for (Operation *u : x.getUsers())
+      if (auto m = dyn_cast<ReduceMaxOp>(u);
+          m && m->getBlock() == lo->getBlock() && !hi && intsAttr(m, "axes") == intsAttr(lo, "axes") &&
+          m->getAttr("keepdims") == lo->getAttr("keepdims") && !m->getAttr("noop_with_empty_axes"))
+        hi = m;
+    if (!hi) continue;
+    Operation *first = lo->isBeforeInBlock(hi) ? lo.getOperation() : hi.getOperation();
+    OpBuilder b(first);
+    SmallVector<NamedAttribute, 2> attrs;
+    for (StringRef name : {"axes", "keepdims"})
+      if (Attribute a = lo->getAttr(name)) attrs.push_back(b.getNamedAttr(name, a));
+    std::string err;
+    Operation *both = createInferred<ReduceMinMaxOp>(b, first->getLoc(), {x, x}, attrs, &err, 2);
+    if (!both || both->getResult(0).getType() != lo.getType() || both->getResult(1).getType() != hi.getType()) {
+      if (both) both->erase();
+      continue;
+    }
+    lo->replaceAllUsesWith(ValueRange{both->getResult(0)});
+    hi->replaceAllUsesWith(ValueRange{both->getResult(1)});
+    lo->erase();
+    hi->erase();
+  }
 }
 
 // ReduceMin/ReduceMax of a half tensor widened to fp32 (the fp32 island a half route keeps for
@@ -137,14 +182,18 @@ struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {
     knobs::Route r;
     target::GpuTarget t;
     if (!readRoute(route, getOperation(), r) || !readTarget(arch, getOperation(), t)) return signalPassFailure();
+    std::vector<Operation *> halves;
+    getOperation().walk([&](Operation *op) {
+      if (isa<ReduceMinOp, ReduceMaxOp>(op)) halves.push_back(op);
+    });
+    for (Operation *op : halves) reduceHalfDirectly(op);
+    pairMinMax(getOperation());
+    if (r.get(kReduceSplit) == "off") return;
     std::vector<std::pair<Operation *, StringRef>> todo;
     getOperation().walk([&](Operation *op) {
       if (auto second = secondStageOf(op)) todo.push_back({op, *second});
     });
-    for (auto &[op, second] : todo) {
-      op = reduceHalfDirectly(op);
-      if (r.get(kReduceSplit) != "off") split(op, second, t.smCount);
-    }
+    for (auto &[op, second] : todo) split(op, second, t.smCount);
   }
 };
 

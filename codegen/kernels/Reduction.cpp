@@ -80,6 +80,7 @@ const char *opName(RowOp op) {
     case RowOp::L2: return "ReduceL2";
     case RowOp::LogSum: return "ReduceLogSum";
     case RowOp::LogSumExp: return "ReduceLogSumExp";
+    case RowOp::MinMax: return "ReduceMinMax";
   }
   return "?";
 }
@@ -140,6 +141,8 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
     if (s.hasBias) params += "const XT* __restrict__ bias, ";
     params += "OT* __restrict__ out";
     if (s.statsOutputs) params += ", ST* __restrict__ mean_out, ST* __restrict__ inv_out";
+  } else if (s.op == RowOp::MinMax) {
+    params += "const XT* __restrict__ in2, OT* __restrict__ out, OT* __restrict__ out2";
   } else {
     params += "OT* __restrict__ out";
   }
@@ -191,6 +194,14 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
       break;
     }
+    case RowOp::MinMax:
+      src += "    const XT* x2 = in2 + base;\n";
+      src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
+      src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +
+                              (s.sameInput ? std::string("xv") : std::string("(AT)kiln_ld(x2[j * INNER])")) + ");");
+      src += "    lo = row_reduce<3>(lo, sm);\n    hi = row_reduce<2>(hi, sm);\n";
+      src += "    if (t == 0) { out[row] = KILN_ST_OT(lo); out2[row] = KILN_ST_OT(hi); }\n";
+      break;
     case RowOp::LogSumExp:
       src += "    AT m = -kiln_inf();\n";
       src += "    " + forEach("m = kiln_max(m, " + load + ");");
@@ -251,14 +262,15 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (norm)
     k.numParams = 3 + (s.hasBias ? 1 : 0) + (s.statsOutputs ? 2 : 0);
   else
-    k.numParams = 2;
+    k.numParams = s.op == RowOp::MinMax ? 4 : 2;
   return k;
 }
 
 KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
                             ElemType type, ElemType outType) {
-  if (op == RowOp::Softmax || op == RowOp::LogSoftmax || op == RowOp::LayerNorm || op == RowOp::InstanceNorm)
-    throw std::invalid_argument("reduce: not a reduction");
+  if (op == RowOp::Softmax || op == RowOp::LogSoftmax || op == RowOp::LayerNorm || op == RowOp::InstanceNorm ||
+      op == RowOp::MinMax)
+    throw std::invalid_argument("reduce: not a one-output reduction");
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t a : axes) {
     if (a < 0 || size_t(a) >= shape.size()) throw std::invalid_argument("reduce: axis out of range");

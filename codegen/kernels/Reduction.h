@@ -18,6 +18,7 @@
 //   LayerNorm:             in, scale[cols], [bias[cols]], out, [mean[rows], invStdDev[rows]]
 //   InstanceNorm:          in, scale[channels], bias[channels], out
 //   Reduce*:               in, out[rows]
+//   MinMax:                in, in2, out[rows] (min of in), out2[rows] (max of in2)
 #pragma once
 
 #include "codegen/KernelSpec.h"
@@ -43,6 +44,7 @@ enum class RowOp {
   L2,
   LogSum,
   LogSumExp,
+  MinMax,  // the min of `in` and the max of `in2` (the same tensor: read once when sameInput)
 };
 
 struct RowReductionSpec {
@@ -60,6 +62,8 @@ struct RowReductionSpec {
   // Storage types (arithmetic is fp32 whatever they are): input, scale and bias; output;
   // LayerNorm's Mean/InvStdDev outputs.
   ElemType type = ElemType::F32, outType = ElemType::F32, statsType = ElemType::F32;
+  // MinMax only: in2 is in (the kernel reads one tensor).
+  bool sameInput = false;
 };
 
 // "Softmax", "LogSoftmax", "LayerNormalization", "ReduceSum", ... → RowOp; false if unknown.

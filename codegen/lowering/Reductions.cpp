@@ -42,6 +42,31 @@ std::optional<RowOp> rowOpOf(Operation *op) {
 
 bool Lowering::lowerReduction(Operation *op) {
   if (auto bn = dyn_cast<BatchNormalizationOp>(op)) return lowerBatchNorm(bn), true;
+  if (auto mm = dyn_cast<ReduceMinMaxOp>(op)) {
+    // One row kernel for both results: the reduced axes must be contiguous (what
+    // kiln-split-reductions pairs).
+    Shape x = shapeOf(mm.getLoIn());
+    const int64_t r = static_cast<int64_t>(x.size());
+    std::vector<int64_t> axes = attrsFromOp(op).getInts("axes", {});
+    if (axes.empty()) {
+      axes.resize(size_t(r));
+      std::iota(axes.begin(), axes.end(), 0);
+    }
+    for (auto &a : axes) a = ops::normalizeAxis(a, r);
+    std::sort(axes.begin(), axes.end());
+    for (size_t k = 1; k < axes.size(); ++k)
+      if (axes[k] != axes[k - 1] + 1) throw std::invalid_argument("ReduceMinMax over non-adjacent axes");
+    RowReductionSpec s;
+    s.op = RowOp::MinMax;
+    s.type = elemTypeOf(mm.getLoIn());
+    s.outType = elemTypeOf(mm.getLo());
+    if (elemTypeOf(mm.getHi()) != s.outType) throw std::invalid_argument("ReduceMinMax's results differ in type");
+    s.sameInput = mm.getLoIn() == mm.getHiIn();
+    s.outer = product(x, 0, axes.front()), s.cols = product(x, axes.front(), axes.back() + 1);
+    s.inner = product(x, axes.back() + 1, r);
+    addLaunch(op, emitRowReduction(s), {mm.getLoIn(), mm.getHiIn(), mm.getLo(), mm.getHi()});
+    return true;
+  }
   std::optional<RowOp> rowOp = rowOpOf(op);
   if (!rowOp) return false;
   ops::Attrs attrs = attrsFromOp(op);

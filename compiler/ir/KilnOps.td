@@ -476,6 +476,14 @@ def Kiln_MatMulIntegerToFloatOp : Kiln_Op<"matmul_integer_to_float", "com.micros
 
 //===--- kiln-internal forms (made by passes; semantics in compiler/ops/Internal.cpp) --------===//
 
+// ReduceMin(lo_in) and ReduceMax(hi_in) over the same axes in one pass (kiln-split-reductions
+// pairs the two of DynamicQuantizeLinear's range; lo_in and hi_in are the same tensor there, and
+// stage two of a split reduces the partial minima and maxima).
+def Kiln_ReduceMinMaxOp : Kiln_Op<"reduce_min_max", "ReduceMinMax", [Kiln_Internal]> {
+  let arguments = (ins Kiln_Tensor:$lo_in, Kiln_Tensor:$hi_in, IntsOpt:$axes, I64Opt:$keepdims);
+  let results = (outs Kiln_Tensor:$lo, Kiln_Tensor:$hi);
+}
+
 // MatMul(Transpose(A, perm_a), Transpose(B, perm_b)): transposes folded into the operand reads.
 def Kiln_TransposedMatMulOp : Kiln_Op<"transposed_matmul", "TransposedMatMul", [Kiln_Internal]> {
   let arguments = (ins Kiln_Tensor:$A, Kiln_Tensor:$B, IntsOpt:$perm_a, IntsOpt:$perm_b);

@@ -1,6 +1,8 @@
 // kiln-internal ops: forms that compiler passes create, not ONNX ops. Each is defined by the ONNX
 // ops it stands for, so its reference semantics are those ops' kernels composed:
 //   TransposedMatMul(A, B, perm_a, perm_b) = MatMul(Transpose(A, perm_a), Transpose(B, perm_b))
+//   ReduceMinMax(lo_in, hi_in, axes, keepdims) = {ReduceMin(lo_in), ReduceMax(hi_in)}, both with
+//     those axes and keepdims (lo_in and hi_in of one shape and type)
 //   QuantizedMatMul(A, B, scale, perm_a, perm_b, a_zero_point) = float32(float32(Σ (a - za)·b) · scale[n]):
 //     int8 (or uint8) A with zero point za (attribute, default 0), int8 B
 //     (as TransposedMatMul's operands), exact integer sums, the per-column scale applied in
@@ -115,6 +117,33 @@ std::vector<Tensor> transposedMatMulEval(const EvalContext &ctx) {
 int64_t transposedMatMulFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
   std::vector<TensorType> types;
   return base("MatMul").flops(matmulContext(ctx, types), outputs);
+}
+
+// ---- ReduceMinMax ------------------------------------------------------------------------------
+
+// {ReduceMin(lo_in), ReduceMax(hi_in)} with the same axes and keepdims; lo_in and hi_in of one
+// shape and type.
+ShapeContext oneInput(const ShapeContext &ctx, size_t i) {
+  return ShapeContext{{ctx.inputs.at(i)}, {ctx.values.size() > i ? ctx.values[i] : nullptr}, ctx.attrs, 1};
+}
+
+std::vector<TensorType> reduceMinMaxShape(const ShapeContext &ctx) {
+  check(ctx.inputs.size() == 2 && ctx.numOutputs == 2, "ReduceMinMax takes two inputs and has two outputs");
+  check(ctx.inputs[0].shape == ctx.inputs[1].shape && ctx.inputs[0].dtype == ctx.inputs[1].dtype,
+        "ReduceMinMax's inputs differ in shape or type");
+  std::vector<TensorType> lo = base("ReduceMin").shape(oneInput(ctx, 0)),
+                          hi = base("ReduceMax").shape(oneInput(ctx, 1));
+  return {lo.at(0), hi.at(0)};
+}
+
+std::vector<Tensor> reduceMinMaxEval(const EvalContext &ctx) {
+  EvalContext lo{{&ctx.in(0)}, ctx.attrs, 1}, hi{{&ctx.in(1)}, ctx.attrs, 1};
+  return {base("ReduceMin").eval(lo).at(0), base("ReduceMax").eval(hi).at(0)};
+}
+
+int64_t reduceMinMaxFlops(const ShapeContext &ctx, const std::vector<TensorType> &outputs) {
+  return base("ReduceMin").flops(oneInput(ctx, 0), {outputs.at(0)}) +
+         base("ReduceMax").flops(oneInput(ctx, 1), {outputs.at(1)});
 }
 
 // ---- QuantizedMatMul ---------------------------------------------------------------------------
@@ -438,6 +467,7 @@ KILN_REGISTER_OP({"Im2Col", im2colShape, im2colEval, nullptr});
 KILN_REGISTER_OP({"Attention", attentionShape, attentionEval, attentionFlops});
 KILN_REGISTER_OP({"StridedView", stridedViewShape, stridedViewEval, nullptr});
 KILN_REGISTER_OP({"TransposedMatMul", transposedMatMulShape, transposedMatMulEval, transposedMatMulFlops});
+KILN_REGISTER_OP({"ReduceMinMax", reduceMinMaxShape, reduceMinMaxEval, reduceMinMaxFlops});
 KILN_REGISTER_OP({"QuantizedMatMul", quantizedMatMulShape, quantizedMatMulEval, quantizedMatMulFlops});
 KILN_REGISTER_OP({"QuantizedConv", quantizedConvShape, quantizedConvEval, quantizedConvFlops});
 KILN_REGISTER_OP({"ConvNhwc", nhwcShape("ConvNhwc", "Conv"), nhwcEval("Conv"), nhwcFlops("ConvNhwc", "Conv")});

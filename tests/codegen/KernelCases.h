@@ -114,6 +114,11 @@ inline std::vector<KernelCase> kernelCases() {
     add(std::string(op) + "_mid", op, {{2, 9, 5}}, {{"axes", "1"}, {"keepdims", "0"}});
     add(std::string(op) + "_long", op, {{3, 5000}}, {{"axes", "1"}, {"keepdims", "0"}});
   }
+  // The min of one input and the max of another in one pass (kiln-split-reductions' pairs).
+  add("ReduceMinMax_last", "ReduceMinMax", {{6, 37}, {6, 37}}, {{"axes", "-1"}, {"keepdims", "1"}});
+  add("ReduceMinMax_mid", "ReduceMinMax", {{2, 9, 5}, {2, 9, 5}}, {{"axes", "1"}, {"keepdims", "0"}});
+  add("ReduceMinMax_whole", "ReduceMinMax", {{3, 5000}, {3, 5000}}, {{"keepdims", "0"}});
+  add("ReduceMinMax_long", "ReduceMinMax", {{2, 70001}, {2, 70001}}, {{"axes", "1"}, {"keepdims", "0"}});
   add("ReduceLogSum_pos", "ReduceLogSum", {{4, 21}}, {{"axes", "1"}});
   add("ReduceMean_spatial", "ReduceMean", {{2, 3, 7, 7}}, {{"axes", "2,3"}});
   // --- MatMul / Gemm.
@@ -276,7 +281,9 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
   const std::string &op = c.op;
 
   RowOp rowOp;
-  if (rowOpFromName(op, &rowOp)) {
+  const bool minMax = op == "ReduceMinMax";
+  if (minMax) rowOp = RowOp::MinMax;
+  if (minMax || rowOpFromName(op, &rowOp)) {
     RowReductionSpec s;
     s.op = rowOp;
     if (op == "Softmax" || op == "LogSoftmax") {

@@ -165,15 +165,21 @@ def make_model(case, vals):
             kw[k] = v
         else:
             kw[k] = float(v)
-    outs = ["out%d" % k for k in range(n_out)]
-    node = helper.make_node(op, node_inputs, outs, **kw)
+    if op == "ReduceMinMax":  # (kiln's own: ReduceMin of in0 and ReduceMax of in1, as two nodes)
+        axes = node_inputs[2:]
+        nodes = [helper.make_node("ReduceMin", ["in0"] + axes, ["out0"], **kw),
+                 helper.make_node("ReduceMax", ["in1"] + axes, ["out1"], **kw)]
+        outs = ["out0", "out1"]
+    else:
+        outs = ["out%d" % k for k in range(n_out)]
+        nodes = [helper.make_node(op, node_inputs, outs, **kw)]
 
     def vi(name, v):
         dt = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
               np.dtype(bool): TensorProto.BOOL}[v.dtype]
         return helper.make_tensor_value_info(name, dt, list(v.shape))
 
-    graph = helper.make_graph([node], case["name"], [vi(n, v) for n, v in zip(names, vals)],
+    graph = helper.make_graph(nodes, case["name"], [vi(n, v) for n, v in zip(names, vals)],
                               [helper.make_tensor_value_info(o, out_type(op, k), None) for k, o in enumerate(outs)],
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])

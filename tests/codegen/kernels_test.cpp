@@ -260,6 +260,24 @@ TEST(RowKernels, EveryOpOnAwkwardShapes) {
   }
 }
 
+// The min and max in one pass: two inputs and two outputs, one load per element when they are
+// the same tensor; on the views above, in half storage too; refused over non-adjacent axes.
+TEST(RowKernels, MinMaxInOnePass) {
+  for (auto v : std::vector<std::array<int64_t, 3>>{{7, 1, 1}, {33, 10, 1}, {3, 3001, 1}, {2, 50000, 1}, {2, 19, 9}})
+    for (bool same : {false, true})
+      for (ElemType t : {ElemType::F32, ElemType::F16}) {
+        RowReductionSpec s;
+        s.op = RowOp::MinMax;
+        s.outer = v[0], s.cols = v[1], s.inner = v[2];
+        s.sameInput = same;
+        s.type = s.outType = t;
+        KernelLaunch k = emitRowReduction(s);
+        expectKernel(k, 4);
+        EXPECT_EQ(k.source.find("x2[j * INNER]") == std::string::npos, same);
+      }
+  EXPECT_THROW(emitReduceAxes(RowOp::MinMax, {2, 3, 4}, {0, 2}, ElemType::F32, ElemType::F32), std::invalid_argument);
+}
+
 TEST(RowKernels, LayerNormVariants) {
   RowReductionSpec s;
   s.op = RowOp::LayerNorm;

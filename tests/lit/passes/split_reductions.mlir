@@ -50,17 +50,18 @@ func.func @kept(%a: tensor<4x32768xf32>, %b: tensor<256x65536xf32>, %c: tensor<6
 // -----
 
 // A half route's fp32 island: the min and max of a half tensor widened to fp32 reduce the half
-// tensor and widen the results (what the knob leaves on too); the widened copy stays for its
-// other user. The reductions then split as above (fp16 rows).
+// tensor and widen the results (what the knob leaves on too), both in one ReduceMinMax; the
+// widened copy stays for its other user. The pair then splits as above (fp16 rows): stage two
+// reduces the partial minima and maxima.
 // CHECK-LABEL: func.func @half_min_max
 // CHECK-DAG: %[[W:.*]] = kiln.cast %arg0 {to = 1 : i64} : (tensor<512x256xf16>) -> tensor<512x256xf32>
-// CHECK-DAG: kiln.reduce_min %{{.*}} {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x64x2048xf16>) -> tensor<1x64xf16>
-// CHECK-DAG: kiln.reduce_max %{{.*}} {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x64x2048xf16>) -> tensor<1x64xf16>
+// CHECK-DAG: %[[V:.*]] = kiln.reshape %arg0, %{{.*}} -> tensor<1x64x2048xf16>
+// CHECK: %[[L:.*]], %[[H:.*]] = kiln.reduce_min_max %[[V]], %[[V]] {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x64x2048xf16>, tensor<1x64x2048xf16>) -> (tensor<1x64xf16>, tensor<1x64xf16>)
+// CHECK: kiln.reduce_min_max %[[L]], %[[H]] {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<1x64xf16>, tensor<1x64xf16>) -> (tensor<1xf16>, tensor<1xf16>)
 // CHECK-DAG: kiln.cast %{{.*}} {to = 1 : i64} : (tensor<f16>) -> tensor<f32>
 // CHECK-NOT: kiln.reduce_min %[[W]]
 // OFF-LABEL: func.func @half_min_max
-// OFF: kiln.reduce_min %arg0 {keepdims = 0 : i64} : (tensor<512x256xf16>) -> tensor<f16>
-// OFF: kiln.reduce_max %arg0 {keepdims = 0 : i64} : (tensor<512x256xf16>) -> tensor<f16>
+// OFF: kiln.reduce_min_max %arg0, %arg0 {keepdims = 0 : i64} : (tensor<512x256xf16>, tensor<512x256xf16>) -> (tensor<f16>, tensor<f16>)
 func.func @half_min_max(%h: tensor<512x256xf16>) -> (tensor<f32>, tensor<f32>, tensor<512x256xf32>) {
   %w = kiln.cast %h {to = 1 : i64} : (tensor<512x256xf16>) -> tensor<512x256xf32>
   %lo = kiln.reduce_min %w {keepdims = 0 : i64} : (tensor<512x256xf32>) -> tensor<f32>
@@ -80,4 +81,20 @@ func.func @not_half(%i: tensor<64x32xi32>, %h: tensor<64x32xf16>) -> (tensor<f32
   %v = kiln.cast %h {to = 1 : i64} : (tensor<64x32xf16>) -> tensor<64x32xf32>
   %s = kiln.reduce_sum %v {keepdims = 0 : i64} : (tensor<64x32xf32>) -> tensor<f32>
   return %lo, %s : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// Pairs only the min and max of one tensor over the same axes: another axis, another tensor, or
+// a ReduceMin alone stay as they are.
+// CHECK-LABEL: func.func @pairs
+// CHECK: kiln.reduce_min_max %arg0, %arg0 {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK: kiln.reduce_max %arg0 {axes = array<i64: 0>
+// CHECK: kiln.reduce_min %arg1
+func.func @pairs(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<1x8xf32>, tensor<4x1xf32>) {
+  %lo = kiln.reduce_min %x {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %hi = kiln.reduce_max %x {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %c = kiln.reduce_max %x {axes = array<i64: 0>, keepdims = 1 : i64} : (tensor<4x8xf32>) -> tensor<1x8xf32>
+  %o = kiln.reduce_min %y {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  return %lo, %hi, %c, %o : tensor<4x1xf32>, tensor<4x1xf32>, tensor<1x8xf32>, tensor<4x1xf32>
 }
