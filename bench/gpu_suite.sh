@@ -43,6 +43,7 @@
 #   bash bench/gpu_suite.sh eco     # check --mark/--ort, --io-dtype fp16, --streams 4, a BERT trace, NVTX (issue 27)
 #   bash bench/gpu_suite.sh dynamic # engines with dynamic shapes (profiles) at built and padded shapes
 #   bash bench/gpu_suite.sh dynamic-zoo  # ResNet-50 (and with KILN_DYN_BERT=1 BERT-base) dynamic vs static engines
+#   bash bench/gpu_suite.sh ortq-bert  # HF BERT-base quantized by onnxruntime's quantize_dynamic vs the float model
 #   bash bench/gpu_suite.sh dynamic-torch  # HF BERT-base and ResNet-50 from torch.export: one dynamic engine vs
 #                                   # static engines vs PyTorch fp16 eager / CUDA graph at each shape
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
@@ -596,7 +597,8 @@ fi
 if [ "$mode" = dynamic ]; then
   : > "$summary"
   profile=(--min-shapes batch=1,seq=4 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8)
-  for m in dynamic dynamic_mix; do
+  # ($KILN_DYN_PROFILES_ONLY: only the two-profile checks at the end)
+  for m in $([ -z "${KILN_DYN_PROFILES_ONLY:-}" ] && echo dynamic dynamic_mix); do
     for p in fp32 fp16; do
       e=/tmp/${m}_$p.kiln
       run "compile_${m}_$p" "$bin/kiln" compile models/tiny/$m.onnxtxt -o $e --precision $p "${profile[@]}"
@@ -605,10 +607,12 @@ if [ "$mode" = dynamic ]; then
       done
     done
   done
-  run refused_outside "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:5x8x8
-  run refused_fixed_axis "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:2x8x9
-  run timing_dynamic_opt "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:2x8x8 --iterations 200
-  run timing_dynamic_padded "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:3x7x8 --iterations 200
+  if [ -z "${KILN_DYN_PROFILES_ONLY:-}" ]; then
+    run refused_outside "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:5x8x8
+    run refused_fixed_axis "$bin/kiln" run /tmp/dynamic_fp32.kiln --shapes x:2x8x9
+    run timing_dynamic_opt "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:2x8x8 --iterations 200
+    run timing_dynamic_padded "$bin/kiln" run /tmp/dynamic_fp16.kiln --shapes x:3x7x8 --iterations 200
+  fi
   # Two profiles: shapes in either run (kiln check picks the profile that takes them), shapes in
   # neither are refused; the C API's set_profile on the hand-made two-profile engine, with and
   # without CUDA graphs.
@@ -728,6 +732,51 @@ if [ "$mode" = dynamic-torch ]; then
       echo "$tag $side vs torch fp32: $(python3 bench/npz_diff.py "$d/$tag.ref.npz" "/tmp/dt_${side}_$tag.npz" | tr '\n' ' ')" >> "$summary"
     done
   done
+fi
+
+# onnxruntime's dynamic quantization on a real model (issue 23): HF BERT-base from torch.export
+# (bench/dynamic_torch.py at 32x128, with PyTorch's fp32 outputs), quantized by onnxruntime's
+# quantize_dynamic (int8 weights, MatMulInteger, DynamicQuantizeLinear), against the float model,
+# both kiln fp16 engines: launches, ABAB latency, outputs against PyTorch fp32.
+if [ "$mode" = ortq-bert ]; then
+  : > "$summary"
+  d=/tmp/dyntorch
+  [ -f $d/bert_32x128.in.npz ] || run torch_side python3 bench/dynamic_torch.py --out $d --bert 32x128 --resnet ""
+  grep -h '^torch ' "$OUT/logs/torch_side.log" >> "$summary" 2>/dev/null
+  run quantize python3 -c "
+from onnxruntime.quantization import quantize_dynamic, QuantType
+quantize_dynamic('$d/bert_dynamo.onnx', '$d/bert_qdyn.onnx', weight_type=QuantType.QInt8)
+print('quantized')"
+  io=input_ids:32x128,attention_mask:32x128
+  # (with $KILN_OLD_BIN: the quantized model by that kiln too, "bert_qdyn_old")
+  engines="bert_dynamo:$bin/kiln:bert_dynamo bert_qdyn:$bin/kiln:bert_qdyn ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn}"
+  for e in $engines; do
+    IFS=: read -r tag k m <<< "$e"
+    run "compile_$tag" "$k" compile $d/$m.onnx -o /tmp/oq_$tag.kiln --precision fp16 --shapes $io
+  done
+  for round in 1 2; do
+    for e in $engines; do
+      IFS=: read -r tag k m <<< "$e"
+      run "time_${tag}_$round" "$bin/kiln" run /tmp/oq_$tag.kiln --inputs $d/bert_32x128.in.npz --outputs /tmp/oq_$tag.npz --iterations 200
+    done
+  done
+  for e in $engines; do
+    IFS=: read -r tag k m <<< "$e"
+    echo "$tag fp16 vs torch fp32: $(python3 bench/npz_diff.py $d/bert_32x128.ref.npz /tmp/oq_$tag.npz | tr '\n' ' ')" >> "$summary"
+  done
+  run profile_qdyn "$bin/kiln" run /tmp/oq_bert_qdyn.kiln --iterations 50 --profile
+  # onnxruntime's small dynamically quantized models ($KILN_ORTQ_DIR: build/models/ortquant's
+  # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases.
+  for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/*.dyn*.onnx 2>/dev/null); do
+    n=$(basename $m .onnx)
+    for p in fp32 fp16; do
+      "$bin/kiln" compile $m -o /tmp/oq_$n.$p.kiln --precision $p > /dev/null 2>&1
+      run "check_${n}_$p" "$bin/kiln" check /tmp/oq_$n.$p.kiln --inputs ${m%.onnx}.inputs.npz --reference ${m%.onnx}.ref.npz
+      run "latency_${n}_$p" "$bin/kiln" run /tmp/oq_$n.$p.kiln --iterations 200
+    done
+  done
+  "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep '"op":"Reduce' > /tmp/reduce_cases.jsonl &&
+    run reduce_kernel_cases python3 tests/codegen/gpu_check.py /tmp/reduce_cases.jsonl
 fi
 
 # Hopper speed and exporters' patterns (issue 25): the wgmma product kernel against a double
