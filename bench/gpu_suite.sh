@@ -741,15 +741,16 @@ fi
 if [ "$mode" = ortq-bert ]; then
   : > "$summary"
   d=/tmp/dyntorch
-  [ -f $d/bert_32x128.in.npz ] || run torch_side python3 bench/dynamic_torch.py --out $d --bert 32x128 --resnet ""
+  [ -z "${KILN_ORTQ_SMALL_ONLY:-}" ] && [ ! -f $d/bert_32x128.in.npz ] && run torch_side python3 bench/dynamic_torch.py --out $d --bert 32x128 --resnet ""
   grep -h '^torch ' "$OUT/logs/torch_side.log" >> "$summary" 2>/dev/null
-  run quantize python3 -c "
+  [ -z "${KILN_ORTQ_SMALL_ONLY:-}" ] && run quantize python3 -c "
 from onnxruntime.quantization import quantize_dynamic, QuantType
 quantize_dynamic('$d/bert_dynamo.onnx', '$d/bert_qdyn.onnx', weight_type=QuantType.QInt8)
 print('quantized')"
   io=input_ids:32x128,attention_mask:32x128
   # (with $KILN_OLD_BIN: the quantized model by that kiln too, "bert_qdyn_old")
   engines="bert_dynamo:$bin/kiln:bert_dynamo bert_qdyn:$bin/kiln:bert_qdyn ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn}"
+  [ -n "${KILN_ORTQ_SMALL_ONLY:-}" ] && engines=""  # (only the small models and the kernel cases below)
   for e in $engines; do
     IFS=: read -r tag k m <<< "$e"
     run "compile_$tag" "$k" compile $d/$m.onnx -o /tmp/oq_$tag.kiln --precision fp16 --shapes $io
@@ -764,7 +765,7 @@ print('quantized')"
     IFS=: read -r tag k m <<< "$e"
     echo "$tag fp16 vs torch fp32: $(python3 bench/npz_diff.py $d/bert_32x128.ref.npz /tmp/oq_$tag.npz | tr '\n' ' ')" >> "$summary"
   done
-  run profile_qdyn "$bin/kiln" run /tmp/oq_bert_qdyn.kiln --iterations 50 --profile
+  [ -n "$engines" ] && run profile_qdyn "$bin/kiln" run /tmp/oq_bert_qdyn.kiln --iterations 50 --profile
   # onnxruntime's small dynamically quantized models ($KILN_ORTQ_DIR: build/models/ortquant's
   # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases.
   for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/*.dyn*.onnx 2>/dev/null); do
