@@ -776,6 +776,11 @@ print('quantized')"
       run "latency_${n}_$p" "$bin/kiln" run /tmp/oq_$n.$p.kiln --iterations 200
     done
   done
+  for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/{mlp,cnn}.onnx 2>/dev/null); do  # the float models they came from
+    n=$(basename $m .onnx)
+    "$bin/kiln" compile $m -o /tmp/oq_float_$n.kiln --precision fp16 > /dev/null 2>&1 &&
+      run "latency_float_${n}_fp16" "$bin/kiln" run /tmp/oq_float_$n.kiln --iterations 200
+  done
   "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep '"op":"Reduce' > /tmp/reduce_cases.jsonl &&
     run reduce_kernel_cases python3 tests/codegen/gpu_check.py /tmp/reduce_cases.jsonl
 fi

@@ -33,7 +33,6 @@ class Executor {
   // Several profiles: the one whose ranges and specialisations the next shapes use (every
   // input's shape becomes its opt shape). Index checked by the caller.
   void setProfile(size_t profile);
-  size_t currentProfile() const { return profile_; }
   // Picks the specialisation for the inputs' shapes (and whether they are padded to it) and
   // derives the outputs' shapes; a no-op until an input shape changes.
   Status resolveShapes();

@@ -291,7 +291,7 @@ def main():
                 if bad:
                     msgs.append("out%d: %d of %d differ" % (k, bad, r.size))
                 continue
-            rd, gd = r.astype(np.float64), got.astype(np.float64)
+            rd, gd = np.atleast_1d(r.astype(np.float64)), np.atleast_1d(got.astype(np.float64))  # (0-d: scalars)
             both_nan = np.isnan(rd) & np.isnan(gd)
             # fp32 kernels vs fp32 ORT: relative 1e-4, plus an absolute term that scales with the
             # output's magnitude (long sums cancel: conv with K = 4608 loses ~1e-5 absolutely).
