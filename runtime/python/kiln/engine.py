@@ -109,6 +109,13 @@ def _torch():
     return _optional("torch")
 
 
+def _torch_stream(torch):
+    """The current torch stream's handle on the current device: the raw query where torch has it
+    (no Stream object made per run), else the public one."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(torch.cuda.current_device()) if raw else torch.cuda.current_stream().cuda_stream
+
+
 def _cupy():
     return _optional("cupy")
 
@@ -197,8 +204,7 @@ class Context:
             self._bind(t.name, out, t, shape, torch, cupy)
             result[t.name] = out
         if stream is None:
-            stream = (torch.cuda.current_stream().cuda_stream if framework == "torch"
-                      else cupy.cuda.get_current_stream().ptr)
+            stream = _torch_stream(torch) if framework == "torch" else cupy.cuda.get_current_stream().ptr
         _check(lib.kiln_context_enqueue(self._handle, ctypes.c_void_p(stream)), "enqueue")
         self._keep = keep  # (until the next run: the caller orders runs on its stream)
         if numpy_only:
