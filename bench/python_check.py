@@ -2,7 +2,8 @@
 compiled through kiln.compile, run from Python with torch CUDA tensors (zero-copy, the current
 stream) and with numpy arrays, and by `kiln run` on the same inputs: outputs must be equal (same
 engine, same kernels), and the latency of ctx.run (CUDA events, median of 200 after 10 warm-up)
-is printed beside the CLI's, with run()'s own host time and the time per run when 10 are queued back to back.
+is printed beside the CLI's, with run()'s own host time, the time per run when 10 are queued back
+to back, and enqueue() alone on tensors bound once with bind().
     python3 bench/python_check.py MODEL.onnx[txt]... (PYTHONPATH=runtime/python, KILN_BIN, KILN_RUNTIME_LIB)"""
 import os
 import re
@@ -65,6 +66,21 @@ for model in sys.argv[1:]:
             host.append((time.perf_counter() - t0) * 1e3)
             torch.cuda.synchronize()
         host.sort()
+        # bind() once, then enqueue() alone per run (TensorRT's set_tensor_address + enqueueV3).
+        ctx.bind(dev, outs)
+        bound = []
+        for _ in range(200):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            ctx.enqueue()
+            e.record()
+            e.synchronize()
+            bound.append(s.elapsed_time(e))
+        bound.sort()
+        for t in engine.outputs:
+            same = np.array_equal(ref[t.name], outs[t.name].cpu().numpy())
+            ok &= same
+            print(f"{name} {t.name}: bind() + enqueue() {'equal' if same else 'DIFFERS'} to kiln run")
         # Runs queued back to back (no wait between them, as a serving loop runs): the device
         # time per run, the host work of each run() overlapped with the previous run.
         queued = []
@@ -80,5 +96,5 @@ for model in sys.argv[1:]:
         m = re.search(r"median ([0-9.]+) ms", cli.stdout + cli.stderr)
         print(f"{name}: latency from Python median {times[100]:.3f} ms (min {times[0]:.3f}, p90 {times[180]:.3f}); "
               f"kiln run median {m.group(1) if m else '?'} ms; run() on the host median {host[100]:.3f} ms; "
-              f"queued 10 at a time median {queued[10]:.3f} ms per run")
+              f"queued 10 at a time median {queued[10]:.3f} ms per run; bind() once, enqueue() median {bound[100]:.3f} ms")
 sys.exit(0 if ok else 1)

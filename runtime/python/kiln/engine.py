@@ -136,7 +136,7 @@ class Context:
         self._forget()
 
     def _forget(self):
-        self._set_dims, self._bound, self._out_shapes = {}, {}, None
+        self._set_dims, self._bound, self._out_shapes, self._bound_framework = {}, {}, None, None
 
     def __del__(self):
         if getattr(self, "_handle", None) and _LIB is not None:
@@ -157,6 +157,37 @@ class Context:
         outputs then have the shapes that follow); `outputs` may give preallocated ones. numpy arrays are copied to the GPU
         (through torch or CuPy) and the outputs come back as numpy after the stream is synchronized.
         """
+        numpy_only = all(type(v).__module__ == "numpy" for v in inputs.values())
+        result, framework, torch, cupy = self._prepare(inputs, outputs)
+        self._enqueue(stream, framework, torch, cupy)
+        if numpy_only:
+            if framework == "torch":
+                torch.cuda.synchronize()
+                return {k: v.cpu().numpy() for k, v in result.items()}
+            cupy.cuda.get_current_stream().synchronize()
+            return {k: cupy.asnumpy(v) for k, v in result.items()}
+        return result
+
+    def bind(self, inputs, outputs=None):
+        """Binds inputs and outputs as run() does (shapes set, addresses bound; outputs not given
+        are allocated) without running, and returns the outputs; enqueue() then runs on them,
+        TensorRT's set_tensor_address + enqueueV3 idiom for a serving loop whose tensors stay put.
+        The tensors must stay alive and in place while bound."""
+        if any(type(v).__module__ == "numpy" for v in inputs.values()):
+            raise KilnError("bind() takes CUDA tensors (a numpy array would be a copy made per call)")
+        return self._prepare(inputs, outputs)[0]
+
+    def enqueue(self, stream=None):
+        """One execution on the tensors of the last bind() (or run()), on `stream` (default: the
+        current torch/CuPy stream); returns without waiting."""
+        framework = self._bound_framework
+        if framework is None:
+            raise KilnError("enqueue() runs on bound tensors: call bind() first")
+        self._enqueue(stream, framework, _torch(), _cupy())
+
+    def _prepare(self, inputs, outputs):
+        """Sets the inputs' shapes and binds every tensor (copying numpy inputs to the GPU and
+        allocating the outputs not given); returns the outputs, the framework and its modules."""
         lib = _lib_handle()
         want = self._want
         if len(inputs) != len(want) or any(n not in want for n in inputs):
@@ -164,7 +195,6 @@ class Context:
             unknown = [n for n in inputs if n not in want]
             raise KilnError(f"inputs: missing {missing}, unknown {unknown}; the engine takes "
                             f"{[t.name for t in self.engine.inputs]}")
-        numpy_only = all(type(v).__module__ == "numpy" for v in inputs.values())
         torch, cupy = _torch(), _cupy()
         framework = None
         for v in inputs.values():
@@ -203,17 +233,14 @@ class Context:
                 out = self._empty(t, shape, framework, torch, cupy)
             self._bind(t.name, out, t, shape, torch, cupy)
             result[t.name] = out
+        # (kept until the next bind: the caller orders runs on its stream)
+        self._keep, self._bound_framework = keep + list(result.values()), framework
+        return result, framework, torch, cupy
+
+    def _enqueue(self, stream, framework, torch, cupy):
         if stream is None:
             stream = _torch_stream(torch) if framework == "torch" else cupy.cuda.get_current_stream().ptr
-        _check(lib.kiln_context_enqueue(self._handle, ctypes.c_void_p(stream)), "enqueue")
-        self._keep = keep  # (until the next run: the caller orders runs on its stream)
-        if numpy_only:
-            if framework == "torch":
-                torch.cuda.synchronize()
-                return {k: v.cpu().numpy() for k, v in result.items()}
-            cupy.cuda.get_current_stream().synchronize()
-            return {k: cupy.asnumpy(v) for k, v in result.items()}
-        return result
+        _check(_lib_handle().kiln_context_enqueue(self._handle, ctypes.c_void_p(stream)), "enqueue")
 
     @staticmethod
     def _to_device(value, framework, torch, cupy):
