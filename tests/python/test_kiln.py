@@ -156,6 +156,8 @@ try:
     check(raises(lambda: ctx.run({"x": FakeArray((2, 8))}, outputs={"y": FakeArray((3, 4))}), "engine takes float32 2x4"),
           "a wrong output shape is refused")
 finally:
+    if "ctx" in globals():
+        ctx.__del__()  # (the stand-in destroys its fake handle; the real runtime must never see it)
     ke._LIB = real_lib
     ke._OPTIONAL.clear()
     ke._OPTIONAL.update(real_optional)
