@@ -150,13 +150,12 @@ void pairMinMax(func::FuncOp f) {
 // DynamicQuantizeLinear's range) reduce the half tensor itself and widen the result: the same
 // values exactly (widening is exact and monotone), and the Cast kernel that wrote a whole fp32
 // copy only for the reductions goes (its other users fuse the Cast into their own kernels).
-// Returns the new reduction, or `op` when it does not apply.
-Operation *reduceHalfDirectly(Operation *op) {
-  if (!isa<ReduceMinOp, ReduceMaxOp>(op)) return op;
+// `op` is a ReduceMin or ReduceMax; it is left as it is when this does not apply.
+void reduceHalfDirectly(Operation *op) {
   auto widen = op->getOperand(0).getDefiningOp<CastOp>();
-  if (!widen || widen.getTo() != int64_t(ops::DType::F32)) return op;
+  if (!widen || widen.getTo() != int64_t(ops::DType::F32)) return;
   Type from = cast<RankedTensorType>(widen->getOperand(0).getType()).getElementType();
-  if (!from.isF16() && !from.isBF16()) return op;
+  if (!from.isF16() && !from.isBF16()) return;
   OpBuilder b(op);
   std::string err;
   Operation *r =
@@ -167,12 +166,11 @@ Operation *reduceHalfDirectly(Operation *op) {
   if (!c || c->getResult(0).getType() != op->getResult(0).getType()) {
     if (c) c->erase();
     if (r) r->erase();
-    return op;
+    return;
   }
   op->getResult(0).replaceAllUsesWith(c->getResult(0));
   op->erase();
   if (widen->use_empty()) widen->erase();
-  return r;
 }
 
 struct SplitReductionsPass : impl::SplitReductionsBase<SplitReductionsPass> {

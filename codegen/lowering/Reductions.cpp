@@ -38,6 +38,29 @@ std::optional<RowOp> rowOpOf(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+// A reduction's axes of a rank-r operand, normalized and sorted (all of them when none are given).
+std::vector<int64_t> sortedAxes(std::vector<int64_t> axes, int64_t r) {
+  if (axes.empty()) {
+    axes.resize(size_t(r));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (auto &a : axes) a = ops::normalizeAxis(a, r);
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+bool adjacent(const std::vector<int64_t> &sorted) {
+  for (size_t k = 1; k < sorted.size(); ++k)
+    if (sorted[k] != sorted[k - 1] + 1) return false;
+  return true;
+}
+
+// The row kernel's [outer, cols, inner] view of `x` reduced over adjacent sorted `axes`.
+void setRowView(RowReductionSpec &s, const Shape &x, const std::vector<int64_t> &axes) {
+  s.outer = product(x, 0, axes.front()), s.cols = product(x, axes.front(), axes.back() + 1);
+  s.inner = product(x, axes.back() + 1, int64_t(x.size()));
+}
+
 }  // namespace
 
 bool Lowering::lowerReduction(Operation *op) {
@@ -46,24 +69,15 @@ bool Lowering::lowerReduction(Operation *op) {
     // One row kernel for both results: the reduced axes must be contiguous (what
     // kiln-split-reductions pairs).
     Shape x = shapeOf(mm.getLoIn());
-    const int64_t r = static_cast<int64_t>(x.size());
-    std::vector<int64_t> axes = attrsFromOp(op).getInts("axes", {});
-    if (axes.empty()) {
-      axes.resize(size_t(r));
-      std::iota(axes.begin(), axes.end(), 0);
-    }
-    for (auto &a : axes) a = ops::normalizeAxis(a, r);
-    std::sort(axes.begin(), axes.end());
-    for (size_t k = 1; k < axes.size(); ++k)
-      if (axes[k] != axes[k - 1] + 1) throw std::invalid_argument("ReduceMinMax over non-adjacent axes");
+    std::vector<int64_t> axes = sortedAxes(attrsFromOp(op).getInts("axes", {}), int64_t(x.size()));
+    if (!adjacent(axes)) throw std::invalid_argument("ReduceMinMax over non-adjacent axes");
     RowReductionSpec s;
     s.op = RowOp::MinMax;
     s.type = elemTypeOf(mm.getLoIn());
     s.outType = elemTypeOf(mm.getLo());
     if (elemTypeOf(mm.getHi()) != s.outType) throw std::invalid_argument("ReduceMinMax's results differ in type");
     s.sameInput = mm.getLoIn() == mm.getHiIn();
-    s.outer = product(x, 0, axes.front()), s.cols = product(x, axes.front(), axes.back() + 1);
-    s.inner = product(x, axes.back() + 1, r);
+    setRowView(s, x, axes);
     addLaunch(op, emitRowReduction(s), {mm.getLoIn(), mm.getHiIn(), mm.getLo(), mm.getHi()});
     return true;
   }
@@ -111,24 +125,17 @@ bool Lowering::lowerReduction(Operation *op) {
       return true;
     }
     // Reduce*: the reduced axes must be contiguous (one [outer, cols, inner] view).
-    std::vector<int64_t> axes = attrs.getInts("axes", {});
-    if (axes.empty()) {
-      if (attrs.getInt("noop_with_empty_axes", 0)) {  // the identity
-        addLaunch(op, emitCopy(expandCopy(x, x, s.outType)), {operands[0], out});
-        return true;
-      }
-      axes.resize(r);
-      std::iota(axes.begin(), axes.end(), 0);
+    std::vector<int64_t> given = attrs.getInts("axes", {});
+    if (given.empty() && attrs.getInt("noop_with_empty_axes", 0)) {  // the identity
+      addLaunch(op, emitCopy(expandCopy(x, x, s.outType)), {operands[0], out});
+      return true;
     }
-    for (auto &a : axes) a = ops::normalizeAxis(a, r);
-    std::sort(axes.begin(), axes.end());
-    for (size_t k = 1; k < axes.size(); ++k)
-      if (axes[k] != axes[k - 1] + 1) {
-        addLaunch(op, emitReduceAxes(*rowOp, x, axes, s.type, s.outType), {operands[0], out});
-        return true;
-      }
-    s.outer = product(x, 0, axes.front()), s.cols = product(x, axes.front(), axes.back() + 1);
-    s.inner = product(x, axes.back() + 1, r);
+    std::vector<int64_t> axes = sortedAxes(given, r);
+    if (!adjacent(axes)) {
+      addLaunch(op, emitReduceAxes(*rowOp, x, axes, s.type, s.outType), {operands[0], out});
+      return true;
+    }
+    setRowView(s, x, axes);
     addLaunch(op, emitRowReduction(s), {operands[0], out});
     return true;
   }

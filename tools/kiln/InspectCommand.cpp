@@ -75,17 +75,15 @@ Runner addInspectCommand(CLI::App &app) {
     for (auto &l : d.launches) l.kind == rt::Launch::Kind::Copy ? ++copies : launchesPerNode[l.node]++;
     // Dynamic shapes: per profile each input's min/opt/max, the dims' ranges and the
     // specialisations it runs on.
-    using Bound = rt::EngineDesc::Bound;
     if (*json) {
       nlohmann::json profiles = nlohmann::json::array();
       for (size_t pi = 0; pi < d.numProfiles(); ++pi) {
         const rt::Profile pr = d.profileAt(pi);
-        auto bound = [&](size_t i, Bound b) { return d.shapeWith(i, d.boundValues(b, pi)); };
         nlohmann::json profile = {{"inputs", nlohmann::json::object()}, {"dims", nlohmann::json::array()}};
         for (size_t i = 0; i < d.io.size(); ++i)
           if (d.io[i].isInput)
             profile["inputs"][d.io[i].name] = {
-                {"min", bound(i, Bound::Min)}, {"opt", bound(i, Bound::Opt)}, {"max", bound(i, Bound::Max)}};
+                {"min", d.shapeWith(i, pr.min)}, {"opt", d.shapeWith(i, pr.opt)}, {"max", d.shapeWith(i, pr.max)}};
         for (size_t k = 0; k < d.dims.size(); ++k) {
           const rt::ProfileDim &p = d.dims[k];
           nlohmann::json axes = nlohmann::json::array();
