@@ -627,6 +627,14 @@ if [ "$mode" = dynamic ]; then
     "$bin/kiln-make-test-engine" /tmp/axpb_profiles$g.kiln --profiles $g > /dev/null
     run "c_api_profiles$g" "$bin/kiln-c-api-test" /tmp/axpb_profiles$g.kiln --profiles
   done
+  # The tuner weighing two shapes of one profile (tune --weigh-shapes): each candidate measured at
+  # both, ranked by the weighted mean; the winner written for the whole profile.
+  dbs=/tmp/kiln-dyn-dbs; rm -rf $dbs; mkdir -p $dbs
+  route='precision=fp16|fp32;fusion\.elementwise=.*'
+  tune weigh_shapes models/tiny/dynamic.onnxtxt --cache $dbs/w.db "${profile[@]}" \
+    --weigh-shapes batch=1,seq=8@0.7 --weigh-shapes batch=4,seq=8@0.3 -o /tmp/weighed.kiln
+  grep -h 'at the shapes' "$OUT/weigh_shapes.txt" | head -8 >> "$summary"
+  run check_weighed "$bin/kiln" check /tmp/weighed.kiln --onnx models/tiny/dynamic.onnxtxt --shapes x:3x7x8
 fi
 
 # Dynamic shapes on the zoo (issue 24): ResNet-50 exported with a symbolic batch, one fp16 engine
