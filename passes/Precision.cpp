@@ -146,16 +146,27 @@ class Converter {
   }
 
   // Whether `op` will run in fp32 (the route says so, or kiln-half-safety marked it). The return
-  // reads fp32 (the function's results keep their declared types).
+  // reads fp32 (the function's results keep their declared types). An op that only moves its
+  // operand's elements (Identity, Reshape, ...) runs in fp32 when every user is an op that does:
+  // it never rounds a value between two float32 nodes (before the return it stays as it was:
+  // the same values, half the bytes moved).
   bool runsInFp32(Operation *op) {
     if (isa<func::ReturnOp>(op)) return true;
     if (op->hasAttr(kKeepFp32Attr)) return true;
+    if (movesOnly(op) && !op->use_empty() &&
+        !route_.values().count("node." + nodeName(op) + "." + kPrecision.nodeSuffix))
+      return llvm::all_of(op->getUsers(), [&](Operation *u) { return !isa<func::ReturnOp>(u) && runsInFp32(u); });
     return route_.get(kPrecision, nodeName(op)) == "fp32";
+  }
+
+  static bool movesOnly(Operation *op) {
+    return isa<IdentityOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp>(op);
   }
 
   LogicalResult convert(Operation *op) {
     std::string node = nodeName(op);
     std::string want = route_.get(kPrecision, node);
+    if (movesOnly(op) && runsInFp32(op)) return island(op, "");
     if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
     if (Attribute mark = op->getAttr(kKeepFp32Attr)) {

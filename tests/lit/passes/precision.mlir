@@ -2,6 +2,7 @@
 // RUN: %kiln-opt %s -split-input-file -kiln-precision=route=precision=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: %kiln-opt %s -split-input-file -kiln-precision | FileCheck %s --check-prefix=FP32
 // RUN: %kiln-opt %s -split-input-file -kiln-precision="route=precision=fp16;node.fc2.precision=fp32" | FileCheck %s --check-prefix=ISLAND
+// RUN: %kiln-opt %s -split-input-file -kiln-precision="route=precision=fp16;node.fc1.precision=fp32;node.fc2.precision=fp32" | FileCheck %s --check-prefix=MOVES
 // (An fp32 node's result that the function returns stays fp32: the return reads fp32.)
 
 // A small MLP: inputs cast on entry, weights converted, output cast back to f32.
@@ -77,4 +78,30 @@ func.func @only_island(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
   %w2 = kiln.constant dense<[[1.0, -1.0], [0.5, 0.25], [-0.75, 2.0], [1.25, 0.5]]> : tensor<4x2xf32>
   %y = kiln.matmul %x, %w2 : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32> loc("fc2")
   return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Ops that only move elements (Identity, Reshape, ...) between two float32 nodes stay float32:
+// no rounding to half between fc1 and fc2 (Paddle2ONNX writes an Identity after most nodes). One
+// that a half node reads (the relu) is half as before.
+// MOVES-LABEL: func.func @moves_between_islands
+// MOVES: %[[A:.*]] = kiln.matmul %arg0, %{{.*}} : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+// MOVES: %[[H:.*]] = kiln.cast %[[A]] {to = 10 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf16>
+// MOVES: %[[I:.*]] = kiln.identity %[[A]] : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// MOVES: %[[R:.*]] = kiln.reshape %[[I]], %{{.*}} : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+// MOVES: kiln.matmul %[[R]], %{{.*}} : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+// MOVES: %[[J:.*]] = kiln.identity %[[H]] : (tensor<2x4xf16>) -> tensor<2x4xf16>
+// MOVES: kiln.relu %[[J]]
+func.func @moves_between_islands(%x: tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x4xf32>) {
+  %w1 = kiln.constant dense<0.5> : tensor<4x4xf32>
+  %w2 = kiln.constant dense<0.25> : tensor<4x2xf32>
+  %s = kiln.constant dense<[2, 4]> : tensor<2xi64>
+  %a = kiln.matmul %x, %w1 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc("fc1")
+  %i = kiln.identity %a : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("id1")
+  %r = kiln.reshape %i, %s : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x4xf32> loc("rs")
+  %y = kiln.matmul %r, %w2 : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32> loc("fc2")
+  %j = kiln.identity %a : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("id2")
+  %z = kiln.relu %j : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("act")
+  return %y, %z : tensor<2x2xf32>, tensor<2x4xf32>
 }
