@@ -776,20 +776,30 @@ print('quantized')"
   [ -n "$engines" ] && run profile_qdyn "$bin/kiln" run /tmp/oq_bert_qdyn.kiln --iterations 50 --profile
   # onnxruntime's small dynamically quantized models ($KILN_ORTQ_DIR: build/models/ortquant's
   # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases.
+  # Latency in ABAB rounds beside the float models they came from (fp16), and with
+  # $KILN_OLD_BIN the quantized ones by that kiln too ("_old").
+  timed=()
   for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/*.dyn*.onnx 2>/dev/null); do
     n=$(basename $m .onnx)
     for p in fp32 fp16; do
       "$bin/kiln" compile $m -o /tmp/oq_$n.$p.kiln --precision $p > /dev/null 2>&1
       run "check_${n}_$p" "$bin/kiln" check /tmp/oq_$n.$p.kiln --inputs ${m%.onnx}.inputs.npz --reference ${m%.onnx}.ref.npz
-      run "latency_${n}_$p" "$bin/kiln" run /tmp/oq_$n.$p.kiln --iterations 200
     done
+    timed+=("$n /tmp/oq_$n.fp16.kiln")
+    [ -n "${KILN_OLD_BIN:-}" ] && "$KILN_OLD_BIN" compile $m -o /tmp/oq_${n}_old.kiln --precision fp16 > /dev/null 2>&1 &&
+      timed+=("${n}_old /tmp/oq_${n}_old.kiln")
   done
   for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/{mlp,cnn}.onnx 2>/dev/null); do  # the float models they came from
     n=$(basename $m .onnx)
-    "$bin/kiln" compile $m -o /tmp/oq_float_$n.kiln --precision fp16 > /dev/null 2>&1 &&
-      run "latency_float_${n}_fp16" "$bin/kiln" run /tmp/oq_float_$n.kiln --iterations 200
+    "$bin/kiln" compile $m -o /tmp/oq_float_$n.kiln --precision fp16 > /dev/null 2>&1 && timed+=("float_$n /tmp/oq_float_$n.kiln")
   done
-  "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep '"op":"Reduce' > /tmp/reduce_cases.jsonl &&
+  for round in 1 2; do
+    for t in "${timed[@]}"; do
+      read -r n e <<< "$t"
+      run "latency_${n}_fp16_$round" "$bin/kiln" run $e --iterations 500
+    done
+  done
+  "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep -E '"op":"(Reduce|ScaleByRange)' > /tmp/reduce_cases.jsonl &&
     run reduce_kernel_cases python3 tests/codegen/gpu_check.py /tmp/reduce_cases.jsonl
 fi
 
@@ -922,7 +932,7 @@ fi
 if [ "$mode" = corpus ]; then
   : > "$summary"
   KILN_TIMEOUT=${KILN_TIMEOUT:-580} run corpus python3 models/realmodels/run_corpus.py --dir "${KILN_CORPUS_DIR:-.carry/corpus}" \
-    --kiln "$bin/kiln" --gpu --no-eval --jobs "${KILN_CORPUS_JOBS:-4}" ${KILN_CORPUS_ONLY:+--only "$KILN_CORPUS_ONLY"} --json "$OUT/corpus.json"
+    --kiln "$bin/kiln" --gpu --no-eval --expect models/realmodels/expected.json --jobs "${KILN_CORPUS_JOBS:-4}" ${KILN_CORPUS_ONLY:+--only "$KILN_CORPUS_ONLY"} --json "$OUT/corpus.json"
   grep -vE '^\s*$' "$OUT/logs/corpus.log" >> "$summary"
 fi
 

@@ -9,7 +9,9 @@ against onnxruntime too. Prints a table; --json writes every number.
 
 Bounds (issue 23): CPU evaluator and fp32 engines rel L2 <= 1e-4, fp16 engines <= 1e-2 (per
 output, against onnxruntime fp32; an --expect entry's "fp16_bound" replaces 1e-2 for a model whose
-fp16 error is fp16's own, its "why" saying how that was established). A model whose --expect entry has "attention_launches": N must
+fp16 error is fp16's own, its "why" saying how that was established; an entry's "fp16_route" is the
+route of its fp16 engine instead of precision=fp16 — nodes kept in fp32, which the table lists —
+and the CPU evaluator checks that route against 1e-2 too, step eval_fp16). A model whose --expect entry has "attention_launches": N must
 have N fused attention launches in its fp16 engine (the exporter's attention pattern recognised),
 and one with "max_launches": N at most N launches. Needs numpy only (Debian's python3). Exit 0 when every step
 ran as --expect says ("fail", "either" where the reference varies by machine; default: every
@@ -125,6 +127,7 @@ def main():
         rpath = os.path.join(tmp, mid + ".inputs.npz")
         np.savez(rpath, **runtime)
         r = {"id": mid, "exporter": m.get("exporter", ""), "steps": {}}
+        route16 = expect.get(mid, {}).get("fp16_route")  # (nodes kept in fp32 for fp16's accuracy)
         rc, out, secs = run([args.kiln, "plan", model] + common)
         r["steps"]["plan"] = {"rc": rc, "seconds": round(secs, 1), "message": "" if rc == 0 else first_error(out)}
         for prec in ("fp32", "fp16"):
@@ -133,8 +136,9 @@ def main():
             # keeps in fp32 what those inputs push past half's range, as a user with
             # representative inputs would compile.
             check = ["--check-inputs", rpath] if prec == "fp16" and runtime else []
-            rc, out, secs = run([args.kiln, "compile", model, "-o", engine, "--arch", args.arch,
-                                 "--precision", prec] + common + check)
+            route = ["--precision", prec] if prec == "fp32" or not route16 else ["--route", route16]
+            rc, out, secs = run([args.kiln, "compile", model, "-o", engine, "--arch", args.arch] + route + common +
+                                check)
             step = {"rc": rc, "seconds": round(secs, 1), "message": "" if rc == 0 else first_error(out)}
             kept = [l.replace("kiln: note: ", "") for l in out.splitlines() if "runs in fp32" in l]
             if kept:
@@ -178,6 +182,16 @@ def main():
                 err, why = compare(opath, ref, m["outputs"])
                 step.update({"rel_l2": err, "rc": 0 if err <= FP32_BOUND else 1, "message": why})
             r["steps"]["eval"] = step
+            if route16:  # the fp16 route's accuracy on the CPU evaluator (its fp16 rounding, as the GPU's)
+                opath = os.path.join(tmp, mid + ".eval16.npz")
+                rc, out, secs = run([args.kiln, "eval", model, "--route", route16, "--inputs", rpath, "--outputs",
+                                     opath] + common)
+                step = {"rc": rc, "seconds": round(secs, 1), "message": "" if rc == 0 else first_error(out)}
+                if rc == 0:
+                    err, why = compare(opath, ref, m["outputs"])
+                    bound = expect.get(mid, {}).get("fp16_bound", FP16_BOUND)
+                    step.update({"rel_l2": err, "rc": 0 if err <= bound else 1, "message": why})
+                r["steps"]["eval_fp16"] = step
         return r
 
     def report(r):
