@@ -147,9 +147,9 @@ class Converter {
 
   // Whether `op` will run in fp32 (the route says so, or kiln-half-safety marked it). The return
   // reads fp32 (the function's results keep their declared types). An op that only moves its
-  // operand's elements (Identity, Reshape, ...) runs in fp32 when every user is an op that does:
-  // it never rounds a value between two float32 nodes (before the return it stays as it was:
-  // the same values, half the bytes moved).
+  // operand's elements (Identity, Reshape, ...) runs in fp32 when every user is an op that does
+  // and it moves a float32 value: it never rounds a value between two float32 nodes (before the
+  // return, or moving a half value, it stays half: the same values, half the bytes moved).
   bool runsInFp32(Operation *op) {
     if (isa<func::ReturnOp>(op)) return true;
     if (op->hasAttr(kKeepFp32Attr)) return true;
@@ -166,7 +166,10 @@ class Converter {
   LogicalResult convert(Operation *op) {
     std::string node = nodeName(op);
     std::string want = route_.get(kPrecision, node);
-    if (movesOnly(op) && runsInFp32(op)) return island(op, "");
+    // (A move of a half value stays half: the same values, and half the bytes.)
+    Value moved = op->getNumOperands() ? op->getOperand(0) : Value();
+    if (movesOnly(op) && moved && (isF32Tensor(moved.getType()) || islandResults_.count(moved)) && runsInFp32(op))
+      return island(op, "");
     if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");
     if (Attribute mark = op->getAttr(kKeepFp32Attr)) {

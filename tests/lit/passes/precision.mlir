@@ -93,6 +93,10 @@ func.func @only_island(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
 // MOVES: kiln.matmul %[[R]], %{{.*}} : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
 // MOVES: %[[J:.*]] = kiln.identity %[[H]] : (tensor<2x4xf16>) -> tensor<2x4xf16>
 // MOVES: kiln.relu %[[J]]
+// MOVES-LABEL: func.func @half_move_into_island
+// MOVES: %[[T:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 1, 0>} : (tensor<2x4xf16>) -> tensor<4x2xf16>
+// MOVES: %[[U:.*]] = kiln.cast %[[T]] {to = 1 : i64} : (tensor<4x2xf16>) -> tensor<4x2xf32>
+// MOVES: kiln.matmul %[[U]]
 func.func @moves_between_islands(%x: tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x4xf32>) {
   %w1 = kiln.constant dense<0.5> : tensor<4x4xf32>
   %w2 = kiln.constant dense<0.25> : tensor<4x2xf32>
@@ -104,4 +108,13 @@ func.func @moves_between_islands(%x: tensor<2x4xf32>) -> (tensor<2x2xf32>, tenso
   %j = kiln.identity %a : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("id2")
   %z = kiln.relu %j : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("act")
   return %y, %z : tensor<2x2xf32>, tensor<2x4xf32>
+}
+
+// A half value moved into a float32 node is moved in half, then cast (not cast, then moved).
+func.func @half_move_into_island(%x: tensor<2x4xf32>) -> tensor<4x4xf32> {
+  %w = kiln.constant dense<0.5> : tensor<2x4xf32>
+  %r = kiln.relu %x : (tensor<2x4xf32>) -> tensor<2x4xf32> loc("act")
+  %t = kiln.transpose %r {perm = array<i64: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32> loc("tr")
+  %y = kiln.matmul %t, %w : (tensor<4x2xf32>, tensor<2x4xf32>) -> tensor<4x4xf32> loc("fc1")
+  return %y : tensor<4x4xf32>
 }
