@@ -110,6 +110,24 @@ expect 0 "kiln\.gemm" -- import "$tiny/mlp.onnxtxt"
 
 # compile / inspect (NVRTC, no GPU needed) and a corrupt engine.
 tmp=$(mktemp -d)
+ov="$tiny/fp16_overflow"
+# debug precision --bisect: nodes to keep in fp32 so that the outputs meet the tolerance; the route it prints is
+# checked here on its own (the evaluator's outputs against the fp32 graph's).
+expect 0 "alone: rel L2 inf; keeping 6 of 10 nodes in fp32: .* <= 0.01" -- debug precision "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off" --bisect
+found=$("$kiln" debug precision "$ov.onnxtxt" --inputs "$ov.npz" --route "precision=fp16;precision.safety=off" --bisect --direction reverse --json 2>/dev/null |
+  /usr/bin/python3 -c 'import json, sys; j = json.load(sys.stdin); print(j["route"] if j["found"] and j["rel_l2"] <= 0.01 else "")')
+"$kiln" eval "$ov.onnxtxt" --inputs "$ov.npz" --outputs "$tmp/ov32.npz" > /dev/null 2>&1
+"$kiln" eval "$ov.onnxtxt" --inputs "$ov.npz" --route "$found" --outputs "$tmp/ovfound.npz" > /dev/null 2>&1
+if [ -n "$found" ] && /usr/bin/python3 -c '
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+sys.exit(0 if all(np.linalg.norm(b[k] - a[k]) <= 1e-2 * np.linalg.norm(a[k]) for k in a.files) else 1)' "$tmp/ov32.npz" "$tmp/ovfound.npz"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: debug precision --bisect --direction reverse: route '$found' misses 1e-2"
+fi
+expect 0 "alone: rel L2 0.000.*; keeping 0 of 4 nodes" -- debug precision "$tiny/mlp.onnxtxt" --inputs "$tiny/mlp.npz" --bisect
+expect 2 "--direction: sideways not in" -- debug precision "$tiny/mlp.onnxtxt" --inputs "$tiny/mlp.npz" --bisect --direction sideways
 # plan predicts compile: it lowers the model for --arch/--route (no NVRTC) and exits 1 naming
 # every node the GPU cannot build; an output shape that depends on input values it does not have
 # is an unsupported node naming the input; opsets 1-6 import the ops whose meaning is today's.

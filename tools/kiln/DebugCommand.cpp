@@ -4,17 +4,25 @@
 // node keeps its result) run on the same inputs, each node's result is compared, and the first
 // node whose relative L2 error exceeds the tolerance while its inputs' producers stay within it is
 // named, with the route that keeps it in fp32.
+//
+// With --bisect it searches instead for nodes to keep in fp32 so that the route's outputs are
+// within the tolerance of the reference (the fp32 graph's, or --reference): the shortest run of
+// nodes in program order, from the first (--direction forward) or from the last (reverse), that
+// suffices, then chunks of it dropped, halving the chunk size, while the outputs stay within
+// (Polygraphy's debug precision bisection; at most --max-evals evaluations of the whole graph).
 #include "codegen/lowering/ModelBuild.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/Evaluate.h"
 #include "tools/kiln/ModelLoading.h"
+#include "tuner/Accuracy.h"
 #include "tuner/TensorFiles.h"
 
 #include "mlir/Pass/PassManager.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -70,6 +78,96 @@ double relL2(const std::vector<double> &got, const std::vector<double> &want) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Ops that only move elements follow their neighbours' precision (kiln-precision): never listed.
+bool movesOnly(const std::string &op) {
+  return op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Transpose";
+}
+
+struct Bisection {
+  std::vector<std::string> kept;  // nodes kept in fp32, in program order
+  std::string route;
+  double err = 0, halfErr = 0, allErr = 0;  // with them; with none; with every candidate
+  size_t candidates = 0;
+  int evals = 0;
+  bool found = false;
+};
+
+// The --bisect search (see the file comment). Errors are the worst rel L2 over the outputs.
+bool bisectPrecision(const ModelOptions &opts, const knobs::Route &route, const std::vector<tuner::HostTensor> &in,
+                     const std::vector<tuner::HostTensor> &ref, const std::vector<std::string> &order,
+                     const std::map<std::string, NodeResult> &nodes, double tolerance, bool reverse, int maxEvals,
+                     Bisection &b, std::string &error) {
+  std::vector<std::string> cand;
+  for (const std::string &n : order)
+    if (!movesOnly(nodes.at(n).op) && n.find_first_of(";=") == std::string::npos) cand.push_back(n);
+  b.candidates = cand.size();
+  auto routeOf = [&](const std::vector<std::string> &kept) {
+    std::string r = route.canonical();
+    for (const std::string &n : kept) r += ";node." + n + ".precision=fp32";
+    return r;
+  };
+  auto errOf = [&](const std::vector<std::string> &kept, double &err) {
+    mlir::MLIRContext ctx;
+    ImportOptions io;
+    if (auto e = opts.importOptions(io); !e.empty()) return error = e, false;
+    std::string r = routeOf(kept);
+    codegen::ModelBuild lowered =
+        codegen::lowerModelWith(opts.model, io, ctx, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, r); });
+    if (!lowered.ok()) return error = lowered.error, false;
+    std::vector<tuner::HostTensor> out;
+    if (!evaluateModel((*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main"), in, out, error)) return false;
+    err = 0;
+    for (const tuner::HostTensor &want : ref) {
+      auto got = std::find_if(out.begin(), out.end(), [&](const tuner::HostTensor &t) { return t.name == want.name; });
+      if (got == out.end()) return error = "the reference has an output '" + want.name + "' the model has not", false;
+      if (!ops::isFloat(ops::DType(want.dtype))) continue;
+      tuner::Metrics m = tuner::compare(*got, want);
+      err = std::max(err, m.nanMismatch ? INFINITY : m.relL2);
+    }
+    ++b.evals;
+    info(0, "debug precision: evaluation " + std::to_string(b.evals) + ": " + std::to_string(kept.size()) +
+                " nodes in fp32, rel L2 " + std::to_string(err));
+    return true;
+  };
+  auto run = [&](size_t first, size_t n) {  // the n candidates from `first` (reverse: ending at the last)
+    return std::vector<std::string>(cand.begin() + long(first), cand.begin() + long(first + n));
+  };
+  auto span = [&](size_t k) { return reverse ? run(cand.size() - k, k) : run(0, k); };
+  if (!errOf({}, b.halfErr)) return false;
+  if (b.halfErr <= tolerance) return b.found = true, b.err = b.halfErr, b.route = routeOf({}), true;
+  if (!errOf(cand, b.allErr)) return false;
+  if (b.allErr > tolerance) return b.route = routeOf(cand), true;  // (not found)
+  // The shortest span that suffices (lo fails, hi holds), then chunks of it dropped.
+  size_t lo = 0, hi = cand.size();
+  double errHi = b.allErr;
+  while (hi - lo > 1 && b.evals < maxEvals) {
+    size_t mid = (lo + hi) / 2;
+    double e;
+    if (!errOf(span(mid), e)) return false;
+    if (e <= tolerance)
+      hi = mid, errHi = e;
+    else
+      lo = mid;
+  }
+  b.kept = span(hi), b.err = errHi;
+  for (size_t chunk = b.kept.size() / 2; chunk >= 1 && b.evals < maxEvals; chunk /= 2) {
+    for (size_t at = 0; at < b.kept.size() && b.evals < maxEvals;) {
+      std::vector<std::string> fewer(b.kept.begin(), b.kept.begin() + long(at));
+      fewer.insert(fewer.end(), b.kept.begin() + long(std::min(at + chunk, b.kept.size())), b.kept.end());
+      double e;
+      if (!errOf(fewer, e)) return false;
+      if (e <= tolerance)
+        b.kept = std::move(fewer), b.err = e;
+      else
+        at += chunk;
+    }
+  }
+  b.found = true;
+  b.route = routeOf(b.kept);
+  return true;
+}
+
 }  // namespace
 
 Runner addDebugCommand(CLI::App &app) {
@@ -93,6 +191,25 @@ Runner addDebugCommand(CLI::App &app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--top", *top, "Nodes with the largest errors to list")->capture_default_str();
   cmd->add_flag("--json", *json, "Print a JSON document");
+  auto bisect = std::make_shared<bool>(false);
+  auto reference = std::make_shared<std::string>();
+  auto direction = std::make_shared<std::string>("forward");
+  auto maxEvals = std::make_shared<int>(40);
+  cmd->add_flag("--bisect", *bisect,
+                "Find nodes to keep in fp32 so that the route's outputs are within --tolerance (rel L2) of the "
+                "reference: the shortest run of nodes in program order that suffices, then chunks of it dropped "
+                "while the outputs stay within; prints the route");
+  cmd->add_option("--reference", *reference,
+                  "With --bisect: reference outputs (.npz by output name, e.g. onnxruntime's; default: the fp32 "
+                  "graph's on the CPU evaluator)");
+  cmd->add_option("--direction", *direction,
+                  "With --bisect: the run starts at the first node (forward) or ends at "
+                  "the last (reverse)")
+      ->check(CLI::IsMember({"forward", "reverse"}))
+      ->capture_default_str();
+  cmd->add_option("--max-evals", *maxEvals, "With --bisect: evaluations of the whole graph at most")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 100000));
   return [=]() -> int {
     if (!*cmd) return -1;
     knobs::Route route;
@@ -121,6 +238,35 @@ Runner addDebugCommand(CLI::App &app) {
     if (ref.empty()) {
       std::cerr << "kiln: error: the fp32 graph: " << error << "\n";
       return 2;
+    }
+    if (*bisect) {
+      std::vector<tuner::HostTensor> refOut;
+      if (!reference->empty() ? !tuner::readTensors(*reference, refOut, error) : !evaluateModel(a, in, refOut, error)) {
+        std::cerr << "kiln: error: " << (reference->empty() ? "the fp32 graph" : *reference) << ": " << error << "\n";
+        return 2;
+      }
+      Bisection found;
+      if (!bisectPrecision(*opts, route, in, refOut, orderA, ref, *tolerance, *direction == "reverse", *maxEvals, found,
+                           error)) {
+        std::cerr << "kiln: error: " << error << "\n";
+        return 2;
+      }
+      if (*json) {
+        nlohmann::json j = {{"route", found.route},         {"found", found.found},
+                            {"tolerance", *tolerance},      {"rel_l2", found.found ? found.err : found.allErr},
+                            {"rel_l2_half", found.halfErr}, {"candidates", found.candidates},
+                            {"kept_fp32", found.kept},      {"evaluations", found.evals}};
+        std::cout << j.dump(2) << "\n";
+      } else if (!found.found) {
+        std::printf("keeping all %zu nodes in fp32 still gives rel L2 %.3g > %.3g (%s route alone: %.3g)\n",
+                    found.candidates, found.allErr, *tolerance, route.canonical().c_str(), found.halfErr);
+      } else {
+        std::printf("route '%s' alone: rel L2 %.3g; keeping %zu of %zu nodes in fp32: %.3g <= %.3g (%d evaluations)\n",
+                    route.canonical().c_str(), found.halfErr, found.kept.size(), found.candidates, found.err,
+                    *tolerance, found.evals);
+        std::printf("--route '%s'\n", found.route.c_str());
+      }
+      return found.found ? 0 : 1;
     }
     auto half = recordNodes(b, in, orderB, error);
     if (half.empty()) {
