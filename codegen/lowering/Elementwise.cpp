@@ -36,6 +36,8 @@ void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> 
       if (!offsets) throw std::invalid_argument("a reduction in a product epilogue");
       for (unsigned k = 0; k < op->getNumResults(); ++k) {
         Value x = op->getOperand(k);
+        if (outer(x).getDefiningOp<StridedViewOp>())  // (read whole and contiguous)
+          throw std::invalid_argument("a reduction in a kernel region reads a strided view");
         bool max = isa<ReduceMaxOp>(op) || (isa<ReduceMinMaxOp>(op) && k == 1);
         names[op->getResult(k)] =
             pb.reducedInput(shapeOf(x), elemTypeOf(x), max ? InputReduction::Max : InputReduction::Min);

@@ -127,6 +127,7 @@ else
   failed=$((failed + 1)); echo "FAIL: debug precision --bisect --direction reverse: route '$found' misses 1e-2"
 fi
 expect 0 "alone: rel L2 0.000.*; keeping 0 of 4 nodes" -- debug precision "$tiny/mlp.onnxtxt" --inputs "$tiny/mlp.npz" --bisect
+expect 2 "--reference requires --bisect" -- debug precision "$tiny/mlp.onnxtxt" --inputs "$tiny/mlp.npz" --reference "$tiny/mlp.npz"
 expect 2 "--direction: sideways not in" -- debug precision "$tiny/mlp.onnxtxt" --inputs "$tiny/mlp.npz" --bisect --direction sideways
 # plan predicts compile: it lowers the model for --arch/--route (no NVRTC) and exits 1 naming
 # every node the GPU cannot build; an output shape that depends on input values it does not have

@@ -195,21 +195,25 @@ Runner addDebugCommand(CLI::App &app) {
   auto reference = std::make_shared<std::string>();
   auto direction = std::make_shared<std::string>("forward");
   auto maxEvals = std::make_shared<int>(40);
-  cmd->add_flag("--bisect", *bisect,
-                "Find nodes to keep in fp32 so that the route's outputs are within --tolerance (rel L2) of the "
-                "reference: the shortest run of nodes in program order that suffices, then chunks of it dropped "
-                "while the outputs stay within; prints the route");
+  CLI::Option *bisectFlag =
+      cmd->add_flag("--bisect", *bisect,
+                    "Find nodes to keep in fp32 so that the route's outputs are within --tolerance (rel L2) of the "
+                    "reference: the shortest run of nodes in program order that suffices, then chunks of it dropped "
+                    "while the outputs stay within; prints the route");
   cmd->add_option("--reference", *reference,
                   "With --bisect: reference outputs (.npz by output name, e.g. onnxruntime's; default: the fp32 "
-                  "graph's on the CPU evaluator)");
+                  "graph's on the CPU evaluator)")
+      ->needs(bisectFlag);
   cmd->add_option("--direction", *direction,
                   "With --bisect: the run starts at the first node (forward) or ends at "
                   "the last (reverse)")
       ->check(CLI::IsMember({"forward", "reverse"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(bisectFlag);
   cmd->add_option("--max-evals", *maxEvals, "With --bisect: evaluations of the whole graph at most")
       ->capture_default_str()
-      ->check(CLI::Range(3, 100000));
+      ->check(CLI::Range(3, 100000))
+      ->needs(bisectFlag);
   return [=]() -> int {
     if (!*cmd) return -1;
     knobs::Route route;
