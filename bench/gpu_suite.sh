@@ -799,7 +799,7 @@ print('quantized')"
       run "latency_${n}_fp16_$round" "$bin/kiln" run $e --iterations 500
     done
   done
-  "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep -E '"op":"(Reduce|ScaleByRange)' > /tmp/reduce_cases.jsonl &&
+  "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep -E '"op":"Reduce' > /tmp/reduce_cases.jsonl &&
     run reduce_kernel_cases python3 tests/codegen/gpu_check.py /tmp/reduce_cases.jsonl
 fi
 

@@ -28,65 +28,17 @@ KILN_KNOB(kFuseElementwise, {"fusion.elementwise",
                              knobs::Tier::Fast,
                              "passes/Fusion.cpp"});
 
-KILN_KNOB(kFuseScalarReductions, {"fusion.scalar_reduce",
-                                  {"on", "off"},
-                                  "on",
-                                  "A min or max of a small tensor (at most 16384 elements: DynamicQuantizeLinear's "
-                                  "range, or the partial results of a split reduction) that only an elementwise "
-                                  "kernel uses is computed by each block of that kernel, not by a launch of its own",
-                                  knobs::Tier::Mixed,
-                                  "passes/Fusion.cpp"});
-
 using namespace mlir;
 
 bool isFusableElementwise(Operation *op) { return elementwiseUse(op).has_value(); }
 
 namespace {
 
-// Each block of the elementwise kernel reads the whole operand: up to 64 KiB of float32 from L2,
-// about what a launch of its own costs.
-constexpr int64_t kMaxScalarReduce = 16384;
-
-bool isOneElement(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() && t.getNumElements() == 1;
-}
-
-// A min or max to one value of small float tensors, which an elementwise kernel region may compute
-// itself (codegen: FusedProgram's reduced inputs).
-bool isScalarReduction(Operation *op) {
-  if (!isa<ReduceMinOp, ReduceMaxOp, ReduceMinMaxOp>(op)) return false;
-  auto noop = op->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
-  if (noop && noop.getInt()) return false;
-  return llvm::all_of(op->getResults(), isOneElement) && llvm::all_of(op->getOperands(), [](Value v) {
-           auto t = dyn_cast<RankedTensorType>(v.getType());
-           return t && t.hasStaticShape() && t.getNumElements() <= kMaxScalarReduce &&
-                  isa<FloatType>(t.getElementType()) && !t.getElementType().isF64();
-         });
-}
-
-// A Reshape of one element to one element: the same value in a kernel region.
-bool isScalarReshape(Operation *op) {
-  return isa<ReshapeOp>(op) && isOneElement(op->getOperand(0)) && isOneElement(op->getResult(0));
-}
-
-// Whether an elementwise region computes only elementwise ops (no reduction of its own), so a
-// product's epilogue may take it.
-bool isPurelyElementwise(FusedOp f) {
-  return llvm::all_of(f.getBody().front().without_terminator(),
-                      [](Operation &op) { return isa<ConstantOp, NoneOp>(op) || isFusableElementwise(&op); });
-}
-
 // A one-element constant, copied into regions instead of becoming an input (codegen makes it a
 // literal).
 bool isScalarConstant(Value v) {
   auto c = v.getDefiningOp<ConstantOp>();
   return c && cast<RankedTensorType>(c.getType()).getNumElements() == 1;
-}
-
-// Constants copied into a region: one-element ones, and a Reshape's constant shape.
-bool copiedIntoRegion(Operation *user, Value v) {
-  return isScalarConstant(v) || (isa<ReshapeOp>(user) && v == user->getOperand(1) && v.getDefiningOp<ConstantOp>());
 }
 
 // Replaces `ops` (in program order; the last one's result is the region's result) by one
@@ -96,8 +48,7 @@ void buildRegion(ArrayRef<Operation *> ops, FusedKind kind, OpBuilder &b) {
   llvm::SetVector<Value> inputs;
   for (Operation *op : ops)
     for (Value v : op->getOperands())
-      if (!isa<NoneType>(v.getType()) && !inRegion.count(v.getDefiningOp()) && !copiedIntoRegion(op, v))
-        inputs.insert(v);
+      if (!isa<NoneType>(v.getType()) && !inRegion.count(v.getDefiningOp()) && !isScalarConstant(v)) inputs.insert(v);
   Operation *last = ops.back();
   b.setInsertionPoint(last);
   SmallVector<Value> in(inputs.begin(), inputs.end());
@@ -114,7 +65,7 @@ void buildRegion(ArrayRef<Operation *> ops, FusedKind kind, OpBuilder &b) {
       if (isa<NoneType>(v.getType())) {
         if (!none) none = inner.create<NoneOp>(op->getLoc()).getResult();
         map.map(v, none);
-      } else if (copiedIntoRegion(op, v)) {
+      } else if (isScalarConstant(v)) {
         inner.clone(*v.getDefiningOp(), map);
       }
     }
@@ -156,8 +107,7 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
       while (cur.hasOneUse()) {
         Operation *u = *cur.getUsers().begin();
         auto region = dyn_cast<FusedOp>(u);
-        bool elementwiseRegion = region && region.getKind() == FusedKind::Elementwise && region->getNumResults() == 1 &&
-                                 isPurelyElementwise(region);
+        bool elementwiseRegion = region && region.getKind() == FusedKind::Elementwise && region->getNumResults() == 1;
         if (u->getParentOp() != anchor->getParentOp() || !(isFusableElementwise(u) || elementwiseRegion)) break;
         auto ut = dyn_cast<RankedTensorType>(u->getResult(0).getType());
         if (!ut || ut.getShape() != outType.getShape()) break;
@@ -215,10 +165,6 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
     knobs::Route r;
     if (!readRoute(route, getOperation(), r)) return signalPassFailure();
     if (r.get(kFuseElementwise) == "off") return;
-    const bool scalarReductions = r.get(kFuseScalarReductions) == "on";
-    auto joins = [&](Operation *d) {
-      return isFusableElementwise(d) || (scalarReductions && (isScalarReduction(d) || isScalarReshape(d)));
-    };
     Block &block = getOperation().getBody().front();
     SmallVector<Operation *> order;
     for (Operation &op : block.without_terminator()) order.push_back(&op);
@@ -232,7 +178,7 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
         for (Operation *op : SmallVector<Operation *>(region.begin(), region.end()))
           for (Value v : op->getOperands()) {
             Operation *d = v.getDefiningOp();
-            if (!d || region.count(d) || taken.count(d) || !joins(d)) continue;
+            if (!d || region.count(d) || taken.count(d) || !isFusableElementwise(d)) continue;
             if (!llvm::all_of(d->getUsers(), [&](Operation *u) { return region.count(u) != 0; })) continue;
             region.insert(d);
             grew = true;
@@ -248,8 +194,7 @@ struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
       llvm::DenseSet<Value> inputs;
       for (Operation *op : ops)
         for (Value v : op->getOperands())
-          if (!isa<NoneType>(v.getType()) && !region.count(v.getDefiningOp()) && !copiedIntoRegion(op, v))
-            inputs.insert(v);
+          if (!isa<NoneType>(v.getType()) && !region.count(v.getDefiningOp()) && !isScalarConstant(v)) inputs.insert(v);
       if (inputs.size() > kMaxInputs) continue;
       for (Operation *op : ops) taken.insert(op);
       regions.push_back(ops);

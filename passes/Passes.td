@@ -410,26 +410,7 @@ def FuseElementwise : RoutePass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   let description = [{
     Grows regions backwards from each elementwise op over elementwise producers whose results
     are used only inside the region, and makes every region of two or more ops one
-    `kiln.fused elementwise` op (one launch, intermediates never stored). A min or max to one
-    value of a small float tensor (at most 16384 elements) joins too, with reshapes of one
-    element (knob fusion.scalar_reduce): each block of the kernel reduces that operand whole,
-    instead of a launch of its own. DynamicQuantizeLinear after a split reduction:
-
-    ```mlir
-    // before
-    %lo, %hi = kiln.reduce_min_max %plo, %phi {axes = array<i64: 1>, keepdims = 0 : i64}
-        : (tensor<1x32xf16>, tensor<1x32xf16>) -> (tensor<1xf16>, tensor<1xf16>)
-    %l = kiln.reshape %lo, %e : (tensor<1xf16>, tensor<0xi64>) -> tensor<f16>
-    %d = kiln.sub %x, %l : (tensor<64x1024xf16>, tensor<f16>) -> tensor<64x1024xf16>
-    // after
-    %y = kiln.fused elementwise(%plo, %phi, %x) : (...) -> tensor<64x1024xf16> {
-    ^bb0(%a: tensor<1x32xf16>, %b: tensor<1x32xf16>, %c: tensor<64x1024xf16>):
-      %lo, %hi = kiln.reduce_min_max %a, %b {axes = array<i64: 1>, keepdims = 0 : i64} : ...
-      %l = kiln.reshape %lo, %e : (tensor<1xf16>, tensor<0xi64>) -> tensor<f16>
-      %d = kiln.sub %c, %l : ...
-      kiln.yield %d : tensor<64x1024xf16>
-    }
-    ```
+    `kiln.fused elementwise` op (one launch, intermediates never stored).
   }];
 }
 

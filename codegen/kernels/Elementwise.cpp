@@ -42,23 +42,16 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   FusedProgram p = programOf(spec);
   size_t n = p.numInputs();
   std::vector<int64_t> out;
-  std::vector<std::vector<int64_t>> read;  // (reduced inputs are one value each)
-  for (size_t k = 0; k < n; ++k)
-    if (reductionOf(p, k) == InputReduction::None) read.push_back(p.inputShapes[k]);
-  if (!read.empty()) out = broadcastShapes(read);
+  if (n) out = broadcastShapes(p.inputShapes);
   if (!spec.outShape.empty() || out.empty()) {
     // An explicit output shape must be what the inputs broadcast to (or a scalar's []).
     if (!spec.outShape.empty() && broadcastShapes({out, spec.outShape}) != spec.outShape)
       throw std::invalid_argument("elementwise: inputs do not broadcast to the output shape");
     if (!spec.outShape.empty()) out = spec.outShape;
   }
-  checkProgram(p, out, /*allowStrides=*/true, /*allowReductions=*/true);
+  checkProgram(p, out, /*allowStrides=*/true);
   const int64_t total = numElementsOf(out);
-  // Every block reduces the reduced inputs whole: at most ~4M of their elements read in all.
-  int64_t reduced = 0;
-  for (size_t k = 0; k < n; ++k)
-    if (reductionOf(p, k) != InputReduction::None) reduced += numElementsOf(p.inputShapes[k]);
-  int64_t maxBlocks = reduced ? std::clamp<int64_t>((int64_t(1) << 22) / reduced, 64, 8192) : 8192;
+  int64_t maxBlocks = 8192;
   std::string idx = indexType(total + maxBlocks * kBlock * 8);
 
   // Vector path: float or 8-bit integer storage everywhere, every input full-size (contiguous) or one element.
@@ -68,10 +61,6 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   bool vec = spec.allowVectorized && total > 0 && vectorType(spec.outType) && !hasStridedInputs(p);
   std::vector<bool> scalarIn(n);
   for (size_t k = 0; k < n; ++k) {
-    if (reductionOf(p, k) != InputReduction::None) {  // (one value per block)
-      scalarIn[k] = true;
-      continue;
-    }
     int64_t size = numElementsOf(p.inputShapes[k]);
     scalarIn[k] = size == 1;
     vec = vec && vectorType(p.inputTypes[k]) && (size == 1 || size == total);
@@ -85,7 +74,6 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
   src += kDevicePrelude;
   src += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") KILN_ENTRY(" +
          programParams(p, "in") + storageTypeName(spec.outType) + "* __restrict__ out) {\n";
-  src += programReductionCode(p, "in");
   src += "  const " + idx + " n = " + std::to_string(total) + ";\n";
   src += "  const " + idx + " step = (" + idx + ")gridDim.x * blockDim.x;\n";
   src += "  " + idx + " first = (" + idx + ")blockIdx.x * blockDim.x + threadIdx.x;\n";
@@ -98,10 +86,8 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
     src += "  if (" + aligned + ") {\n";
     for (size_t k = 0; k < n; ++k)
       if (scalarIn[k])
-        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " s" + std::to_string(k) + " = " +
-               (reductionOf(p, k) == InputReduction::None ? "kiln_ld(in" + std::to_string(k) + "[0])"
-                                                          : "r" + std::to_string(k)) +
-               ";\n";
+        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " s" + std::to_string(k) +
+               " = kiln_ld(in" + std::to_string(k) + "[0]);\n";
     src += "    for (" + idx + " i = first; i < n / " + w + "; i += step) {\n";
     for (size_t k = 0; k < n; ++k)
       if (!scalarIn[k])

@@ -5,8 +5,7 @@
 //
 // Kernel parameters: `const T0* in0, ..., TO* out`. Inputs are loaded in their compute types
 // (float for every float storage, double for F64, int for 8/16-bit integers, the type itself for
-// wider ones and Bool); a program's reduced inputs (FusedProgram.h) are reduced by every block
-// first, the grid then capped so that the blocks read ~4M of their elements in all; the result is
+// wider ones and Bool); the result is
 // stored in the output's storage type (half types rounded to nearest even). Where every input is
 // full-size or a single element, 16 bytes are loaded and stored per thread.
 #pragma once

@@ -22,13 +22,6 @@ std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType st
   return "x" + std::to_string(p_.inputShapes.size() - 1);
 }
 
-std::string ProgramBuilder::reducedInput(const std::vector<int64_t> &shape, ElemType storage, InputReduction how) {
-  std::string name = input(shape, storage);
-  p_.inputReductions.resize(p_.inputShapes.size() - 1);
-  p_.inputReductions.push_back(how);
-  return name;
-}
-
 std::string ProgramBuilder::literal(double v, ElemType t) { return target::typedLiteral(v, t); }
 
 std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std::string> &args) {
@@ -60,26 +53,11 @@ static const std::vector<int64_t> &stridesOf(const FusedProgram &p, size_t k) {
   return k < p.inputStrides.size() ? p.inputStrides[k] : none;
 }
 
-InputReduction reductionOf(const FusedProgram &p, size_t k) {
-  return k < p.inputReductions.size() ? p.inputReductions[k] : InputReduction::None;
-}
-
-void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, bool allowStrides,
-                  bool allowReductions) {
+void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, bool allowStrides) {
   if (p.inputTypes.size() != p.inputShapes.size()) throw std::invalid_argument("fused program: one type per input");
   if (p.inputStrides.size() > p.inputShapes.size()) throw std::invalid_argument("fused program: strides of no input");
-  if (p.inputReductions.size() > p.inputShapes.size())
-    throw std::invalid_argument("fused program: a reduction of no input");
   if (!allowStrides && hasStridedInputs(p)) throw std::invalid_argument("fused program: strided inputs in an epilogue");
-  for (size_t k = 0; k < p.numInputs(); ++k) {
-    if (reductionOf(p, k) == InputReduction::None) {
-      (void)broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k));
-      continue;
-    }
-    if (!allowReductions) throw std::invalid_argument("fused program: a reduced input in an epilogue");
-    if (!isFloatType(p.inputTypes[k]) || p.inputTypes[k] == ElemType::F64 || !stridesOf(p, k).empty())
-      throw std::invalid_argument("fused program: a reduced input must be a contiguous float tensor");
-  }
+  for (size_t k = 0; k < p.numInputs(); ++k) (void)broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k));
   if (p.result.empty()) throw std::invalid_argument("fused program: no result");
 }
 
@@ -91,52 +69,23 @@ std::string programParams(const FusedProgram &p, const std::string &param) {
   return s;
 }
 
-std::string programReductionCode(const FusedProgram &p, const std::string &param) {
-  std::string code;
-  for (size_t k = 0; k < p.numInputs(); ++k) {
-    InputReduction how = reductionOf(p, k);
-    if (how == InputReduction::None) continue;
-    const std::string n = std::to_string(numElementsOf(p.inputShapes[k])), K = std::to_string(k);
-    const std::string comb = how == InputReduction::Min ? "kiln_min" : "kiln_max";
-    code += "  float r" + K + ";\n  {\n";
-    code += "    __shared__ float part[32];\n";
-    code += std::string("    float a = ") + (how == InputReduction::Min ? "kiln_inf()" : "-kiln_inf()") + ";\n";
-    code += "#pragma unroll 4\n    for (long long i = threadIdx.x; i < " + n + "LL; i += blockDim.x) a = " + comb +
-            "(a, (float)kiln_ld(" + param + K + "[i]));\n";
-    code += "#pragma unroll\n    for (int o = 16; o > 0; o >>= 1) a = " + comb +
-            "(a, __shfl_xor_sync(0xffffffffu, a, o));\n";
-    code += "    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = a;\n    __syncthreads();\n";
-    code += "    a = part[0];\n    for (int w = 1; w < (int)(blockDim.x >> 5); ++w) a = " + comb + "(a, part[w]);\n";
-    code += "    r" + K + " = a;\n  }\n";
-  }
-  return code;
-}
-
 std::string programElementCode(const FusedProgram &p, const std::vector<int64_t> &outShape, ElemType outType,
                                const std::string &idx, const std::string &linear, const std::string &param,
                                const std::string &outRef) {
   std::string code;
-  // Inputs read element by element: offsets, then loads; reduced ones are the block's values.
-  std::vector<size_t> read;
-  for (size_t k = 0; k < p.numInputs(); ++k)
-    if (reductionOf(p, k) == InputReduction::None) read.push_back(k);
-  if (!read.empty()) {
+  if (p.numInputs()) {
     StridedSpace space;
     space.dims = outShape;
-    std::vector<std::string> names;
-    for (size_t k : read) {
+    for (size_t k = 0; k < p.numInputs(); ++k)
       space.strides.push_back(broadcastStrides(p.inputShapes[k], outShape, stridesOf(p, k)));
-      names.push_back("o" + std::to_string(k));
-    }
     space = coalesce(space);
+    std::vector<std::string> names;
+    for (size_t k = 0; k < p.numInputs(); ++k) names.push_back("o" + std::to_string(k));
     code += offsetCode(space, names, idx, linear);
+    for (size_t k = 0; k < p.numInputs(); ++k)
+      code += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) + " = kiln_ld(" +
+              param + std::to_string(k) + "[o" + std::to_string(k) + "]);\n";
   }
-  for (size_t k = 0; k < p.numInputs(); ++k)
-    code += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) + " = " +
-            (reductionOf(p, k) == InputReduction::None
-                 ? "kiln_ld(" + param + std::to_string(k) + "[o" + std::to_string(k) + "])"
-                 : "r" + std::to_string(k)) +
-            ";\n";
   for (auto &s : p.body) code += "    " + s + "\n";
   code += "    " + outRef + " = " + storeExpr(outType, p.result) + ";\n";
   return code;

@@ -18,11 +18,6 @@ namespace kiln::codegen {
 
 using target::ElementwiseOp;
 
-// How an elementwise kernel reads an input: element by element (broadcast to the output), or whole
-// and reduced to one value by every block before its elements are computed (the min or max of a
-// small tensor: DynamicQuantizeLinear's range, or a split reduction's partial results).
-enum class InputReduction { None, Min, Max };
-
 struct FusedProgram {
   std::vector<std::vector<int64_t>> inputShapes;
   std::vector<ElemType> inputTypes;  // storage types
@@ -30,10 +25,6 @@ struct FusedProgram {
   // element strides of its dims. Empty (or an empty entry): row-major. Elementwise kernels only;
   // product and convolution epilogues refuse them.
   std::vector<std::vector<int64_t>> inputStrides;
-  // Per input (empty, or an entry per input): whether it is reduced to one value (elementwise
-  // kernels only; epilogues refuse them). Reduced inputs are contiguous float tensors (not F64),
-  // reduced in float.
-  std::vector<InputReduction> inputReductions;
   std::vector<std::string> body;
   std::string result;
   size_t numInputs() const { return inputShapes.size(); }
@@ -45,9 +36,6 @@ class ProgramBuilder {
   explicit ProgramBuilder(FusedProgram &p) : p_(p) {}
   // A new input parameter (read with `strides`, if given); returns its variable ("x3").
   std::string input(const std::vector<int64_t> &shape, ElemType storage, const std::vector<int64_t> &strides = {});
-  // A new input parameter of `shape`, read whole and reduced by `how` to one value; returns its
-  // variable.
-  std::string reducedInput(const std::vector<int64_t> &shape, ElemType storage, InputReduction how);
   // A compile-time constant of compute type `t`, as a literal.
   static std::string literal(double v, ElemType t);
   // `op` applied to variables `args` (in op-input order); returns the new temporary ("t5").
@@ -69,22 +57,11 @@ std::string programElementCode(const FusedProgram &p, const std::vector<int64_t>
 // each followed by ", ").
 std::string programParams(const FusedProgram &p, const std::string &param);
 
-// Throws std::invalid_argument if an input does not broadcast to `outShape`, if it has strides
-// and `allowStrides` is false (epilogues), or if it is reduced and `allowReductions` is false
-// (epilogues), or is reduced and not of a float type.
-void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, bool allowStrides = false,
-                  bool allowReductions = false);
+// Throws std::invalid_argument if an input does not broadcast to `outShape`, or if it has
+// strides and `allowStrides` is false (epilogues).
+void checkProgram(const FusedProgram &p, const std::vector<int64_t> &outShape, bool allowStrides = false);
 
 // Whether any input is read through strides.
 bool hasStridedInputs(const FusedProgram &p);
-
-// How input k is read.
-InputReduction reductionOf(const FusedProgram &p, size_t k);
-
-// CUDA statements at the start of an elementwise kernel (every thread of the block runs them):
-// each reduced input k, read from parameter `<param>k`, reduced by the whole block into
-// `const float r<k>` (NaN if any element is NaN, as ReduceMin/ReduceMax). Empty without reduced
-// inputs.
-std::string programReductionCode(const FusedProgram &p, const std::string &param);
 
 }  // namespace kiln::codegen

@@ -15,37 +15,6 @@ namespace kiln::codegen {
 void Lowering::appendOps(ProgramBuilder &pb, llvm::DenseMap<Value, std::string> &names, ArrayRef<Operation *> ops,
                          std::vector<Value> &params, std::vector<int64_t> *offsets) {
   for (Operation *op : ops) {
-    if (isa<ReshapeOp>(op)) {  // (of one element, in a region: the same value)
-      Value x = op->getOperand(0);
-      if (!names.count(x)) {
-        if (!offsets) throw std::invalid_argument("a reshape in a product epilogue");
-        if (auto c = constantValue(outer(x))) {
-          names[x] = ProgramBuilder::literal(c->get(0), computeTypeOf(elemTypeOf(x)));
-        } else {
-          names[x] = pb.input(shapeOf(x), elemTypeOf(x));
-          params.push_back(outer(x));
-          offsets->resize(params.size() - 1), offsets->push_back(0);
-        }
-      }
-      names[op->getResult(0)] = names.lookup(x);
-      continue;
-    }
-    if (isa<ReduceMinOp, ReduceMaxOp, ReduceMinMaxOp>(op)) {
-      // A min or max to one value, computed by each block of the kernel from the whole operand
-      // (its elements are not the region's: a fresh parameter even when the region reads them too).
-      if (!offsets) throw std::invalid_argument("a reduction in a product epilogue");
-      for (unsigned k = 0; k < op->getNumResults(); ++k) {
-        Value x = op->getOperand(k);
-        if (outer(x).getDefiningOp<StridedViewOp>())  // (read whole and contiguous)
-          throw std::invalid_argument("a reduction in a kernel region reads a strided view");
-        bool max = isa<ReduceMaxOp>(op) || (isa<ReduceMinMaxOp>(op) && k == 1);
-        names[op->getResult(k)] =
-            pb.reducedInput(shapeOf(x), elemTypeOf(x), max ? InputReduction::Max : InputReduction::Min);
-        params.push_back(outer(x));
-        offsets->resize(params.size() - 1), offsets->push_back(0);
-      }
-      continue;
-    }
     auto use = elementwiseUse(op);
     if (!use) throw std::invalid_argument("no elementwise kernel for this op");
     std::vector<std::string> args;

@@ -119,13 +119,6 @@ inline std::vector<KernelCase> kernelCases() {
   add("ReduceMinMax_mid", "ReduceMinMax", {{2, 9, 5}, {2, 9, 5}}, {{"axes", "1"}, {"keepdims", "0"}});
   add("ReduceMinMax_whole", "ReduceMinMax", {{3, 5000}, {3, 5000}}, {{"keepdims", "0"}});
   add("ReduceMinMax_long", "ReduceMinMax", {{2, 70001}, {2, 70001}}, {{"axes", "1"}, {"keepdims", "0"}});
-  // An elementwise kernel that reduces inputs 1 and 2 whole itself (min of in1, max of in2:
-  // FusedProgram's reduced inputs): (in0 - lo) / (hi - lo + 1). A split reduction's partials
-  // (vector path), whole small tensors at the size limit, odd sizes (scalar path), one element.
-  add("ScaleByRange_partials", "ScaleByRange", {{64, 1024}, {1, 32}, {1, 32}});
-  add("ScaleByRange_whole", "ScaleByRange", {{64, 256}, {64, 256}, {16384}});
-  add("ScaleByRange_odd", "ScaleByRange", {{3, 5, 7}, {5, 37}, {1}});
-  add("ScaleByRange_many_blocks", "ScaleByRange", {{4096, 1000}, {2, 999}, {1000}});
   add("ReduceLogSum_pos", "ReduceLogSum", {{4, 21}}, {{"axes", "1"}});
   add("ReduceMean_spatial", "ReduceMean", {{2, 3, 7, 7}}, {{"axes", "2,3"}});
   // --- MatMul / Gemm.
@@ -551,17 +544,6 @@ inline std::vector<KernelLaunch> emitKernelCase(const KernelCase &c) {
   if (op == "Gather") {
     int axis = int(normAxis(std::stoll(attr("axis", "0")), x.size()));
     return {emitCopy(gatherCopy(x, axis, c.inputs.at(1), ElemType::I64, c.dtype))};
-  }
-  if (op == "ScaleByRange") {
-    ElementwiseSpec s;
-    ProgramBuilder pb(s.program);
-    std::string v = pb.input(x, ElemType::F32);
-    std::string lo = pb.reducedInput(c.inputs.at(1), ElemType::F32, InputReduction::Min);
-    std::string hi = pb.reducedInput(c.inputs.at(2), ElemType::F32, InputReduction::Max);
-    s.program.body.push_back("const float t0 = (" + v + " - " + lo + ") / (" + hi + " - " + lo + " + 1.0f);");
-    s.program.result = "t0";
-    s.outShape = x;
-    return {emitElementwise(s)};
   }
   // Everything else: the elementwise table.
   ElementwiseAttrs ea;

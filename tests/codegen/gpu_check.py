@@ -165,16 +165,7 @@ def make_model(case, vals):
             kw[k] = v
         else:
             kw[k] = float(v)
-    if op == "ScaleByRange":  # (kiln's own: (in0 - min(in1)) / (max(in2) - min(in1) + 1))
-        one = const("one", np.array(1, np.float32))
-        nodes = [helper.make_node("ReduceMin", ["in1"], ["lo"], keepdims=0),
-                 helper.make_node("ReduceMax", ["in2"], ["hi"], keepdims=0),
-                 helper.make_node("Sub", ["in0", "lo"], ["d"]),
-                 helper.make_node("Sub", ["hi", "lo"], ["r"]),
-                 helper.make_node("Add", ["r", one], ["r1"]),
-                 helper.make_node("Div", ["d", "r1"], ["out0"])]
-        outs = ["out0"]
-    elif op == "ReduceMinMax":  # (kiln's own: ReduceMin of in0 and ReduceMax of in1, as two nodes)
+    if op == "ReduceMinMax":  # (kiln's own: ReduceMin of in0 and ReduceMax of in1, as two nodes)
         axes = node_inputs[2:]
         nodes = [helper.make_node("ReduceMin", ["in0"] + axes, ["out0"], **kw),
                  helper.make_node("ReduceMax", ["in1"] + axes, ["out1"], **kw)]

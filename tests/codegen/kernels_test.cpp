@@ -205,43 +205,6 @@ TEST(ElementwiseKernels, StridedInputs) {
   EXPECT_THROW(checkProgram(s.program, {4, 5}), std::invalid_argument);
 }
 
-TEST(ElementwiseKernels, ReducedInputs) {
-  // y = (x - min(lo)) * max(hi): lo and hi read whole by every block (any shapes: they do not
-  // broadcast to y), x on the 16-byte path.
-  ElementwiseSpec s;
-  ProgramBuilder pb(s.program);
-  std::string x = pb.input({64, 1024}, ElemType::F16);
-  std::string lo = pb.reducedInput({1, 37}, ElemType::F16, InputReduction::Min);
-  std::string hi = pb.reducedInput({5, 3}, ElemType::F32, InputReduction::Max);
-  s.program.result = "((" + x + " - " + lo + ") * " + hi + ")";
-  s.outType = ElemType::F16;
-  KernelLaunch k = emitElementwise(s);
-  EXPECT_NE(k.source.find("kiln_vec<"), std::string::npos);
-  EXPECT_NE(k.source.find("i < 37LL"), std::string::npos);
-  EXPECT_NE(k.source.find("i < 15LL"), std::string::npos);
-  EXPECT_NE(k.source.find("kiln_min(a, (float)kiln_ld(in1[i]))"), std::string::npos);
-  EXPECT_NE(k.source.find("kiln_max(a, (float)kiln_ld(in2[i]))"), std::string::npos);
-  expectKernel(k, 4);
-  // A whole 16384-element input read by each block: the grid is capped at 256 blocks
-  // (~4M elements read in all) however large the output.
-  ElementwiseSpec big;
-  ProgramBuilder pbig(big.program);
-  std::string bx = pbig.input({4096, 4096}, ElemType::F32);
-  std::string bm = pbig.reducedInput({16384}, ElemType::F32, InputReduction::Max);
-  big.program.result = "(" + bx + " / " + bm + ")";
-  EXPECT_EQ(emitElementwise(big).grid[0], 256);
-  // Epilogues take none; integer and float64 inputs are not reduced.
-  EXPECT_THROW(checkProgram(s.program, {64, 1024}), std::invalid_argument);
-  for (ElemType t : {ElemType::I32, ElemType::F64}) {
-    ElementwiseSpec bad;
-    ProgramBuilder pbad(bad.program);
-    std::string v = pbad.input({8}, ElemType::F32);
-    std::string r = pbad.reducedInput({8}, t, InputReduction::Min);
-    bad.program.result = "(" + v + " + " + r + ")";
-    EXPECT_THROW(emitElementwise(bad), std::invalid_argument);
-  }
-}
-
 TEST(ElementwiseKernels, IdenticalSpecsDedupe) {
   KernelLaunch a = emitElementwiseOp("Add", {{5, 7}, {7}});
   KernelLaunch b = emitElementwiseOp("Add", {{5, 7}, {7}});

@@ -186,10 +186,6 @@ TEST(Fusion, PreservesSemantics) {
     pm.addNestedPass<mlir::func::FuncOp>(kiln::createFuseElementwise());
     pm.addNestedPass<mlir::func::FuncOp>(kiln::createFuseEpilogue());
   });
-  expectSameBeforeAndAfter("passes/fusion_scalar_reduce.mlir", [](mlir::OpPassManager &pm) {
-    pm.addNestedPass<mlir::func::FuncOp>(kiln::createFuseElementwise());
-    pm.addNestedPass<mlir::func::FuncOp>(kiln::createFuseEpilogue());
-  });
 }
 
 // The whole compile pipeline on the layout test (precision, layout, fusion together).
