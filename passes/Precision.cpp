@@ -153,14 +153,10 @@ class Converter {
   bool runsInFp32(Operation *op) {
     if (isa<func::ReturnOp>(op)) return true;
     if (op->hasAttr(kKeepFp32Attr)) return true;
-    if (movesOnly(op) && !op->use_empty() &&
+    if (movesElementsOnly(op) && !op->use_empty() &&
         !route_.values().count("node." + nodeName(op) + "." + kPrecision.nodeSuffix))
       return llvm::all_of(op->getUsers(), [&](Operation *u) { return !isa<func::ReturnOp>(u) && runsInFp32(u); });
     return route_.get(kPrecision, nodeName(op)) == "fp32";
-  }
-
-  static bool movesOnly(Operation *op) {
-    return isa<IdentityOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp>(op);
   }
 
   LogicalResult convert(Operation *op) {
@@ -168,7 +164,8 @@ class Converter {
     std::string want = route_.get(kPrecision, node);
     // (A move of a half value stays half: the same values, and half the bytes.)
     Value moved = op->getNumOperands() ? op->getOperand(0) : Value();
-    if (movesOnly(op) && moved && (isF32Tensor(moved.getType()) || islandResults_.count(moved)) && runsInFp32(op))
+    if (movesElementsOnly(op) && moved && (isF32Tensor(moved.getType()) || islandResults_.count(moved)) &&
+        runsInFp32(op))
       return island(op, "");
     if (want == "int8" || want == "fp8") want = global_;  // (kiln-quantize took the products it can run)
     if (want == "fp32") return island(op, "node." + node + ".precision=fp32");

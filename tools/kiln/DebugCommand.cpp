@@ -11,6 +11,7 @@
 // suffices, then chunks of it dropped, halving the chunk size, while the outputs stay within
 // (Polygraphy's debug precision bisection; at most --max-evals evaluations of the whole graph).
 #include "codegen/lowering/ModelBuild.h"
+#include "passes/PassUtil.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/Evaluate.h"
@@ -37,6 +38,7 @@ struct NodeResult {
   std::string op;  // ONNX type
   std::vector<double> values;
   std::vector<std::string> inputs;  // the nodes that produced its operands
+  bool movesOnly = false;           // it only moves elements (follows its neighbours' precision)
 };
 
 // Every node's first float result, by node name (ops the precision pass inserted, casts named
@@ -52,7 +54,7 @@ std::map<std::string, NodeResult> recordNodes(mlir::func::FuncOp f, const std::v
     std::string type = sem.getOnnxOpType().str();
     auto it = nodes.find(name);
     if (it != nodes.end() && (type == "Cast" || it->second.op != "Cast")) return;
-    NodeResult r{type, results[0].f, {}};
+    NodeResult r{type, results[0].f, {}, movesElementsOnly(op)};
     for (mlir::Value v : op->getOperands())
       if (mlir::Operation *d = v.getDefiningOp(); d && !mlir::isa<ConstantOp, NoneOp>(d))
         r.inputs.push_back(nodeName(d));
@@ -78,12 +80,6 @@ double relL2(const std::vector<double> &got, const std::vector<double> &want) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// Ops that only move elements follow their neighbours' precision (kiln-precision): never listed.
-bool movesOnly(const std::string &op) {
-  return op == "Identity" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
-         op == "Transpose";
-}
-
 struct Bisection {
   std::vector<std::string> kept;  // nodes kept in fp32, in program order
   std::string route;
@@ -100,7 +96,7 @@ bool bisectPrecision(const ModelOptions &opts, const knobs::Route &route, const 
                      Bisection &b, std::string &error) {
   std::vector<std::string> cand;
   for (const std::string &n : order)
-    if (!movesOnly(nodes.at(n).op) && n.find_first_of(";=") == std::string::npos) cand.push_back(n);
+    if (!nodes.at(n).movesOnly && n.find_first_of(";=") == std::string::npos) cand.push_back(n);
   b.candidates = cand.size();
   auto routeOf = [&](const std::vector<std::string> &kept) {
     std::string r = route.canonical();
