@@ -78,8 +78,6 @@ inline std::string nameList(const std::vector<std::string> &names) {
   return s.empty() ? s : s + "]";
 }
 
-// The products int8/fp8 quantization rewrites (and calibration therefore observes): Conv, MatMul,
-// TransposedMatMul, operand 0 the activation, operand 1 the weight.
 // An op that only moves its operand's elements (no arithmetic): it never needs a precision of
 // its own (kiln-precision keeps it with its neighbours; `kiln debug precision --bisect` never
 // lists it).
@@ -87,6 +85,8 @@ inline bool movesElementsOnly(mlir::Operation *op) {
   return mlir::isa<IdentityOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, TransposeOp>(op);
 }
 
+// The products int8/fp8 quantization rewrites (and calibration therefore observes): Conv, MatMul,
+// TransposedMatMul, operand 0 the activation, operand 1 the weight.
 inline bool isQuantizableProduct(mlir::Operation *op) {
   std::string t = onnxTypeOf(op);
   return t == "Conv" || t == "MatMul" || t == "TransposedMatMul";

@@ -42,11 +42,12 @@ struct NodeResult {
 };
 
 // Every node's first float result, by node name (ops the precision pass inserted, casts named
-// after the node they serve, do not replace the node's own result).
+// after the node they serve, do not replace the node's own result); the graph's outputs go to
+// `outputs`.
 std::map<std::string, NodeResult> recordNodes(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &inputs,
-                                              std::vector<std::string> &order, std::string &error) {
+                                              std::vector<std::string> &order, std::vector<tuner::HostTensor> &outputs,
+                                              std::string &error) {
   std::map<std::string, NodeResult> nodes;
-  std::vector<tuner::HostTensor> outputs;
   auto onResults = [&](mlir::Operation *op, const std::vector<ops::Tensor> &results) {
     auto sem = mlir::dyn_cast<ShapeInferenceOpInterface>(op);
     std::string name = nodeName(op);
@@ -105,14 +106,14 @@ bool bisectPrecision(const ModelOptions &opts, const knobs::Route &route, const 
   };
   auto errOf = [&](const std::vector<std::string> &kept, double &err) {
     mlir::MLIRContext ctx;
-    ImportOptions io;
-    if (auto e = opts.importOptions(io); !e.empty()) return error = e, false;
+    codegen::ModelBuild lowered;
     std::string r = routeOf(kept);
-    codegen::ModelBuild lowered =
-        codegen::lowerModelWith(opts.model, io, ctx, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, r); });
-    if (!lowered.ok()) return error = lowered.error, false;
+    // (no notes: every evaluation would repeat one per node kept in fp32)
+    mlir::func::FuncOp f = lowerForEvaluation(
+        opts, ctx, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, r); }, lowered, /*notes=*/false);
+    if (!f) return error.clear(), false;  // (said)
     std::vector<tuner::HostTensor> out;
-    if (!evaluateModel((*lowered.import.module).lookupSymbol<mlir::func::FuncOp>("main"), in, out, error)) return false;
+    if (!evaluateModel(f, in, out, error)) return false;
     err = 0;
     for (const tuner::HostTensor &want : ref) {
       auto got = std::find_if(out.begin(), out.end(), [&](const tuner::HostTensor &t) { return t.name == want.name; });
@@ -126,10 +127,10 @@ bool bisectPrecision(const ModelOptions &opts, const knobs::Route &route, const 
                 " nodes in fp32, rel L2 " + std::to_string(err));
     return true;
   };
-  auto run = [&](size_t first, size_t n) {  // the n candidates from `first` (reverse: ending at the last)
-    return std::vector<std::string>(cand.begin() + long(first), cand.begin() + long(first + n));
+  auto span = [&](size_t k) {  // the first k candidates (reverse: the last k)
+    auto first = cand.begin() + long(reverse ? cand.size() - k : 0);
+    return std::vector<std::string>(first, first + long(k));
   };
-  auto span = [&](size_t k) { return reverse ? run(cand.size() - k, k) : run(0, k); };
   if (!errOf({}, b.halfErr)) return false;
   if (b.halfErr <= tolerance) return b.found = true, b.err = b.halfErr, b.route = routeOf({}), true;
   if (!errOf(cand, b.allErr)) return false;
@@ -223,32 +224,29 @@ Runner addDebugCommand(CLI::App &app) {
       std::cerr << "kiln: error: " << *inputs << ": " << error << "\n";
       return 2;
     }
-    // The two graphs: fp32 (the canonical graph the compile pipeline starts from) and the route's.
+    // The two graphs: fp32 (the canonical graph the compile pipeline starts from) and the route's
+    // (--bisect builds the route's graphs itself).
     mlir::MLIRContext ctxA, ctxB;
     codegen::ModelBuild loweredA, loweredB;
     mlir::func::FuncOp a = lowerForEvaluation(
         *opts, ctxA, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, ""); }, loweredA);
-    mlir::func::FuncOp b =
-        a ? lowerForEvaluation(
-                *opts, ctxB, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, route.canonical()); }, loweredB)
-          : nullptr;
-    if (!a || !b) return 2;
+    if (!a) return 2;
     std::vector<std::string> orderA, orderB;
-    auto ref = recordNodes(a, in, orderA, error);
+    std::vector<tuner::HostTensor> outA, outB;
+    auto ref = recordNodes(a, in, orderA, outA, error);
     if (ref.empty()) {
       std::cerr << "kiln: error: the fp32 graph: " << error << "\n";
       return 2;
     }
     if (*bisect) {
-      std::vector<tuner::HostTensor> refOut;
-      if (!reference->empty() ? !tuner::readTensors(*reference, refOut, error) : !evaluateModel(a, in, refOut, error)) {
-        std::cerr << "kiln: error: " << (reference->empty() ? "the fp32 graph" : *reference) << ": " << error << "\n";
+      if (!reference->empty() && !tuner::readTensors(*reference, outA, error)) {
+        std::cerr << "kiln: error: " << *reference << ": " << error << "\n";
         return 2;
       }
       Bisection found;
-      if (!bisectPrecision(*opts, route, in, refOut, orderA, ref, *tolerance, *direction == "reverse", *maxEvals, found,
+      if (!bisectPrecision(*opts, route, in, outA, orderA, ref, *tolerance, *direction == "reverse", *maxEvals, found,
                            error)) {
-        std::cerr << "kiln: error: " << error << "\n";
+        if (!error.empty()) std::cerr << "kiln: error: " << error << "\n";
         return 2;
       }
       if (*json) {
@@ -268,7 +266,10 @@ Runner addDebugCommand(CLI::App &app) {
       }
       return found.found ? 0 : 1;
     }
-    auto half = recordNodes(b, in, orderB, error);
+    mlir::func::FuncOp b = lowerForEvaluation(
+        *opts, ctxB, [&](mlir::OpPassManager &pm) { buildPrecisionPipeline(pm, route.canonical()); }, loweredB);
+    if (!b) return 2;
+    auto half = recordNodes(b, in, orderB, outB, error);
     if (half.empty()) {
       std::cerr << "kiln: error: the " << route.canonical() << " graph: " << error << "\n";
       return 2;

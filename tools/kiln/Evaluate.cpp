@@ -10,15 +10,17 @@ namespace kiln::cli {
 
 mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContext &ctx,
                                       const std::function<void(mlir::OpPassManager &)> &pipeline,
-                                      codegen::ModelBuild &lowered) {
+                                      codegen::ModelBuild &lowered, bool notes) {
   ImportOptions io;
   if (auto e = opts.importOptions(io); !e.empty()) {
     std::cerr << "kiln: error: " << e << "\n";
     return nullptr;
   }
   lowered = codegen::lowerModelWith(opts.model, io, ctx, pipeline);
-  for (auto &w : lowered.import.warnings) warning(w);
-  for (auto &r : lowered.remarks) note(r);
+  if (notes) {
+    for (auto &w : lowered.import.warnings) warning(w);
+    for (auto &r : lowered.remarks) note(r);
+  }
   if (!lowered.ok()) {
     std::cerr << "kiln: error: " << opts.model << ": " << lowered.error << "\n";
     return nullptr;

@@ -25,9 +25,10 @@ bool evaluateModel(mlir::func::FuncOp f, const std::vector<tuner::HostTensor> &i
 std::vector<tuner::HostTensor> modelInputs(mlir::func::FuncOp f);
 
 // Imports the model of `opts` (with its --shapes) and runs `pipeline` on it: the function the
-// evaluator is to run, or null after printing "kiln: error: ..." (remarks are printed as notes).
+// evaluator is to run, or null after printing "kiln: error: ..." (the importer's warnings and the
+// passes' remarks are printed as warnings and notes unless `notes` is false).
 mlir::func::FuncOp lowerForEvaluation(const ModelOptions &opts, mlir::MLIRContext &ctx,
                                       const std::function<void(mlir::OpPassManager &)> &pipeline,
-                                      codegen::ModelBuild &lowered);
+                                      codegen::ModelBuild &lowered, bool notes = true);
 
 }  // namespace kiln::cli
