@@ -27,18 +27,19 @@ const char *kBatchOffsets = R"CUDA(
     }
 )CUDA";
 
-// Element (gm, gk) of A in ACC (float; double for f64 products), 0 outside [M, K] (and outside the image for im2col).
+// Element (gm, gk) of A in ACC (float; double for f64 products), the prologue applied, 0 outside
+// [M, K] (and outside the image for im2col).
 const char *kLoadAElement = R"CUDA(
-KILN_DEV ACC load_a(const T* __restrict__ A, LI gm, LI gk) {
+KILN_DEV ACC load_a(KILN_PRO_PARAMS const TA* __restrict__ A, LI gm, LI gk) {
   if (gm >= M || gk >= K) return ACC(0);
 #if KILN_CONV
   const LI ow = gm % OW, t = gm / OW, oh = t % OH, img = t / OH;
   const LI c = gk % CC, tap = gk / CC, kw = tap % KW, kh = tap / KW;
   const LI ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
   if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) return ACC(0);
-  return kiln_ld(A[((img * IH + ih) * IW + iw) * CC + c]);
+  return kiln_ld(KILN_PRO_APPLY(A[((img * IH + ih) * IW + iw) * CC + c]));
 #else
-  return kiln_ld(A[gm * RSA + gk * CSA]);
+  return kiln_ld(KILN_PRO_APPLY(A[gm * RSA + gk * CSA]));
 #endif
 }
 )CUDA";
@@ -49,8 +50,8 @@ const char *kSimtBody = R"CUDA(
 constexpr int BK = 16, TM = BM / 16, TN = BN / 16, THREADS = 256;
 constexpr bool EVEN_M = M % BM == 0, EVEN_N = N % BN == 0;
 
-extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __restrict__ A,
-    const T* __restrict__ B, KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const TA* __restrict__ A,
+    const T* __restrict__ B, KILN_PRO_PARAMS KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
   __shared__ ACC As[BK][BM + 4];
   __shared__ ACC Bs[BK][BN + 4];
   const int tid = threadIdx.x;
@@ -58,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) KILN_ENTRY(const T* __rest
   const LI m0 = (LI)blockIdx.y * BM, n0 = (LI)blockIdx.x * BN;
   for (LI bz = blockIdx.z; bz < NBATCH; bz += gridDim.z) {
 KILN_BATCH_OFFSETS
-    const T* Ab = A + offA;
+    const TA* Ab = A + offA;
     const T* Bb = B + offB;
     ACC accum[TM][TN];
 #pragma unroll
@@ -72,7 +73,7 @@ KILN_BATCH_OFFSETS
       for (int l = tid; l < BM * BK; l += THREADS) {
         const int r = A_MCONTIG ? l % BM : l / BK;
         const int kk = A_MCONTIG ? l / BM : l % BK;
-        As[kk][r] = load_a(Ab, m0 + r, k0 + kk);
+        As[kk][r] = load_a(KILN_PRO_ARGS Ab, m0 + r, k0 + kk);
       }
       // B tile (BK x BN).
 #pragma unroll
@@ -180,8 +181,29 @@ constexpr int WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
 constexpr int A_COLS = (A_MCONTIG ? BM : BK) + PAD, A_STAGE = (A_MCONTIG ? BK : BM) * A_COLS;
 constexpr int B_COLS = (B_KCONTIG ? BK : BN) + PAD, B_STAGE = (B_KCONTIG ? BN : BK) * B_COLS;
 
+// 8 elements of A into shared memory (zeros where !valid): cp.async, or with a prologue loads (A
+// may be stored in a wider type), the prologue on each element, and a store.
+KILN_DEV void copy_a16(KILN_PRO_PARAMS void* dst, const TA* src, bool valid) {
+#if KILN_PROLOGUE
+  uint4 u = make_uint4(0u, 0u, 0u, 0u);
+  if (valid) {
+    constexpr int WORDS = (int)sizeof(TA) / 2;  // 16-byte loads of 8 elements
+    uint4 w[WORDS];
+#pragma unroll
+    for (int i = 0; i < WORDS; ++i) w[i] = reinterpret_cast<const uint4*>(src)[i];
+    const TA* in = reinterpret_cast<const TA*>(w);
+    T* e = reinterpret_cast<T*>(&u);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) e[i] = kiln_prologue(KILN_PRO_ARGS in[i]);
+  }
+  *reinterpret_cast<uint4*>(dst) = u;
+#else
+  cp_async16(dst, src, valid);
+#endif
+}
+
 // Copies the k-tile starting at k0 into one pipeline stage.
-KILN_DEV void load_tile(T* as, T* bs, const T* __restrict__ Ab, const T* __restrict__ Bb,
+KILN_DEV void load_tile(KILN_PRO_PARAMS T* as, T* bs, const TA* __restrict__ Ab, const T* __restrict__ Bb,
                         LI m0, LI n0, LI k0, int tid) {
 #if VEC_A && !A_MCONTIG
   // 16-byte chunks of 8 k-values per row.
@@ -191,7 +213,7 @@ KILN_DEV void load_tile(T* as, T* bs, const T* __restrict__ Ab, const T* __restr
     const LI gm = m0 + r, gk = k0 + kc;
     bool valid = gm < M && gk < K;
 #if KILN_CONV
-    const T* src = Ab;
+    const TA* src = Ab;
     if (valid) {
       const LI ow = gm % OW, t = gm / OW, oh = t % OH, img = t / OH;
       const LI ch = gk % CC, tap = gk / CC, kw = tap % KW, kh = tap / KW;
@@ -206,9 +228,9 @@ KILN_DEV void load_tile(T* as, T* bs, const T* __restrict__ Ab, const T* __restr
       valid = inside;
       if (valid) src = Ab + ((img * IH + ih) * IW + iw) * CC + ch;
     }
-    cp_async16(as + r * A_COLS + kc, src, valid);
+    copy_a16(KILN_PRO_ARGS as + r * A_COLS + kc, src, valid);
 #else
-    cp_async16(as + r * A_COLS + kc, valid ? Ab + gm * RSA + gk : Ab, valid);
+    copy_a16(KILN_PRO_ARGS as + r * A_COLS + kc, valid ? Ab + gm * RSA + gk : Ab, valid);
 #endif
   }
 #elif VEC_A
@@ -218,12 +240,12 @@ KILN_DEV void load_tile(T* as, T* bs, const T* __restrict__ Ab, const T* __restr
     const int kr = c / (BM / 8), mc = (c % (BM / 8)) * 8;
     const LI gm = m0 + mc, gk = k0 + kr;
     const bool valid = gm < M && gk < K;
-    cp_async16(as + kr * A_COLS + mc, valid ? Ab + gk * CSA + gm : Ab, valid);
+    copy_a16(KILN_PRO_ARGS as + kr * A_COLS + mc, valid ? Ab + gk * CSA + gm : Ab, valid);
   }
 #else
   for (int l = tid; l < BM * BK; l += THREADS) {
     const int r = A_ELEM_MFAST ? l % BM : l / BK, kk = A_ELEM_MFAST ? l / BM : l % BK;
-    as[r * A_COLS + kk] = kiln_st<T>(load_a(Ab, m0 + r, k0 + kk));
+    as[r * A_COLS + kk] = kiln_st<T>(load_a(KILN_PRO_ARGS Ab, m0 + r, k0 + kk));
   }
 #endif
 #if VEC_B && B_KCONTIG
@@ -307,8 +329,8 @@ KILN_DEV int from_bits(unsigned b, int) { return (int)b; }
 // Warp tiles up to 64x32 fit about 128-170 registers: ask for 2 (256 threads) or 3 (128 threads)
 // resident blocks so they overlap; 64x64 warp tiles need more registers and get one block.
 constexpr int MIN_BLOCKS = WTM * WTN <= 64 * 32 ? (THREADS >= 256 ? 2 : 3) : 1;
-extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(const T* __restrict__ A,
-    const T* __restrict__ B, KILN_QSCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, MIN_BLOCKS) KILN_ENTRY(const TA* __restrict__ A,
+    const T* __restrict__ B, KILN_PRO_PARAMS KILN_QSCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* As = reinterpret_cast<T*>(smem_raw);
   T* Bs = As + STAGES * A_STAGE;
@@ -326,7 +348,7 @@ extern "C" __global__ void KILN_CLUSTER __launch_bounds__(THREADS, MIN_BLOCKS) K
   for (LI bz = blockIdx.z; bz < NBATCH; bz += gridDim.z) {
 #endif
 KILN_BATCH_OFFSETS
-    const T* Ab = A + offA;
+    const TA* Ab = A + offA;
     const T* Bb = B + offB;
     ACC_T acc_raw[MI][NI][4];
 #pragma unroll
@@ -338,7 +360,7 @@ KILN_BATCH_OFFSETS
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < KT) load_tile(As + s * A_STAGE, Bs + s * B_STAGE, Ab, Bb, m0, n0, (LI)(KT0 + s) * BK, tid);
+      if (s < KT) load_tile(KILN_PRO_ARGS As + s * A_STAGE, Bs + s * B_STAGE, Ab, Bb, m0, n0, (LI)(KT0 + s) * BK, tid);
       cp_async_commit();
     }
 #pragma unroll 1
@@ -346,7 +368,7 @@ KILN_BATCH_OFFSETS
       cp_async_wait<STAGES - 2>();
       __syncthreads();  // tile kt is in shared memory; every warp is done with tile kt - 1
       const int nk = kt + STAGES - 1;
-      if (nk < KT) load_tile(As + (nk % STAGES) * A_STAGE, Bs + (nk % STAGES) * B_STAGE, Ab, Bb, m0, n0,
+      if (nk < KT) load_tile(KILN_PRO_ARGS As + (nk % STAGES) * A_STAGE, Bs + (nk % STAGES) * B_STAGE, Ab, Bb, m0, n0,
                              (LI)(KT0 + nk) * BK, tid);
       cp_async_commit();
       const T* as = As + (kt % STAGES) * A_STAGE;
@@ -689,6 +711,17 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   FusedProgram epi = s.epilogue;
   if (epi.result.empty()) epi.result = "acc";
   checkProgram(epi, outShape);
+  const FusedProgram &pro = s.prologue;
+  const bool hasPrologue = !pro.result.empty();
+  if (hasPrologue) {
+    if (s.int8) throw std::invalid_argument("matmul: 8-bit products take no prologue");
+    for (const auto &shape : pro.inputShapes)
+      if (numElementsOf(shape) != 1) throw std::invalid_argument("matmul: a prologue's inputs must have one element");
+    checkProgram(pro, {});
+  }
+  if (s.aType && *s.aType != s.type && (!hasPrologue || *s.aType != ElemType::F32 || !mma))
+    throw std::invalid_argument("matmul: A stored in another type than the product's needs a prologue, float32 A "
+                                "and half operands");
 
   std::string tile = s.tile.empty() || s.tile == "auto" ? autoTile(s, nbatch, mma) : s.tile;
   std::string src = "// kiln matmul (" +
@@ -700,6 +733,7 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
                     std::to_string(epi.numInputs()) + " inputs\n";
   src += kDevicePrelude;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\ntypedef " + storageTypeName(s.outType) + " OT;\n";
+  src += std::string("typedef ") + storageTypeName(s.aType.value_or(s.type)) + " TA;\n";
   src += std::string("typedef ") + (f64 ? "double" : "float") + " ACC;\n";  // (fma: float and double overloads)
   // 32-bit index arithmetic when every offset fits (fewer registers, cheaper division).
   auto extent = [&](const MatrixView &v, const std::vector<int64_t> &bs, int64_t rows, int64_t cols) {
@@ -740,6 +774,18 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
            ", PL = " + L(g.padLeft) + ", DH = " + L(g.dilationH) + ", DW = " + L(g.dilationW) + ", OH = " + L(g.OH) +
            ", OW = " + L(g.OW) + ";\n";
   }
+  // The prologue: a function of one element of A, its inputs read from parameters pa0, pa1, ...
+  std::string proArgs;
+  for (size_t k = 0; k < pro.numInputs(); ++k) proArgs += "pa" + std::to_string(k) + ", ";
+  src += std::string("#define KILN_PROLOGUE ") + (hasPrologue ? "1" : "0") + "\n#define KILN_PRO_PARAMS " +
+         programParams(pro, "pa") + "\n#define KILN_PRO_ARGS " + proArgs + "\n";
+  if (hasPrologue)
+    src +=
+        "#define KILN_PRO_APPLY(x) kiln_prologue(KILN_PRO_ARGS x)\nKILN_DEV T kiln_prologue(KILN_PRO_PARAMS TA in) {\n"
+        "    const float acc = kiln_ld(in);\n    T r;\n" +
+        programElementCode(pro, {}, s.type, "LI", "0", "pa", "r") + "    return r;\n}\n";
+  else
+    src += "#define KILN_PRO_APPLY(x) (x)\n";
   // Which of A's / B's dims is contiguous decides how tiles are read.
   const bool aMContig = !s.conv && s.a.rowStride == 1 && s.a.colStride != 1;
   const bool bKContig = s.b.rowStride == 1 && s.b.colStride != 1;
@@ -817,7 +863,8 @@ KernelLaunch emitMatMul(const MatMulSpec &in) {
   out.block = k.block;
   out.grid = {k.grid[0], k.grid[1], static_cast<uint32_t>(split > 1 ? split : std::clamp<int64_t>(nbatch, 1, 65535))};
   out.sharedBytes = k.sharedBytes;
-  out.numParams = 3 + (s.int8 ? 1 : 0) + (s.int8 && s.aZeroPoint ? 1 : 0) + static_cast<int>(epi.numInputs());
+  out.numParams = 3 + (s.int8 ? 1 : 0) + (s.int8 && s.aZeroPoint ? 1 : 0) + static_cast<int>(pro.numInputs()) +
+                  static_cast<int>(epi.numInputs());
   return out;
 }
 

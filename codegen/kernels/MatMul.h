@@ -15,8 +15,13 @@
 // contiguous over [batch..., M, N]; the epilogue (FusedProgram.h, `acc` = the fp32 product)
 // computes each stored element, its inputs broadcast to `outShape`.
 //
-// Kernel parameters: A (or the NHWC image), B, (int8: the column scales, [the zero-point
-// offsets,]) epilogue inputs..., C.
+// A prologue (FusedProgram.h, `acc` = an element of A as float) may replace each element of A as
+// it is loaded: an elementwise function of A with one-element inputs (onnxruntime's dynamic
+// quantization of an activation: its scale and zero point are computed at run time). Elements
+// outside [M, K] and a convolution's padded taps stay 0 (the product pads the prologue's result).
+//
+// Kernel parameters: A (or the NHWC image), B, prologue inputs..., (int8: the column scales, [the
+// zero-point offsets,]) epilogue inputs..., C.
 #pragma once
 
 #include "codegen/KernelSpec.h"
@@ -49,14 +54,16 @@ struct ConvGeometry {
 
 struct MatMulSpec {
   int64_t M = 1, N = 1, K = 1;
-  std::vector<int64_t> batchShape;            // output batch dims
-  MatrixView a, b;                            // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
-  std::optional<ConvGeometry> conv;           // A is the im2col view of an image (then `a` is unused)
-  ElemType type = ElemType::F32;              // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
-  ElemType outType = ElemType::F32;           // a float type (F8E4M3 too), or I8/U8 after a QuantizeLinear epilogue
-  FusedProgram epilogue;                      // result empty: C = acc
-  std::vector<int64_t> outShape;              // epilogue broadcast shape; empty: batchShape + [M, N]
-  std::string tile;                           // "auto" or empty: chosen from the sizes; else one of matMulTiles()
+  std::vector<int64_t> batchShape;   // output batch dims
+  MatrixView a, b;                   // rowStride 0: row-major contiguous ([M, K] / [K, N] per batch)
+  std::optional<ConvGeometry> conv;  // A is the im2col view of an image (then `a` is unused)
+  ElemType type = ElemType::F32;     // A and B storage: F32 → SIMT; F16/BF16 → tensor cores
+  ElemType outType = ElemType::F32;  // a float type (F8E4M3 too), or I8/U8 after a QuantizeLinear epilogue
+  FusedProgram epilogue;             // result empty: C = acc
+  FusedProgram prologue;             // result empty: none; float kernels only, one-element inputs
+  std::optional<ElemType> aType;     // with a prologue: A's storage type if not `type` (F32 into a half product)
+  std::vector<int64_t> outShape;     // epilogue broadcast shape; empty: batchShape + [M, N]
+  std::string tile;                  // "auto" or empty: chosen from the sizes; else one of matMulTiles()
   int smCount = target::GpuTarget().smCount;  // the target's SMs: auto tiles give it a full wave of blocks
   int stages = 0;                             // tensor-core pipeline depth (2..4); 0: automatic
   // Tensor-core products of one batch only: K split over a thread-block cluster of this many

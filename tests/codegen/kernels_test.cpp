@@ -405,6 +405,63 @@ TEST(MatMulKernels, TensorCoreLayoutsTilesStages) {
     }
 }
 
+// A prologue (onnxruntime's dynamic quantization of A with a scale and zero point read at run
+// time) on every A path: fp32 SIMT, tensor cores with 16-byte copies (row-major and m-contiguous
+// A), element loads, an implicit-GEMM convolution, float32 A into half products; its inputs come
+// after B. 8-bit products, inputs of more than one element and float32 A without a prologue are
+// refused.
+TEST(MatMulKernels, Prologue) {
+  FusedProgram fq;
+  fq.inputShapes = {{}, {}};
+  fq.inputTypes = {ElemType::F32, ElemType::F32};
+  fq.body = {"const float t0 = fminf(fmaxf(rintf(acc / x0) + x1, 0.f), 255.f);"};
+  fq.result = "(t0 - x1) * x0";
+  struct C {
+    std::vector<int64_t> a, pa, b;
+    ElemType type, aType;
+  };
+  std::vector<C> cases = {{{64, 256}, {}, {256, 1024}, ElemType::F32, ElemType::F32},
+                          {{64, 256}, {}, {256, 1024}, ElemType::F16, ElemType::F16},
+                          {{64, 256}, {}, {256, 1024}, ElemType::F16, ElemType::F32},
+                          {{256, 64}, {1, 0}, {256, 1024}, ElemType::F16, ElemType::F32},
+                          {{65, 33}, {}, {33, 129}, ElemType::BF16, ElemType::BF16},
+                          {{65, 33}, {}, {33, 129}, ElemType::BF16, ElemType::F32}};
+  for (const C &c : cases) {
+    MatMulSpec s = transposedMatMulSpec(c.a, c.pa, c.b, {});
+    s.type = s.outType = c.type;
+    s.aType = c.aType;
+    s.prologue = fq;
+    s.epilogue.inputShapes = {{s.N}};
+    s.epilogue.inputTypes = {c.type};
+    s.epilogue.result = "fmaxf(acc + x0, 0.f)";
+    SCOPED_TRACE(std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K));
+    KernelLaunch k = emitMatMul(s);
+    EXPECT_NE(k.source.find("kiln_prologue("), std::string::npos);
+    expectKernel(k, 6);
+  }
+  MatMulSpec conv;
+  conv.conv = ConvGeometry{8, 32, 32, 16, 3, 3, 1, 1, 1, 1, 1, 1, 32, 32};
+  conv.M = 8 * 32 * 32, conv.N = 32, conv.K = 3 * 3 * 16;
+  conv.b.rowStride = 1, conv.b.colStride = conv.K;
+  conv.type = conv.outType = ElemType::F16;
+  conv.prologue = fq;
+  expectKernel(emitMatMul(conv), 5);
+  conv.aType = ElemType::F32;
+  expectKernel(emitMatMul(conv), 5);
+  MatMulSpec bad = transposedMatMulSpec({64, 256}, {}, {256, 128}, {});
+  bad.prologue = fq;
+  bad.prologue.inputShapes = {{64, 1}, {}};
+  EXPECT_THROW(emitMatMul(bad), std::invalid_argument);
+  bad.prologue = fq;
+  bad.int8 = true;
+  EXPECT_THROW(emitMatMul(bad), std::invalid_argument);
+  bad.int8 = false;
+  bad.type = ElemType::F16;
+  bad.aType = ElemType::F32;
+  bad.prologue = {};
+  EXPECT_THROW(emitMatMul(bad), std::invalid_argument);
+}
+
 // Split K over a thread-block cluster: one cluster of SPLITK blocks per tile (grid z), the sums
 // added in the leader, whose staged tile every block of the cluster stores a share of (shared
 // memory for BM x (BN + 4) floats); the vector store (N % 4 == 0) and the element store (N not),
