@@ -1,6 +1,7 @@
 // Kernel-region formation (see Passes.td): epilogue fusion into matrix products and
 // convolutions, then elementwise fusion. Both build `kiln.fused` ops with one shared helper.
 #include "compiler/ir/TensorConversion.h"
+#include "compiler/target/Products.h"
 #include "passes/ElementwiseUse.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
@@ -27,6 +28,13 @@ KILN_KNOB(kFuseElementwise, {"fusion.elementwise",
                              "Compute chains of elementwise ops in one kernel",
                              knobs::Tier::Fast,
                              "passes/Fusion.cpp"});
+KILN_KNOB(kFusePrologue, {"fusion.prologue",
+                          {"on", "off"},
+                          "on",
+                          "Apply an elementwise function of one tensor and one-element values (a dynamic "
+                          "quantization) to a matrix product's first operand as the product loads it",
+                          knobs::Tier::Fast,
+                          "passes/Fusion.cpp"});
 
 using namespace mlir;
 
@@ -89,13 +97,93 @@ bool isProduct(Operation *op) {
       op);
 }
 
+// Whether `anchor`'s kernel can apply a prologue to its A operand (codegen/kernels/MatMul.h):
+// not 8-bit products, direct or grouped convolutions.
+bool takesPrologue(Operation *anchor) {
+  bool implicitGemm = false;
+  if (auto c = dyn_cast<ConvNhwcOp>(anchor)) {
+    auto group = c->getAttrOfType<IntegerAttr>("group");
+    int64_t rank = cast<RankedTensorType>(c->getOperand(0).getType()).getRank();
+    implicitGemm = (!group || group.getInt() == 1) && (rank == 3 || rank == 4);
+  }
+  return isa<MatMulOp, TransposedMatMulOp>(anchor) || implicitGemm;
+}
+
+// A prologue keeps the product on kiln's kernel (cuBLASLt reads A as it is stored): worth it where
+// the route puts the product there anyway (gemm.tactic=kiln), or, for half products, where kiln's
+// product is estimated to beat cuBLASLt's plus the prologue's own pass (reading X, writing A):
+// small, launch-bound and memory-bound products, not BERT-sized ones (target::kilnProductIsCheaper).
+bool prologuePays(Operation *anchor, Value x, const knobs::Route &r, const target::GpuTarget &t) {
+  const knobs::KnobDef *tactic = knobs::findKnob("gemm.tactic");  // (codegen's knob)
+  std::string choice = tactic ? r.get(*tactic, nodeName(anchor)) : "auto";
+  if (choice != "auto") return choice == "kiln";
+  auto at = cast<RankedTensorType>(anchor->getOperand(0).getType());
+  if ((!at.getElementType().isF16() && !at.getElementType().isBF16()) || !t.has(target::Feature::MmaHalf)) return false;
+  ArrayRef<int64_t> y = cast<RankedTensorType>(anchor->getResult(0).getType()).getShape();
+  auto wt = cast<RankedTensorType>(anchor->getOperand(1).getType());
+  int64_t m = 1, n = y.empty() ? 1 : y.back(), k = at.getShape().back(), batches = 1;
+  if (isa<ConvNhwcOp>(anchor)) {  // (weights [Cout, ...]: K = the rest)
+    for (size_t d = 0; d + 1 < y.size(); ++d) m *= y[d];
+    k = wt.getShape()[0] ? wt.getNumElements() / wt.getShape()[0] : 0;
+  } else {
+    m = y.size() >= 2 ? y[y.size() - 2] : 1;
+    for (size_t d = 0; d + 2 < y.size(); ++d) batches *= y[d];
+    std::vector<int64_t> perm = intsAttr(anchor, "perm_a");
+    if (!perm.empty()) k = at.getShape()[size_t(perm.back())];
+  }
+  auto xt = cast<RankedTensorType>(x.getType());
+  double bytes =
+      double(at.getNumElements()) * double(xt.getElementTypeBitWidth() / 8 + at.getElementTypeBitWidth() / 8);
+  return target::kilnProductIsCheaper(m, n, k, batches, bytes, t, false);
+}
+
+// The elementwise op or region that computes a product's A operand from one tensor of A's shape
+// and type and one-element values, for the product's kernel to apply to A's elements as it loads
+// them. Where other products take the same A as their A (onnxruntime quantizes an activation once
+// for the query, key and value products), this product gets its own copy of the op (it is cheap
+// to compute again; A is then never stored). Null if there is none.
+Operation *prologueOf(Operation *anchor, const knobs::Route &r, const target::GpuTarget &t, OpBuilder &b) {
+  if (!takesPrologue(anchor)) return nullptr;
+  Value a = anchor->getOperand(0);
+  Operation *p = a.getDefiningOp();
+  if (!p || p->getBlock() != anchor->getBlock()) return nullptr;
+  for (OpOperand &use : a.getUses())
+    if (use.getOperandNumber() != 0 || !takesPrologue(use.getOwner())) return nullptr;
+  auto region = dyn_cast<FusedOp>(p);
+  if (region ? region.getKind() != FusedKind::Elementwise || p->getNumResults() != 1 : !isFusableElementwise(p))
+    return nullptr;
+  auto at = cast<RankedTensorType>(a.getType());
+  Type et = at.getElementType();
+  if ((!et.isF16() && !et.isBF16() && !et.isF32()) || at.getNumElements() == 1) return nullptr;
+  Value x;
+  for (Value v : region ? ValueRange(region.getInputs()) : ValueRange(p->getOperands())) {
+    if (isa<NoneType>(v.getType()) || isScalarConstant(v)) continue;
+    auto vt = dyn_cast<RankedTensorType>(v.getType());
+    if (!vt) return nullptr;
+    if (vt.getNumElements() == 1) continue;
+    // (A's own type, or float32 read into a half product: the prologue converts)
+    if (x || vt.getShape() != at.getShape() || (vt.getElementType() != et && !vt.getElementType().isF32()))
+      return nullptr;
+    x = v;
+  }
+  if (!x || !prologuePays(anchor, x, r, t)) return nullptr;
+  if (!a.hasOneUse()) {
+    b.setInsertionPointAfter(p);
+    p = b.clone(*p);
+    anchor->setOperand(0, p->getResult(0));
+  }
+  return p;
+}
+
 struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
   using FuseEpilogueBase::FuseEpilogueBase;
 
   void runOnOperation() override {
     knobs::Route r;
-    if (!readRoute(route, getOperation(), r)) return signalPassFailure();
-    if (r.get(kFuseEpilogue) == "off") return;
+    target::GpuTarget t;
+    if (!readRoute(route, getOperation(), r) || !readTarget(arch, getOperation(), t)) return signalPassFailure();
+    const bool epilogues = r.get(kFuseEpilogue) == "on", prologues = r.get(kFusePrologue) == "on";
+    if (!epilogues && !prologues) return;
     SmallVector<Operation *> anchors;
     for (Operation &op : getOperation().getBody().front())
       if (isProduct(&op)) anchors.push_back(&op);
@@ -103,8 +191,10 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
     for (Operation *anchor : anchors) {
       auto outType = cast<RankedTensorType>(anchor->getResult(0).getType());
       SmallVector<Operation *> chain = {anchor};
+      Operation *prologue = prologues ? prologueOf(anchor, r, t, b) : nullptr;
+      if (prologue) chain.insert(chain.begin(), prologue);
       Value cur = anchor->getResult(0);
-      while (cur.hasOneUse()) {
+      while (epilogues && cur.hasOneUse()) {
         Operation *u = *cur.getUsers().begin();
         auto region = dyn_cast<FusedOp>(u);
         bool elementwiseRegion = region && region.getKind() == FusedKind::Elementwise && region->getNumResults() == 1;

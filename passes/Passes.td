@@ -402,6 +402,20 @@ def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
     "epilogue"` region: the chain runs on each output element as it is stored (absorbed regions
     are inlined). Chain links keep the product's result shape; their other operands broadcast
     into it. Runs after elementwise fusion in the compile pipeline.
+
+    A prologue too (knob fusion.prologue): an elementwise op or region that computes the A
+    operand of a MatMul, TransposedMatMul or ungrouped 2-D ConvNhwc from one tensor of A's shape
+    and type and one-element values, and that only this product uses, joins the region before
+    the product; the kernel applies it to each element of A as it loads it. onnxruntime's dynamic
+    quantization of an activation (scale and zero point from its min and max) is such a function;
+    its quantized copy of A is then never stored.
+
+    Before:
+      %q = kiln.fused elementwise %x, %lo, %hi {...}   : (tensor<64x256xf16>, tensor<f32>, tensor<f32>) -> tensor<64x256xf16>
+      %y = kiln.matmul %q, %w
+      %z = kiln.relu %y
+    After:
+      %z = kiln.fused epilogue %x, %lo, %hi, %w {...} (the prologue's ops, the product, the Relu)
   }];
 }
 

@@ -5,6 +5,7 @@
 #include "compiler/ir/KilnDialect.h"
 #include "compiler/ir/TensorConversion.h"
 #include "passes/PassUtil.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -249,6 +250,8 @@ Operation *productOf(Operation *op, int operandOf[2]) {
     Block &body = f.getBody().front();
     if (f.getKind() != FusedKind::Epilogue || body.empty()) return nullptr;
     mm = &body.front();
+    while (mm->getNextNode() && (isFusableElementwise(mm) || isa<ConstantOp, NoneOp>(mm)))
+      mm = mm->getNextNode();  // (past a prologue)
     if (!isa<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
     for (unsigned k = 0; k < 2; ++k) {
       auto arg = dyn_cast<BlockArgument>(mm->getOperand(k));

@@ -71,9 +71,13 @@ void Lowering::lowerFused(FusedOp f) {
   if (body.empty()) throw std::invalid_argument("empty kernel region");
   fusedNodes_ = launchNodes(f);
   auto unname = llvm::make_scope_exit([&] { fusedNodes_.clear(); });  // (also when lowering throws)
-  if (f.getKind() == FusedKind::Epilogue)
-    lowerProduct(body.front(), ArrayRef<Operation *>(body).drop_front(), f.getResult(0));
-  else
+  if (f.getKind() == FusedKind::Epilogue) {
+    // The product, after the elementwise ops of its prologue, if any.
+    size_t anchor = 0;
+    while (anchor + 1 < body.size() && isFusableElementwise(body[anchor])) ++anchor;
+    ArrayRef<Operation *> ops(body);
+    lowerProduct(body[anchor], ops.drop_front(anchor + 1), f.getResult(0), ops.take_front(anchor));
+  } else
     lowerElementwise(body, f.getResult(0));
 }
 }  // namespace kiln::codegen

@@ -126,9 +126,11 @@ BuildResult Lowering::run() {
       if (launches_.size() > first) launches_[first].flops = uint64_t(opFlops(op));
     } catch (const std::exception &e) {
       Operation *at = op;
-      if (auto f = dyn_cast<FusedOp>(op))  // the region's first computing op (not a constant it holds)
+      if (auto f = dyn_cast<FusedOp>(
+              op))  // the region's first computing op (not a constant it holds; a product's prologue neither)
         for (Operation &inner : f.getBody().front())
-          if (!isa<ConstantOp, NoneOp>(inner)) {
+          if (!isa<ConstantOp, NoneOp>(inner) &&
+              !(f.getKind() == FusedKind::Epilogue && isFusableElementwise(&inner))) {
             at = &inner;
             break;
           }

@@ -84,8 +84,11 @@ class Lowering {
   void lowerOp(mlir::Operation *op);  // dispatch on the op's class (EngineBuilder.cpp)
   void lowerFused(FusedOp f);
   // A product (MatMul, TransposedMatMul, Conv, ConvNhwc, their quantized forms) whose result
-  // flows through `chain` (elementwise ops, possibly empty) to `result`, in one launch.
-  void lowerProduct(mlir::Operation *anchor, llvm::ArrayRef<mlir::Operation *> chain, mlir::Value result);
+  // flows through `chain` (elementwise ops, possibly empty) to `result`, in one launch; with a
+  // `prologue` (elementwise ops computing its A operand from one tensor of A's shape and
+  // one-element values, kiln-fuse-epilogue) applied to A's elements as the kernel loads them.
+  void lowerProduct(mlir::Operation *anchor, llvm::ArrayRef<mlir::Operation *> chain, mlir::Value result,
+                    llvm::ArrayRef<mlir::Operation *> prologue = {});
   // A convolution of 3 or more spatial axes (NCDHW...) on the direct N-D kernel, `epi` and
   // `params` as lowerProduct made them.
   void lowerConvNd(mlir::Operation *anchor, const FusedProgram &epi, const std::vector<mlir::Value> &params,

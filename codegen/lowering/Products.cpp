@@ -88,13 +88,40 @@ KernelLaunch Lowering::targetMatMul(const MatMulSpec &spec) {
   return emitMatMul(s);
 }
 
-void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result) {
+void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Value result,
+                            ArrayRef<Operation *> prologue) {
   ops::Attrs attrs = attrsFromOp(anchor);
   auto operands = anchor->getOperands();
   FusedProgram epi;
   ProgramBuilder pb(epi);
   llvm::DenseMap<Value, std::string> names;
   std::vector<Value> params = {outer(operands[0]), outer(operands[1])};
+  FusedProgram pro;
+  std::optional<ElemType> aType;  // (the prologue's input's, when it has one)
+  if (!prologue.empty()) {
+    // A = prologue(X): the kernel reads X, one element at a time `acc` in the prologue's program,
+    // whose other inputs (one element each) follow B among the parameters.
+    if (prologue.back()->getResult(0) != operands[0])
+      throw std::invalid_argument("a product's prologue must compute its first operand");
+    llvm::DenseSet<Operation *> inPrologue(prologue.begin(), prologue.end());
+    Value x;
+    for (Operation *op : prologue)
+      for (Value v : op->getOperands())
+        if (!inPrologue.count(v.getDefiningOp()) && shapeOf(v) == shapeOf(operands[0]) &&
+            ops::numElements(shapeOf(v)) != 1)
+          x = v;
+    if (!x || (elemTypeOf(x) != elemTypeOf(operands[0]) && elemTypeOf(x) != ElemType::F32))
+      throw std::invalid_argument("a product's prologue must read one tensor of A's shape and type (or float32)");
+    aType = elemTypeOf(x);
+    ProgramBuilder ppb(pro);
+    llvm::DenseMap<Value, std::string> proNames = {{x, "acc"}};
+    std::vector<Value> proParams;
+    appendOps(ppb, proNames, prologue, proParams);
+    for (auto &shape : pro.inputShapes) shape = {};  // (each one element: read at 0)
+    pro.result = proNames.lookup(operands[0]);
+    params[0] = outer(x);
+    params.insert(params.end(), proParams.begin(), proParams.end());
+  }
   names[anchor->getResult(0)] = "acc";
   // The 8-bit kernel's parameters after B (MatMul.h): the per-column scale, then za·Σ_k B[k][n]
   // when A has a zero point (B read through permB).
@@ -166,10 +193,13 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     if (spec.fp8 && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])) return;
     if (spec.int8) {
       addInt8Params(spec, attrs.getInts("perm_b", {}));
-    } else if (tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
+    } else if (pro.result.empty() &&
+               tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
       return;
     }
     spec.epilogue = epi;
+    spec.prologue = pro;
+    spec.aType = aType;
     spec.outShape = outShape;
     spec.tile = tileFor(opts_, anchor);
     spec.splitK = splitKFor(opts_, anchor);
@@ -178,11 +208,15 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     return;
   }
   if (!conv) throw std::logic_error("not a product: " + describeOp(anchor));
+  auto noPrologue = [&] {  // (kiln-fuse-epilogue gives prologues to the implicit-GEMM convolutions only)
+    if (!pro.result.empty()) throw std::invalid_argument("this convolution's kernel takes no prologue");
+  };
   Shape x = shapeOf(operands[0]), w = shapeOf(operands[1]);
   if (quantizedConv && (!nhwc || attrs.getInt("group", 1) != 1 || x.size() != 4))
     throw std::invalid_argument("int8/fp8 convolutions run 2-D, NHWC and ungrouped only");
   if (x.size() != 4 && x.size() != 3) {  // 3-D and more: the direct N-D kernel (NCDHW)
     if (nhwc) throw std::invalid_argument("a channels-last convolution of rank " + std::to_string(x.size()));
+    noPrologue();
     lowerConvNd(anchor, epi, params, result);
     return;
   }
@@ -213,6 +247,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
   s.outType = outType;
   s.epilogue = epi;
   if (!nhwc) {
+    noPrologue();
     addLaunch(anchor, emitConv2d(s), params);
     return;
   }
@@ -244,8 +279,11 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
                      : repacked(operands[1], {0, 2, 3, 1}, {s.M, s.KH, s.KW, s.C});
     // A 1x1 convolution is a plain GEMM: cuBLASLt's, where the tactic allows.
     Value ownBias = isa<NoneType>(operands[biasOperand].getType()) ? Value() : outer(operands[biasOperand]);
-    if (!quantizedConv && !spec.conv && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, ownBias))
+    if (!quantizedConv && !spec.conv && pro.result.empty() &&
+        tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, ownBias))
       return;
+    spec.prologue = pro;
+    spec.aType = aType;
     if (quantizedConv) {
       spec.int8 = true;
       spec.fp8 = inType == ElemType::F8E4M3;
@@ -256,6 +294,7 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     return;
   }
   // Grouped / depthwise: weights as [KH][KW][C/group][M].
+  noPrologue();
   params[1] = oneD ? repacked(operands[1], {2, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M})
                    : repacked(operands[1], {2, 3, 1, 0}, {s.KH, s.KW, s.C / s.group, s.M});
   addLaunch(anchor, emitConv2dNhwc(s), params);
