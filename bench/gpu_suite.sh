@@ -756,47 +756,62 @@ from onnxruntime.quantization import quantize_dynamic, QuantType
 quantize_dynamic('$d/bert_dynamo.onnx', '$d/bert_qdyn.onnx', weight_type=QuantType.QInt8)
 print('quantized')"
   io=input_ids:32x128,attention_mask:32x128
-  # (with $KILN_OLD_BIN: the quantized model by that kiln too, "bert_qdyn_old")
-  engines="bert_dynamo:$bin/kiln:bert_dynamo bert_qdyn:$bin/kiln:bert_qdyn ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn}"
+  # Engines as TAG:BINARY:MODEL:ROUTE: the float model, the quantized one, and the quantized one
+  # with its activations' quantization as separate kernels (fusion.prologue=off: what kiln did
+  # before the product prologues); with $KILN_OLD_BIN the quantized model by that kiln too.
+  engines="bert_dynamo:$bin/kiln:bert_dynamo:precision=fp16 bert_qdyn:$bin/kiln:bert_qdyn:precision=fp16
+    bert_qdyn_noprologue:$bin/kiln:bert_qdyn:precision=fp16;fusion.prologue=off
+    ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn:precision=fp16}"
   [ -n "${KILN_ORTQ_SMALL_ONLY:-}" ] && engines=""  # (only the small models and the kernel cases below)
   for e in $engines; do
-    IFS=: read -r tag k m <<< "$e"
-    run "compile_$tag" "$k" compile $d/$m.onnx -o /tmp/oq_$tag.kiln --precision fp16 --shapes $io
+    IFS=: read -r tag k m route <<< "$e"
+    run "compile_$tag" "$k" compile $d/$m.onnx -o /tmp/oq_$tag.kiln --route "$route" --shapes $io
+    "$k" inspect /tmp/oq_$tag.kiln > "$OUT/logs/inspect_$tag.txt" 2>&1
   done
   for round in 1 2; do
     for e in $engines; do
-      IFS=: read -r tag k m <<< "$e"
+      IFS=: read -r tag k m route <<< "$e"
       run "time_${tag}_$round" "$bin/kiln" run /tmp/oq_$tag.kiln --inputs $d/bert_32x128.in.npz --outputs /tmp/oq_$tag.npz --iterations 200
     done
   done
   for e in $engines; do
-    IFS=: read -r tag k m <<< "$e"
+    IFS=: read -r tag k m route <<< "$e"
     echo "$tag fp16 vs torch fp32: $(python3 bench/npz_diff.py $d/bert_32x128.ref.npz /tmp/oq_$tag.npz | tr '\n' ' ')" >> "$summary"
   done
   [ -n "$engines" ] && run profile_qdyn "$bin/kiln" run /tmp/oq_bert_qdyn.kiln --iterations 50 --profile
   # onnxruntime's small dynamically quantized models ($KILN_ORTQ_DIR: build/models/ortquant's
-  # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases.
-  # Latency in ABAB rounds beside the float models they came from (fp16), and with
-  # $KILN_OLD_BIN the quantized ones by that kiln too ("_old").
+  # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases. Each model
+  # over the routes of $KILN_ORTQ_VARIANTS (NAME:ROUTE ...; the float models they came from over
+  # the same routes), timed in ABAB rounds; with $KILN_OLD_BIN the quantized ones by that kiln too.
+  variants=${KILN_ORTQ_VARIANTS:-"fp16:precision=fp16 noprologue:precision=fp16;fusion.prologue=off implicit:precision=fp16;conv.algo=implicit"}
   timed=()
   for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/*.dyn*.onnx 2>/dev/null); do
     n=$(basename $m .onnx)
-    for p in fp32 fp16; do
-      "$bin/kiln" compile $m -o /tmp/oq_$n.$p.kiln --precision $p > /dev/null 2>&1
-      run "check_${n}_$p" "$bin/kiln" check /tmp/oq_$n.$p.kiln --inputs ${m%.onnx}.inputs.npz --reference ${m%.onnx}.ref.npz
+    "$bin/kiln" compile $m -o /tmp/oq_$n.fp32.kiln --precision fp32 > /dev/null 2>&1
+    run "check_${n}_fp32" "$bin/kiln" check /tmp/oq_$n.fp32.kiln --inputs ${m%.onnx}.inputs.npz --reference ${m%.onnx}.ref.npz
+    for v in $variants; do
+      IFS=: read -r vn route <<< "$v"
+      "$bin/kiln" compile $m -o /tmp/oq_$n.$vn.kiln --route "$route" > "$OUT/logs/compile_${n}_$vn.log" 2>&1
+      "$bin/kiln" inspect /tmp/oq_$n.$vn.kiln > "$OUT/logs/inspect_${n}_$vn.txt" 2>&1
+      run "check_${n}_$vn" "$bin/kiln" check /tmp/oq_$n.$vn.kiln --inputs ${m%.onnx}.inputs.npz --reference ${m%.onnx}.ref.npz
+      timed+=("${n}_$vn /tmp/oq_$n.$vn.kiln")
     done
-    timed+=("$n /tmp/oq_$n.fp16.kiln")
     [ -n "${KILN_OLD_BIN:-}" ] && "$KILN_OLD_BIN" compile $m -o /tmp/oq_${n}_old.kiln --precision fp16 > /dev/null 2>&1 &&
       timed+=("${n}_old /tmp/oq_${n}_old.kiln")
   done
   for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/{mlp,cnn}.onnx 2>/dev/null); do  # the float models they came from
     n=$(basename $m .onnx)
-    "$bin/kiln" compile $m -o /tmp/oq_float_$n.kiln --precision fp16 > /dev/null 2>&1 && timed+=("float_$n /tmp/oq_float_$n.kiln")
+    for v in $variants; do
+      IFS=: read -r vn route <<< "$v"
+      [ "$vn" = noprologue ] && continue  # (no quantization to fuse)
+      "$bin/kiln" compile $m -o /tmp/oq_float_$n.$vn.kiln --route "$route" > /dev/null 2>&1 &&
+        timed+=("float_${n}_$vn /tmp/oq_float_$n.$vn.kiln")
+    done
   done
   for round in 1 2; do
     for t in "${timed[@]}"; do
       read -r n e <<< "$t"
-      run "latency_${n}_fp16_$round" "$bin/kiln" run $e --iterations 500
+      run "latency_${n}_$round" "$bin/kiln" run $e --iterations 500
     done
   done
   "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep -E '"op":"Reduce' > /tmp/reduce_cases.jsonl &&
