@@ -1,7 +1,6 @@
 // Kernel-region formation (see Passes.td): epilogue fusion into matrix products and
 // convolutions, then elementwise fusion. Both build `kiln.fused` ops with one shared helper.
 #include "compiler/ir/TensorConversion.h"
-#include "compiler/target/Products.h"
 #include "passes/ElementwiseUse.h"
 #include "passes/PassUtil.h"
 #include "passes/Passes.h"
@@ -29,10 +28,12 @@ KILN_KNOB(kFuseElementwise, {"fusion.elementwise",
                              knobs::Tier::Fast,
                              "passes/Fusion.cpp"});
 KILN_KNOB(kFusePrologue, {"fusion.prologue",
-                          {"on", "off"},
-                          "on",
+                          {"off", "on"},
+                          "off",
                           "Apply an elementwise function of one tensor and one-element values (a dynamic "
-                          "quantization) to a matrix product's first operand as the product loads it",
+                          "quantization, a cast of the input) to a matrix product's first operand as kiln's product "
+                          "kernel loads it, which moves the product to kiln's kernel (off: measured slower than "
+                          "cuBLASLt and a separate pass, bench/RESULTS.md 2026-12-07)",
                           knobs::Tier::Fast,
                           "passes/Fusion.cpp"});
 
@@ -109,40 +110,13 @@ bool takesPrologue(Operation *anchor) {
   return isa<MatMulOp, TransposedMatMulOp>(anchor) || implicitGemm;
 }
 
-// A prologue keeps the product on kiln's kernel (cuBLASLt reads A as it is stored): worth it where
-// the route puts the product there anyway (gemm.tactic=kiln), or, for half products, where kiln's
-// product is estimated to beat cuBLASLt's plus the prologue's own pass (reading X, writing A):
-// small, launch-bound and memory-bound products, not BERT-sized ones (target::kilnProductIsCheaper).
-bool prologuePays(Operation *anchor, Value x, const knobs::Route &r, const target::GpuTarget &t) {
-  const knobs::KnobDef *tactic = knobs::findKnob("gemm.tactic");  // (codegen's knob)
-  std::string choice = tactic ? r.get(*tactic, nodeName(anchor)) : "auto";
-  if (choice != "auto") return choice == "kiln";
-  auto at = cast<RankedTensorType>(anchor->getOperand(0).getType());
-  if ((!at.getElementType().isF16() && !at.getElementType().isBF16()) || !t.has(target::Feature::MmaHalf)) return false;
-  ArrayRef<int64_t> y = cast<RankedTensorType>(anchor->getResult(0).getType()).getShape();
-  auto wt = cast<RankedTensorType>(anchor->getOperand(1).getType());
-  int64_t m = 1, n = y.empty() ? 1 : y.back(), k = at.getShape().back(), batches = 1;
-  if (isa<ConvNhwcOp>(anchor)) {  // (weights [Cout, ...]: K = the rest)
-    for (size_t d = 0; d + 1 < y.size(); ++d) m *= y[d];
-    k = wt.getShape()[0] ? wt.getNumElements() / wt.getShape()[0] : 0;
-  } else {
-    m = y.size() >= 2 ? y[y.size() - 2] : 1;
-    for (size_t d = 0; d + 2 < y.size(); ++d) batches *= y[d];
-    std::vector<int64_t> perm = intsAttr(anchor, "perm_a");
-    if (!perm.empty()) k = at.getShape()[size_t(perm.back())];
-  }
-  auto xt = cast<RankedTensorType>(x.getType());
-  double bytes =
-      double(at.getNumElements()) * double(xt.getElementTypeBitWidth() / 8 + at.getElementTypeBitWidth() / 8);
-  return target::kilnProductIsCheaper(m, n, k, batches, bytes, t, false);
-}
-
 // The elementwise op or region that computes a product's A operand from one tensor of A's shape
 // and type and one-element values, for the product's kernel to apply to A's elements as it loads
 // them. Where other products take the same A as their A (onnxruntime quantizes an activation once
 // for the query, key and value products), this product gets its own copy of the op (it is cheap
-// to compute again; A is then never stored). Null if there is none.
-Operation *prologueOf(Operation *anchor, const knobs::Route &r, const target::GpuTarget &t, OpBuilder &b) {
+// to compute again; A is then never stored). Null if there is none, or the target has no
+// tensor-core kernel for a half product.
+Operation *prologueOf(Operation *anchor, const target::GpuTarget &t, OpBuilder &b) {
   if (!takesPrologue(anchor)) return nullptr;
   Value a = anchor->getOperand(0);
   Operation *p = a.getDefiningOp();
@@ -155,6 +129,7 @@ Operation *prologueOf(Operation *anchor, const knobs::Route &r, const target::Gp
   auto at = cast<RankedTensorType>(a.getType());
   Type et = at.getElementType();
   if ((!et.isF16() && !et.isBF16() && !et.isF32()) || at.getNumElements() == 1) return nullptr;
+  if (!et.isF32() && !t.has(target::Feature::MmaHalf)) return nullptr;
   Value x;
   for (Value v : region ? ValueRange(region.getInputs()) : ValueRange(p->getOperands())) {
     if (isa<NoneType>(v.getType()) || isScalarConstant(v)) continue;
@@ -166,7 +141,7 @@ Operation *prologueOf(Operation *anchor, const knobs::Route &r, const target::Gp
       return nullptr;
     x = v;
   }
-  if (!x || !prologuePays(anchor, x, r, t)) return nullptr;
+  if (!x) return nullptr;
   if (!a.hasOneUse()) {
     b.setInsertionPointAfter(p);
     p = b.clone(*p);
@@ -191,7 +166,7 @@ struct FuseEpiloguePass : impl::FuseEpilogueBase<FuseEpiloguePass> {
     for (Operation *anchor : anchors) {
       auto outType = cast<RankedTensorType>(anchor->getResult(0).getType());
       SmallVector<Operation *> chain = {anchor};
-      Operation *prologue = prologues ? prologueOf(anchor, r, t, b) : nullptr;
+      Operation *prologue = prologues ? prologueOf(anchor, t, b) : nullptr;
       if (prologue) chain.insert(chain.begin(), prologue);
       Value cur = anchor->getResult(0);
       while (epilogues && cur.hasOneUse()) {

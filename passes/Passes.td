@@ -403,12 +403,13 @@ def FuseEpilogue : RoutePass<"kiln-fuse-epilogue", "mlir::func::FuncOp"> {
     are inlined). Chain links keep the product's result shape; their other operands broadcast
     into it. Runs after elementwise fusion in the compile pipeline.
 
-    A prologue too (knob fusion.prologue): an elementwise op or region that computes the A
-    operand of a MatMul, TransposedMatMul or ungrouped 2-D ConvNhwc from one tensor of A's shape
-    and type and one-element values, and that only this product uses, joins the region before
-    the product; the kernel applies it to each element of A as it loads it. onnxruntime's dynamic
-    quantization of an activation (scale and zero point from its min and max) is such a function;
-    its quantized copy of A is then never stored.
+    With knob fusion.prologue=on (default off), a prologue too: an elementwise op or region that
+    computes the A operand of a MatMul, TransposedMatMul or ungrouped 2-D ConvNhwc from one tensor
+    of A's shape (or float32) and one-element values joins the region before the product (a copy
+    of it for each product that reads that A); the kernel applies it to each element of A as it
+    loads it. onnxruntime's dynamic quantization of an activation (scale and zero point from its
+    min and max) is such a function; its quantized copy of A is then never stored. Off by default:
+    it moves the product from cuBLASLt to kiln's kernel, which was slower on every model measured.
 
     Before:
       %q = kiln.fused elementwise %x, %lo, %hi {...}   : (tensor<64x256xf16>, tensor<f32>, tensor<f32>) -> tensor<64x256xf16>

@@ -35,8 +35,12 @@ KILN_KNOB(kGemmTf32, {"gemm.tf32",
 // cuBLASLt takes only a prefix of the chain (scale, bias, residual, ReLU); the rest (ReLU6, SiLU,
 // HardSwish, GELU...) would run as an elementwise kernel after it: one more pass over D and one
 // more launch. kiln's kernel stores the whole chain with the product, but runs the product at
-// less than half cuBLASLt's rate; target::kilnProductIsCheaper weighs the two (with a full wave of
-// kiln's tiles). So memory-bound products with such epilogues go to kiln — the 1x1 expansions of
+// less than half cuBLASLt's rate. Estimated from the target's datasheet numbers with the rates
+// measured on the H100 (bench/RESULTS.md, 2026-12-07: cuBLASLt 300-380 TFLOP/s at BERT's sizes,
+// 0.35 of the datasheet; kiln's mma.sync kernel 140-190, 0.16, less the part of its 128x128 tiles
+// that M and N leave empty; a memory pass at 0.9 of the bandwidth plus 3 us), kiln's kernel is
+// chosen when it takes under 0.7 of cuBLASLt's time with the extra pass, and its tiles fill a
+// wave. So memory-bound products with such epilogues go to kiln — the 1x1 expansions of
 // MobileNetV2 (ReLU6), measured 1.1-1.6x faster so — while narrow ones
 // (a stem of 32 channels: 3/4 of each tile empty, measured slower), ResNet-50's downsampling
 // blocks and BERT's, ViT's and GPT-2's FFN products with GELU stay on cuBLASLt.
@@ -52,8 +56,13 @@ static bool piecewiseLinear(ArrayRef<Operation *> ops) {
 }
 
 static bool fusedKernelIsCheaper(const MatMulSpec &s, int64_t batches, const target::GpuTarget &t) {
-  return target::kilnProductIsCheaper(s.M, s.N, s.K, batches, 2.0 * 2.0 * double(s.M) * double(s.N) * double(batches),
-                                      t, true);
+  int64_t rowTiles = kernels::ceilDiv(s.M, 128), colTiles = kernels::ceilDiv(s.N, 128);
+  if (rowTiles * colTiles * batches < t.smCount) return false;
+  double used = double(s.M) / double(rowTiles * 128) * double(s.N) / double(colTiles * 128);
+  double flops = 2.0 * double(s.M) * double(s.N) * double(s.K) * double(batches);
+  double library = flops / (0.35 * t.halfTflops * 1e12), kiln = flops / (0.16 * used * t.halfTflops * 1e12);
+  double pass = 2.0 * 2.0 * double(s.M) * double(s.N) * double(batches) / (0.9 * t.memoryGBps * 1e9) + 3e-6;
+  return kiln < 0.7 * (library + pass);
 }
 
 bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &product,

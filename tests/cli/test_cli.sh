@@ -199,8 +199,7 @@ else
   failed=$((failed + 1)); echo "FAIL: compile's terminal status: $out"
 fi
 # --io-dtype fp16: half-precision I/O, the boundary casts gone (mlp fp16: 5 launches → 3).
-# (the input's cast to fp16 in the first product's load: a prologue)
-expect 0 "route 'precision=fp16': 4 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --precision fp16
+expect 0 "route 'precision=fp16': 5 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --precision fp16
 expect 0 "route 'precision=fp16': 3 launches" -- compile "$tiny/mlp.onnxtxt" -o "$tmp/m16.kiln" --precision fp16 --io-dtype fp16
 expect 0 "input +x +float16 +2x8" -- inspect "$tmp/m16.kiln"
 expect 0 "output +y +float16 +2x4" -- inspect "$tmp/m16.kiln"
@@ -393,21 +392,18 @@ np.savez('$tmp/cal_bad.npz', x=np.ones((2, 3), np.float32))"
   expect 0 "qk\+softmax\+pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/attn.kiln"
   # Unfused: the two products and the softmax; the output cast reads the head transpose in place.
   # The products read the batch-first heads in place on cuBLASLt's pointer-array batches (the
-  # mask add after the scores then its own kernel); without them, on kiln's kernel. (Without
-  # prologues: with them the input casts run in kiln's products' loads.)
-  expect 0 "wrote .*8 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" \
-    --route 'precision=fp16;fusion.attention=off;fusion.prologue=off'
+  # mask add after the scores then its own kernel); without them, on kiln's kernel.
+  expect 0 "wrote .*8 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_off.kiln" --route 'precision=fp16;fusion.attention=off'
   expect 0 "qk\+mask\+scale\+mask_add +fp16 +cuBLASLt matmul 9x9x16 .* batch 4 \(address arrays, 2x2\)" -- inspect "$tmp/attn_off.kiln"
   expect 0 "wrote .*7 launches" -- compile "$tiny/attention.onnxtxt" -o "$tmp/attn_nop.kiln" \
-    --route 'precision=fp16;fusion.attention=off;fusion.prologue=off;gemm.batch_pointers=off'
+    --route 'precision=fp16;fusion.attention=off;gemm.batch_pointers=off'
   # scaled_dot_product_attention as PyTorch's exporters write it (the scale's square roots on Q and
   # Kᵀ, a boolean mask made additive by Where, Where(IsNaN(p), 0, p)): exact on the CPU, a row with
   # every key masked 0; in fp16 one attention launch (7 launches against 9 unfused).
   expect_eval_matches "$tiny/attention_sdpa.onnxtxt"
   expect 0 "wrote .*7 launches" -- compile "$tiny/attention_sdpa.onnxtxt" -o "$tmp/sdpa.kiln" --precision fp16
   expect 0 "qk\+softmax\+pv +fp16 +kiln_attn_f16_" -- inspect "$tmp/sdpa.kiln"
-  expect 0 "wrote .*9 launches" -- compile "$tiny/attention_sdpa.onnxtxt" -o "$tmp/sdpa_off.kiln" \
-    --route 'precision=fp16;fusion.attention=off;fusion.prologue=off'
+  expect 0 "wrote .*9 launches" -- compile "$tiny/attention_sdpa.onnxtxt" -o "$tmp/sdpa_off.kiln" --route 'precision=fp16;fusion.attention=off'
   # torch's sequence-first output projection, then a column slice and a transpose read in place:
   # the compile pipeline's graph is exact on the CPU; the fp32 engine is the product (writing
   # batch-first, the residual in its epilogue) and two elementwise kernels, no copies.
