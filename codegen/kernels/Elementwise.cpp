@@ -84,10 +84,14 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
       if (!scalarIn[k]) aligned += " | (unsigned long long)in" + std::to_string(k);
     aligned += ") & 15) == 0";
     src += "  if (" + aligned + ") {\n";
+    // One-element inputs, and the statements that depend on nothing else, once per thread.
     for (size_t k = 0; k < n; ++k)
       if (scalarIn[k])
-        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " s" + std::to_string(k) +
+        src += std::string("    const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) +
                " = kiln_ld(in" + std::to_string(k) + "[0]);\n";
+    auto uniform = [&](size_t s) { return s < p.uniform.size() && p.uniform[s]; };
+    for (size_t s = 0; s < p.body.size(); ++s)
+      if (uniform(s)) src += "    " + p.body[s] + "\n";
     src += "    for (" + idx + " i = first; i < n / " + w + "; i += step) {\n";
     for (size_t k = 0; k < n; ++k)
       if (!scalarIn[k])
@@ -97,9 +101,11 @@ KernelLaunch emitElementwise(const ElementwiseSpec &spec) {
     src += std::string("      kiln_vec<") + storageTypeName(spec.outType) + ", " + w + "> r;\n";
     src += "#pragma unroll\n      for (int l = 0; l < " + w + "; ++l) {\n";
     for (size_t k = 0; k < n; ++k)
-      src += std::string("        const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) + " = " +
-             (scalarIn[k] ? "s" + std::to_string(k) : "kiln_ld(v" + std::to_string(k) + ".v[l])") + ";\n";
-    for (auto &st : p.body) src += "        " + st + "\n";
+      if (!scalarIn[k])
+        src += std::string("        const ") + computeTypeName(p.inputTypes[k]) + " x" + std::to_string(k) +
+               " = kiln_ld(v" + std::to_string(k) + ".v[l]);\n";
+    for (size_t s = 0; s < p.body.size(); ++s)
+      if (!uniform(s)) src += "        " + p.body[s] + "\n";
     src += "        r.v[l] = " + storeExpr(spec.outType, p.result) + ";\n      }\n";
     src += "      reinterpret_cast<kiln_vec<" + std::string(storageTypeName(spec.outType)) + ", " + w +
            ">*>(out)[i] = r;\n";

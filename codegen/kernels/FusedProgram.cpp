@@ -3,6 +3,8 @@
 #include "codegen/kernels/Elementwise.h"
 #include "codegen/kernels/KernelUtil.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -19,7 +21,22 @@ std::string ProgramBuilder::input(const std::vector<int64_t> &shape, ElemType st
     p_.inputStrides.resize(p_.inputShapes.size() - 1);
     p_.inputStrides.push_back(strides);
   }
-  return "x" + std::to_string(p_.inputShapes.size() - 1);
+  std::string name = "x" + std::to_string(p_.inputShapes.size() - 1);
+  if (numElementsOf(shape) == 1) uniformNames_.push_back(name);
+  return name;
+}
+
+bool ProgramBuilder::isUniform(const std::string &arg) const {
+  bool identifier = !arg.empty() && (std::isalpha((unsigned char)arg[0]) || arg[0] == '_');
+  for (char c : arg) identifier = identifier && (std::isalnum((unsigned char)c) || c == '_');
+  if (arg == "true" || arg == "false") identifier = false;
+  return !identifier || std::find(uniformNames_.begin(), uniformNames_.end(), arg) != uniformNames_.end();
+}
+
+void ProgramBuilder::push(std::string statement, bool uniform) {
+  p_.uniform.resize(p_.body.size(), false);  // (statements added without the builder: not uniform)
+  p_.body.push_back(std::move(statement));
+  p_.uniform.push_back(uniform);
 }
 
 std::string ProgramBuilder::literal(double v, ElemType t) { return target::typedLiteral(v, t); }
@@ -30,13 +47,22 @@ std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std
                                 std::to_string(args.size()));
   static const char *vars[] = {"a", "b", "c"};
   if (args.size() > 3) throw std::invalid_argument("fused program: ops take at most 3 inputs");
+  bool uniform = std::all_of(args.begin(), args.end(), [&](const std::string &a) { return isUniform(a); });
+  std::string expr = op.expr;
+  if (expr == "a / b" && op.outType == ElemType::F32 && !uniform && isUniform(args[1])) {
+    std::string r = "t" + std::to_string(temps_++);
+    push("const float " + r + " = 1.f / (float)(" + args[1] + ");", true);
+    uniformNames_.push_back(r);
+    expr = "kiln_div_uniform(a, b, " + r + ")";
+  }
   std::string t = "t" + std::to_string(temps_++);
   std::string ct = computeTypeName(op.outType);
   std::string s = ct + " " + t + "; { ";
   for (size_t k = 0; k < args.size(); ++k)
     s += std::string("const ") + computeTypeName(op.inputTypes[k]) + " " + vars[k] + " = " + args[k] + "; ";
-  s += t + " = (" + ct + ")(" + op.expr + "); }";
-  p_.body.push_back(s);
+  s += t + " = (" + ct + ")(" + expr + "); }";
+  push(s, uniform);
+  if (uniform) uniformNames_.push_back(t);
   p_.result = t;
   return t;
 }

@@ -26,6 +26,10 @@ struct FusedProgram {
   // product and convolution epilogues refuse them.
   std::vector<std::vector<int64_t>> inputStrides;
   std::vector<std::string> body;
+  // Per statement of `body`: whether it depends on one-element inputs and literals only, so that a
+  // kernel may compute it once rather than per element (ProgramBuilder's statements; statements
+  // added otherwise, and missing entries, are not).
+  std::vector<bool> uniform;
   std::string result;
   size_t numInputs() const { return inputShapes.size(); }
 };
@@ -38,12 +42,18 @@ class ProgramBuilder {
   std::string input(const std::vector<int64_t> &shape, ElemType storage, const std::vector<int64_t> &strides = {});
   // A compile-time constant of compute type `t`, as a literal.
   static std::string literal(double v, ElemType t);
-  // `op` applied to variables `args` (in op-input order); returns the new temporary ("t5").
+  // `op` applied to variables `args` (in op-input order); returns the new temporary ("t5"). A
+  // division by a uniform value multiplies by its reciprocal, corrected to the IEEE quotient
+  // (kiln_div_uniform), the reciprocal then a uniform statement of its own.
   std::string apply(const ElementwiseOp &op, const std::vector<std::string> &args);
 
  private:
+  // Whether `arg` is uniform: a literal (anything but an identifier) or a uniform variable.
+  bool isUniform(const std::string &arg) const;
+  void push(std::string statement, bool uniform);
   FusedProgram &p_;
   int temps_ = 0;
+  std::vector<std::string> uniformNames_;
 };
 
 // CUDA statements for one output element with linear index `linear` (type `idx`) of

@@ -131,6 +131,11 @@ KILN_DEV float kiln_div_by(float a, float b, float r) {
   const float e = fmaf(-q, b, a);
   return e != e ? q : fmaf(e, r, q);
 }
+// a / b for b the same across a kernel's elements, with r = 1 / b computed once: kiln_div_by
+// where r is a normal float, else the division.
+KILN_DEV float kiln_div_uniform(float a, float b, float r) {
+  return fabsf(r) >= 0x1p-126f && fabsf(r) <= 0x1.fffffep127f ? kiln_div_by(a, b, r) : a / b;
+}
 // QuantizeLinear's saturation to int8 / uint8 (the value is already rounded; NaN gives 0).
 KILN_DEV int kiln_sat_i8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, -128.f), 127.f); }
 KILN_DEV int kiln_sat_u8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, 0.f), 255.f); }

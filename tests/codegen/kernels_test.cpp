@@ -178,6 +178,29 @@ TEST(ElementwiseKernels, VectorizedAndScalarPaths) {
   expectKernel(big, 3);
 }
 
+// A program over a tensor and one-element inputs (DynamicQuantizeLinear's arithmetic): the
+// statements that depend on the one-element inputs alone run once per thread before the 16-byte
+// loop, and a division by such a value multiplies by its reciprocal (kiln_div_uniform).
+TEST(ElementwiseKernels, UniformStatementsOncePerThread) {
+  ElementwiseSpec s;
+  ProgramBuilder pb(s.program);
+  std::string x = pb.input({4096}, ElemType::F16), lo = pb.input({}, ElemType::F32), hi = pb.input({1}, ElemType::F32);
+  auto op = [](const char *type, int n) { return *lookupElementwiseOp(type, n, {}, ElemType::F32); };
+  std::string range = pb.apply(op("Sub", 2), {hi, lo});
+  std::string scale = pb.apply(op("Div", 2), {range, ProgramBuilder::literal(255, ElemType::F32)});
+  std::string q = pb.apply(op("Round", 1), {pb.apply(op("Div", 2), {x, scale})});
+  s.program.result = pb.apply(op("Mul", 2), {q, scale});
+  s.outShape = {4096};
+  s.outType = ElemType::F16;
+  ASSERT_EQ(s.program.uniform, (std::vector<bool>{true, true, true, false, false, false}));
+  KernelLaunch k = emitElementwise(s);
+  size_t loop = k.source.find("for (");
+  ASSERT_NE(loop, std::string::npos);
+  EXPECT_LT(k.source.find("1.f / (float)(t1)"), loop) << k.source;
+  EXPECT_GT(k.source.find("kiln_div_uniform(a, b, t2)"), loop);
+  expectKernel(k, 4);
+}
+
 TEST(ElementwiseKernels, StridedInputs) {
   // y[i, j] = float(x[i, j]) with x rows 8 elements apart (a column slice of [4, 8] half) plus
   // a broadcast bias: the strides reach the offset code, and no 16-byte path (rows misaligned).
