@@ -757,10 +757,10 @@ quantize_dynamic('$d/bert_dynamo.onnx', '$d/bert_qdyn.onnx', weight_type=QuantTy
 print('quantized')"
   io=input_ids:32x128,attention_mask:32x128
   # Engines as TAG:BINARY:MODEL:ROUTE: the float model, the quantized one, and the quantized one
-  # with its activations' quantization as separate kernels (fusion.prologue=off: what kiln did
-  # before the product prologues); with $KILN_OLD_BIN the quantized model by that kiln too.
+  # with its activations' quantization in the products' loads (fusion.prologue=on); with
+  # $KILN_OLD_BIN the quantized model by that kiln too.
   engines="bert_dynamo:$bin/kiln:bert_dynamo:precision=fp16 bert_qdyn:$bin/kiln:bert_qdyn:precision=fp16
-    bert_qdyn_noprologue:$bin/kiln:bert_qdyn:precision=fp16;fusion.prologue=off
+    bert_qdyn_prologue:$bin/kiln:bert_qdyn:precision=fp16;fusion.prologue=on
     ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn:precision=fp16}"
   [ -n "${KILN_ORTQ_SMALL_ONLY:-}" ] && engines=""  # (only the small models and the kernel cases below)
   for e in $engines; do
@@ -783,7 +783,7 @@ print('quantized')"
   # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases. Each model
   # over the routes of $KILN_ORTQ_VARIANTS (NAME:ROUTE ...; the float models they came from over
   # the same routes), timed in ABAB rounds; with $KILN_OLD_BIN the quantized ones by that kiln too.
-  variants=${KILN_ORTQ_VARIANTS:-"fp16:precision=fp16 noprologue:precision=fp16;fusion.prologue=off implicit:precision=fp16;conv.algo=implicit"}
+  variants=${KILN_ORTQ_VARIANTS:-"fp16:precision=fp16 prologue:precision=fp16;fusion.prologue=on implicit:precision=fp16;conv.algo=implicit"}
   timed=()
   for m in $(ls ${KILN_ORTQ_DIR:-.carry/ortquant}/*.dyn*.onnx 2>/dev/null); do
     n=$(basename $m .onnx)
@@ -803,7 +803,7 @@ print('quantized')"
     n=$(basename $m .onnx)
     for v in $variants; do
       IFS=: read -r vn route <<< "$v"
-      [ "$vn" = noprologue ] && continue  # (no quantization to fuse)
+      [ "$vn" = prologue ] && continue  # (no quantization to fuse)
       "$bin/kiln" compile $m -o /tmp/oq_float_$n.$vn.kiln --route "$route" > /dev/null 2>&1 &&
         timed+=("float_${n}_$vn /tmp/oq_float_$n.$vn.kiln")
     done
