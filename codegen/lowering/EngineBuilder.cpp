@@ -126,8 +126,8 @@ BuildResult Lowering::run() {
       if (launches_.size() > first) launches_[first].flops = uint64_t(opFlops(op));
     } catch (const std::exception &e) {
       Operation *at = op;
-      if (auto f = dyn_cast<FusedOp>(
-              op))  // the region's first computing op (not a constant it holds; a product's prologue neither)
+      // The region's first computing op: not a constant it holds, nor a product's prologue.
+      if (auto f = dyn_cast<FusedOp>(op))
         for (Operation &inner : f.getBody().front())
           if (!isa<ConstantOp, NoneOp>(inner) &&
               !(f.getKind() == FusedKind::Epilogue && isFusableElementwise(&inner))) {
