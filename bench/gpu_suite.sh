@@ -756,11 +756,11 @@ from onnxruntime.quantization import quantize_dynamic, QuantType
 quantize_dynamic('$d/bert_dynamo.onnx', '$d/bert_qdyn.onnx', weight_type=QuantType.QInt8)
 print('quantized')"
   io=input_ids:32x128,attention_mask:32x128
-  # Engines as TAG:BINARY:MODEL:ROUTE: the float model, the quantized one, and the quantized one
-  # with its activations' quantization in the products' loads (fusion.prologue=on); with
-  # $KILN_OLD_BIN the quantized model by that kiln too.
+  # Engines as TAG:BINARY:MODEL:ROUTE: the float model, the quantized one, with $KILN_ORTQ_PROLOGUE
+  # the quantized one with its activations' quantization in the products' loads
+  # (fusion.prologue=on), and with $KILN_OLD_BIN the quantized model by that kiln too.
   engines="bert_dynamo:$bin/kiln:bert_dynamo:precision=fp16 bert_qdyn:$bin/kiln:bert_qdyn:precision=fp16
-    bert_qdyn_prologue:$bin/kiln:bert_qdyn:precision=fp16;fusion.prologue=on
+    ${KILN_ORTQ_PROLOGUE:+bert_qdyn_prologue:$bin/kiln:bert_qdyn:precision=fp16;fusion.prologue=on}
     ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn:precision=fp16}"
   [ -n "${KILN_ORTQ_SMALL_ONLY:-}" ] && engines=""  # (only the small models and the kernel cases below)
   for e in $engines; do
