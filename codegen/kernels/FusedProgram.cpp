@@ -53,7 +53,7 @@ std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std
     std::string r = "t" + std::to_string(temps_++);
     push("const float " + r + " = 1.f / (float)(" + args[1] + ");", true);
     uniformNames_.push_back(r);
-    expr = "kiln_div_uniform(a, b, " + r + ")";
+    expr = "kiln_div_by(a, b, " + r + ")";
   }
   std::string t = "t" + std::to_string(temps_++);
   std::string ct = computeTypeName(op.outType);

@@ -44,7 +44,7 @@ class ProgramBuilder {
   static std::string literal(double v, ElemType t);
   // `op` applied to variables `args` (in op-input order); returns the new temporary ("t5"). A
   // division by a uniform value multiplies by its reciprocal, corrected to the IEEE quotient
-  // (kiln_div_uniform), the reciprocal then a uniform statement of its own.
+  // (kiln_div_by), the reciprocal then a uniform statement of its own.
   std::string apply(const ElementwiseOp &op, const std::vector<std::string> &args);
 
  private:

@@ -121,20 +121,19 @@ KILN_DEV int kiln_ld(unsigned short v) { return v; }
 KILN_DEV unsigned kiln_ld(unsigned v) { return v; }
 KILN_DEV unsigned long long kiln_ld(unsigned long long v) { return v; }
 KILN_DEV double kiln_ld(double v) { return v; }
-// a / b for a QuantizeLinear scale b, with r = 1 / b (both literals, so r is folded): IEEE's
-// correctly rounded quotient in three instructions instead of the division routine (Markstein: one
-// fma correction of a·r; checked equal to a / b on 1.9e8 random pairs). Tiny |a| < 2^-100, where
-// the correction underflows, divides; infinities and NaN pass through a·r.
+// a / b given r = 1 / b (a QuantizeLinear's literal scale, or a divisor the same across a kernel's
+// elements, its reciprocal computed once): IEEE's correctly rounded quotient in a few instructions
+// instead of the division routine (Markstein: one fma correction of a·r). Where the correction
+// could be inexact or meaningless — a, r or the quotient subnormal or near overflow, infinities,
+// NaN — it divides (a zero a gives a·r, exact for any finite r). On the host, with the same
+// operations: equal to a / b on 2e8 pairs (random bit patterns, zeros, infinities, subnormal
+// divisors, quantization scales); without the guards, a·r overflowing gave NaN for ±inf.
 KILN_DEV float kiln_div_by(float a, float b, float r) {
-  const float q = a * r;
-  if (fabsf(a) < 0x1p-100f) return a == 0.f ? q : a / b;
-  const float e = fmaf(-q, b, a);
-  return e != e ? q : fmaf(e, r, q);
-}
-// a / b for b the same across a kernel's elements, with r = 1 / b computed once: kiln_div_by
-// where r is a normal float, else the division.
-KILN_DEV float kiln_div_uniform(float a, float b, float r) {
-  return fabsf(r) >= 0x1p-126f && fabsf(r) <= 0x1.fffffep127f ? kiln_div_by(a, b, r) : a / b;
+  const float q = a * r, aa = fabsf(a), ar = fabsf(r), aq = fabsf(q);
+  if (a == 0.f && ar <= 0x1.fffffep127f) return q;
+  if (!(aa >= 0x1p-100f && aq >= 0x1p-100f && aq <= 0x1p+126f && ar >= 0x1p-126f && ar <= 0x1.fffffep127f))
+    return a / b;
+  return fmaf(fmaf(-q, b, a), r, q);
 }
 // QuantizeLinear's saturation to int8 / uint8 (the value is already rounded; NaN gives 0).
 KILN_DEV int kiln_sat_i8(float v) { return v != v ? 0 : (int)fminf(fmaxf(v, -128.f), 127.f); }

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -180,7 +181,7 @@ TEST(ElementwiseKernels, VectorizedAndScalarPaths) {
 
 // A program over a tensor and one-element inputs (DynamicQuantizeLinear's arithmetic): the
 // statements that depend on the one-element inputs alone run once per thread before the 16-byte
-// loop, and a division by such a value multiplies by its reciprocal (kiln_div_uniform).
+// loop, and a division by such a value multiplies by its reciprocal (kiln_div_by).
 TEST(ElementwiseKernels, UniformStatementsOncePerThread) {
   ElementwiseSpec s;
   ProgramBuilder pb(s.program);
@@ -197,8 +198,53 @@ TEST(ElementwiseKernels, UniformStatementsOncePerThread) {
   size_t loop = k.source.find("for (");
   ASSERT_NE(loop, std::string::npos);
   EXPECT_LT(k.source.find("1.f / (float)(t1)"), loop) << k.source;
-  EXPECT_GT(k.source.find("kiln_div_uniform(a, b, t2)"), loop);
+  EXPECT_GT(k.source.find("kiln_div_by(a, b, t2)"), loop);
   expectKernel(k, 4);
+}
+
+// kiln_div_by as the kernels hold it (the prelude's text, only fabsf and fmaf), compiled for the
+// host with the host's C compiler: equal to IEEE division on 2e7 pairs — random bit patterns,
+// zeros, infinities, subnormal divisors and quantization-like scales and values (a quotient
+// that overflowed used to give NaN).
+TEST(DeviceMath, DivByIsTheCorrectlyRoundedQuotient) {
+  std::string prelude = kernels::kDevicePrelude;
+  size_t from = prelude.find("KILN_DEV float kiln_div_by(");
+  ASSERT_NE(from, std::string::npos);
+  std::string fn = prelude.substr(from, prelude.find("\n}\n", from) + 3 - from);
+  std::string dir = ::testing::TempDir();
+  std::string src = dir + "/kiln_div_by.c", exe = dir + "/kiln_div_by";
+  std::FILE *f = std::fopen(src.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::string program = "#include <math.h>\n#include <stdio.h>\n#include <stdint.h>\n#include <string.h>\n"
+                        "#define KILN_DEV static\n" +
+                        fn + R"C(
+static uint64_t s = 88172645463325252ull;
+static uint32_t rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (uint32_t)s; }
+int main(void) {
+  long bad = 0;
+  for (long i = 0; i < 20000000; ++i) {
+    uint32_t ua = rnd(), ub = rnd();
+    float a, b;
+    memcpy(&a, &ua, 4); memcpy(&b, &ub, 4);
+    if (i % 3 == 0) b = (float)(rnd() % 1000 + 1) / 255.f;
+    if (i % 5 == 0) a = (float)(int)(rnd() % 2001 - 1000) * 0.37f;
+    if (i % 7 == 0) a = i % 14 == 0 ? 0.f : -0.f;
+    if (i % 11 == 0) b = i % 22 == 0 ? 0.f : -INFINITY;
+    volatile float r = 1.f / b;
+    float x = kiln_div_by(a, b, r), y = a / b;
+    if (!(x == y || (x != x && y != y)) || (x == 0 && signbit(x) != signbit(y))) {
+      if (bad++ < 3) printf("a=%a b=%a: %a, want %a\n", a, b, x, y);
+    }
+  }
+  printf("%ld differ\n", bad);
+  return bad != 0;
+}
+)C";
+  std::fputs(program.c_str(), f);
+  std::fclose(f);
+  std::string cc = "cc -O2 -ffp-contract=off -o " + exe + " " + src + " -lm 2>&1";
+  if (std::system(cc.c_str()) != 0) GTEST_SKIP() << "no host C compiler (cc)";
+  EXPECT_EQ(std::system(exe.c_str()), 0);
 }
 
 TEST(ElementwiseKernels, StridedInputs) {
