@@ -41,6 +41,12 @@ using namespace mlir;
 
 bool isFusableElementwise(Operation *op) { return elementwiseUse(op).has_value(); }
 
+Operation *epilogueProduct(FusedOp region) {
+  for (Operation &op : region.getBody().front())
+    if (!isa<ConstantOp, NoneOp>(op) && !isFusableElementwise(&op)) return &op;
+  return nullptr;
+}
+
 namespace {
 
 // A one-element constant, copied into regions instead of becoming an input (codegen makes it a

@@ -57,4 +57,8 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const std::string &route, con
 // ops fusion may put in a kernel region.
 bool isFusableElementwise(mlir::Operation *op);
 
+// A `kiln.fused epilogue` region's product: its first op that is neither a constant it holds nor
+// one of its prologue's elementwise ops (null if the region holds nothing else).
+mlir::Operation *epilogueProduct(FusedOp region);
+
 }  // namespace kiln

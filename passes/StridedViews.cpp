@@ -249,10 +249,8 @@ Operation *productOf(Operation *op, int operandOf[2]) {
   if (auto f = dyn_cast<FusedOp>(op)) {
     Block &body = f.getBody().front();
     if (f.getKind() != FusedKind::Epilogue || body.empty()) return nullptr;
-    mm = &body.front();
-    while (mm->getNextNode() && (isFusableElementwise(mm) || isa<ConstantOp, NoneOp>(mm)))
-      mm = mm->getNextNode();  // (past a prologue)
-    if (!isa<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
+    mm = epilogueProduct(f);
+    if (!isa_and_nonnull<MatMulOp, TransposedMatMulOp>(mm)) return nullptr;
     for (unsigned k = 0; k < 2; ++k) {
       auto arg = dyn_cast<BlockArgument>(mm->getOperand(k));
       // (an argument the region reads elsewhere too keeps its contiguous input)

@@ -73,9 +73,9 @@ void Lowering::lowerFused(FusedOp f) {
   auto unname = llvm::make_scope_exit([&] { fusedNodes_.clear(); });  // (also when lowering throws)
   if (f.getKind() == FusedKind::Epilogue) {
     // The product, after the elementwise ops of its prologue, if any.
-    size_t anchor = 0;
-    while (anchor + 1 < body.size() && isFusableElementwise(body[anchor])) ++anchor;
     ArrayRef<Operation *> ops(body);
+    size_t anchor = size_t(llvm::find(body, epilogueProduct(f)) - body.begin());
+    if (anchor == body.size()) throw std::invalid_argument("an epilogue region without a product");
     lowerProduct(body[anchor], ops.drop_front(anchor + 1), f.getResult(0), ops.take_front(anchor));
   } else
     lowerElementwise(body, f.getResult(0));

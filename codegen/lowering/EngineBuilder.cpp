@@ -126,14 +126,13 @@ BuildResult Lowering::run() {
       if (launches_.size() > first) launches_[first].flops = uint64_t(opFlops(op));
     } catch (const std::exception &e) {
       Operation *at = op;
-      // The region's first computing op: not a constant it holds, nor a product's prologue.
-      if (auto f = dyn_cast<FusedOp>(op))
+      // A region's product, or its first computing op (not a constant it holds).
+      if (auto f = dyn_cast<FusedOp>(op)) {
+        Operation *product = f.getKind() == FusedKind::Epilogue ? epilogueProduct(f) : nullptr;
         for (Operation &inner : f.getBody().front())
-          if (!isa<ConstantOp, NoneOp>(inner) &&
-              !(f.getKind() == FusedKind::Epilogue && isFusableElementwise(&inner))) {
-            at = &inner;
-            break;
-          }
+          if (!product && !isa<ConstantOp, NoneOp>(inner)) product = &inner;
+        if (product) at = product;
+      }
       errors_.push_back(describeOp(at) + (isa<FusedOp>(op) ? " (kernel region)" : "") + ": " + e.what());
     }
   }
