@@ -49,6 +49,8 @@
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
 #                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
 #   bash bench/gpu_suite.sh nodes   # tune --search nodes on $KILN_NODES_MODELS (default resnet50_b32) vs plain fp16 (issue 26)
+#   bash bench/gpu_suite.sh shards  # a fast search unsharded and as 3 shards in separate processes, the
+#                                   # shards' caches merged, the winner --from-cache vs the unsharded one (issue 26)
 #   bash bench/gpu_suite.sh ab      # two kiln binaries ($KILN_OLD_BIN, $bin) on $KILN_AB_MODELS: launches, ABAB latency, outputs
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
 #   bash bench/gpu_suite.sh ncu-int8  # Nsight Compute on the qops engines' 8-bit products (after qops)
@@ -761,7 +763,7 @@ print('quantized')"
   # (fusion.prologue=on), and with $KILN_OLD_BIN the quantized model by that kiln too.
   engines="bert_dynamo:$bin/kiln:bert_dynamo:precision=fp16 bert_qdyn:$bin/kiln:bert_qdyn:precision=fp16
     ${KILN_ORTQ_PROLOGUE:+bert_qdyn_prologue:$bin/kiln:bert_qdyn:precision=fp16;fusion.prologue=on}
-    ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn:precision=fp16}"
+    ${KILN_OLD_BIN:+bert_qdyn_old:$KILN_OLD_BIN:bert_qdyn:precision=fp16 bert_dynamo_old:$KILN_OLD_BIN:bert_dynamo:precision=fp16}"
   [ -n "${KILN_ORTQ_SMALL_ONLY:-}" ] && engines=""  # (only the small models and the kernel cases below)
   for e in $engines; do
     IFS=: read -r tag k m route <<< "$e"
@@ -778,7 +780,10 @@ print('quantized')"
     IFS=: read -r tag k m route <<< "$e"
     echo "$tag fp16 vs torch fp32: $(python3 bench/npz_diff.py $d/bert_32x128.ref.npz /tmp/oq_$tag.npz | tr '\n' ' ')" >> "$summary"
   done
-  [ -n "$engines" ] && run profile_qdyn "$bin/kiln" run /tmp/oq_bert_qdyn.kiln --iterations 50 --profile
+  # Per-launch profiles: the quantized and the float engine (and the old binary's, if any).
+  for tag in bert_qdyn bert_dynamo ${KILN_OLD_BIN:+bert_qdyn_old bert_dynamo_old}; do
+    [ -n "$engines" ] && run "profile_$tag" "$bin/kiln" run /tmp/oq_$tag.kiln --iterations 50 --profile
+  done
   # onnxruntime's small dynamically quantized models ($KILN_ORTQ_DIR: build/models/ortquant's
   # *.dyn.* files) against onnxruntime's outputs, and the reduction kernels' cases. Each model
   # over the routes of $KILN_ORTQ_VARIANTS (NAME:ROUTE ...; the float models they came from over
@@ -816,6 +821,45 @@ print('quantized')"
   done
   "$bin/kiln-kernel-cases-dump" 2>/dev/null | grep -E '"op":"Reduce' > /tmp/reduce_cases.jsonl &&
     run reduce_kernel_cases python3 tests/codegen/gpu_check.py /tmp/reduce_cases.jsonl
+fi
+
+# Sharded tuning on one GPU (issue 26, docs/distributed-tuning.md): $KILN_SHARD_MODEL (default
+# the case model bert_small) over $KILN_SHARD_ROUTE, a fast search unsharded, then as 3 shards
+# run one after another as separate processes (tools/tune-shard.sh, each its own cache), the
+# caches merged with `kiln cache merge`, the winner picked with `--from-cache`; every step gets
+# the same --reference. Summary: both winners, and whether they are the same route.
+if [ "$mode" = shards ]; then
+  : > "$summary"
+  m=${KILN_SHARD_MODEL:-$cases/bert_small.onnx}
+  route=${KILN_SHARD_ROUTE:-'precision=fp32|fp16;fusion\.epilogue=on|off;fusion\.attention=on|off'}
+  d=/tmp/kiln-shards
+  rm -rf $d && mkdir -p $d
+  "$bin/kiln" compile "$m" -o $d/ref.kiln --precision fp32 > "$OUT/logs/shards_ref.log" 2>&1 &&
+    "$bin/kiln" run $d/ref.kiln --outputs $d/ref.npz --warmup 1 --iterations 1 >> "$OUT/logs/shards_ref.log" 2>&1
+  args=(--route "$route" --search fast --reference $d/ref.npz --json)
+  t0=$(date +%s)
+  "$bin/kiln" tune "$m" "${args[@]}" --cache $d/whole.db > $d/whole.json 2> "$OUT/logs/shards_whole.log"
+  echo "unsharded rc=$? $(( $(date +%s) - t0 )) s" >> "$summary"
+  for k in 1 2 3; do
+    t0=$(date +%s)
+    SHARD=$k SHARDS=3 KILN="$bin/kiln" bash tools/tune-shard.sh $d "$m" "${args[@]}"
+    echo "shard $k/3 rc=$? $(( $(date +%s) - t0 )) s" >> "$summary"
+    cp $d/shard-$k.log "$OUT/logs/shards_$k.log"
+  done
+  cp $d/shard-1.db $d/all.db
+  for k in 2 3; do "$bin/kiln" cache merge $d/shard-$k.db --cache $d/all.db >> "$OUT/logs/shards_merge.log" 2>&1; done
+  "$bin/kiln" tune "$m" "${args[@]}" --cache $d/all.db --from-cache > $d/merged.json 2> "$OUT/logs/shards_merged.log"
+  echo "from-cache rc=$?" >> "$summary"
+  # The same unsharded tune over the merged cache measures nothing.
+  "$bin/kiln" tune "$m" "${args[@]}" --cache $d/all.db > $d/again.json 2> "$OUT/logs/shards_again.log"
+  echo "unsharded over the merged cache rc=$? measured $(grep -c '^tune: \[[0-9]*\] [a-z_]* *[0-9.]* ms' "$OUT/logs/shards_again.log")" >> "$summary"
+  cp $d/*.json "$OUT/logs/" 2>/dev/null
+  python3 - $d/whole.json $d/merged.json $d/again.json >> "$summary" <<'PY'
+import json, sys
+best = [json.load(open(p)).get("best") for p in sys.argv[1:]]
+print("winners: unsharded %r | merged shards (--from-cache) %r | unsharded over merged cache %r" % tuple(best))
+print("shards: merged winner %s the unsharded one" % ("EQUALS" if best[0] == best[1] else "DIFFERS FROM"))
+PY
 fi
 
 # Hopper speed and exporters' patterns (issue 25): the wgmma product kernel against a double

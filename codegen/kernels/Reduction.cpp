@@ -95,6 +95,21 @@ static std::string rowLoop(const std::string &body, bool full) {
          body + " } }\n";
 }
 
+// The same over 16-byte vectors of the row (W elements each, COLSV of them): each thread loads
+// its vectors whole (`xv_`, and `x2v_` when `second`), `body` sees `j`, `l` (the element of the
+// vector) and `p`; with `stores`, `body` fills `ov_.v[l]` and the vector is stored whole.
+static std::string rowVectorLoop(const std::string &body, bool full, bool cached, bool second, bool stores) {
+  std::string s = std::string(full ? "#pragma unroll\n" : "#pragma unroll 4\n") +
+                  "    for (int p = 0; p < PERV; ++p) { const long long jv = (long long)t + (long long)p * T;"
+                  " if (jv < COLSV) {\n";
+  if (!cached) s += "      const kiln_vec<XT, W> xv_ = reinterpret_cast<const kiln_vec<XT, W>*>(x)[jv];\n";
+  if (second) s += "      const kiln_vec<XT, W> x2v_ = reinterpret_cast<const kiln_vec<XT, W>*>(x2)[jv];\n";
+  if (stores) s += "      kiln_vec<OT, W> ov_;\n";
+  s += "#pragma unroll\n      for (int l = 0; l < W; ++l) { const long long j = jv * W + l; " + body + " }\n";
+  if (stores) s += "      reinterpret_cast<kiln_vec<OT, W>*>(out + base)[jv] = ov_;\n";
+  return s + "    } }\n";
+}
+
 KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (s.outer < 0 || s.cols < 0 || s.inner < 1) throw std::invalid_argument("row reduction: bad view");
   const bool norm = s.op == RowOp::LayerNorm || s.op == RowOp::InstanceNorm;
@@ -119,6 +134,13 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   int64_t per = (s.cols + T - 1) / T;
   bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm || s.op == RowOp::LogSumExp;
   bool cache = normalize && per <= 32;
+  // Last-axis rows of float storage that are whole 16-byte vectors are read (and written) a
+  // vector at a time when the pointers allow it (checked at run time; the scalar loop otherwise):
+  // one 2-byte load per thread at a time keeps too few bytes in flight for the memory's rate.
+  const int W = isFloatType(s.type) && isFloatType(s.outType) ? int(16 / elemSize(s.type)) : 0;
+  const bool vector = W > 1 && s.inner == 1 && s.cols > 0 && s.cols % W == 0;
+  const bool stores = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm;
+  const bool second = s.op == RowOp::MinMax && !s.sameInput;
 
   std::string src = std::string("// kiln row kernel: ") + opName(s.op) + " over [" + std::to_string(s.outer) + ", " +
                     std::to_string(s.cols) + ", " + std::to_string(s.inner) + "]\n";
@@ -129,6 +151,9 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "constexpr long long ROWS = " + std::to_string(rows) + "LL, COLS = " + std::to_string(s.cols) +
          "LL, INNER = " + std::to_string(s.inner) + "LL;\n";
   src += "constexpr int T = " + std::to_string(T) + ", RPB = " + std::to_string(rpb) + ";\n";
+  if (vector)
+    src += "constexpr int W = " + std::to_string(W) +
+           ";\nconstexpr long long COLSV = COLS / W;\nconstexpr int PERV = (int)((COLSV + T - 1) / T);\n";
   src += kRowCommon;
   // Stores of AT values: double storage takes them as they are, float storage rounds.
   src += std::string("#define KILN_ST_OT(v) ") + (s.outType == ElemType::F64 ? "((OT)(v))" : "kiln_st<OT>(v)") + "\n";
@@ -146,114 +171,146 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   } else {
     params += "OT* __restrict__ out";
   }
+
+  // One row's work, over scalars or over vectors.
+  auto rowBody = [&](bool vec) {
+    std::string src;
+    std::string load =
+        cache ? (vec ? "v[p * W + l]" : "v[p]") : (vec ? "(AT)kiln_ld(xv_.v[l])" : "kiln_ld(x[j * INNER])");
+    std::string load2 = vec ? "(AT)kiln_ld(x2v_.v[l])" : "(AT)kiln_ld(x2[j * INNER])";
+    std::string store = vec ? "ov_.v[l]" : "out[base + j * INNER]";
+    auto forEach = [&](const std::string &body, bool storing = false) {
+      return vec ? rowVectorLoop(body, cache, cache, second, storing) : rowLoop(body, cache);
+    };
+    if (cache && vec) {
+      src += "    AT v[PERV * W > 0 ? PERV * W : 1];\n";
+      src +=
+          "#pragma unroll\n    for (int p = 0; p < PERV; ++p) { const long long jv = (long long)t + (long long)p * T;\n"
+          "      const kiln_vec<XT, W> xv_ = jv < COLSV ? reinterpret_cast<const kiln_vec<XT, W>*>(x)[jv] : "
+          "kiln_vec<XT, W>{};\n"
+          "#pragma unroll\n      for (int l = 0; l < W; ++l) v[p * W + l] = jv < COLSV ? (AT)kiln_ld(xv_.v[l]) : "
+          "(AT)0;\n    }\n";
+    } else if (cache) {
+      src += "    AT v[PER > 0 ? PER : 1];\n";
+      src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
+             " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
+    }
+    switch (s.op) {
+      case RowOp::Softmax:
+      case RowOp::LogSoftmax:
+        src += "    AT m = -kiln_inf();\n";
+        src += "    " + forEach("m = kiln_fmax(m, " + load + ");");
+        src += "    m = row_reduce<1>(m, sm);\n";
+        src += "    AT sum = (AT)0;\n";
+        src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
+        src += "    sum = row_reduce<0>(sum, sm);\n";
+        if (s.op == RowOp::Softmax)
+          src += "    const AT inv_sum = (AT)1 / sum;\n    " +
+                 forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);", true);
+        else
+          src += "    const AT ls = kiln_log(sum);\n    " +
+                 forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);", true);
+        break;
+      case RowOp::LayerNorm:
+      case RowOp::InstanceNorm: {
+        // (LayerNorm: scale and bias per column; InstanceNorm: per channel, the row's)
+        const std::string at = s.op == RowOp::LayerNorm ? "j" : "row % " + std::to_string(s.channels) + "LL";
+        src += "    AT sum = (AT)0;\n";
+        src += "    " + forEach("sum += " + load + ";");
+        src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
+        src += "    AT sq = (AT)0;\n";
+        src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
+        src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
+        src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
+        src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
+                                    (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");",
+                                true);
+        if (s.statsOutputs)
+          src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
+        break;
+      }
+      case RowOp::MinMax:
+        src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
+        src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +
+                                (second ? load2 : std::string("xv")) + ");");
+        src += "    lo = row_reduce<3>(lo, sm);\n    hi = row_reduce<2>(hi, sm);\n";
+        src += "    if (t == 0) { out[row] = KILN_ST_OT(lo); out2[row] = KILN_ST_OT(hi); }\n";
+        break;
+      case RowOp::LogSumExp:
+        src += "    AT m = -kiln_inf();\n";
+        src += "    " + forEach("m = kiln_max(m, " + load + ");");
+        src += "    m = row_reduce<2>(m, sm);\n";
+        src += "    AT sum = (AT)0;\n";
+        src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
+        src += "    sum = row_reduce<0>(sum, sm);\n";
+        src += "    if (t == 0) out[row] = KILN_ST_OT(kiln_isinf(m) ? m : m + kiln_log(sum));\n";
+        break;
+      default: {
+        std::string init = "(AT)0", step, fin = "acc";
+        int k = 0;
+        switch (s.op) {
+          case RowOp::Sum: step = "acc += xv;"; break;
+          case RowOp::Mean:
+            step = "acc += xv;";
+            fin = "acc / (AT)COLS";
+            break;
+          case RowOp::Max:
+            init = "-kiln_inf()";
+            step = "acc = kiln_max(acc, xv);";
+            k = 2;
+            break;
+          case RowOp::Min:
+            init = "kiln_inf()";
+            step = "acc = kiln_min(acc, xv);";
+            k = 3;
+            break;
+          case RowOp::Prod:
+            init = "(AT)1";
+            step = "acc *= xv;";
+            k = 4;
+            break;
+          case RowOp::SumSquare: step = "acc += xv * xv;"; break;
+          case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
+          case RowOp::L2:
+            step = "acc += xv * xv;";
+            fin = "kiln_sqrt(acc)";
+            break;
+          case RowOp::LogSum:
+            step = "acc += xv;";
+            fin = "kiln_log(acc)";
+            break;
+          default: break;
+        }
+        src += "    AT acc = " + init + ";\n";
+        src += "    " + forEach("const AT xv = " + load + "; " + step);
+        src += "    acc = row_reduce<" + std::to_string(k) + ">(acc, sm);\n";
+        src += "    if (t == 0) out[row] = KILN_ST_OT(" + fin + ");\n";
+        break;
+      }
+    }
+    return src;
+  };
+
   src +=
       "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
   src += "  __shared__ AT sm[32];\n";
   src += "  const int t = T == 1 ? 0 : (int)(threadIdx.x % T);\n";
   src += "  const long long sub = T == 1 ? threadIdx.x : threadIdx.x / T;\n";
+  if (vector) {
+    std::string ptrs = "(unsigned long long)in";
+    if (second) ptrs += " | (unsigned long long)in2";
+    src += "  const bool aligned = ((" + ptrs + ") & 15) == 0";
+    if (stores) src += " && ((unsigned long long)out & (sizeof(OT) * W - 1)) == 0";
+    src += ";\n";
+  }
   src += "  for (long long row = (long long)blockIdx.x * RPB + sub; row < ROWS; row += (long long)gridDim.x * RPB) {\n";
   src += "    const long long base = (row / INNER) * COLS * INNER + (row % INNER);\n";
   src += "    const XT* x = in + base;\n";
-  std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])";
-  if (cache) {
-    src += "    AT v[PER > 0 ? PER : 1];\n";
-    src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
-           " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
-  }
-  std::string store = "out[base + j * INNER]";
-  auto forEach = [cache](const std::string &body) { return rowLoop(body, cache); };
-  switch (s.op) {
-    case RowOp::Softmax:
-    case RowOp::LogSoftmax:
-      src += "    AT m = -kiln_inf();\n";
-      src += "    " + forEach("m = kiln_fmax(m, " + load + ");");
-      src += "    m = row_reduce<1>(m, sm);\n";
-      src += "    AT sum = (AT)0;\n";
-      src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
-      src += "    sum = row_reduce<0>(sum, sm);\n";
-      if (s.op == RowOp::Softmax)
-        src += "    const AT inv_sum = (AT)1 / sum;\n    " +
-               forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
-      else
-        src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
-      break;
-    case RowOp::LayerNorm:
-    case RowOp::InstanceNorm: {
-      // (LayerNorm: scale and bias per column; InstanceNorm: per channel, the row's)
-      const std::string at = s.op == RowOp::LayerNorm ? "j" : "row % " + std::to_string(s.channels) + "LL";
-      src += "    AT sum = (AT)0;\n";
-      src += "    " + forEach("sum += " + load + ";");
-      src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
-      src += "    AT sq = (AT)0;\n";
-      src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
-      src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
-      src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
-      src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
-                              (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");");
-      if (s.statsOutputs)
-        src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
-      break;
-    }
-    case RowOp::MinMax:
-      src += "    const XT* x2 = in2 + base;\n";
-      src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
-      src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +
-                              (s.sameInput ? std::string("xv") : std::string("(AT)kiln_ld(x2[j * INNER])")) + ");");
-      src += "    lo = row_reduce<3>(lo, sm);\n    hi = row_reduce<2>(hi, sm);\n";
-      src += "    if (t == 0) { out[row] = KILN_ST_OT(lo); out2[row] = KILN_ST_OT(hi); }\n";
-      break;
-    case RowOp::LogSumExp:
-      src += "    AT m = -kiln_inf();\n";
-      src += "    " + forEach("m = kiln_max(m, " + load + ");");
-      src += "    m = row_reduce<2>(m, sm);\n";
-      src += "    AT sum = (AT)0;\n";
-      src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
-      src += "    sum = row_reduce<0>(sum, sm);\n";
-      src += "    if (t == 0) out[row] = KILN_ST_OT(kiln_isinf(m) ? m : m + kiln_log(sum));\n";
-      break;
-    default: {
-      std::string init = "(AT)0", step, fin = "acc";
-      int k = 0;
-      switch (s.op) {
-        case RowOp::Sum: step = "acc += xv;"; break;
-        case RowOp::Mean:
-          step = "acc += xv;";
-          fin = "acc / (AT)COLS";
-          break;
-        case RowOp::Max:
-          init = "-kiln_inf()";
-          step = "acc = kiln_max(acc, xv);";
-          k = 2;
-          break;
-        case RowOp::Min:
-          init = "kiln_inf()";
-          step = "acc = kiln_min(acc, xv);";
-          k = 3;
-          break;
-        case RowOp::Prod:
-          init = "(AT)1";
-          step = "acc *= xv;";
-          k = 4;
-          break;
-        case RowOp::SumSquare: step = "acc += xv * xv;"; break;
-        case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
-        case RowOp::L2:
-          step = "acc += xv * xv;";
-          fin = "kiln_sqrt(acc)";
-          break;
-        case RowOp::LogSum:
-          step = "acc += xv;";
-          fin = "kiln_log(acc)";
-          break;
-        default: break;
-      }
-      src += "    AT acc = " + init + ";\n";
-      src += "    " + forEach("const AT xv = " + load + "; " + step);
-      src += "    acc = row_reduce<" + std::to_string(k) + ">(acc, sm);\n";
-      src += "    if (t == 0) out[row] = KILN_ST_OT(" + fin + ");\n";
-      break;
-    }
-  }
+  if (second) src += "    const XT* x2 = in2 + base;\n";
+  if (vector)
+    src += "    if (aligned) {\n" + rowBody(true) + "    } else {\n" + rowBody(false) + "    }\n";
+  else
+    src += rowBody(false);
   src += "  }\n}\n";
 
   KernelLaunch k = finalizeKernel("row", src);

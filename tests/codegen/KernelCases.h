@@ -100,11 +100,13 @@ inline std::vector<KernelCase> kernelCases() {
   add("Softmax_bert", "Softmax", {{4, 12, 128, 128}});
   add("Softmax_long", "Softmax", {{3, 3001}});
   add("Softmax_huge", "Softmax", {{2, 50000}});
+  add("Softmax_1028", "Softmax", {{3, 1028}});
   add("Softmax_axis1", "Softmax", {{2, 19, 3, 3}}, {{"axis", "1"}});
   add("LogSoftmax_odd", "LogSoftmax", {{7, 1000}});
   add("LogSoftmax_one", "LogSoftmax", {{5, 1}});
   add("LayerNorm_768", "LayerNormalization", {{2, 7, 768}, {768}, {768}});
   add("LayerNorm_odd", "LayerNormalization", {{3, 1025}, {1025}, {1025}}, {{"epsilon", "1e-6"}});
+  add("LayerNorm_1024", "LayerNormalization", {{4, 1024}, {1024}, {1024}});
   add("LayerNorm_nobias", "LayerNormalization", {{5, 33}, {33}});
   add("LayerNorm_stats", "LayerNormalization", {{4, 300}, {300}, {300}}, {{"stats", "1"}});
   add("LayerNorm_axis1", "LayerNormalization", {{2, 3, 5}, {3, 5}, {3, 5}}, {{"axis", "1"}});
@@ -119,6 +121,7 @@ inline std::vector<KernelCase> kernelCases() {
   add("ReduceMinMax_mid", "ReduceMinMax", {{2, 9, 5}, {2, 9, 5}}, {{"axes", "1"}, {"keepdims", "0"}});
   add("ReduceMinMax_whole", "ReduceMinMax", {{3, 5000}, {3, 5000}}, {{"keepdims", "0"}});
   add("ReduceMinMax_long", "ReduceMinMax", {{2, 70001}, {2, 70001}}, {{"axes", "1"}, {"keepdims", "0"}});
+  add("ReduceMinMax_vec", "ReduceMinMax", {{2, 70000}, {2, 70000}}, {{"axes", "1"}, {"keepdims", "0"}});
   add("ReduceLogSum_pos", "ReduceLogSum", {{4, 21}}, {{"axes", "1"}});
   add("ReduceMean_spatial", "ReduceMean", {{2, 3, 7, 7}}, {{"axes", "2,3"}});
   // --- MatMul / Gemm.
