@@ -49,7 +49,7 @@ std::string ProgramBuilder::apply(const ElementwiseOp &op, const std::vector<std
   if (args.size() > 3) throw std::invalid_argument("fused program: ops take at most 3 inputs");
   bool uniform = std::all_of(args.begin(), args.end(), [&](const std::string &a) { return isUniform(a); });
   std::string expr = op.expr;
-  if (expr == "a / b" && op.outType == ElemType::F32 && !uniform && isUniform(args[1])) {
+  if (op.floatQuotient && !uniform && isUniform(args[1])) {
     std::string r = "t" + std::to_string(temps_++);
     push("const float " + r + " = 1.f / (float)(" + args[1] + ");", true);
     uniformNames_.push_back(r);

@@ -161,7 +161,11 @@ const std::map<std::string, Make> &table() {
     m["Add"] = arithmetic("a + b");
     m["Sub"] = arithmetic("a - b");
     m["Mul"] = arithmetic("a * b");
-    m["Div"] = arithmetic("a / b");  // integers: truncating
+    m["Div"] = [](int n, const ElementwiseAttrs &at, ElemType t) {  // integers: truncating
+      auto op = arithmetic("a / b")(n, at, t);
+      if (op) op->floatQuotient = t == ElemType::F32;
+      return op;
+    };
     // Pow's exponent may have another type than the base (the data type, operand 0); integer and
     // double bases compute in double, cast back to the base's type.
     m["Pow"] = [](int n, const ElementwiseAttrs &, ElemType t) -> std::optional<ElementwiseOp> {

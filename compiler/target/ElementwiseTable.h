@@ -37,6 +37,9 @@ struct ElementwiseOp {
   std::string expr;
   ElemType outType = ElemType::F32;  // Bool for comparisons, the data type otherwise
   std::vector<ElemType> inputTypes;  // per input
+  // Div of floats: a / b, which a division by a one-element b may compute as a corrected
+  // reciprocal (kiln_div_by, codegen/kernels/FusedProgram.cpp).
+  bool floatQuotient = false;
 };
 
 // Looks up `opType` (Add Sub Mul Div Pow Mod Max Min Sum Mean Relu LeakyRelu PRelu Sigmoid Tanh
