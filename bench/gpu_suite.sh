@@ -49,7 +49,7 @@
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
 #                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
 #   bash bench/gpu_suite.sh nodes   # tune --search nodes on $KILN_NODES_MODELS (default resnet50_b32) vs plain fp16 (issue 26)
-#   bash bench/gpu_suite.sh shards  # a fast search unsharded and as 3 shards in separate processes, the
+#   bash bench/gpu_suite.sh shards  # a full search unsharded and as 3 shards in separate processes, the
 #                                   # shards' caches merged, the winner --from-cache vs the unsharded one (issue 26)
 #   bash bench/gpu_suite.sh ab      # two kiln binaries ($KILN_OLD_BIN, $bin) on $KILN_AB_MODELS: launches, ABAB latency, outputs
 #   bash bench/gpu_suite.sh latency # $KILN_LATENCY's engines (model, route, binary) timed side by side
@@ -824,7 +824,7 @@ print('quantized')"
 fi
 
 # Sharded tuning on one GPU (issue 26, docs/distributed-tuning.md): $KILN_SHARD_MODEL (default
-# the case model bert_small) over $KILN_SHARD_ROUTE, a fast search unsharded, then as 3 shards
+# the case model bert_small) over $KILN_SHARD_ROUTE, a full search unsharded, then as 3 shards
 # run one after another as separate processes (tools/tune-shard.sh, each its own cache), the
 # caches merged with `kiln cache merge`, the winner picked with `--from-cache`; every step gets
 # the same --reference. Summary: both winners, and whether they are the same route.
@@ -836,7 +836,7 @@ if [ "$mode" = shards ]; then
   rm -rf $d && mkdir -p $d
   "$bin/kiln" compile "$m" -o $d/ref.kiln --precision fp32 > "$OUT/logs/shards_ref.log" 2>&1 &&
     "$bin/kiln" run $d/ref.kiln --outputs $d/ref.npz --warmup 1 --iterations 1 >> "$OUT/logs/shards_ref.log" 2>&1
-  args=(--route "$route" --search fast --reference $d/ref.npz --json)
+  args=(--route "$route" --search "${KILN_SHARD_SEARCH:-full}" --reference $d/ref.npz --json)
   t0=$(date +%s)
   "$bin/kiln" tune "$m" "${args[@]}" --cache $d/whole.db > $d/whole.json 2> "$OUT/logs/shards_whole.log"
   echo "unsharded rc=$? $(( $(date +%s) - t0 )) s" >> "$summary"
