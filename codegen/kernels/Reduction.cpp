@@ -85,6 +85,29 @@ const char *opName(RowOp op) {
   return "?";
 }
 
+// How a one-output reduction accumulates `xv` into `acc`: its start, step, final value (`count`:
+// the reduced length, for Mean) and row_reduce's combine (kRowCommon). Not LogSumExp, which
+// needs the maximum first.
+struct Accumulation {
+  std::string init = "(AT)0", step = "acc += xv;", fin = "acc";
+  int combine = 0;
+};
+Accumulation accumulationOf(RowOp op, const std::string &count) {
+  Accumulation a;
+  switch (op) {
+    case RowOp::Mean: a.fin = "acc / " + count; break;
+    case RowOp::Max: a = {"-kiln_inf()", "acc = kiln_max(acc, xv);", "acc", 2}; break;
+    case RowOp::Min: a = {"kiln_inf()", "acc = kiln_min(acc, xv);", "acc", 3}; break;
+    case RowOp::Prod: a = {"(AT)1", "acc *= xv;", "acc", 4}; break;
+    case RowOp::SumSquare: a.step = "acc += xv * xv;"; break;
+    case RowOp::L1: a.step = "acc += kiln_fabs(xv);"; break;
+    case RowOp::L2: a = {"(AT)0", "acc += xv * xv;", "kiln_sqrt(acc)", 0}; break;
+    case RowOp::LogSum: a.fin = "kiln_log(acc)"; break;
+    default: break;  // Sum
+  }
+  return a;
+}
+
 }  // namespace
 
 // The loop over a thread's elements of the row: `body` sees `j` (column) and `p` (slot).
@@ -195,15 +218,21 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
       src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
              " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
     }
+    // The row's maximum m (`fmax`: NaN-skipping kiln_fmax, combine 1; else kiln_max, 2), then
+    // sum, the sum of exp(x - m).
+    auto maxThenSumExp = [&](bool fmax) {
+      std::string f = fmax ? "kiln_fmax" : "kiln_max";
+      src += "    AT m = -kiln_inf();\n";
+      src += "    " + forEach("m = " + f + "(m, " + load + ");");
+      src += std::string("    m = row_reduce<") + (fmax ? "1" : "2") + ">(m, sm);\n";
+      src += "    AT sum = (AT)0;\n";
+      src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
+      src += "    sum = row_reduce<0>(sum, sm);\n";
+    };
     switch (s.op) {
       case RowOp::Softmax:
       case RowOp::LogSoftmax:
-        src += "    AT m = -kiln_inf();\n";
-        src += "    " + forEach("m = kiln_fmax(m, " + load + ");");
-        src += "    m = row_reduce<1>(m, sm);\n";
-        src += "    AT sum = (AT)0;\n";
-        src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
-        src += "    sum = row_reduce<0>(sum, sm);\n";
+        maxThenSumExp(true);
         if (s.op == RowOp::Softmax)
           src += "    const AT inv_sum = (AT)1 / sum;\n    " +
                  forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);", true);
@@ -237,54 +266,15 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    if (t == 0) { out[row] = KILN_ST_OT(lo); out2[row] = KILN_ST_OT(hi); }\n";
         break;
       case RowOp::LogSumExp:
-        src += "    AT m = -kiln_inf();\n";
-        src += "    " + forEach("m = kiln_max(m, " + load + ");");
-        src += "    m = row_reduce<2>(m, sm);\n";
-        src += "    AT sum = (AT)0;\n";
-        src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
-        src += "    sum = row_reduce<0>(sum, sm);\n";
+        maxThenSumExp(false);
         src += "    if (t == 0) out[row] = KILN_ST_OT(kiln_isinf(m) ? m : m + kiln_log(sum));\n";
         break;
       default: {
-        std::string init = "(AT)0", step, fin = "acc";
-        int k = 0;
-        switch (s.op) {
-          case RowOp::Sum: step = "acc += xv;"; break;
-          case RowOp::Mean:
-            step = "acc += xv;";
-            fin = "acc / (AT)COLS";
-            break;
-          case RowOp::Max:
-            init = "-kiln_inf()";
-            step = "acc = kiln_max(acc, xv);";
-            k = 2;
-            break;
-          case RowOp::Min:
-            init = "kiln_inf()";
-            step = "acc = kiln_min(acc, xv);";
-            k = 3;
-            break;
-          case RowOp::Prod:
-            init = "(AT)1";
-            step = "acc *= xv;";
-            k = 4;
-            break;
-          case RowOp::SumSquare: step = "acc += xv * xv;"; break;
-          case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
-          case RowOp::L2:
-            step = "acc += xv * xv;";
-            fin = "kiln_sqrt(acc)";
-            break;
-          case RowOp::LogSum:
-            step = "acc += xv;";
-            fin = "kiln_log(acc)";
-            break;
-          default: break;
-        }
-        src += "    AT acc = " + init + ";\n";
-        src += "    " + forEach("const AT xv = " + load + "; " + step);
-        src += "    acc = row_reduce<" + std::to_string(k) + ">(acc, sm);\n";
-        src += "    if (t == 0) out[row] = KILN_ST_OT(" + fin + ");\n";
+        const Accumulation a = accumulationOf(s.op, "(AT)COLS");
+        src += "    AT acc = " + a.init + ";\n";
+        src += "    " + forEach("const AT xv = " + load + "; " + a.step);
+        src += "    acc = row_reduce<" + std::to_string(a.combine) + ">(acc, sm);\n";
+        src += "    if (t == 0) out[row] = KILN_ST_OT(" + a.fin + ");\n";
         break;
       }
     }
@@ -356,22 +346,13 @@ KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const s
   auto each = [&](const std::string &body) {
     return "    " + loops + "{ const AT xv = kiln_ld(x[" + off + "]); " + body + " }\n";
   };
-  std::string init = "(AT)0", step = "acc += xv;", fin = "acc";
-  switch (op) {
-    case RowOp::Mean: fin = "acc / " + floatLiteral(float(count)); break;
-    case RowOp::Max: init = "-kiln_inf()", step = "acc = kiln_max(acc, xv);"; break;
-    case RowOp::Min: init = "kiln_inf()", step = "acc = kiln_min(acc, xv);"; break;
-    case RowOp::Prod: init = "(AT)1", step = "acc *= xv;"; break;
-    case RowOp::SumSquare: step = "acc += xv * xv;"; break;
-    case RowOp::L1: step = "acc += kiln_fabs(xv);"; break;
-    case RowOp::L2: step = "acc += xv * xv;", fin = "kiln_sqrt(acc)"; break;
-    case RowOp::LogSum: fin = "kiln_log(acc)"; break;
-    case RowOp::LogSumExp: step = "acc += kiln_exp(xv - m);", fin = "kiln_isinf(m) ? m : m + kiln_log(acc)"; break;
-    default: break;
+  Accumulation a = accumulationOf(op, floatLiteral(float(count)));
+  if (op == RowOp::LogSumExp) {
+    a.step = "acc += kiln_exp(xv - m);", a.fin = "kiln_isinf(m) ? m : m + kiln_log(acc)";
+    k.body += "    AT m = -kiln_inf();\n" + each("m = kiln_max(m, xv);");
   }
-  if (op == RowOp::LogSumExp) k.body += "    AT m = -kiln_inf();\n" + each("m = kiln_max(m, xv);");
-  k.body += "    AT acc = " + init + ";\n" + each(step);
-  k.body += "    y[i] = " + storeExpr(outType, fin) + ";\n";
+  k.body += "    AT acc = " + a.init + ";\n" + each(a.step);
+  k.body += "    y[i] = " + storeExpr(outType, a.fin) + ";\n";
   return emitIndexKernel(k);
 }
 
