@@ -242,6 +242,34 @@ def SplitVariadic : Pass<"kiln-split-variadic", "mlir::func::FuncOp"> {
   }];
 }
 
+def FuseLayerNorm : RoutePass<"kiln-fuse-layernorm", "mlir::func::FuncOp"> {
+  let summary = "LayerNormalization as exporters decompose it, back to one op (knob fusion.layernorm)";
+  let description = [{
+    TorchScript before opset 17 and Paddle2ONNX write LayerNorm over the last axes as
+    `d = x - ReduceMean(x)`, `var = ReduceMean(Pow(d, 2))` (or `d * d`),
+    `d / Sqrt(var + eps)` (or `d * Reciprocal(Sqrt(..))`), then `* scale` and `+ bias`: five
+    launches or more (two reductions, their elementwise kernels), and in fp16 a sum of squares that
+    the half-safety pass must keep in fp32. They become one `kiln.layer_normalization` (axis = the
+    first reduced axis, the reduced axes the trailing ones, keepdims; the same statistics in fp32:
+    one row kernel). Every intermediate must have no other user; scale and bias must be of the
+    normalized shape (leading ones allowed: reshaped), a missing scale is ones, a missing bias none.
+    With `fusion.layernorm=off` nothing changes.
+
+    Before:
+      %m = kiln.reduce_mean %x {axes = [-1]}
+      %d = kiln.sub %x, %m
+      %q = kiln.pow %d, %two
+      %v = kiln.reduce_mean %q {axes = [-1]}
+      %e = kiln.add %v, %eps
+      %s = kiln.sqrt %e
+      %n = kiln.div %d, %s
+      %g = kiln.mul %n, %scale
+      %y = kiln.add %g, %bias
+    After:
+      %y = kiln.layer_normalization %x, %scale, %bias {axis = 2, epsilon = ...}
+  }];
+}
+
 def SplitRecurrent : Pass<"kiln-split-recurrent", "mlir::func::FuncOp"> {
   let summary = "LSTM/GRU/RNN as one input-projection product and kiln.recurrence";
   let description = [{

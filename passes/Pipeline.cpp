@@ -11,10 +11,11 @@ namespace kiln {
 void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route, const target::GpuTarget &target) {
   buildImportCleanupPipeline(pm);
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
-  f.addPass(createLowerEinsum());        // its products then canonicalize like any other
-  f.addPass(createSplitVariadic());      // the elementwise kernels take three operands at most
-  f.addPass(createLowerQuantizedOps());  // onnxruntime's QLinear/integer ops: Q/DQ and float products
-  f.addPass(createSplitRecurrent());     // input projections: products like any other
+  f.addPass(createLowerEinsum());                        // its products then canonicalize like any other
+  f.addPass(createSplitVariadic());                      // the elementwise kernels take three operands at most
+  f.addPass(createFuseLayerNorm({route, target.arch}));  // decomposed LayerNorms: one row kernel
+  f.addPass(createLowerQuantizedOps());                  // onnxruntime's QLinear/integer ops: Q/DQ and float products
+  f.addPass(createSplitRecurrent());                     // input projections: products like any other
   f.addPass(createFoldBatchNorm({route, target.arch}));
   f.addPass(createCanonicalizeLinear({route, target.arch}));
   FoldConstantsOptions keepQuantizedWeights;  // beta · C of lowered Gemms, BN constants

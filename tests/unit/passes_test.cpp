@@ -118,6 +118,11 @@ TEST(FoldBatchNorm, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/fold_batchnorm.mlir", nested([] { return kiln::createFoldBatchNorm(); }), 1e-6);
 }
 
+// One LayerNorm of the same statistics in float32 (d * inv for d / std): float32 rounding.
+TEST(FuseLayerNorm, PreservesSemantics) {
+  expectSameBeforeAndAfter("passes/fuse_layernorm.mlir", nested([] { return kiln::createFuseLayerNorm(); }), 1e-6);
+}
+
 TEST(CanonicalizeLinear, PreservesSemantics) {
   expectSameBeforeAndAfter("passes/canonicalize_linear.mlir",
                            nested([] { return kiln::createCanonicalizeLinear({"gemm.split=on"}); }), 1e-6);
