@@ -7,7 +7,7 @@ Each exercises a kernel family through the whole compiler: odd channel counts (3
 strides, groups and depthwise convolutions, pools, residual adds, Linear layers of odd sizes,
 and attention: ViT's nn.MultiheadAttention, and BERT's and GPT-2's blocks from make_zoo's
 classes at small sizes (heads, masks, softmax, layer norm, both GELU forms). Fixed seeds, random weights, static shapes,
-opset 17. The files are small (< 2 MB) and generated on demand, never committed.
+opset 17 (14 for layernorm_opset14, whose LayerNorms TorchScript decomposes). The files are small (< 2 MB) and generated on demand, never committed.
 """
 
 import argparse
@@ -124,6 +124,23 @@ class Conv3dNet(nn.Module):
         return self.up(self.pool(x))
 
 
+class LayerNormMlp(nn.Module):
+    """LayerNorms as TorchScript writes them before opset 17 (ReduceMean, Sub, Pow, ReduceMean,
+    Add, Sqrt, Div, Mul, Add: kiln-fuse-layernorm), one over the last two axes, one without
+    affine parameters, between odd-sized Linear layers and a GELU."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(37, 72)
+        self.ln1 = nn.LayerNorm(72)
+        self.fc2 = nn.Linear(72, 40)
+        self.ln2 = nn.LayerNorm([5, 40], elementwise_affine=False)
+
+    def forward(self, x):
+        h = self.ln1(self.fc1(x))
+        return self.ln2(self.fc2(nn.functional.gelu(h)))
+
+
 def bert_small():
     c = zoo.BertConfig(vocab_size=101, hidden=96, layers=2, heads=3, ffn=200, max_positions=64)
     return zoo.BertModel(c)
@@ -143,6 +160,7 @@ def cases():
         "conv1d": (Conv1dNet, (torch.randn(2, 3, 203),), ["x"], ["y"]),
         "conv3d": (Conv3dNet, (torch.randn(2, 3, 6, 13, 11),), ["x"], ["y"]),
         "mlp": (Mlp, (torch.randn(33, 37),), ["x"], ["y"]),
+        "layernorm_opset14": (LayerNormMlp, (torch.randn(3, 5, 37) * 4 + 2,), ["x"], ["y"]),
         "batched_matmul": (BatchedMatMul, (torch.randn(2, 3, 17, 40), torch.randn(3, 24, 40)), ["a", "b"], ["y"]),
         "mha": (MhaBlock, (torch.randn(3, 50, 96),), ["x"], ["y"]),
         "bert_small": (bert_small, (ids(3, 37, 101), mask), ["input_ids", "attention_mask"], ["last_hidden_state"]),
@@ -165,7 +183,8 @@ def main():
         zoo._break_ties(model)
         path = os.path.join(args.out, name + ".onnx")
         with torch.no_grad():
-            torch.onnx.export(model, inputs, path, opset_version=zoo.OPSET, do_constant_folding=True,
+            opset = 14 if name.endswith("_opset14") else zoo.OPSET  # (LayerNormalization needs 17)
+            torch.onnx.export(model, inputs, path, opset_version=opset, do_constant_folding=True,
                               input_names=in_names, output_names=out_names, **zoo._export_kwargs())
         print(f"wrote {path} ({os.path.getsize(path) / 1024:.0f} KiB)")
 
