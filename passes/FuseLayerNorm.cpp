@@ -33,14 +33,10 @@ std::optional<double> scalarOf(Value v) {
 }
 
 // Of a two-operand op that has `v` as an operand: the other one (v itself for op(v, v)).
-Value otherOperand(Operation *op, Value v) {
-  return op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0);
-}
+Value otherOperand(Operation *op, Value v) { return op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0); }
 
 // The only user of `v` if it has one use, of type OpT.
-template <class OpT> OpT soleUser(Value v) {
-  return v.hasOneUse() ? dyn_cast<OpT>(*v.getUsers().begin()) : OpT();
-}
+template <class OpT> OpT soleUser(Value v) { return v.hasOneUse() ? dyn_cast<OpT>(*v.getUsers().begin()) : OpT(); }
 
 // The reduced axes of a ReduceMean that keeps its dims: sorted, non-negative; empty if it does
 // not keep them or reduces nothing.
@@ -153,11 +149,10 @@ bool fuse(ReduceMeanOp mean, llvm::DenseSet<Operation *> &erased) {
   std::string err;
   SmallVector<Location> locs;
   for (Operation *op : chain) locs.push_back(op->getLoc());
-  Operation *ln = createInferred<LayerNormalizationOp>(
-      b, FusedLoc::get(b.getContext(), locs), {x, scale, bias},
-      {b.getNamedAttr("axis", b.getI64IntegerAttr(axes.front())),
-       b.getNamedAttr("epsilon", b.getF32FloatAttr(float(*eps)))},
-      &err);
+  Operation *ln = createInferred<LayerNormalizationOp>(b, FusedLoc::get(b.getContext(), locs), {x, scale, bias},
+                                                       {b.getNamedAttr("axis", b.getI64IntegerAttr(axes.front())),
+                                                        b.getNamedAttr("epsilon", b.getF32FloatAttr(float(*eps)))},
+                                                       &err);
   if (!ln || ln->getResult(0).getType() != y.getType()) {
     if (ln) ln->erase();
     return false;  // (a reshape or constant made above is left for the canonicalizer)

@@ -30,18 +30,18 @@ TEST(RouteExpression, DimensionsAndPlans) {
   ASSERT_TRUE(parseSpace("precision=fp16|bf16;fusion\\..*=.*;node\\.fc.\\.precision=fp32|fp16",
                          {{"fc1", "MatMul"}, {"fc2", "Gemm"}, {"act", "Relu"}}, s, err))
       << err;
-  // precision (base fp16: the default fp32 is not selected), 9 fusion knobs, 2 node knobs.
-  ASSERT_EQ(s.dims.size(), 12u);
+  // precision (base fp16: the default fp32 is not selected), 10 fusion knobs, 2 node knobs.
+  ASSERT_EQ(s.dims.size(), 13u);
   EXPECT_EQ(s.dims[0].knob, "precision");
   EXPECT_EQ(s.dims[0].base, "fp16");
   EXPECT_EQ(s.base().canonical(), "precision=fp16");
   std::vector<knobs::Route> fast = s.fast();
-  // The base, then one flip per other value: precision bf16, 9 fusion offs, node knobs fp32
+  // The base, then one flip per other value: precision bf16, 10 fusion flips, node knobs fp32
   // (their fp16 is what they inherit).
-  EXPECT_EQ(fast.size(), 1u + 1 + 9 + 2);
+  EXPECT_EQ(fast.size(), 1u + 1 + 10 + 2);
   EXPECT_EQ(fast.back().canonical(), "node.fc2.precision=fp32;precision=fp16");
-  EXPECT_EQ(s.fullCount(), 2u * 512 * 4);
-  EXPECT_EQ(s.full().size(), 4096u);
+  EXPECT_EQ(s.fullCount(), 2u * 1024 * 4);
+  EXPECT_EQ(s.full().size(), 8192u);
   EXPECT_EQ(s.combinations({0, 1}).size(), 4u);
 }
 
