@@ -126,8 +126,8 @@ class Conv3dNet(nn.Module):
 
 class LayerNormMlp(nn.Module):
     """LayerNorms as TorchScript writes them before opset 17 (ReduceMean, Sub, Pow, ReduceMean,
-    Add, Sqrt, Div, Mul, Add: kiln-fuse-layernorm), one over the last two axes, one without
-    affine parameters, between odd-sized Linear layers and a GELU."""
+    Add, Sqrt, Div, Mul, Add: kiln-fuse-layernorm), one over the last two axes without affine
+    parameters, and T5's RMSNorm with a residual, between odd-sized Linear layers and a GELU."""
 
     def __init__(self):
         super().__init__()
@@ -136,9 +136,14 @@ class LayerNormMlp(nn.Module):
         self.fc2 = nn.Linear(72, 40)
         self.ln2 = nn.LayerNorm([5, 40], elementwise_affine=False)
 
+        self.rms_weight = nn.Parameter(torch.rand(40) + 0.5)
+
     def forward(self, x):
         h = self.ln1(self.fc1(x))
-        return self.ln2(self.fc2(nn.functional.gelu(h)))
+        h = self.fc2(nn.functional.gelu(h))
+        # T5's RMSNorm (T5LayerNorm): x * rsqrt(mean(x^2) + eps) * w, then the residual.
+        r = self.rms_weight * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)) + h
+        return self.ln2(r)
 
 
 def bert_small():

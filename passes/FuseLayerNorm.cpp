@@ -1,4 +1,4 @@
-// LayerNormalization as exporters decompose it, back to one op (see Passes.td).
+// LayerNormalization and RMSNormalization as exporters write them out, back to one op (see Passes.td).
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/TensorConversion.h"
 #include "compiler/knobs/Knob.h"
@@ -17,7 +17,8 @@ KILN_KNOB(kFuseLayerNorm, {"fusion.layernorm",
                            {"on", "off"},
                            "on",
                            "Recognize LayerNormalization written as ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div "
-                           "(and scale, bias) — TorchScript before opset 17, Paddle2ONNX — as one row kernel",
+                           "(and scale, bias) — TorchScript before opset 17, Paddle2ONNX — and RMSNormalization "
+                           "written as Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul (T5, Llama) as one row kernel",
                            knobs::Tier::Mixed,
                            "passes/FuseLayerNorm.cpp"});
 
@@ -67,55 +68,69 @@ Value asNormalized(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> normal
   return r ? r->getResult(0) : Value();
 }
 
-// Rewrites the LayerNorm that starts at `mean` = ReduceMean(x) into kiln.layer_normalization:
-//   d = x - mean; var = ReduceMean(Pow(d, 2) | d * d); n = d / Sqrt(var + eps) | d * Reciprocal(..);
-//   then optionally n * scale, + bias (either operand order). Every intermediate has no other
-//   user. True when rewritten; the ops it erased are added to `erased`.
-bool fuse(ReduceMeanOp mean, llvm::DenseSet<Operation *> &erased) {
-  Value x = mean->getOperand(0);
+// Whether `op` squares `v`: Pow(v, 2) or v * v.
+bool squares(Operation *op, Value v) {
+  return (isa<PowOp>(op) && op->getOperand(0) == v && scalarOf(op->getOperand(1)) == 2.0) ||
+         (isa<MulOp>(op) && op->getOperand(0) == v && op->getOperand(1) == v);
+}
+
+// Rewrites the norm whose first reduction is `first` into one op. LayerNorm, `first` =
+// ReduceMean(x) and d = x - first; RMSNorm, `first` = ReduceMean(Pow(x, 2) | x * x) and d = x:
+//   ms = ReduceMean(Pow(d, 2) | d * d); n = d / Sqrt(ms + eps) | d * Reciprocal(Sqrt(..)) (or 1 / ..),
+//   then optionally n * scale, and for LayerNorm + bias (either operand order). Every intermediate
+//   has no other user (x may have others). True when rewritten; the ops it erased are added to
+//   `erased`.
+bool fuse(ReduceMeanOp first, llvm::DenseSet<Operation *> &erased) {
+  std::vector<int64_t> axes = keptAxes(first);
+  auto sub = soleUser<SubOp>(first->getResult(0));
+  const bool centered = sub && sub->getOperand(0) == first->getOperand(0) && sub->getOperand(1) == first->getResult(0);
+  SmallVector<Operation *> chain;
+  Operation *square = nullptr;
+  Value x, d;
+  ReduceMeanOp ms;
+  if (centered) {
+    x = first->getOperand(0), d = sub->getResult(0);
+    chain = {first, sub};
+    for (Operation *u : d.getUsers())  // (the square, and the division checked below)
+      if (squares(u, d)) square = u;
+    ms = square ? soleUser<ReduceMeanOp>(square->getResult(0)) : ReduceMeanOp();
+  } else {
+    square = first->getOperand(0).getDefiningOp();
+    if (!square || !isa<PowOp, MulOp>(square) || !square->getResult(0).hasOneUse()) return false;
+    x = d = square->getOperand(0);
+    if (!squares(square, x)) return false;
+    ms = first;
+  }
+  if (!square || !ms || keptAxes(ms) != axes) return false;
   auto xt = cast<RankedTensorType>(x.getType());
   Type et = xt.getElementType();
-  if (!xt.hasStaticShape() || !(et.isF32() || et.isF16() || et.isBF16())) return false;
-  std::vector<int64_t> axes = keptAxes(mean);
+  if (!xt.hasStaticShape() || !(et.isF32() || et.isF16() || et.isBF16()) || d.getType() != x.getType()) return false;
   const int64_t r = xt.getRank();
   if (axes.empty() || axes.back() != r - 1) return false;  // (the normalized axes are the last ones)
   for (size_t k = 1; k < axes.size(); ++k)
     if (axes[k] != axes[k - 1] + 1) return false;
-  auto sub = soleUser<SubOp>(mean->getResult(0));
-  if (!sub || sub->getOperand(0) != x || sub->getOperand(1) != mean->getResult(0)) return false;
-  Value d = sub->getResult(0);
-  if (d.getType() != x.getType()) return false;
-
-  // d's users: the square (Pow(d, 2) or d * d) and the division (d / std or d * (1 / std)).
-  Operation *square = nullptr, *divide = nullptr;
-  for (Operation *u : d.getUsers()) {
-    bool isSquare = (isa<PowOp>(u) && u->getOperand(0) == d && scalarOf(u->getOperand(1)) == 2.0) ||
-                    (isa<MulOp>(u) && u->getOperand(0) == d && u->getOperand(1) == d);
-    if (isSquare && (!square || square == u))
-      square = u;
-    else if (isa<DivOp, MulOp>(u) && !divide && (!isa<DivOp>(u) || u->getOperand(0) == d))
-      divide = u;
-    else
-      return false;
-  }
-  if (!square || !divide) return false;
-  auto var = soleUser<ReduceMeanOp>(square->getResult(0));
-  if (!var || keptAxes(var) != axes) return false;
-  auto addEps = soleUser<AddOp>(var->getResult(0));
+  auto addEps = soleUser<AddOp>(ms->getResult(0));
   if (!addEps) return false;
-  std::optional<double> eps = scalarOf(otherOperand(addEps, var->getResult(0)));
-  if (!eps || !(*eps >= 0) || addEps->getResult(0).getType() != var->getResult(0).getType()) return false;
+  std::optional<double> eps = scalarOf(otherOperand(addEps, ms->getResult(0)));
+  if (!eps || !(*eps >= 0) || addEps->getResult(0).getType() != ms->getResult(0).getType()) return false;
   auto sqrt = soleUser<SqrtOp>(addEps->getResult(0));
   if (!sqrt) return false;
-  SmallVector<Operation *> chain = {mean, sub, square, var, addEps, sqrt};
+  chain.append({square, ms, addEps, sqrt});
+  // d / std, or d * (1 / std) with Reciprocal(std) or Div(1, std).
   Value denom = sqrt->getResult(0);
-  if (isa<MulOp>(divide)) {  // d * Reciprocal(std)
-    auto inv = soleUser<ReciprocalOp>(denom);
-    if (!inv) return false;
-    chain.push_back(inv);
-    denom = inv->getResult(0);
+  Operation *divide = denom.hasOneUse() ? *denom.getUsers().begin() : nullptr;
+  if (divide && (isa<ReciprocalOp>(divide) ||
+                 (isa<DivOp>(divide) && divide->getOperand(1) == denom && scalarOf(divide->getOperand(0)) == 1.0))) {
+    chain.push_back(divide);
+    denom = divide->getResult(0);
+    divide = denom.hasOneUse() ? *denom.getUsers().begin() : nullptr;
+    if (!divide || !isa<MulOp>(divide) || otherOperand(divide, denom) != d) return false;
+  } else if (!divide || !isa<DivOp>(divide) || divide->getOperand(0) != d || divide->getOperand(1) != denom) {
+    return false;
   }
-  if (otherOperand(divide, d) != denom || !denom.hasOneUse()) return false;
+  if (centered)  // (d is the norm's own: the square and the division are all its users)
+    for (Operation *u : d.getUsers())
+      if (u != square && u != divide) return false;
   chain.push_back(divide);
   Value y = divide->getResult(0);
   if (y.getType() != x.getType()) return false;
@@ -131,7 +146,7 @@ bool fuse(ReduceMeanOp mean, llvm::DenseSet<Operation *> &erased) {
       y = mul->getResult(0);
     }
   }
-  if (auto add = soleUser<AddOp>(y); add && add->getResult(0).getType() == x.getType()) {
+  if (auto add = soleUser<AddOp>(y); centered && add && add->getResult(0).getType() == x.getType()) {
     b.setInsertionPoint(add);
     if ((bias = asNormalized(b, loc, otherOperand(add, y), normalized))) {
       chain.push_back(add);
@@ -145,19 +160,22 @@ bool fuse(ReduceMeanOp mean, llvm::DenseSet<Operation *> &erased) {
     for (int64_t k = 0; k < ones.size(); ++k) ones.set(k, 1.0);
     scale = createConstant(b, loc, ones);
   }
-  if (!bias) bias = b.create<NoneOp>(loc).getResult();
-  std::string err;
+  SmallVector<Value, 3> operands = {x, scale};
+  if (centered) operands.push_back(bias ? bias : b.create<NoneOp>(loc).getResult());
   SmallVector<Location> locs;
   for (Operation *op : chain) locs.push_back(op->getLoc());
-  Operation *ln = createInferred<LayerNormalizationOp>(b, FusedLoc::get(b.getContext(), locs), {x, scale, bias},
-                                                       {b.getNamedAttr("axis", b.getI64IntegerAttr(axes.front())),
-                                                        b.getNamedAttr("epsilon", b.getF32FloatAttr(float(*eps)))},
-                                                       &err);
-  if (!ln || ln->getResult(0).getType() != y.getType()) {
-    if (ln) ln->erase();
+  std::string err;
+  Operation *norm = createInferred(
+      b, FusedLoc::get(b.getContext(), locs),
+      centered ? LayerNormalizationOp::getOperationName() : RMSNormalizationOp::getOperationName(), operands,
+      {b.getNamedAttr("axis", b.getI64IntegerAttr(axes.front())),
+       b.getNamedAttr("epsilon", b.getF32FloatAttr(float(*eps)))},
+      &err);
+  if (!norm || norm->getResult(0).getType() != y.getType()) {
+    if (norm) norm->erase();
     return false;  // (a reshape or constant made above is left for the canonicalizer)
   }
-  y.replaceAllUsesWith(ln->getResult(0));
+  y.replaceAllUsesWith(norm->getResult(0));
   for (Operation *op : llvm::reverse(chain)) {
     erased.insert(op);
     op->erase();

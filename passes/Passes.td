@@ -243,7 +243,7 @@ def SplitVariadic : Pass<"kiln-split-variadic", "mlir::func::FuncOp"> {
 }
 
 def FuseLayerNorm : RoutePass<"kiln-fuse-layernorm", "mlir::func::FuncOp"> {
-  let summary = "LayerNormalization as exporters decompose it, back to one op (knob fusion.layernorm)";
+  let summary = "LayerNorm and RMSNorm as exporters write them out, back to one op (knob fusion.layernorm)";
   let description = [{
     TorchScript before opset 17 and Paddle2ONNX write LayerNorm over the last axes as
     `d = x - ReduceMean(x)`, `var = ReduceMean(Pow(d, 2))` (or `d * d`),
@@ -253,7 +253,9 @@ def FuseLayerNorm : RoutePass<"kiln-fuse-layernorm", "mlir::func::FuncOp"> {
     first reduced axis, the reduced axes the trailing ones, keepdims; the same statistics in fp32:
     one row kernel). Every intermediate must have no other user; scale and bias must be of the
     normalized shape (leading ones allowed: reshaped), a missing scale is ones, a missing bias none.
-    With `fusion.layernorm=off` nothing changes.
+    RMSNorm as T5 and Llama write it, `x / Sqrt(ReduceMean(Pow(x, 2)) + eps)` (or `x *
+    Reciprocal(..)`, `x * (1 / ..)`) then `* scale`, becomes `kiln.rms_normalization` (ONNX opset
+    23's RMSNormalization; x may have other users). With `fusion.layernorm=off` nothing changes.
 
     Before:
       %m = kiln.reduce_mean %x {axes = [-1]}

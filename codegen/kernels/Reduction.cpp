@@ -15,6 +15,7 @@ bool rowOpFromName(const std::string &opType, RowOp *op) {
       {"Softmax", RowOp::Softmax},
       {"LogSoftmax", RowOp::LogSoftmax},
       {"LayerNormalization", RowOp::LayerNorm},
+      {"RMSNormalization", RowOp::RmsNorm},
       {"ReduceSum", RowOp::Sum},
       {"ReduceMean", RowOp::Mean},
       {"ReduceMax", RowOp::Max},
@@ -70,6 +71,7 @@ const char *opName(RowOp op) {
     case RowOp::LogSoftmax: return "LogSoftmax";
     case RowOp::LayerNorm: return "LayerNormalization";
     case RowOp::InstanceNorm: return "InstanceNormalization";
+    case RowOp::RmsNorm: return "RMSNormalization";
     case RowOp::Sum: return "ReduceSum";
     case RowOp::Mean: return "ReduceMean";
     case RowOp::Max: return "ReduceMax";
@@ -135,8 +137,10 @@ static std::string rowVectorLoop(const std::string &body, bool full, bool cached
 
 KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (s.outer < 0 || s.cols < 0 || s.inner < 1) throw std::invalid_argument("row reduction: bad view");
-  const bool norm = s.op == RowOp::LayerNorm || s.op == RowOp::InstanceNorm;
+  const bool norm = s.op == RowOp::LayerNorm || s.op == RowOp::InstanceNorm || s.op == RowOp::RmsNorm;
   if (norm && s.inner != 1) throw std::invalid_argument("row reduction: a normalization needs inner == 1");
+  if (s.op == RowOp::RmsNorm && (s.hasBias || s.statsOutputs))
+    throw std::invalid_argument("row reduction: RMSNormalization has no bias and no statistics outputs");
   if (s.op == RowOp::InstanceNorm && (s.channels < 1 || !s.hasBias || s.statsOutputs))
     throw std::invalid_argument(
         "row reduction: InstanceNormalization needs channels, a bias and no statistics outputs");
@@ -258,6 +262,13 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
           src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
         break;
       }
+      case RowOp::RmsNorm:
+        src += "    AT sq = (AT)0;\n";
+        src += "    " + forEach("const AT xv = " + load + "; sq += xv * xv;");
+        src += "    const AT inv = (AT)1 / kiln_sqrt(row_reduce<0>(sq, sm) / (AT)COLS + " + floatLiteral(s.epsilon) +
+               ");\n";
+        src += "    " + forEach(store + " = KILN_ST_OT(" + load + " * inv * kiln_ld(scale[j]));", true);
+        break;
       case RowOp::MinMax:
         src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
         src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +
@@ -316,7 +327,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
 KernelLaunch emitReduceAxes(RowOp op, const std::vector<int64_t> &shape, const std::vector<int64_t> &axes,
                             ElemType type, ElemType outType) {
   if (op == RowOp::Softmax || op == RowOp::LogSoftmax || op == RowOp::LayerNorm || op == RowOp::InstanceNorm ||
-      op == RowOp::MinMax)
+      op == RowOp::RmsNorm || op == RowOp::MinMax)
     throw std::invalid_argument("reduce: not a one-output reduction");
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t a : axes) {

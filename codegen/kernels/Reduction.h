@@ -1,6 +1,7 @@
 // Row reductions and row normalizations over a [rows, cols] view, fp32 arithmetic for every float
 // storage type (f32, f16, bf16; float64 data in double):
 // Softmax, LogSoftmax, LayerNormalization (scale, bias, epsilon, optional Mean/InvStdDev outputs),
+// RMSNormalization (scale, epsilon),
 // ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp.
 //
 // The view: row r = (o, i) with o in [0, outer), i in [0, inner), rows = outer * inner; element j
@@ -18,6 +19,7 @@
 // Kernel parameters:
 //   Softmax / LogSoftmax:  in, out
 //   LayerNorm:             in, scale[cols], [bias[cols]], out, [mean[rows], invStdDev[rows]]
+//   RmsNorm:               in, scale[cols], out
 //   InstanceNorm:          in, scale[channels], bias[channels], out
 //   Reduce*:               in, out[rows]
 //   MinMax:                in, in2, out[rows] (min of in), out2[rows] (max of in2)
@@ -36,6 +38,7 @@ enum class RowOp {
   LogSoftmax,
   LayerNorm,
   InstanceNorm,  // LayerNorm's statistics per row, scale and bias per channel: row % channels
+  RmsNorm,       // x / sqrt(mean(x²) + epsilon) · scale[j] (no centering, no bias)
   Sum,
   Mean,
   Max,

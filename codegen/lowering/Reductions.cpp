@@ -25,6 +25,7 @@ std::optional<RowOp> rowOpOf(Operation *op) {
       .Case([](SoftmaxOp) { return RowOp::Softmax; })
       .Case([](LogSoftmaxOp) { return RowOp::LogSoftmax; })
       .Case([](LayerNormalizationOp) { return RowOp::LayerNorm; })
+      .Case([](RMSNormalizationOp) { return RowOp::RmsNorm; })
       .Case([](ReduceSumOp) { return RowOp::Sum; })
       .Case([](ReduceMeanOp) { return RowOp::Mean; })
       .Case([](ReduceMaxOp) { return RowOp::Max; })
@@ -94,8 +95,10 @@ bool Lowering::lowerReduction(Operation *op) {
     s.type = elemTypeOf(operands[0]);
     s.outType = elemTypeOf(out);
     if (op->getNumResults() > 1) s.statsType = elemTypeOf(op->getResult(1));
-    if (*rowOp == RowOp::LayerNorm && (elemTypeOf(operands[1]) != s.type ||
-                                       (!isa<NoneType>(operands[2].getType()) && elemTypeOf(operands[2]) != s.type)))
+    const bool norm = *rowOp == RowOp::LayerNorm || *rowOp == RowOp::RmsNorm;
+    // (RMSNormalization has no bias operand)
+    const bool hasBias = *rowOp == RowOp::LayerNorm && !isa<NoneType>(operands[2].getType());
+    if (norm && (elemTypeOf(operands[1]) != s.type || (hasBias && elemTypeOf(operands[2]) != s.type)))
       throw std::invalid_argument("LayerNormalization scale/bias must have X's type");
     if (*rowOp == RowOp::Softmax || *rowOp == RowOp::LogSoftmax) {
       int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
@@ -107,11 +110,11 @@ bool Lowering::lowerReduction(Operation *op) {
       addLaunch(op, emitRowReduction(s), {operands[0], out});
       return true;
     }
-    if (*rowOp == RowOp::LayerNorm) {
+    if (norm) {
       int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
       s.outer = product(x, 0, axis), s.cols = product(x, axis, r);
       s.epsilon = attrs.getFloat("epsilon", 1e-5);
-      s.hasBias = !isa<NoneType>(operands[2].getType());
+      s.hasBias = hasBias;
       s.statsOutputs = op->getNumResults() > 1;
       if (op->getNumResults() == 2) throw std::invalid_argument("LayerNormalization with only the Mean output");
       if (shapeOf(operands[1]) != Shape(x.begin() + axis, x.end()) ||

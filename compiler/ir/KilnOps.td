@@ -175,6 +175,12 @@ def Kiln_BatchNormalizationOp : Kiln_Op<"batch_normalization", "BatchNormalizati
 def Kiln_LayerNormalizationOp : Kiln_MultiResultOp<"layer_normalization", "LayerNormalization",
     (ins Kiln_Tensor:$X, Kiln_Tensor:$Scale, Kiln_TensorOrNone:$B, I64Opt:$axis, F32Opt:$epsilon,
      I64Opt:$stash_type)>;
+// ONNX opset 23's RMSNormalization (beyond the importer's opsets): made by kiln-fuse-layernorm from
+// T5's and Llama's written-out norm.
+def Kiln_RMSNormalizationOp : Kiln_Op<"rms_normalization", "RMSNormalization"> {
+  let arguments = (ins Kiln_Tensor:$X, Kiln_Tensor:$Scale, I64Opt:$axis, F32Opt:$epsilon, I64Opt:$stash_type);
+  let results = (outs Kiln_Tensor:$Y);
+}
 def Kiln_InstanceNormalizationOp : Kiln_Op<"instance_normalization", "InstanceNormalization"> {
   let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$scale, Kiln_Tensor:$B, F32Opt:$epsilon);
   let results = (outs Kiln_Tensor:$output);

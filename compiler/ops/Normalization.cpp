@@ -99,65 +99,73 @@ std::vector<Tensor> instanceNormKernel(const EvalContext &ctx) {
 // LayerNormalization(X, Scale, B?) -> Y, Mean?, InvStdDev?
 // Normalizes over dims [axis, rank). Scale and B broadcast to X's shape. Mean and InvStdDev have
 // X's shape with the normalized dims set to 1, and dtype stash_type (float32 by default).
+// RMSNormalization(X, Scale) -> Y (ONNX opset 23's; kiln makes it from T5's and Llama's written-out
+// norm, passes/FuseLayerNorm.cpp): the same without centering, Y = X / sqrt(mean(X²) + ε) · Scale.
 
-std::vector<TensorType> layerNormShape(const ShapeContext &ctx) {
-  const std::string op = "LayerNormalization";
-  checkInputs(op, ctx, 2, 3);
-  checkOutputs(op, ctx, 3);
-  const TensorType &x = ctx.inputs[0];
-  checkKind(op, "X", x.dtype, Kind::Float);
-  int64_t rank = static_cast<int64_t>(x.shape.size());
-  check(rank >= 1, op + ": X must have rank >= 1");
-  int64_t axis = normalizeAxis(ctx.attrs.getInt("axis", -1), rank);
-  const char *names[] = {"X", "Scale", "B"};
-  for (size_t k = 1; k < 3; ++k) {
-    if (!ctx.present(k)) continue;
-    checkSameDtype(op, "X", x.dtype, names[k], ctx.inputs[k].dtype);
-    Shape b = broadcastOrFail(op, {x.shape, ctx.inputs[k].shape});
-    check(b == x.shape, op + ": " + names[k] + " of shape " + shapeString(ctx.inputs[k].shape) +
-                            " does not broadcast to X's shape " + shapeString(x.shape));
-  }
-  int64_t stash = ctx.attrs.getInt("stash_type", 1);
-  DType stashType = static_cast<DType>(stash);
-  check(stash == 1 || stash == 10 || stash == 11 || stash == 16,
-        op + ": stash_type must be a floating-point dtype, got " + std::to_string(stash));
-  Shape reduced = x.shape;
-  for (int64_t d = axis; d < rank; ++d) reduced[d] = 1;
-  std::vector<TensorType> out{x};
-  for (int k = 1; k < ctx.numOutputs; ++k) out.push_back({stashType, reduced});
-  return out;
+ShapeFn normShape(std::string op, bool rms) {
+  return [op, rms](const ShapeContext &ctx) {
+    checkInputs(op, ctx, 2, rms ? 2 : 3);
+    checkOutputs(op, ctx, rms ? 1 : 3);
+    const TensorType &x = ctx.inputs[0];
+    checkKind(op, "X", x.dtype, Kind::Float);
+    int64_t rank = static_cast<int64_t>(x.shape.size());
+    check(rank >= 1, op + ": X must have rank >= 1");
+    int64_t axis = normalizeAxis(ctx.attrs.getInt("axis", -1), rank);
+    const char *names[] = {"X", "Scale", "B"};
+    for (size_t k = 1; k < 3; ++k) {
+      if (!ctx.present(k)) continue;
+      checkSameDtype(op, "X", x.dtype, names[k], ctx.inputs[k].dtype);
+      Shape b = broadcastOrFail(op, {x.shape, ctx.inputs[k].shape});
+      check(b == x.shape, op + ": " + names[k] + " of shape " + shapeString(ctx.inputs[k].shape) +
+                              " does not broadcast to X's shape " + shapeString(x.shape));
+    }
+    int64_t stash = ctx.attrs.getInt("stash_type", 1);
+    DType stashType = static_cast<DType>(stash);
+    check(stash == 1 || stash == 10 || stash == 11 || stash == 16,
+          op + ": stash_type must be a floating-point dtype, got " + std::to_string(stash));
+    Shape reduced = x.shape;
+    for (int64_t d = axis; d < rank; ++d) reduced[d] = 1;
+    std::vector<TensorType> out{x};
+    for (int k = 1; k < ctx.numOutputs; ++k) out.push_back({stashType, reduced});
+    return out;
+  };
 }
 
-std::vector<Tensor> layerNormKernel(const EvalContext &ctx) {
-  std::vector<TensorType> types = layerNormShape(shapeContextOf(ctx));
-  const Tensor &x = ctx.in(0), &scale = ctx.in(1);
-  double eps = ctx.attrs.getFloat("epsilon", 1e-5);
-  int64_t axis = normalizeAxis(ctx.attrs.getInt("axis", -1), x.rank());
-  int64_t cols = product(x.shape, axis, x.shape.size());
-  int64_t rows = product(x.shape, 0, axis);
-  std::vector<int64_t> ms = broadcastMap(scale.shape, x.shape);
-  std::vector<int64_t> mb;
-  if (ctx.present(2)) mb = broadcastMap(ctx.in(2).shape, x.shape);
-  std::vector<Tensor> out;
-  for (const TensorType &t : types) out.emplace_back(t.dtype, t.shape);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double *p = x.f.data() + r * cols;
-    double mean = 0, var = 0;
-    for (int64_t j = 0; j < cols; ++j) mean += p[j];
-    mean /= static_cast<double>(cols);
-    for (int64_t j = 0; j < cols; ++j) var += (p[j] - mean) * (p[j] - mean);
-    var /= static_cast<double>(cols);
-    double inv = 1.0 / std::sqrt(var + eps);
-    for (int64_t j = 0; j < cols; ++j) {
-      int64_t k = r * cols + j;
-      double v = (p[j] - mean) * inv * scale.f[ms[k]];
-      if (ctx.present(2)) v += ctx.in(2).f[mb[k]];
-      out[0].set(k, v);
+EvalFn normKernel(std::string op, bool rms) {
+  ShapeFn shape = normShape(op, rms);
+  return [shape, rms](const EvalContext &ctx) {
+    std::vector<TensorType> types = shape(shapeContextOf(ctx));
+    const Tensor &x = ctx.in(0), &scale = ctx.in(1);
+    double eps = ctx.attrs.getFloat("epsilon", 1e-5);
+    int64_t axis = normalizeAxis(ctx.attrs.getInt("axis", -1), x.rank());
+    int64_t cols = product(x.shape, axis, x.shape.size());
+    int64_t rows = product(x.shape, 0, axis);
+    std::vector<int64_t> ms = broadcastMap(scale.shape, x.shape);
+    std::vector<int64_t> mb;
+    if (ctx.present(2)) mb = broadcastMap(ctx.in(2).shape, x.shape);
+    std::vector<Tensor> out;
+    for (const TensorType &t : types) out.emplace_back(t.dtype, t.shape);
+    for (int64_t r = 0; r < rows; ++r) {
+      const double *p = x.f.data() + r * cols;
+      double mean = 0, var = 0;
+      if (!rms) {
+        for (int64_t j = 0; j < cols; ++j) mean += p[j];
+        mean /= static_cast<double>(cols);
+      }
+      for (int64_t j = 0; j < cols; ++j) var += (p[j] - mean) * (p[j] - mean);
+      var /= static_cast<double>(cols);
+      double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t k = r * cols + j;
+        double v = (p[j] - mean) * inv * scale.f[ms[k]];
+        if (ctx.present(2)) v += ctx.in(2).f[mb[k]];
+        out[0].set(k, v);
+      }
+      if (out.size() > 1) out[1].set(r, mean);
+      if (out.size() > 2) out[2].set(r, inv);
     }
-    if (out.size() > 1) out[1].set(r, mean);
-    if (out.size() > 2) out[2].set(r, inv);
-  }
-  return out;
+    return out;
+  };
 }
 
 // =============================================================================================
@@ -227,7 +235,10 @@ EvalFn softmaxKernel(std::string op, Norm kind) {
 
 KILN_REGISTER_OP({"BatchNormalization", batchNormShape, batchNormKernel, perElementFlops(4)});
 KILN_REGISTER_OP({"InstanceNormalization", instanceNormShape, instanceNormKernel, perElementFlops(8)});
-KILN_REGISTER_OP({"LayerNormalization", layerNormShape, layerNormKernel, perElementFlops(8)});
+KILN_REGISTER_OP({"LayerNormalization", normShape("LayerNormalization", false), normKernel("LayerNormalization", false),
+                  perElementFlops(8)});
+KILN_REGISTER_OP({"RMSNormalization", normShape("RMSNormalization", true), normKernel("RMSNormalization", true),
+                  perElementFlops(5)});
 KILN_REGISTER_OP({"Softmax", softmaxShape("Softmax"), softmaxKernel("Softmax", Norm::Softmax),
                   perElementFlops(kTranscendentalFlops + 3)});
 KILN_REGISTER_OP({"LogSoftmax", softmaxShape("LogSoftmax"), softmaxKernel("LogSoftmax", Norm::LogSoftmax),

@@ -23,7 +23,7 @@ model = os.path.join(src, "models/tiny/fp16_overflow.onnxtxt")
 data = np.load(os.path.join(src, "models/tiny/fp16_overflow.npz"))
 x, z = data["x"].astype(np.float64), data["z"].astype(np.float16)  # (z sent as an fp16 engine would)
 square = x.astype(np.float64) ** 2
-want = {"y": x / np.sqrt(square.mean(-1, keepdims=True) + 1e-5), "square": square,
+want = {"y": x / np.sqrt(square.sum(-1, keepdims=True) + 1e-5), "square": square,
         "sigmoid": 1 / (1 + np.exp(-z.astype(np.float64)))}
 want["lq"] = np.log(1 - want["sigmoid"])
 with tempfile.TemporaryDirectory() as tmp:

@@ -380,6 +380,27 @@ TEST(RowKernels, WholeVectorsWhereRowsAllow) {
   }
 }
 
+// RMSNormalization: scale only, over whole vectors and odd rows, fp32 and half storage; a bias
+// or statistics outputs are refused.
+TEST(RowKernels, RmsNorm) {
+  for (int64_t cols : {768, 1001, 4096})
+    for (ElemType t : {ElemType::F32, ElemType::F16}) {
+      RowReductionSpec s;
+      s.op = RowOp::RmsNorm;
+      s.outer = 64, s.cols = cols;
+      s.type = s.outType = t;
+      s.hasBias = false;
+      s.epsilon = 1e-6f;
+      expectKernel(emitRowReduction(s), 3);
+    }
+  RowReductionSpec s;
+  s.op = RowOp::RmsNorm;
+  EXPECT_THROW(emitRowReduction(s), std::invalid_argument);  // (hasBias defaults to true)
+  s.hasBias = false;
+  s.statsOutputs = true;
+  EXPECT_THROW(emitRowReduction(s), std::invalid_argument);
+}
+
 TEST(RowKernels, LayerNormVariants) {
   RowReductionSpec s;
   s.op = RowOp::LayerNorm;

@@ -131,3 +131,57 @@ func.func @row_scale(%x: tensor<4x6xf32>, %r: tensor<4x1xf32>) -> tensor<4x6xf32
   %y = kiln.mul %n, %r : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
   return %y : tensor<4x6xf32>
 }
+
+// -----
+
+// T5's RMSNorm: x * Reciprocal(Sqrt(ReduceMean(Pow(x, 2)) + eps)), then the weight first; x is
+// also the residual stream (another user): one rms_normalization.
+// CHECK-LABEL: func.func @t5_rms
+// CHECK-NOT: kiln.reduce_mean
+// CHECK: %[[Y:.*]] = kiln.rms_normalization %arg0, %[[W:.*]] {axis = 1 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<4x6xf32>, tensor<6xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT: %[[Z:.*]] = kiln.add %[[Y]], %arg0
+// CHECK-NEXT: return %[[Z]]
+// OFF-LABEL: func.func @t5_rms
+// OFF-NOT: kiln.rms_normalization
+func.func @t5_rms(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %w = kiln.constant dense<[0.5, 1.0, 1.5, 2.0, -1.0, 0.25]> : tensor<6xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %eps = kiln.constant dense<1.0e-6> : tensor<f32>
+  %q = kiln.pow %x, %two : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %v = kiln.reduce_mean %q {axes = array<i64: -1>} : (tensor<4x6xf32>) -> tensor<4x1xf32>
+  %e = kiln.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = kiln.sqrt %e : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %r = kiln.reciprocal %s : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = kiln.mul %x, %r : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
+  %y = kiln.mul %w, %n : (tensor<6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %z = kiln.add %y, %x : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %z : tensor<4x6xf32>
+}
+
+// -----
+
+// torch.rsqrt as TorchScript writes it (Div(1, Sqrt)), x * x, no weight: a scale of ones. An
+// L2 normalization (ReduceSum) is not an RMSNorm and stays.
+// CHECK-LABEL: func.func @rsqrt_rms
+// CHECK: %[[S:.*]] = kiln.constant dense<1.000000e+00> : tensor<8xf32>
+// CHECK: %[[Y:.*]] = kiln.rms_normalization %arg0, %[[S]] {axis = 2 : i64
+// CHECK: kiln.reduce_sum
+// CHECK: return %[[Y]]
+func.func @rsqrt_rms(%x: tensor<2x3x8xf32>, %t: tensor<2x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x8xf32>) {
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %eps = kiln.constant dense<1.0e-5> : tensor<f32>
+  %q = kiln.mul %x, %x : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %v = kiln.reduce_mean %q {axes = array<i64: 2>} : (tensor<2x3x8xf32>) -> tensor<2x3x1xf32>
+  %e = kiln.add %v, %eps : (tensor<2x3x1xf32>, tensor<f32>) -> tensor<2x3x1xf32>
+  %s = kiln.sqrt %e : (tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+  %r = kiln.div %one, %s : (tensor<f32>, tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+  %y = kiln.mul %x, %r : (tensor<2x3x8xf32>, tensor<2x3x1xf32>) -> tensor<2x3x8xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %epsf = kiln.constant dense<1.0e-5> : tensor<f32>
+  %q2 = kiln.pow %t, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %v2 = kiln.reduce_sum %q2 {axes = array<i64: 1>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  %e2 = kiln.add %v2, %epsf : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %s2 = kiln.sqrt %e2 : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %y2 = kiln.div %t, %s2 : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return %y, %y2 : tensor<2x3x8xf32>, tensor<2x8xf32>
+}
