@@ -47,13 +47,6 @@ bool isProduct(Operation *op) {
          shapeOf(op->getOperand(1)).size() >= 2;
 }
 
-// The value of a one-element float constant.
-std::optional<double> scalarValue(Value v) {
-  auto t = constantValue(v, 1);
-  if (!t || t->size() != 1 || !t->isFloating()) return std::nullopt;
-  return t->get(0);
-}
-
 // Whether the attention kernel takes `attn` as it now is.
 bool kernelTakes(AttentionOp attn) {
   try {

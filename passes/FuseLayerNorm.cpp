@@ -26,13 +26,6 @@ namespace {
 
 using namespace mlir;
 
-// The value of a one-element constant.
-std::optional<double> scalarOf(Value v) {
-  auto t = constantValue(v, 1);
-  if (!t || t->size() != 1) return std::nullopt;
-  return t->get(0);
-}
-
 // Of a two-operand op that has `v` as an operand: the other one (v itself for op(v, v)).
 Value otherOperand(Operation *op, Value v) { return op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0); }
 
@@ -70,7 +63,7 @@ Value asNormalized(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> normal
 
 // Whether `op` squares `v`: Pow(v, 2) or v * v.
 bool squares(Operation *op, Value v) {
-  return (isa<PowOp>(op) && op->getOperand(0) == v && scalarOf(op->getOperand(1)) == 2.0) ||
+  return (isa<PowOp>(op) && op->getOperand(0) == v && scalarValue(op->getOperand(1)) == 2.0) ||
          (isa<MulOp>(op) && op->getOperand(0) == v && op->getOperand(1) == v);
 }
 
@@ -111,7 +104,7 @@ bool fuse(ReduceMeanOp first, llvm::DenseSet<Operation *> &erased) {
     if (axes[k] != axes[k - 1] + 1) return false;
   auto addEps = soleUser<AddOp>(ms->getResult(0));
   if (!addEps) return false;
-  std::optional<double> eps = scalarOf(otherOperand(addEps, ms->getResult(0)));
+  std::optional<double> eps = scalarValue(otherOperand(addEps, ms->getResult(0)));
   if (!eps || !(*eps >= 0) || addEps->getResult(0).getType() != ms->getResult(0).getType()) return false;
   auto sqrt = soleUser<SqrtOp>(addEps->getResult(0));
   if (!sqrt) return false;
@@ -120,7 +113,7 @@ bool fuse(ReduceMeanOp first, llvm::DenseSet<Operation *> &erased) {
   Value denom = sqrt->getResult(0);
   Operation *divide = denom.hasOneUse() ? *denom.getUsers().begin() : nullptr;
   if (divide && (isa<ReciprocalOp>(divide) ||
-                 (isa<DivOp>(divide) && divide->getOperand(1) == denom && scalarOf(divide->getOperand(0)) == 1.0))) {
+                 (isa<DivOp>(divide) && divide->getOperand(1) == denom && scalarValue(divide->getOperand(0)) == 1.0))) {
     chain.push_back(divide);
     denom = divide->getResult(0);
     divide = denom.hasOneUse() ? *denom.getUsers().begin() : nullptr;

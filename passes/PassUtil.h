@@ -3,6 +3,7 @@
 
 #include "compiler/ir/Builders.h"
 #include "compiler/ir/KilnDialect.h"
+#include "compiler/ir/TensorConversion.h"
 #include "compiler/knobs/Knob.h"
 #include "compiler/target/GpuTarget.h"
 
@@ -43,6 +44,13 @@ inline bool readTarget(const std::string &arch, mlir::Operation *op, target::Gpu
 inline std::vector<int64_t> shapeOf(mlir::Value v) {
   auto s = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
   return std::vector<int64_t>(s.begin(), s.end());
+}
+
+// The value of a one-element float constant (kiln.constant); nullopt for anything else.
+inline std::optional<double> scalarValue(mlir::Value v) {
+  auto t = constantValue(v, 1);
+  if (!t || t->size() != 1 || !t->isFloating()) return std::nullopt;
+  return t->get(0);
 }
 
 // A ranked tensor of float32.

@@ -13,7 +13,7 @@ void buildCalibrationPipeline(mlir::OpPassManager &pm, const std::string &route,
   mlir::OpPassManager &f = pm.nest<mlir::func::FuncOp>();
   f.addPass(createLowerEinsum());                        // its products then canonicalize like any other
   f.addPass(createSplitVariadic());                      // the elementwise kernels take three operands at most
-  f.addPass(createFuseLayerNorm({route, target.arch}));  // decomposed LayerNorms: one row kernel
+  f.addPass(createFuseLayerNorm({route, target.arch}));  // written-out LayerNorm/RMSNorm: one row kernel
   f.addPass(createLowerQuantizedOps());                  // onnxruntime's QLinear/integer ops: Q/DQ and float products
   f.addPass(createSplitRecurrent());                     // input projections: products like any other
   f.addPass(createFoldBatchNorm({route, target.arch}));
