@@ -120,21 +120,6 @@ static std::string rowLoop(const std::string &body, bool full) {
          body + " } }\n";
 }
 
-// The same over 16-byte vectors of the row (W elements each, COLSV of them): each thread loads
-// its vectors whole (`xv_`, and `x2v_` when `second`), `body` sees `j`, `l` (the element of the
-// vector) and `p`; with `stores`, `body` fills `ov_.v[l]` and the vector is stored whole.
-static std::string rowVectorLoop(const std::string &body, bool full, bool cached, bool second, bool stores) {
-  std::string s = std::string(full ? "#pragma unroll\n" : "#pragma unroll 4\n") +
-                  "    for (int p = 0; p < PERV; ++p) { const long long jv = (long long)t + (long long)p * T;"
-                  " if (jv < COLSV) {\n";
-  if (!cached) s += "      const kiln_vec<XT, W> xv_ = reinterpret_cast<const kiln_vec<XT, W>*>(x)[jv];\n";
-  if (second) s += "      const kiln_vec<XT, W> x2v_ = reinterpret_cast<const kiln_vec<XT, W>*>(x2)[jv];\n";
-  if (stores) s += "      kiln_vec<OT, W> ov_;\n";
-  s += "#pragma unroll\n      for (int l = 0; l < W; ++l) { const long long j = jv * W + l; " + body + " }\n";
-  if (stores) s += "      reinterpret_cast<kiln_vec<OT, W>*>(out + base)[jv] = ov_;\n";
-  return s + "    } }\n";
-}
-
 KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   if (s.outer < 0 || s.cols < 0 || s.inner < 1) throw std::invalid_argument("row reduction: bad view");
   const bool norm = s.op == RowOp::LayerNorm || s.op == RowOp::InstanceNorm || s.op == RowOp::RmsNorm;
@@ -161,12 +146,6 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   int64_t per = (s.cols + T - 1) / T;
   bool normalize = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm || s.op == RowOp::LogSumExp;
   bool cache = normalize && per <= 32;
-  // Last-axis rows of float storage that are whole 16-byte vectors are read (and written) a
-  // vector at a time when the pointers allow it (checked at run time; the scalar loop otherwise):
-  // one 2-byte load per thread at a time keeps too few bytes in flight for the memory's rate.
-  const int W = isFloatType(s.type) && isFloatType(s.outType) ? int(16 / elemSize(s.type)) : 0;
-  const bool vector = W > 1 && s.inner == 1 && s.cols > 0 && s.cols % W == 0;
-  const bool stores = s.op == RowOp::Softmax || s.op == RowOp::LogSoftmax || norm;
   const bool second = s.op == RowOp::MinMax && !s.sameInput;
 
   std::string src = std::string("// kiln row kernel: ") + opName(s.op) + " over [" + std::to_string(s.outer) + ", " +
@@ -178,9 +157,6 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "constexpr long long ROWS = " + std::to_string(rows) + "LL, COLS = " + std::to_string(s.cols) +
          "LL, INNER = " + std::to_string(s.inner) + "LL;\n";
   src += "constexpr int T = " + std::to_string(T) + ", RPB = " + std::to_string(rpb) + ";\n";
-  if (vector)
-    src += "constexpr int W = " + std::to_string(W) +
-           ";\nconstexpr long long COLSV = COLS / W;\nconstexpr int PERV = (int)((COLSV + T - 1) / T);\n";
   src += kRowCommon;
   // Stores of AT values: double storage takes them as they are, float storage rounds.
   src += std::string("#define KILN_ST_OT(v) ") + (s.outType == ElemType::F64 ? "((OT)(v))" : "kiln_st<OT>(v)") + "\n";
@@ -199,25 +175,13 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
     params += "OT* __restrict__ out";
   }
 
-  // One row's work, over scalars or over vectors.
-  auto rowBody = [&](bool vec) {
+  // One row's work.
+  auto rowBody = [&]() {
     std::string src;
-    std::string load =
-        cache ? (vec ? "v[p * W + l]" : "v[p]") : (vec ? "(AT)kiln_ld(xv_.v[l])" : "kiln_ld(x[j * INNER])");
-    std::string load2 = vec ? "(AT)kiln_ld(x2v_.v[l])" : "(AT)kiln_ld(x2[j * INNER])";
-    std::string store = vec ? "ov_.v[l]" : "out[base + j * INNER]";
-    auto forEach = [&](const std::string &body, bool storing = false) {
-      return vec ? rowVectorLoop(body, cache, cache, second, storing) : rowLoop(body, cache);
-    };
-    if (cache && vec) {
-      src += "    AT v[PERV * W > 0 ? PERV * W : 1];\n";
-      src +=
-          "#pragma unroll\n    for (int p = 0; p < PERV; ++p) { const long long jv = (long long)t + (long long)p * T;\n"
-          "      const kiln_vec<XT, W> xv_ = jv < COLSV ? reinterpret_cast<const kiln_vec<XT, W>*>(x)[jv] : "
-          "kiln_vec<XT, W>{};\n"
-          "#pragma unroll\n      for (int l = 0; l < W; ++l) v[p * W + l] = jv < COLSV ? (AT)kiln_ld(xv_.v[l]) : "
-          "(AT)0;\n    }\n";
-    } else if (cache) {
+    std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])", load2 = "(AT)kiln_ld(x2[j * INNER])",
+                store = "out[base + j * INNER]";
+    auto forEach = [&](const std::string &body) { return rowLoop(body, cache); };
+    if (cache) {
       src += "    AT v[PER > 0 ? PER : 1];\n";
       src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
              " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
@@ -239,10 +203,9 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         maxThenSumExp(true);
         if (s.op == RowOp::Softmax)
           src += "    const AT inv_sum = (AT)1 / sum;\n    " +
-                 forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);", true);
+                 forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
         else
-          src += "    const AT ls = kiln_log(sum);\n    " +
-                 forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);", true);
+          src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
         break;
       case RowOp::LayerNorm:
       case RowOp::InstanceNorm: {
@@ -256,8 +219,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
         src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
         src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
-                                    (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");",
-                                true);
+                                (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");");
         if (s.statsOutputs)
           src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
         break;
@@ -267,7 +229,7 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    " + forEach("const AT xv = " + load + "; sq += xv * xv;");
         src += "    const AT inv = (AT)1 / kiln_sqrt(row_reduce<0>(sq, sm) / (AT)COLS + " + floatLiteral(s.epsilon) +
                ");\n";
-        src += "    " + forEach(store + " = KILN_ST_OT(" + load + " * inv * kiln_ld(scale[j]));", true);
+        src += "    " + forEach(store + " = KILN_ST_OT(" + load + " * inv * kiln_ld(scale[j]));");
         break;
       case RowOp::MinMax:
         src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
@@ -297,21 +259,11 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "  __shared__ AT sm[32];\n";
   src += "  const int t = T == 1 ? 0 : (int)(threadIdx.x % T);\n";
   src += "  const long long sub = T == 1 ? threadIdx.x : threadIdx.x / T;\n";
-  if (vector) {
-    std::string ptrs = "(unsigned long long)in";
-    if (second) ptrs += " | (unsigned long long)in2";
-    src += "  const bool aligned = ((" + ptrs + ") & 15) == 0";
-    if (stores) src += " && ((unsigned long long)out & (sizeof(OT) * W - 1)) == 0";
-    src += ";\n";
-  }
   src += "  for (long long row = (long long)blockIdx.x * RPB + sub; row < ROWS; row += (long long)gridDim.x * RPB) {\n";
   src += "    const long long base = (row / INNER) * COLS * INNER + (row % INNER);\n";
   src += "    const XT* x = in + base;\n";
   if (second) src += "    const XT* x2 = in2 + base;\n";
-  if (vector)
-    src += "    if (aligned) {\n" + rowBody(true) + "    } else {\n" + rowBody(false) + "    }\n";
-  else
-    src += rowBody(false);
+  src += rowBody();
   src += "  }\n}\n";
 
   KernelLaunch k = finalizeKernel("row", src);

@@ -13,8 +13,6 @@
 // Launch geometry: last-axis rows of <= 1024 elements get one warp per row (8 rows per 256-thread
 // block), longer rows one block per row; rows are cached in registers when they fit (one global
 // read, one write). inner > 1 gets one thread per row (coalesced across i).
-// Last-axis rows of float storage whose length is a multiple of 16 bytes are read (and, for the
-// normalizations, written) as 16-byte vectors when the pointers are aligned (checked at run time).
 //
 // Kernel parameters:
 //   Softmax / LogSoftmax:  in, out
