@@ -175,85 +175,6 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
     params += "OT* __restrict__ out";
   }
 
-  // One row's work.
-  auto rowBody = [&]() {
-    std::string src;
-    std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])", load2 = "(AT)kiln_ld(x2[j * INNER])",
-                store = "out[base + j * INNER]";
-    auto forEach = [&](const std::string &body) { return rowLoop(body, cache); };
-    if (cache) {
-      src += "    AT v[PER > 0 ? PER : 1];\n";
-      src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
-             " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
-    }
-    // The row's maximum m (`fmax`: NaN-skipping kiln_fmax, combine 1; else kiln_max, 2), then
-    // sum, the sum of exp(x - m).
-    auto maxThenSumExp = [&](bool fmax) {
-      std::string f = fmax ? "kiln_fmax" : "kiln_max";
-      src += "    AT m = -kiln_inf();\n";
-      src += "    " + forEach("m = " + f + "(m, " + load + ");");
-      src += std::string("    m = row_reduce<") + (fmax ? "1" : "2") + ">(m, sm);\n";
-      src += "    AT sum = (AT)0;\n";
-      src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
-      src += "    sum = row_reduce<0>(sum, sm);\n";
-    };
-    switch (s.op) {
-      case RowOp::Softmax:
-      case RowOp::LogSoftmax:
-        maxThenSumExp(true);
-        if (s.op == RowOp::Softmax)
-          src += "    const AT inv_sum = (AT)1 / sum;\n    " +
-                 forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
-        else
-          src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
-        break;
-      case RowOp::LayerNorm:
-      case RowOp::InstanceNorm: {
-        // (LayerNorm: scale and bias per column; InstanceNorm: per channel, the row's)
-        const std::string at = s.op == RowOp::LayerNorm ? "j" : "row % " + std::to_string(s.channels) + "LL";
-        src += "    AT sum = (AT)0;\n";
-        src += "    " + forEach("sum += " + load + ";");
-        src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
-        src += "    AT sq = (AT)0;\n";
-        src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
-        src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
-        src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
-        src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
-                                (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");");
-        if (s.statsOutputs)
-          src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
-        break;
-      }
-      case RowOp::RmsNorm:
-        src += "    AT sq = (AT)0;\n";
-        src += "    " + forEach("const AT xv = " + load + "; sq += xv * xv;");
-        src += "    const AT inv = (AT)1 / kiln_sqrt(row_reduce<0>(sq, sm) / (AT)COLS + " + floatLiteral(s.epsilon) +
-               ");\n";
-        src += "    " + forEach(store + " = KILN_ST_OT(" + load + " * inv * kiln_ld(scale[j]));");
-        break;
-      case RowOp::MinMax:
-        src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
-        src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +
-                                (second ? load2 : std::string("xv")) + ");");
-        src += "    lo = row_reduce<3>(lo, sm);\n    hi = row_reduce<2>(hi, sm);\n";
-        src += "    if (t == 0) { out[row] = KILN_ST_OT(lo); out2[row] = KILN_ST_OT(hi); }\n";
-        break;
-      case RowOp::LogSumExp:
-        maxThenSumExp(false);
-        src += "    if (t == 0) out[row] = KILN_ST_OT(kiln_isinf(m) ? m : m + kiln_log(sum));\n";
-        break;
-      default: {
-        const Accumulation a = accumulationOf(s.op, "(AT)COLS");
-        src += "    AT acc = " + a.init + ";\n";
-        src += "    " + forEach("const AT xv = " + load + "; " + a.step);
-        src += "    acc = row_reduce<" + std::to_string(a.combine) + ">(acc, sm);\n";
-        src += "    if (t == 0) out[row] = KILN_ST_OT(" + a.fin + ");\n";
-        break;
-      }
-    }
-    return src;
-  };
-
   src +=
       "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) + ") KILN_ENTRY(" + params + ") {\n";
   src += "  __shared__ AT sm[32];\n";
@@ -263,7 +184,79 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
   src += "    const long long base = (row / INNER) * COLS * INNER + (row % INNER);\n";
   src += "    const XT* x = in + base;\n";
   if (second) src += "    const XT* x2 = in2 + base;\n";
-  src += rowBody();
+  std::string load = cache ? "v[p]" : "kiln_ld(x[j * INNER])", load2 = "(AT)kiln_ld(x2[j * INNER])",
+              store = "out[base + j * INNER]";
+  auto forEach = [&](const std::string &body) { return rowLoop(body, cache); };
+  if (cache) {
+    src += "    AT v[PER > 0 ? PER : 1];\n";
+    src += "#pragma unroll\n    for (int p = 0; p < PER; ++p) { const long long j = (long long)t + (long long)p * T;"
+           " v[p] = j < COLS ? (AT)kiln_ld(x[j * INNER]) : (AT)0; }\n";
+  }
+  // The row's maximum m (`fmax`: NaN-skipping kiln_fmax, combine 1; else kiln_max, 2), then
+  // sum, the sum of exp(x - m).
+  auto maxThenSumExp = [&](bool fmax) {
+    std::string f = fmax ? "kiln_fmax" : "kiln_max";
+    src += "    AT m = -kiln_inf();\n";
+    src += "    " + forEach("m = " + f + "(m, " + load + ");");
+    src += std::string("    m = row_reduce<") + (fmax ? "1" : "2") + ">(m, sm);\n";
+    src += "    AT sum = (AT)0;\n";
+    src += "    " + forEach("sum += kiln_exp(" + load + " - m);");
+    src += "    sum = row_reduce<0>(sum, sm);\n";
+  };
+  switch (s.op) {
+    case RowOp::Softmax:
+    case RowOp::LogSoftmax:
+      maxThenSumExp(true);
+      if (s.op == RowOp::Softmax)
+        src += "    const AT inv_sum = (AT)1 / sum;\n    " +
+               forEach(store + " = KILN_ST_OT(kiln_exp(" + load + " - m) * inv_sum);");
+      else
+        src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
+      break;
+    case RowOp::LayerNorm:
+    case RowOp::InstanceNorm: {
+      // (LayerNorm: scale and bias per column; InstanceNorm: per channel, the row's)
+      const std::string at = s.op == RowOp::LayerNorm ? "j" : "row % " + std::to_string(s.channels) + "LL";
+      src += "    AT sum = (AT)0;\n";
+      src += "    " + forEach("sum += " + load + ";");
+      src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
+      src += "    AT sq = (AT)0;\n";
+      src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
+      src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
+      src += "    const AT inv = (AT)1 / kiln_sqrt(var + " + floatLiteral(s.epsilon) + ");\n";
+      src += "    " + forEach(store + " = KILN_ST_OT((" + load + " - mean) * inv * kiln_ld(scale[" + at + "])" +
+                              (s.hasBias ? " + kiln_ld(bias[" + at + "])" : std::string()) + ");");
+      if (s.statsOutputs)
+        src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
+      break;
+    }
+    case RowOp::RmsNorm:
+      src += "    AT sq = (AT)0;\n";
+      src += "    " + forEach("const AT xv = " + load + "; sq += xv * xv;");
+      src +=
+          "    const AT inv = (AT)1 / kiln_sqrt(row_reduce<0>(sq, sm) / (AT)COLS + " + floatLiteral(s.epsilon) + ");\n";
+      src += "    " + forEach(store + " = KILN_ST_OT(" + load + " * inv * kiln_ld(scale[j]));");
+      break;
+    case RowOp::MinMax:
+      src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
+      src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +
+                              (second ? load2 : std::string("xv")) + ");");
+      src += "    lo = row_reduce<3>(lo, sm);\n    hi = row_reduce<2>(hi, sm);\n";
+      src += "    if (t == 0) { out[row] = KILN_ST_OT(lo); out2[row] = KILN_ST_OT(hi); }\n";
+      break;
+    case RowOp::LogSumExp:
+      maxThenSumExp(false);
+      src += "    if (t == 0) out[row] = KILN_ST_OT(kiln_isinf(m) ? m : m + kiln_log(sum));\n";
+      break;
+    default: {
+      const Accumulation a = accumulationOf(s.op, "(AT)COLS");
+      src += "    AT acc = " + a.init + ";\n";
+      src += "    " + forEach("const AT xv = " + load + "; " + a.step);
+      src += "    acc = row_reduce<" + std::to_string(a.combine) + ">(acc, sm);\n";
+      src += "    if (t == 0) out[row] = KILN_ST_OT(" + a.fin + ");\n";
+      break;
+    }
+  }
   src += "  }\n}\n";
 
   KernelLaunch k = finalizeKernel("row", src);
