@@ -214,12 +214,18 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    const AT ls = kiln_log(sum);\n    " + forEach(store + " = KILN_ST_OT((" + load + " - m) - ls);");
       break;
     case RowOp::LayerNorm:
-    case RowOp::InstanceNorm: {
-      // (LayerNorm: scale and bias per column; InstanceNorm: per channel, the row's)
-      const std::string at = s.op == RowOp::LayerNorm ? "j" : "row % " + std::to_string(s.channels) + "LL";
-      src += "    AT sum = (AT)0;\n";
-      src += "    " + forEach("sum += " + load + ";");
-      src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
+    case RowOp::InstanceNorm:
+    case RowOp::RmsNorm: {
+      // (LayerNorm, RMSNorm: scale and bias per column; InstanceNorm: per channel, the row's.
+      // RMSNorm: LayerNorm with a mean of zero.)
+      const std::string at = s.op == RowOp::InstanceNorm ? "row % " + std::to_string(s.channels) + "LL" : "j";
+      if (s.op == RowOp::RmsNorm) {
+        src += "    const AT mean = (AT)0;\n";
+      } else {
+        src += "    AT sum = (AT)0;\n";
+        src += "    " + forEach("sum += " + load + ";");
+        src += "    const AT mean = row_reduce<0>(sum, sm) / (AT)COLS;\n";
+      }
       src += "    AT sq = (AT)0;\n";
       src += "    " + forEach("const AT d = " + load + " - mean; sq += d * d;");
       src += "    const AT var = row_reduce<0>(sq, sm) / (AT)COLS;\n";
@@ -230,13 +236,6 @@ KernelLaunch emitRowReduction(const RowReductionSpec &s) {
         src += "    if (t == 0) { mean_out[row] = KILN_ST_ST(mean); inv_out[row] = KILN_ST_ST(inv); }\n";
       break;
     }
-    case RowOp::RmsNorm:
-      src += "    AT sq = (AT)0;\n";
-      src += "    " + forEach("const AT xv = " + load + "; sq += xv * xv;");
-      src +=
-          "    const AT inv = (AT)1 / kiln_sqrt(row_reduce<0>(sq, sm) / (AT)COLS + " + floatLiteral(s.epsilon) + ");\n";
-      src += "    " + forEach(store + " = KILN_ST_OT(" + load + " * inv * kiln_ld(scale[j]));");
-      break;
     case RowOp::MinMax:
       src += "    AT lo = kiln_inf(), hi = -kiln_inf();\n";
       src += "    " + forEach("const AT xv = " + load + "; lo = kiln_min(lo, xv); hi = kiln_max(hi, " +

@@ -99,7 +99,7 @@ bool Lowering::lowerReduction(Operation *op) {
     // (RMSNormalization has no bias operand)
     const bool hasBias = *rowOp == RowOp::LayerNorm && !isa<NoneType>(operands[2].getType());
     if (norm && (elemTypeOf(operands[1]) != s.type || (hasBias && elemTypeOf(operands[2]) != s.type)))
-      throw std::invalid_argument("LayerNormalization scale/bias must have X's type");
+      throw std::invalid_argument("the scale and bias must have X's type");
     if (*rowOp == RowOp::Softmax || *rowOp == RowOp::LogSoftmax) {
       int64_t axis = ops::normalizeAxis(attrs.getInt("axis", -1), r);
       if (attrs.getInt("coerce_2d", 0)) {
@@ -119,7 +119,7 @@ bool Lowering::lowerReduction(Operation *op) {
       if (op->getNumResults() == 2) throw std::invalid_argument("LayerNormalization with only the Mean output");
       if (shapeOf(operands[1]) != Shape(x.begin() + axis, x.end()) ||
           (s.hasBias && shapeOf(operands[2]) != Shape(x.begin() + axis, x.end())))
-        throw std::invalid_argument("LayerNormalization scale/bias must have the normalized shape");
+        throw std::invalid_argument("the scale and bias must have the normalized shape");
       std::vector<Value> params = {operands[0], operands[1]};
       if (s.hasBias) params.push_back(operands[2]);
       params.push_back(out);
