@@ -73,6 +73,7 @@ const char* bind(void* lib, CudaDriver& d) {
   KILN_BIND_OPTIONAL(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
   KILN_BIND_OPTIONAL(cuMemsetD8, "cuMemsetD8_v2")
   KILN_BIND_OPTIONAL(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2")
+  KILN_BIND_OPTIONAL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")
   KILN_BIND_OPTIONAL(cuMemGetInfo, "cuMemGetInfo_v2")
   KILN_BIND_OPTIONAL(cuMemAllocHost, "cuMemAllocHost_v2")
   KILN_BIND_OPTIONAL(cuMemFreeHost, "cuMemFreeHost")

@@ -20,6 +20,10 @@ using CUstream = struct CUstream_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
 using CUevent = struct CUevent_st*;
+// cuda.h's CUtensorMap: 128 opaque bytes, 64-byte aligned, passed to a kernel by value.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
@@ -108,6 +112,11 @@ struct CudaDriver {
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
   // Pitched copies (engines with padded profile dims). Optional.
   CUresult (*cuMemcpy2DAsync)(const CUDA_MEMCPY2D*, CUstream);
+  // TMA tensor maps (CUDA 12+; engines with tensor-map arguments). Optional. The enums are
+  // cuda.h's: data type, interleave, swizzle, L2 promotion, out-of-bounds fill.
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, int dataType, uint32_t rank, void* address, const uint64_t* dims,
+                                     const uint64_t* strides, const uint32_t* box, const uint32_t* elementStrides,
+                                     int interleave, int swizzle, int l2Promotion, int oobFill);
   // Events (profiling). Optional as well.
   CUresult (*cuEventCreate)(CUevent*, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);

@@ -180,6 +180,34 @@ std::vector<uint8_t> packSections(const std::vector<SectionData>& sections, uint
   return file;
 }
 
+bool tensorMapBytes(const TensorMap& m, uint64_t& bytes, std::string& why) {
+  const size_t rank = m.dims.size(), elem = dtypeByteSize(m.dtype);
+  if (rank < 1 || rank > 5) return why = "rank " + std::to_string(rank) + " (TMA takes 1 to 5)", false;
+  if (m.strides.size() != rank - 1 || m.box.size() != rank)
+    return why = "strides or box do not match the rank " + std::to_string(rank), false;
+  if (elem == 0 || elem == 8 || m.dtype == 9 || m.dtype == 4 || m.dtype == 5)
+    return why = "element type " + std::to_string(m.dtype) + " has no TMA form", false;
+  if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
+    return why = "swizzle " + std::to_string(m.swizzle) + " (0, 32, 64 or 128 bytes)", false;
+  if (m.box[0] * elem % 16 || (m.swizzle && m.box[0] * elem > uint64_t(m.swizzle)))
+    return why = "a box row of " + std::to_string(m.box[0] * elem) + " bytes (a multiple of 16, within the swizzle)",
+           false;
+  if (m.dims[0] * elem % 16 && rank > 1) return why = "rows of a size other than a multiple of 16 bytes", false;
+  uint64_t end = 0;
+  if (__builtin_mul_overflow(m.dims[0], uint64_t(elem), &end)) return why = "an extent beyond 64 bits", false;
+  for (size_t d = 0; d < rank; ++d) {
+    if (m.dims[d] < 1 || m.dims[d] > (1ull << 32)) return why = "dim " + std::to_string(d) + " outside 1..2^32", false;
+    if (m.box[d] < 1 || m.box[d] > 256) return why = "box dim " + std::to_string(d) + " outside 1..256", false;
+    if (d == 0) continue;
+    uint64_t stride = m.strides[d - 1], term;
+    if (stride % 16 || stride >= (1ull << 40)) return why = "a stride that is no multiple of 16 below 2^40", false;
+    if (__builtin_mul_overflow(m.dims[d] - 1, stride, &term) || __builtin_add_overflow(end, term, &end))
+      return why = "an extent beyond 64 bits", false;
+  }
+  bytes = end;
+  return true;
+}
+
 bool gemmOperandBytes(const GemmCall& g, GemmOperand which, uint64_t& bytes) {
   int64_t rows, cols, ld, stride;
   const std::vector<int64_t>* steps;
@@ -478,10 +506,17 @@ class Checker {
     if (l.sharedBytes > (1u << 20))
       return fail(what + ": " + std::to_string(l.sharedBytes) + " bytes of shared memory is absurd");
     if (l.args.size() > kMaxLaunchArgs) return fail(what + ": too many arguments");
-    for (size_t a = 0; a < l.args.size(); ++a)
-      if (l.args[a].kind == LaunchArg::Kind::Buffer &&
-          !checkBuffer(l.args[a].buffer, 0, what + ": arg " + std::to_string(a)))
-        return;
+    for (size_t a = 0; a < l.args.size(); ++a) {
+      const LaunchArg& arg = l.args[a];
+      std::string where = what + ": arg " + std::to_string(a);
+      if (arg.kind == LaunchArg::Kind::Buffer && !checkBuffer(arg.buffer, 0, where)) return;
+      if (arg.kind != LaunchArg::Kind::TensorMap) continue;
+      uint64_t bytes = 0;
+      std::string why;
+      if (!tensorMapBytes(arg.tensorMap, bytes, why)) return fail(where + ": tensor map with " + why);
+      if (arg.tensorMap.buffer.offset % 16) return fail(where + ": tensor map at an offset that is no multiple of 16");
+      if (!checkBuffer(arg.tensorMap.buffer, bytes, where + ": tensor map")) return;
+    }
   }
 
   // An operand: its leading dim covers its rows, and every product of the batch lies inside

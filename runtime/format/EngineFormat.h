@@ -14,10 +14,10 @@ namespace kiln::rt {
 constexpr char kEngineMagic[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'G', '\0'};
 // Version 2 added library GEMM launches (cuBLASLt), version 3 their pointer-array batches,
 // version 4 dynamic shapes (profile dims and specialisations), version 5 output axes that are a
-// fixed fraction or multiple of a dim, version 6 several profiles; the reader still accepts the
-// earlier versions' files (a static engine: no dims, one specialisation; before version 6 one
-// profile).
-constexpr uint32_t kEngineFormatVersion = 6;
+// fixed fraction or multiple of a dim, version 6 several profiles, version 7 tensor-map kernel
+// arguments; the reader still accepts the earlier versions' files (a static engine: no dims, one
+// specialisation; before version 6 one profile).
+constexpr uint32_t kEngineFormatVersion = 7;
 constexpr uint32_t kOldestEngineFormatVersion = 1;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint32_t kSectionEntrySize = 24;  // u32 kind, u32 reserved, u64 offset, u64 size
@@ -73,10 +73,26 @@ struct BufferRef {
   int32_t io = -1;  // index into EngineDesc::io, for Space::Io
 };
 
+// A TMA tensor map over a buffer (version 7): the runtime encodes it (cuTensorMapEncodeTiled)
+// when it knows the buffer's address and passes the 128-byte CUtensorMap by value (a
+// `const __grid_constant__` kernel parameter). `dims` in elements, innermost first (at most 5);
+// `strides` the byte steps of dims 1.. (multiples of 16); `box` the block one copy moves (1..256
+// elements a dim, its innermost row a multiple of 16 bytes and at most `swizzle` bytes when
+// swizzled); `swizzle` 0, 32, 64 or 128 (bytes). The buffer's address must be 16-byte aligned;
+// elements outside `dims` read as zero.
+struct TensorMap {
+  BufferRef buffer;
+  int32_t dtype = 10;  // ONNX TensorProto.DataType: float, float16, bfloat16, (u)int8, int32, float8
+  std::vector<uint64_t> dims, strides;
+  std::vector<uint32_t> box;
+  int32_t swizzle = 128;
+};
+
 struct LaunchArg {
-  enum class Kind { Buffer, I32, I64, F32 };
+  enum class Kind { Buffer, I32, I64, F32, TensorMap };
   Kind kind = Kind::Buffer;
   BufferRef buffer;
+  TensorMap tensorMap;  // Kind::TensorMap
   int32_t i32 = 0;
   int64_t i64 = 0;
   float f32 = 0;
@@ -105,7 +121,22 @@ struct LaunchArg {
     a.f32 = v;
     return a;
   }
+  // The buffer a Buffer or TensorMap argument points into; null for scalars.
+  const BufferRef* bufferRef() const {
+    return kind == Kind::Buffer ? &buffer : kind == Kind::TensorMap ? &tensorMap.buffer : nullptr;
+  }
+  BufferRef* bufferRef() { return const_cast<BufferRef*>(static_cast<const LaunchArg*>(this)->bufferRef()); }
+  static LaunchArg ofTensorMap(TensorMap m) {
+    LaunchArg a;
+    a.kind = Kind::TensorMap;
+    a.tensorMap = std::move(m);
+    return a;
+  }
 };
+
+// The bytes tensor map `m` spans from its buffer offset (its last element's end), or false for a
+// rank, dtype or extent the format refuses (`why` says which).
+bool tensorMapBytes(const TensorMap& m, uint64_t& bytes, std::string& why);
 
 // A matrix product run by cuBLASLt (the gemm.tactic=cublaslt knob), in its column-major terms:
 // D = act(alpha · op(A) · op(B) + beta · C + bias), D and C m x n with leading dim ldc, op(A)

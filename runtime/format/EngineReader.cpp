@@ -203,7 +203,27 @@ class Decoder {
       out.kind = LaunchArg::Kind::F32;
       return f32(v["f32"], path + ".f32", out.f32);
     }
-    return fail(path, "expected a buffer {space, offset} or a scalar {i32|i64|f32: value}");
+    if (v.contains("tensor_map")) {
+      out.kind = LaunchArg::Kind::TensorMap;
+      return tensorMap(v["tensor_map"], path + ".tensor_map", out.tensorMap);
+    }
+    return fail(path, "expected a buffer {space, offset}, a scalar {i32|i64|f32: value} or {tensor_map: ...}");
+  }
+
+  // (its rank, box and strides are checked with the launch: checkEngineDesc)
+  bool tensorMap(const json& v, const std::string& path, TensorMap& out) {
+    if (!v.is_object()) return fail(path, "expected an object");
+    int64_t dtype = 0, swizzle = 0;
+    std::vector<int64_t> dims, strides, box;
+    if (!buffer(v, path, out.buffer) || !integer(v, "dtype", path, 0, 64, dtype) ||
+        !integer(v, "swizzle", path, 0, 128, swizzle) || !integers(v, "dims", path, 1, int64_t(1) << 32, dims, 5) ||
+        !integers(v, "strides", path, 0, int64_t(1) << 40, strides, 4) || !integers(v, "box", path, 1, 256, box, 5))
+      return false;
+    out.dtype = int32_t(dtype), out.swizzle = int32_t(swizzle);
+    out.dims.assign(dims.begin(), dims.end());
+    out.strides.assign(strides.begin(), strides.end());
+    out.box.assign(box.begin(), box.end());
+    return true;
   }
 
   bool launch(const json& v, const std::string& path, Launch& out) {

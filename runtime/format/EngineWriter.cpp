@@ -41,6 +41,12 @@ json argJson(const LaunchArg& a) {
     case LaunchArg::Kind::I32: return json{{"i32", a.i32}};
     case LaunchArg::Kind::I64: return json{{"i64", a.i64}};
     case LaunchArg::Kind::F32: return json{{"f32", f32Json(a.f32)}};
+    case LaunchArg::Kind::TensorMap: {
+      const TensorMap& m = a.tensorMap;
+      json j = bufferJson(m.buffer);
+      j["dtype"] = m.dtype, j["dims"] = m.dims, j["strides"] = m.strides, j["box"] = m.box, j["swizzle"] = m.swizzle;
+      return json{{"tensor_map", j}};
+    }
   }
   return json();
 }

@@ -119,10 +119,7 @@ Status Executor::init() {
   image_ = engine_->images.acquire(
       cu_, context_, [this](DeviceImage& image) { return loadImage(image); }, s);
   if (!image_) return s;
-  if ((s = allocate()).ok()) {
-    prepareLaunches();
-    s = prepareGemms();
-  }
+  if ((s = allocate()).ok() && (s = prepareLaunches()).ok()) s = prepareGemms();
   return s;
 }
 
@@ -409,26 +406,34 @@ CUdeviceptr Executor::resolve(const BufferRef& b) const {
   return 0;
 }
 
-void Executor::prepareLaunches() {
+Status Executor::prepareLaunches() {
   const EngineDesc& d = engine_->desc;
   plans_.resize(d.numSpecialisations());
   for (size_t s = 0; s < plans_.size(); ++s) {
     const std::vector<Launch>& launches = d.launchesOf(s);
     plans_[s].resize(launches.size());
-    for (size_t i = 0; i < launches.size(); ++i) prepareLaunch(plans_[s][i], launches[i], i);
+    for (size_t i = 0; i < launches.size(); ++i) {
+      Status st = prepareLaunch(plans_[s][i], launches[i], i);
+      if (!st.ok()) return st;
+    }
   }
   launches_ = &plans_[0];
+  return Status::success();
 }
 
-void Executor::prepareLaunch(PreparedLaunch& p, const Launch& l, size_t i) {
+Status Executor::prepareLaunch(PreparedLaunch& p, const Launch& l, size_t i) {
   p.index = i;
   p.launch = &l;
-  if (l.kind != Launch::Kind::Kernel) return;
+  if (l.kind != Launch::Kind::Kernel) return Status::success();
   p.function = image_->functions[size_t(l.kernel)];
   p.slots.assign(l.args.size(), 0);
+  p.params.resize(l.args.size());
+  p.maps.reserve(size_t(std::count_if(l.args.begin(), l.args.end(),
+                                      [](const LaunchArg& a) { return a.kind == LaunchArg::Kind::TensorMap; })));
   for (size_t a = 0; a < l.args.size(); ++a) {
     const LaunchArg& arg = l.args[a];
     uint64_t& slot = p.slots[a];
+    p.params[a] = &slot;
     switch (arg.kind) {
       case LaunchArg::Kind::Buffer:
         if (arg.buffer.space == BufferRef::Space::Io)
@@ -441,10 +446,40 @@ void Executor::prepareLaunch(PreparedLaunch& p, const Launch& l, size_t i) {
       case LaunchArg::Kind::I32: std::memcpy(&slot, &arg.i32, 4); break;
       case LaunchArg::Kind::I64: std::memcpy(&slot, &arg.i64, 8); break;
       case LaunchArg::Kind::F32: std::memcpy(&slot, &arg.f32, 4); break;
+      case LaunchArg::Kind::TensorMap: {
+        p.params[a] = &p.maps.emplace_back();
+        if (arg.tensorMap.buffer.space == BufferRef::Space::Io) {
+          p.ioMaps.emplace_back(a, p.maps.size() - 1);
+          break;
+        }
+        Status s = encodeTensorMap(p, a, p.maps.back());
+        if (!s.ok()) return s;
+        break;
+      }
     }
   }
-  p.params.resize(p.slots.size());
-  for (size_t a = 0; a < p.slots.size(); ++a) p.params[a] = &p.slots[a];
+  return Status::success();
+}
+
+// A tensor map argument over its buffer's current address (cuda.h's enums: the data type by
+// element, no interleave, the swizzle, L2 promotion of 128 bytes, out-of-bounds elements zero).
+Status Executor::encodeTensorMap(const PreparedLaunch& p, size_t arg, CUtensorMap& out) const {
+  const Launch& l = *p.launch;
+  const TensorMap& m = l.args[arg].tensorMap;
+  std::string where = "launch " + std::to_string(p.index) + (l.node.empty() ? "" : " (node '" + l.node + "')") +
+                      ", tensor map argument " + std::to_string(arg);
+  if (!cu_.cuTensorMapEncodeTiled)
+    return makeStatus(KILN_ERROR_CUDA, where + ": the driver lacks cuTensorMapEncodeTiled (CUDA 12 or newer)");
+  int type = m.dtype == 1 ? 7 : m.dtype == 10 ? 6 : m.dtype == 16 ? 9 : m.dtype == 6 ? 3 : m.dtype == 12 ? 2 : 0;
+  int swizzle = m.swizzle == 128 ? 3 : m.swizzle == 64 ? 2 : m.swizzle == 32 ? 1 : 0;
+  const uint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+  CUdeviceptr base = resolve(m.buffer);
+  CUresult r =
+      cu_.cuTensorMapEncodeTiled(&out, type, uint32_t(m.dims.size()), reinterpret_cast<void*>(base), m.dims.data(),
+                                 m.strides.data(), m.box.data(), elementStrides, 0, swizzle, 2, 0);
+  if (r == CUDA_SUCCESS) return Status::success();
+  std::string why = base % 16 ? " (its address is not 16-byte aligned)" : "";
+  return makeStatus(codeFor(r), where + ": cuTensorMapEncodeTiled failed" + why + ": " + cu_.describe(r));
 }
 
 namespace {
@@ -825,6 +860,10 @@ Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
     r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
   } else {
     for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = runAddress_[size_t(patch.io)] + patch.offset;
+    for (auto [arg, map] : p.ioMaps) {
+      Status s = encodeTensorMap(p, arg, p.maps[map]);
+      if (!s.ok()) return s;
+    }
     r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                            l.sharedBytes, stream, p.params.empty() ? nullptr : p.params.data(), nullptr);
   }

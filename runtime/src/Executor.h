@@ -60,6 +60,10 @@ class Executor {
     std::vector<uint64_t> slots;  // one 8-byte slot per argument, holding its value
     std::vector<void*> params;    // cuLaunchKernel's kernelParams: pointers to the slots
     std::vector<IoPatch> ioPatches;
+    // Kind::TensorMap arguments: their encoded maps (the params point at them), and those over an
+    // I/O tensor, (argument, map) pairs encoded again at each launch with the tensor's address.
+    std::vector<CUtensorMap> maps;
+    std::vector<std::pair<size_t, size_t>> ioMaps;
     // Kind::Gemm: cuBLASLt descriptors and the algorithm chosen for this device at create time.
     cublasLtMatmulDesc matmul = nullptr;
     cublasLtMatrixLayout layouts[4] = {nullptr, nullptr, nullptr, nullptr};  // A, B, C, D
@@ -76,8 +80,9 @@ class Executor {
   Status uploadWeights(DeviceImage& image);
   Status allocate();  // the arena
   Status deviceAlloc(CUdeviceptr& p, uint64_t bytes, const char* what) const;
-  void prepareLaunches();
-  void prepareLaunch(PreparedLaunch& p, const Launch& l, size_t index);
+  Status prepareLaunches();
+  Status prepareLaunch(PreparedLaunch& p, const Launch& l, size_t index);
+  Status encodeTensorMap(const PreparedLaunch& p, size_t arg, CUtensorMap& out) const;
   Status prepareGemms();  // loads cuBLASLt and picks algorithms, when the engine has library GEMMs
   // Zero-padded inputs and cut outputs: copies between a tensor of `from` and one of `to`
   // (row-major, same rank, each dim of the smaller no larger than the larger's) of the common part.

@@ -245,14 +245,14 @@ TEST(EngineFormat, WrongMagic) {
 }
 
 TEST(EngineFormat, WrongVersion) {
-  std::vector<uint8_t> v7 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 7);
-  EXPECT_REJECTED(v7, KILN_ERROR_VERSION, "engine format version 7, this runtime reads versions 1 to 6");
+  std::vector<uint8_t> v8 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 8);
+  EXPECT_REJECTED(v8, KILN_ERROR_VERSION, "engine format version 8, this runtime reads versions 1 to 7");
   // A newer file says so even when it is cut short.
-  v7.resize(20);
-  EXPECT_REJECTED(v7, KILN_ERROR_VERSION, "engine format version 7");
+  v8.resize(20);
+  EXPECT_REJECTED(v8, KILN_ERROR_VERSION, "engine format version 8");
   // Header and metadata must agree.
   std::vector<uint8_t> v1 = pack(sectionsOf(writeEngine(test::makeAxpbEngine(16))), 1);
-  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 6 disagrees with the header's 1");
+  EXPECT_REJECTED(v1, KILN_ERROR_FORMAT, "format_version: 7 disagrees with the header's 1");
 }
 
 // A library GEMM launch (format version 2): written, read back field by field, and its buffers
@@ -484,7 +484,7 @@ TEST(EngineFormat, MissingOrWronglyTypedFields) {
                   "'heap' is not arena, weights or io");
   EXPECT_REJECTED(withMetadata([](json& m) { m["environment"]["x"] = 3; }), KILN_ERROR_FORMAT,
                   "environment.x: expected a string");
-  EXPECT_REJECTED(withMetadata([](json& m) { m["format_version"] = 7; }), KILN_ERROR_FORMAT,
+  EXPECT_REJECTED(withMetadata([](json& m) { m["format_version"] = 6; }), KILN_ERROR_FORMAT,
                   "disagrees with the header");
   EXPECT_REJECTED(withMetadata([](json& m) { m["memory"]["weights_bytes"] = 8; }), KILN_ERROR_FORMAT,
                   "memory.weights_bytes is 8 but the WEIGHTS section has 64 bytes");
@@ -641,6 +641,49 @@ TEST(EngineFormat, GemmExtentsThatWrapAreRefused) {
   EXPECT_NE(checkEngineDesc(d).find("gemm A: extent of 1073741826 products overflows 64 bits"), std::string::npos)
       << checkEngineDesc(d);
   EXPECT_REJECTED(writeEngine(d), KILN_ERROR_FORMAT, "overflows 64 bits");
+}
+
+// Tensor-map arguments (version 7) round-trip, and the checker holds them to TMA's rules and
+// inside their buffer: a map of 125 rows of 8 floats (32-byte rows) spans the 4000 weight bytes.
+TEST(EngineFormat, TensorMapArguments) {
+  EngineDesc d = test::makeAxpbEngine(1000);
+  TensorMap m;
+  m.buffer = {BufferRef::Space::Weights, 0, -1};
+  m.dtype = 1, m.dims = {8, 125}, m.strides = {32}, m.box = {8, 16}, m.swizzle = 32;
+  d.launches[0].args.push_back(LaunchArg::ofTensorMap(m));
+  std::vector<uint8_t> bytes = writeEngine(d);
+  EngineDesc back;
+  std::string error;
+  ASSERT_EQ(parseEngine(bytes.data(), bytes.size(), back, error), ParseStatus::Ok) << error;
+  const LaunchArg& a = back.launches[0].args.back();
+  ASSERT_EQ(a.kind, LaunchArg::Kind::TensorMap);
+  EXPECT_EQ(a.tensorMap.buffer.space, BufferRef::Space::Weights);
+  EXPECT_EQ(a.tensorMap.dims, m.dims);
+  EXPECT_EQ(a.tensorMap.strides, m.strides);
+  EXPECT_EQ(a.tensorMap.box, m.box);
+  EXPECT_EQ(a.tensorMap.swizzle, 32);
+  EXPECT_EQ(a.tensorMap.dtype, 1);
+  EXPECT_EQ(writeEngine(back), bytes);
+  struct Bad {
+    std::function<void(TensorMap&)> change;
+    const char* message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {[](TensorMap& t) { t.dims[1] = 126; }, "weights range [0, +4032) is outside"},
+           {[](TensorMap& t) { t.buffer.offset = 8; }, "an offset that is no multiple of 16"},
+           {[](TensorMap& t) { t.box[0] = 12; }, "a box row of 48 bytes"},
+           {[](TensorMap& t) { t.box[1] = 300; }, "box dim 1 outside 1..256"},
+           {[](TensorMap& t) { t.strides[0] = 40; }, "a stride that is no multiple of 16"},
+           {[](TensorMap& t) { t.swizzle = 48; }, "swizzle 48"},
+           {[](TensorMap& t) { t.dtype = 7; }, "element type 7 has no TMA form"},
+           {[](TensorMap& t) { t.strides.clear(); }, "strides or box do not match the rank 2"},
+       }) {
+    EngineDesc bad = d;
+    b.change(bad.launches[0].args.back().tensorMap);
+    std::string problem = checkEngineDesc(bad);
+    EXPECT_NE(problem.find(b.message), std::string::npos) << problem;
+    EXPECT_NE(problem.find("arg 6: tensor map"), std::string::npos) << problem;
+  }
 }
 
 // Messages quote names clipped: 20,000 launches of a kernel whose entry name has 1 MB made the

@@ -35,7 +35,8 @@ static std::string productPrecision(const rt::EngineDesc &d, const rt::Launch &l
                                  : "fp32";
   if (l.kind != rt::Launch::Kind::Kernel) return "";
   const std::string &e = d.kernels[size_t(l.kernel)].entry;
-  for (const char *kind : {"kiln_mma_", "kiln_mm_", "kiln_conv_", "kiln_convnhwc_", "kiln_attn_"}) {
+  for (const char *kind :
+       {"kiln_mma_", "kiln_mm_", "kiln_wgmma_tma_", "kiln_wgmma_", "kiln_conv_", "kiln_convnhwc_", "kiln_attn_"}) {
     if (e.rfind(kind, 0) != 0) continue;
     std::string tag =
         e.substr(std::string(kind).size(), e.find('_', std::string(kind).size()) - std::string(kind).size());
@@ -142,7 +143,7 @@ Runner addInspectCommand(CLI::App &app) {
         } else {
           nlohmann::json buffers = nlohmann::json::array();
           for (auto &a : l.args)
-            if (a.kind == rt::LaunchArg::Kind::Buffer) buffers.push_back(buffer(a.buffer));
+            if (const rt::BufferRef *b = a.bufferRef()) buffers.push_back(buffer(*b));
           e.update({{"kind", "kernel"},
                     {"precision", productPrecision(d, l)},
                     {"kernel", d.kernels[size_t(l.kernel)].entry},

@@ -206,7 +206,7 @@ class Merger {
     for (rt::Launch &l : d.launches) {
       if (l.kind == rt::Launch::Kind::Kernel) l.kernel = kernel[size_t(l.kernel)];
       for (rt::LaunchArg &a : l.args)
-        if (a.kind == rt::LaunchArg::Kind::Buffer) relocate(a.buffer);
+        if (rt::BufferRef *b = a.bufferRef()) relocate(*b);
       relocate(l.src), relocate(l.dst);
       for (rt::BufferRef *b :
            {&l.gemm.a, &l.gemm.b, &l.gemm.c, &l.gemm.d, &l.gemm.bias, &l.gemm.scaleA, &l.gemm.scaleB})
