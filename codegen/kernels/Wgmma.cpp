@@ -2,6 +2,8 @@
 
 #include "codegen/kernels/KernelUtil.h"
 
+#include <algorithm>
+#include <array>
 #include <stdexcept>
 
 namespace kiln::codegen {
@@ -10,24 +12,32 @@ using namespace kernels;
 
 namespace {
 
-// The kernel; the emitter defines T, LI, M, N, K, KILN_BN, KILN_STAGES and wgmma_step (the
-// m64nBNk16 instruction for the operand type).
-const char *kWgmmaBody = R"CUDA(
-constexpr int BM = 128, BN = KILN_BN, BK = 64, STAGES = KILN_STAGES, THREADS = 256;
+// What both kernels share; the emitter defines T, LI, M, N, K, KILN_BN, KILN_STAGES and wgmma_step
+// (the m64nBNk16 instruction for the operand type).
+const char *kWgmmaCommon = R"CUDA(
+constexpr int BM = 128, BN = KILN_BN, BK = 64, STAGES = KILN_STAGES;
 constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int KT = (int)((K + BK - 1) / BK);
 
 KILN_DEV unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-KILN_DEV void cp16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-KILN_DEV void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> KILN_DEV void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
 
 // A shared-memory matrix descriptor: K-major rows of 128 bytes in the 128-byte swizzle, 8-row
 // groups 1024 bytes apart (stride byte offset), the leading byte offset unused (1).
 KILN_DEV unsigned long long smem_desc(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
+
+)CUDA";
+
+// Every thread loads with cp.async; both warpgroups compute.
+const char *kWgmmaBody = R"CUDA(
+constexpr int THREADS = 256;
+
+KILN_DEV void cp16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+KILN_DEV void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> KILN_DEV void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
 
 // Rows of a tile (64 elements of K each, 8 chunks of 16 bytes) into the swizzled layout: chunk c
 // of row r at chunk c ^ (r % 8). Rows past `rows` and chunks past K read zeros.
@@ -41,12 +51,11 @@ KILN_DEV void load_tile(unsigned dst, const T* __restrict__ src, LI r0, LI rows,
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const T* __restrict__ A, const T* __restrict__ B,
-                                                                     T* __restrict__ C) {
+                                                                     KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // (the swizzle repeats every 1024 bytes)
-  const int tid = threadIdx.x, wg = tid / 128, lt = tid % 128;
+  const int tid = threadIdx.x, wg = tid / 128;
   const LI m0 = (LI)blockIdx.y * BM, n0 = (LI)blockIdx.x * BN;
-  const int KT = (int)((K + BK - 1) / BK);
   float d[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
@@ -77,25 +86,94 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const T* __r
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   }
-  // Accumulators as m16n8 fragments: warp w of the warpgroup holds rows 16w .. 16w + 15, a thread
-  // rows lane / 4 and + 8 at columns 2 (lane % 4) and + 1 of every 8.
-  const int w = lt / 32, lane = lt % 32;
-  const LI row0 = m0 + wg * 64 + w * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const LI col = n0 + j * 8 + (lane % 4) * 2;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const LI row = row0 + h * 8;
-      if (row >= M || col >= N) continue;
-      T* c = C + row * N + col;
-      if (N % 2 == 0) {
-        *reinterpret_cast<unsigned*>(c) = pack2(d[j * 4 + h * 2], d[j * 4 + h * 2 + 1]);
-      } else {
-        c[0] = kiln_st<T>(d[j * 4 + h * 2]);
-        if (col + 1 < N) c[1] = kiln_st<T>(d[j * 4 + h * 2 + 1]);
+  store_tile(KILN_EPILOGUE_ARGS C, d, m0 + wg * 64, n0);
+}
+)CUDA";
+
+// Warpgroup 0 is the producer (one thread issues the TMA copies), warpgroups 1 and 2 compute.
+// Stage s's barriers: full[s] at bars + 8 s (one arrival, the producer's, plus the copies' bytes),
+// empty[s] at bars + 8 (STAGES + s) (one arrival per consumer thread). `it` counts the k-tiles a
+// role has passed over all of the block's tiles: use u = it / STAGES of stage it % STAGES waits
+// for phase u of full (parity u & 1) and, for u >= 1, phase u - 1 of empty.
+const char *kWgmmaTmaBody = R"CUDA(
+constexpr int THREADS = 384;
+constexpr LI M_TILES = (M + BM - 1) / BM, TILES = M_TILES * ((N + BN - 1) / BN);
+
+struct alignas(64) TensorMap { unsigned long long opaque[16]; };
+
+KILN_DEV void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+KILN_DEV void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nKILN_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@p bra KILN_DONE;\nbra KILN_WAIT;\nKILN_DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+KILN_DEV void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+KILN_DEV void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// The box at (k, row) of a 2-D tensor map into shared memory; its bytes complete on `bar`.
+KILN_DEV void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int k, int row) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(k), "r"(row), "r"(bar) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid_constant__ TensorMap tmA,
+                                                                     const __grid_constant__ TensorMap tmB,
+                                                                     KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // (the swizzle repeats every 1024 bytes)
+  const unsigned bars = base + STAGES * STAGE_BYTES;
+  const int tid = threadIdx.x, wg = tid / 128;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) mbar_init(bars + 8 * s, 1), mbar_init(bars + 8 * (STAGES + s), 256);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (tid != 0) return;
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(&tmA)) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<unsigned long long>(&tmB)) : "memory");
+    int it = 0;
+    for (LI tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+      const int m0 = (int)(tile % M_TILES) * BM, n0 = (int)(tile / M_TILES) * BN;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % STAGES;
+        if (it >= STAGES) mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+        const unsigned full = bars + 8 * s, dst = base + s * STAGE_BYTES;
+        mbar_expect_tx(full, STAGE_BYTES);
+        tma_load(dst, &tmA, full, kt * BK, m0);
+        tma_load(dst + A_BYTES, &tmB, full, kt * BK, n0);
       }
     }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  const int cw = wg - 1;
+  int it = 0;
+  for (LI tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+    const LI m0 = (tile % M_TILES) * BM, n0 = (tile / M_TILES) * BN;
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+    for (int kt = 0; kt < KT; ++kt, ++it) {
+      const int s = it % STAGES;
+      mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+      const unsigned sa = base + s * STAGE_BYTES + cw * 64 * 128, sb = base + s * STAGE_BYTES + A_BYTES;
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) wgmma_step(d, smem_desc(sa + kk * 32), smem_desc(sb + kk * 32));
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      // The previous k-tile's products are done: its stage may be loaded again.
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      if (kt > 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+    store_tile(KILN_EPILOGUE_ARGS C, d, m0 + cw * 64, n0);
   }
 }
 )CUDA";
@@ -118,6 +196,108 @@ std::string wgmmaStep(const WgmmaGemmSpec &s) {
          "\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n";
 }
 
+// An input's strides over the result `outShape` (its broadcast strides `st`) as one stride per
+// row of the [M, N] matrix the dims before the last form, and one per column; nullopt when the
+// row dims do not collapse into one stride.
+std::optional<std::array<int64_t, 2>> rowColumnStrides(const std::vector<int64_t> &st,
+                                                       const std::vector<int64_t> &outShape) {
+  int64_t rowStride = -1, inner = 1;  // (the row stride once a dim of more than 1 sets it)
+  for (size_t d = outShape.size() - 1; d-- > 0;) {
+    if (outShape[d] == 1) continue;
+    if (rowStride < 0) rowStride = st[d];
+    if (st[d] != rowStride * inner) return std::nullopt;
+    inner *= outShape[d];
+  }
+  return std::array<int64_t, 2>{std::max<int64_t>(rowStride, 0), st.back()};
+}
+
+// One warpgroup's 64 x BN accumulators, as m16n8 fragments (warp w holds rows 16w .. 16w + 15, a
+// thread rows lane / 4 and + 8 at columns 2 (lane % 4) and + 1 of every 8), stored at rows m0 ..
+// m0 + 63 and columns n0 .. n0 + BN - 1 of C through the epilogue, nothing past the matrix.
+// Without an epilogue and with C of the operands' type, pairs of columns go as one 4-byte store.
+std::string storeTile(const WgmmaGemmSpec &s, ElemType outType, const std::vector<int64_t> &outShape) {
+  const bool paired = s.epilogue.result.empty() && outType == s.type;
+  std::string store;
+  if (paired) {
+    store = R"CUDA(      OT* c = C + row * N + col;
+      if (N % 2 == 0) {
+        *reinterpret_cast<unsigned*>(c) = pack2(d[j * 4 + h * 2], d[j * 4 + h * 2 + 1]);
+      } else {
+        c[0] = kiln_st<OT>(d[j * 4 + h * 2]);
+        if (col + 1 < N) c[1] = kiln_st<OT>(d[j * 4 + h * 2 + 1]);
+      }
+)CUDA";
+  } else {
+    FusedProgram epi = s.epilogue;
+    if (epi.result.empty()) epi.result = "acc";
+    store = R"CUDA(#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        if (col + q >= N) continue;
+        const LI L = row * N + col + q;
+        const float acc = d[j * 4 + h * 2 + q];
+)CUDA";
+    // Each input read at row · rs + col · cs where its broadcast over the [M, N] result has such
+    // strides (a bias, a residual): no division per element; else at its offset from L.
+    std::vector<std::array<int64_t, 2>> rowCol;
+    for (size_t k = 0; k < epi.numInputs(); ++k)
+      if (auto st = rowColumnStrides(broadcastStrides(epi.inputShapes[k], outShape), outShape)) rowCol.push_back(*st);
+    if (rowCol.size() == epi.numInputs()) {
+      auto term = [](const char *v, int64_t stride) {
+        return stride == 0   ? std::string()
+               : stride == 1 ? std::string(" + ") + v
+                             : " + " + std::string(v) + " * " + std::to_string(stride);
+      };
+      for (size_t k = 0; k < epi.numInputs(); ++k) {
+        std::string at = "(LI)0" + term("row", rowCol[k][0]) + term("(col + q)", rowCol[k][1]);
+        store += std::string("    const ") + computeTypeName(epi.inputTypes[k]) + " x" + std::to_string(k) +
+                 " = kiln_ld(e" + std::to_string(k) + "[" + at + "]);\n";
+      }
+      for (const std::string &st : epi.body) store += "    " + st + "\n";
+      store += "    C[L] = " + storeExpr(outType, epi.result) + ";\n";
+    } else {
+      store += programElementCode(epi, outShape, outType, "LI", "L", "e", "C[L]");
+    }
+    store += "      }\n";
+  }
+  std::string code =
+      R"CUDA(KILN_DEV void store_tile(KILN_EPILOGUE_PARAMS OT* __restrict__ C, const float (&d)[BN / 2], LI m0, LI n0) {
+  const int lt = threadIdx.x % 128, w = lt / 32, lane = lt % 32;
+  const LI row0 = m0 + w * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const LI col = n0 + j * 8 + (lane % 4) * 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const LI row = row0 + h * 8;
+      if (row >= M || col >= N) continue;
+KILN_STORE    }
+  }
+}
+)CUDA";
+  return replaceAll(code, "KILN_STORE", store);
+}
+
+// The tma kernel's tensor maps of A and B: the operand in boxes of 64 elements of K by the
+// tile's rows, 128-byte swizzle.
+std::map<int, rt::TensorMap> tensorMaps(const WgmmaGemmSpec &s) {
+  const int32_t dtype = s.type == ElemType::BF16 ? 16 : 10;
+  auto map = [&](int64_t rows, uint32_t boxRows) {
+    rt::TensorMap m;
+    m.dtype = dtype;
+    m.dims = {uint64_t(s.K), uint64_t(rows)};
+    m.strides = {uint64_t(s.K) * 2};
+    m.box = {64, boxRows};
+    m.swizzle = 128;
+    return m;
+  };
+  return {{0, map(s.M, 128)}, {1, map(s.N, uint32_t(s.blockN))}};
+}
+
+// The ring (a 1024-byte alignment slack; tma: two mbarriers a stage after it).
+uint32_t sharedBytes(const WgmmaGemmSpec &s) {
+  return uint32_t(s.stages * (128 + s.blockN) * 128 + 1024 + (s.tma ? 16 * s.stages : 0));
+}
+
 }  // namespace
 
 std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
@@ -126,7 +306,20 @@ std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
   if (s.K % 8) return "K not a multiple of 8 (rows of 16 bytes)";
   if (s.blockN != 64 && s.blockN != 128 && s.blockN != 256) return "a tile N other than 64, 128 or 256";
   if (s.stages < 2 || s.stages > 8) return "stages outside 2..8";
-  if (s.stages * (128 + s.blockN) * 128 + 1024 > 227 * 1024) return "more shared memory than a block has";
+  if (sharedBytes(s) > 227 * 1024) return "more shared memory than a block has";
+  if (s.tma && (s.M >= (int64_t(1) << 31) || s.N >= (int64_t(1) << 31) || s.K >= (int64_t(1) << 31)))
+    return "a dim of 2^31 or more (TMA coordinates are 32-bit)";
+  if (s.tma && s.smCount < 1) return "no SMs";
+  if (s.outType && !isFloatType(*s.outType)) return "a result of a type other than float";
+  try {
+    FusedProgram epi = s.epilogue;
+    if (epi.result.empty()) epi.result = "acc";
+    checkProgram(epi, s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape);
+  } catch (const std::invalid_argument &e) {
+    return std::string("its epilogue: ") + e.what();
+  }
+  if (!s.outShape.empty() && numElementsOf(s.outShape) != s.M * s.N)
+    return "an epilogue shape of other than M x N elements";
   return "";
 }
 
@@ -137,21 +330,39 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   std::string src = "// kiln wgmma gemm: C[" + std::to_string(s.M) + ", " + std::to_string(s.N) + "] = A[" +
                     std::to_string(s.M) + ", " + std::to_string(s.K) + "] B[" + std::to_string(s.N) + ", " +
                     std::to_string(s.K) + "]^T, tile 128x" + std::to_string(s.blockN) + "x64, " +
-                    std::to_string(s.stages) + " stages\n";
+                    std::to_string(s.stages) + " stages" + (s.tma ? ", TMA, warp-specialised, persistent" : "") + "\n";
   src += kDevicePrelude;
+  const ElemType outType = s.outType.value_or(s.type);
+  const std::vector<int64_t> outShape = s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\n";
+  src += std::string("typedef ") + storageTypeName(outType) + " OT;\n";
   src += std::string("KILN_DEV unsigned pack2(float lo, float hi) {\n  unsigned r;\n  asm(\"cvt.rn.") +
          (bf ? "bf16x2" : "f16x2") + ".f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n  return r;\n}\n";
-  src += "typedef " + indexType(s.M * s.K + s.N * s.K + s.M * s.N) + " LI;\n";
+  int64_t extent = s.M * s.K + s.N * s.K + s.M * s.N;
+  for (const auto &in : s.epilogue.inputShapes) extent = std::max(extent, numElementsOf(in));
+  src += "typedef " + indexType(extent) + " LI;\n";
   src += "constexpr LI M = " + L(s.M) + ", N = " + L(s.N) + ", K = " + L(s.K) + ";\n";
   src += "#define KILN_BN " + std::to_string(s.blockN) + "\n#define KILN_STAGES " + std::to_string(s.stages) + "\n";
   src += wgmmaStep(s);
-  src += kWgmmaBody;
-  KernelLaunch out = finalizeKernel(std::string("wgmma_") + typeTag(s.type), src);
-  out.block = {256, 1, 1};
-  out.grid = {static_cast<uint32_t>(ceilDiv(s.N, s.blockN)), static_cast<uint32_t>(ceilDiv(s.M, 128)), 1};
-  out.sharedBytes = static_cast<uint32_t>(s.stages * (128 + s.blockN) * 128 + 1024);
-  out.numParams = 3;
+  src += kWgmmaCommon;
+  src += storeTile(s, outType, outShape);
+  src += s.tma ? kWgmmaTmaBody : kWgmmaBody;
+  std::string args;
+  for (size_t k = 0; k < s.epilogue.numInputs(); ++k) args += "e" + std::to_string(k) + ", ";
+  src = replaceAll(replaceAll(src, "KILN_EPILOGUE_PARAMS", programParams(s.epilogue, "e")), "KILN_EPILOGUE_ARGS", args);
+  KernelLaunch out = finalizeKernel(std::string(s.tma ? "wgmma_tma_" : "wgmma_") + typeTag(s.type), src);
+  const int64_t rowTiles = ceilDiv(s.M, 128), colTiles = ceilDiv(s.N, s.blockN);
+  if (s.tma) {
+    out.block = {384, 1, 1};
+    out.grid = {static_cast<uint32_t>(std::min<int64_t>(rowTiles * colTiles, s.smCount)), 1, 1};
+  } else {
+    out.block = {256, 1, 1};
+    out.grid = {static_cast<uint32_t>(colTiles), static_cast<uint32_t>(rowTiles), 1};
+  }
+  out.sharedBytes = sharedBytes(s);
+  out.numParams = int(3 + s.epilogue.numInputs());
+  if (s.tma) out.tensorMaps = tensorMaps(s);
+  out.archSpecific = true;
   return out;
 }
 

@@ -932,20 +932,46 @@ TEST(AttentionKernel, ZooShapesDoNotSpill) {
 }
 
 // The wgmma product (sm_90a only): every tile width compiles for fp16 and bf16 without spills (the
-// accumulators, 64 to 128 floats a thread, stay in registers); sizes it does not take are named.
+// accumulators, 64 to 128 floats a thread, stay in registers), with cp.async loads and with TMA
+// (a persistent grid of at most one block per SM); sizes it does not take are named.
 TEST(WgmmaKernel, CompilesWithoutSpills) {
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
-  for (int bn : {64, 128, 256})
-    for (ElemType t : {ElemType::F16, ElemType::BF16}) {
-      WgmmaGemmSpec s;
-      s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4;
-      KernelLaunch k = emitWgmmaGemm(s);
-      SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
-      CompileOutput out = compileWithPtxasReport(k, "sm_90a");
-      ASSERT_TRUE(out.ok()) << out.error;
-      EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
-      EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024));
-    }
+  for (bool tma : {false, true})
+    for (int bn : {64, 128, 256})
+      for (ElemType t : {ElemType::F16, ElemType::BF16}) {
+        WgmmaGemmSpec s;
+        s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4, s.tma = tma;
+        s.smCount = 5;
+        KernelLaunch k = emitWgmmaGemm(s);
+        SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
+        CompileOutput out = compileWithPtxasReport(k, "sm_90a");
+        ASSERT_TRUE(out.ok()) << out.error;
+        EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
+        EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024 + (tma ? 16 * s.stages : 0)));
+        EXPECT_EQ(k.grid[0], tma ? 5u : uint32_t((1000 + bn - 1) / bn));
+        EXPECT_EQ(k.block[0], tma ? 384u : 256u);
+      }
+  // An epilogue (bias, then GELU's tanh form) into fp32, its inputs read per element.
+  WgmmaGemmSpec epi;
+  epi.M = 4096, epi.N = 768, epi.K = 768, epi.tma = true, epi.blockN = 128, epi.stages = 6;
+  epi.outType = ElemType::F32;
+  epi.epilogue.inputShapes = {{768}};
+  epi.epilogue.inputTypes = {ElemType::F16};
+  epi.epilogue.body = {"const float t0 = acc + x0;", "const float t1 = 0.5f * t0 * (1.f + tanhf(0.79788456f * t0));"};
+  epi.epilogue.result = "t1";
+  KernelLaunch ek = emitWgmmaGemm(epi);
+  EXPECT_EQ(ek.numParams, 4);
+  EXPECT_NE(ek.source.find("const float x0 = kiln_ld(e0[(LI)0 + (col + q)]);"), std::string::npos) << ek.source;
+  CompileOutput eout = compileWithPtxasReport(ek, "sm_90a");
+  ASSERT_TRUE(eout.ok()) << eout.error;
+  EXPECT_NE(eout.log.find(" 0 bytes spill stores"), std::string::npos) << eout.log;
+  // A residual of the [2, 2048, 768] result: read at row · 768 + col; one broadcast over the rows
+  // of a batch only ([2, 1, 768]) at its offset from the element's index.
+  epi.outShape = {2, 2048, 768};
+  epi.epilogue.inputShapes = {{2, 2048, 768}};
+  EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[(LI)0 + row * 768 + (col + q)])"), std::string::npos);
+  epi.epilogue.inputShapes = {{2, 1, 768}};
+  EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[o0])"), std::string::npos);
   WgmmaGemmSpec odd;
   odd.M = odd.N = 64, odd.K = 36;
   EXPECT_EQ(wgmmaUnsupported(odd), "K not a multiple of 8 (rows of 16 bytes)");
@@ -953,6 +979,8 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
   EXPECT_EQ(wgmmaUnsupported(odd), "more shared memory than a block has");
   odd.stages = 3, odd.type = ElemType::F32;
   EXPECT_EQ(wgmmaUnsupported(odd), "operands other than fp16 and bf16");
+  odd.type = ElemType::F16, odd.epilogue.inputShapes = {{65}}, odd.epilogue.inputTypes = {ElemType::F16};
+  EXPECT_NE(wgmmaUnsupported(odd).find("its epilogue: "), std::string::npos) << wgmmaUnsupported(odd);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // The kernel checks' engines (gemm8_check, attention_check): one launch of one compiled kernel
-// whose pointer parameters are the I/O tensors in order, written in the engine format.
+// whose parameters are the I/O tensors in order, written in the engine format: pointers, or the
+// tensor maps the kernel asks for (KernelLaunch::tensorMaps) over them.
 #pragma once
 
 #include "codegen/KernelSpec.h"
@@ -27,7 +28,17 @@ inline std::vector<uint8_t> oneLaunchEngine(const codegen::KernelLaunch &k, cons
   for (int i = 0; i < 3; ++i) l.grid[i] = k.grid[i], l.block[i] = k.block[i];
   l.sharedBytes = k.sharedBytes;
   l.node = name;
-  for (int i = 0; i < int(d.io.size()); ++i) l.args.push_back(rt::LaunchArg::buf({rt::BufferRef::Space::Io, 0, i}));
+  for (int i = 0; i < int(d.io.size()); ++i) {
+    rt::BufferRef tensor{rt::BufferRef::Space::Io, 0, i};
+    auto map = k.tensorMaps.find(i);
+    if (map == k.tensorMaps.end()) {
+      l.args.push_back(rt::LaunchArg::buf(tensor));
+      continue;
+    }
+    rt::TensorMap m = map->second;
+    m.buffer = tensor;
+    l.args.push_back(rt::LaunchArg::ofTensorMap(std::move(m)));
+  }
   d.launches.push_back(l);
   std::string problem = rt::checkEngineDesc(d);
   if (!problem.empty()) std::fprintf(stderr, "invalid engine: %s\n", problem.c_str());

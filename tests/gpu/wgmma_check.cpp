@@ -1,5 +1,6 @@
-// The wgmma product kernel (codegen/kernels/Wgmma.h, sm_90a) on a GPU, against a double-precision
-// reference, and timed beside kiln's mma.sync product kernel (MatMulSpec, fp16) at the same sizes:
+// The wgmma product kernels (codegen/kernels/Wgmma.h, sm_90a: cp.async loads, and TMA with warp
+// specialisation at tiles 128x128 and 128x256) on a GPU, against a double-precision reference,
+// and timed beside kiln's mma.sync product kernel (MatMulSpec, fp16) at the same sizes:
 // random A [M, K] and weights B [N, K] of fp16 (bf16 for the rows marked so) values in ±[1/64, 1]
 // (never zero), C = A · Bᵀ in the operand type, poisoned (NaN) first. For each size, 2000 sampled
 // elements (the tile edges included) must agree within 1e-3 of the value (the output's rounding)
@@ -31,9 +32,11 @@ struct Result {
   std::string error;
 };
 
-// Runs kernel `k` (parameters a, b, c) once against the reference and times it.
+// Runs kernel `k` (parameters a, b, [bias,] c) once against the reference and times it. With a
+// bias the kernel's epilogue computes 0.5 · acc + bias[col].
 Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_t M, int64_t N, int64_t K, bool bf,
-                 const std::vector<float> &a, const std::vector<float> &b, int iterations, bool skipMissing) {
+                 const std::vector<float> &a, const std::vector<float> &b, int iterations, bool skipMissing,
+                 const std::vector<float> &bias = {}) {
   Result r;
   codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, arch);
   if (!bin.ok()) {
@@ -43,6 +46,7 @@ Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_
   const int dtype = bf ? 16 : 10;  // ONNX bfloat16, float16
   ops::DType half = bf ? ops::DType::BF16 : ops::DType::F16;
   std::vector<rt::IoTensor> io = {{"a", dtype, {M, K}, true}, {"b", dtype, {N, K}, true}, {"c", dtype, {M, N}, false}};
+  if (!bias.empty()) io.insert(io.begin() + 2, {"bias", dtype, {N}, true});
   auto runner = tuner::EngineRunner::open(testing::oneLaunchEngine(k, bin, io, "wgmma"), r.error);
   if (!runner) {
     if (skipMissing) std::printf("skipped: %s\n", r.error.c_str()), std::exit(77);
@@ -51,7 +55,9 @@ Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_
   tuner::HostTensor ta{"a", dtype, {M, K}, ops::halfBytesFromF32(half, a.data(), a.size())},
       tb{"b", dtype, {N, K}, ops::halfBytesFromF32(half, b.data(), b.size())};
   std::vector<tuner::HostTensor> out;
-  if (!runner->setInputs({ta, tb}, r.error) || !runner->run(out, r.error)) return r;
+  std::vector<tuner::HostTensor> inputs = {ta, tb};
+  if (!bias.empty()) inputs.push_back({"bias", dtype, {N}, ops::halfBytesFromF32(half, bias.data(), bias.size())});
+  if (!runner->setInputs(inputs, r.error) || !runner->run(out, r.error)) return r;
   ops::Tensor c = ops::tensorFromBytes(half, {M, N}, out[0].data.data(), out[0].data.size());
   std::mt19937 rng(11);
   std::uniform_int_distribution<int64_t> ri(0, M - 1), rj(0, N - 1);
@@ -61,6 +67,7 @@ Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_
       double p = double(a[size_t(i * K + q)]) * double(b[size_t(j * K + q)]);
       want += p, mag += std::fabs(p);
     }
+    if (!bias.empty()) want = 0.5 * want + bias[size_t(j)], mag = 0.5 * mag + std::fabs(bias[size_t(j)]);
     double got = c.f[size_t(i * N + j)], err = std::fabs(got - want);
     // The result's own rounding (bf16 keeps 8 significant bits: 2^-9 relative) and fp32 sums.
     double tol = (bf ? 4e-3 : 1e-3) * std::fabs(want) + 1e-4 * mag;
@@ -92,17 +99,10 @@ int main(int argc, char **argv) {
     int blockN = 128, stages = 4;
   };
   // Edges in every dim; BERT-base 32x128 (QKV, attention output, FFN up and down); ViT-B/16 b32
-  // (6304 rows); a large square; other tile widths and depths.
-  std::vector<Size> sizes = {{200, 136, 72},
-                             {1000, 1000, 1000, true},
-                             {4096, 2304, 768},
-                             {4096, 768, 768},
-                             {4096, 3072, 768},
-                             {4096, 768, 3072},
-                             {6304, 2304, 768},
-                             {8192, 8192, 8192},
-                             {8192, 8192, 8192, false, 256, 3},
-                             {4096, 3072, 768, false, 64, 6}};
+  // (6304 rows); a large square.
+  std::vector<Size> sizes = {
+      {200, 136, 72},    {1000, 1000, 1000, true}, {4096, 2304, 768}, {4096, 768, 768},
+      {4096, 3072, 768}, {4096, 768, 3072},        {6304, 2304, 768}, {8192, 8192, 8192, false, 256, 3}};
   if (quick) sizes.resize(2);
   std::mt19937 rng(5);
   bool allOk = true;
@@ -117,29 +117,54 @@ int main(int argc, char **argv) {
     std::vector<float> a = fill(z.m * z.k), b = fill(z.n * z.k);
     // The operands as the kernels see them (rounded to half): the reference sums those values.
     ops::DType half = z.bf ? ops::DType::BF16 : ops::DType::F16;
-    for (std::vector<float> *v : {&a, &b}) {
-      std::vector<uint8_t> bytes = ops::halfBytesFromF32(half, v->data(), v->size());
-      ops::Tensor t = ops::tensorFromBytes(half, {int64_t(v->size())}, bytes.data(), bytes.size());
-      for (size_t i = 0; i < v->size(); ++i) (*v)[i] = float(t.f[i]);
-    }
-    codegen::WgmmaGemmSpec ws;
-    ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = z.blockN, ws.stages = z.stages;
-    ws.type = z.bf ? codegen::ElemType::BF16 : codegen::ElemType::F16;
-    Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.bf, a, b, iterations, true);
+    auto roundToHalf = [&](std::vector<float> &v) {
+      std::vector<uint8_t> bytes = ops::halfBytesFromF32(half, v.data(), v.size());
+      ops::Tensor t = ops::tensorFromBytes(half, {int64_t(v.size())}, bytes.data(), bytes.size());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float(t.f[i]);
+    };
+    roundToHalf(a), roundToHalf(b);
     codegen::MatMulSpec ms = codegen::transposedMatMulSpec({z.m, z.k}, {}, {z.n, z.k}, {1, 0});
-    ms.type = ms.outType = ws.type;
+    ms.type = ms.outType = z.bf ? codegen::ElemType::BF16 : codegen::ElemType::F16;
     Result old = runKernel(codegen::emitMatMul(ms), "sm_90", z.m, z.n, z.k, z.bf, a, b, iterations, false);
     double flop = 2.0 * double(z.m) * double(z.n) * double(z.k);
     auto tf = [&](const Result &r) { return r.ms > 0 ? flop / (r.ms * 1e-3) / 1e12 : 0.0; };
-    std::printf(
-        "%s %5lldx%5lldx%5lld tile 128x%d %d stages  wgmma: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s"
-        "  |  mma.sync: %s %.4f ms %.0f TFLOP/s  |  %.2fx\n",
-        z.bf ? "bf16" : "fp16", (long long)z.m, (long long)z.n, (long long)z.k, z.blockN, z.stages,
-        w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w), old.ok ? "ok" : "MISMATCH", old.ms, tf(old),
-        w.ms > 0 && old.ms > 0 ? old.ms / w.ms : 0.0);
-    if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
+    std::printf("%s %5lldx%5lldx%5lld  mma.sync: %s %.4f ms %.0f TFLOP/s\n", z.bf ? "bf16" : "fp16", (long long)z.m,
+                (long long)z.n, (long long)z.k, old.ok ? "ok" : "MISMATCH", old.ms, tf(old));
     if (!old.error.empty()) std::printf("  mma.sync error: %s\n", old.error.substr(0, 500).c_str());
-    allOk = allOk && w.ok;
+    // The cp.async kernel at the size's tile, then TMA at 128x128 (6 stages) and 128x256 (4).
+    struct Variant {
+      bool tma;
+      int blockN, stages;
+    };
+    for (Variant v : {Variant{false, z.blockN, z.stages}, Variant{true, 128, 6}, Variant{true, 256, 4}}) {
+      codegen::WgmmaGemmSpec ws;
+      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = v.blockN, ws.stages = v.stages, ws.tma = v.tma;
+      ws.type = ms.type;
+      Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.bf, a, b, iterations, true);
+      std::printf("  wgmma %-7s tile 128x%-3d %d stages: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s, %.2fx "
+                  "mma.sync\n",
+                  v.tma ? "TMA" : "cp.async", v.blockN, v.stages, w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst,
+                  w.ms, tf(w), w.ms > 0 && old.ms > 0 ? old.ms / w.ms : 0.0);
+      if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
+      allOk = allOk && w.ok;
+    }
+    if (z.m == 4096 && z.n == 768 && z.k == 768) {  // an epilogue: 0.5 · acc + bias[col] (TMA, 128x128)
+      std::vector<float> bias = fill(z.n);
+      roundToHalf(bias);
+      codegen::WgmmaGemmSpec ws;
+      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = 128, ws.stages = 6, ws.tma = true, ws.type = ms.type;
+      ws.epilogue.inputShapes = {{z.n}};
+      ws.epilogue.inputTypes = {ms.type};
+      ws.epilogue.body = {"const float t0 = acc * 0.5f + x0;"};
+      ws.epilogue.result = "t0";
+      Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.bf, a, b, iterations, true, bias);
+      std::printf(
+          "  wgmma TMA tile 128x128 6 stages, epilogue 0.5 acc + bias: %s %lld bad, worst %.2f of tol, %.4f ms\n",
+          w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms);
+      if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
+      allOk = allOk && w.ok;
+    }
+    std::fflush(stdout);
   }
   return allOk ? 0 : 1;
 }
