@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cctype>
 #include <fstream>
 #include <iterator>
 
@@ -59,7 +60,8 @@ void Lowering::lowerOp(Operation *op) {
 namespace {
 
 // The launch plan as text (kiln compile --emit=launch-plan): one line per launch with its kernel
-// (or library call), grid, and the buffer of each argument. For lowering tests without NVRTC.
+// (or library call), grid, and the buffer of each argument ("tmap:" before a tensor map's). For
+// lowering tests without NVRTC.
 std::string launchPlanText(const rt::EngineDesc &d) {
   auto buffer = [&](const rt::BufferRef &b) {
     std::string s = b.space == rt::BufferRef::Space::Arena     ? "arena"
@@ -85,7 +87,9 @@ std::string launchPlanText(const rt::EngineDesc &d) {
       out += d.kernels[size_t(l.kernel)].entry + " grid=" + std::to_string(l.grid[0]) + "x" +
              std::to_string(l.grid[1]) + "x" + std::to_string(l.grid[2]) + " block=" + std::to_string(l.block[0]) +
              " smem=" + std::to_string(l.sharedBytes);
-      for (const rt::LaunchArg &a : l.args) out += " " + buffer(a.buffer);
+      for (const rt::LaunchArg &a : l.args)
+        if (const rt::BufferRef *b = a.bufferRef())
+          out += std::string(a.kind == rt::LaunchArg::Kind::TensorMap ? " tmap:" : " ") + buffer(*b);
     }
     out += "\n";
   }
@@ -149,6 +153,11 @@ BuildResult Lowering::run() {
   for (size_t i = 0; i < launches_.size(); ++i)
     if (!launches_[i].library) kernelIndex[i] = kernels.size(), kernels.push_back(launches_[i].kernel);
   std::vector<int32_t> kernelOf(launches_.size(), -1);
+  // An engine with arch-specific code (sm_90a) runs on exactly its sm: its arch says so, so the
+  // runtime refuses it on other GPUs by name rather than failing to JIT a module.
+  if (llvm::any_of(kernels, [](const KernelLaunch &k) { return k.archSpecific; }) && !desc_.arch.empty() &&
+      std::isdigit(static_cast<unsigned char>(desc_.arch.back())))
+    desc_.arch += "a";
   CompilePoolResult compiled;
   if (opts_.launchPlanOnly) {
     llvm::StringMap<int32_t> byEntry;
@@ -212,7 +221,7 @@ BuildResult Lowering::run() {
   result.engine = rt::writeEngine(desc_);
   result.weightStarts = weightStarts_;
   result.stats = {launches_.size(), compiled.kernels.size(), compiled.cacheHits, compiled.compiled,
-                  desc_.arenaBytes, desc_.weights.size(),    compiled.seconds};
+                  desc_.arenaBytes, desc_.weights.size(),    compiled.seconds,   desc_.arch};
   return result;
 }
 

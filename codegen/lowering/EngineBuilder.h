@@ -35,6 +35,7 @@ struct BuildStats {
   size_t launches = 0, uniqueKernels = 0, cacheHits = 0, compiled = 0;
   uint64_t arenaBytes = 0, weightsBytes = 0;
   double compileSeconds = 0;
+  std::string arch;  // the engine's: the target's, or its arch-specific variant (sm_90a) if a kernel is
 };
 
 struct BuildResult {

@@ -1,8 +1,10 @@
-// Products on cuBLASLt (gemm.tactic): the product and the longest prefix of its epilogue chain
-// that cuBLASLt expresses, as one GemmCall the runtime issues.
+// The gemm.tactic knob's other tactics: products on cuBLASLt (the product and the longest prefix
+// of its epilogue chain that cuBLASLt expresses, as one GemmCall the runtime issues), and on
+// kiln's Hopper kernel (TMA, warp-specialised wgmma; codegen/kernels/Wgmma.h).
 #include "codegen/lowering/Lowering.h"
 
 #include "codegen/kernels/KernelUtil.h"
+#include "codegen/kernels/Wgmma.h"
 #include "passes/StridedViews.h"
 
 using namespace mlir;
@@ -10,13 +12,16 @@ using namespace mlir;
 namespace kiln::codegen {
 
 KILN_KNOB(kGemmTactic, {"gemm.tactic",
-                        {"auto", "kiln", "cublaslt"},
+                        {"auto", "kiln", "cublaslt", "kiln_wgmma"},
                         "auto",
                         "Who computes matrix products and 1x1 NHWC convolutions: kiln's kernels or cuBLASLt "
                         "(bias/ReLU/residual/scale epilogues only); auto: cuBLASLt for every fp32/fp16/bf16/fp8 "
                         "product it can take, else kiln, and kiln for a half product whose epilogue cuBLASLt "
                         "cannot take when the extra elementwise pass would cost more than kiln's slower product "
-                        "(memory-bound products: 1x1 expansions with ReLU6 or HardSwish)",
+                        "(memory-bound products: 1x1 expansions with ReLU6 or HardSwish); kiln_wgmma: kiln's "
+                        "Hopper kernel (TMA loads, warp-specialised wgmma, the whole epilogue; sm_90, compiled "
+                        "for sm_90a) for fp16/bf16 MatMuls of contiguous rows by constant weights, the others "
+                        "as auto",
                         knobs::Tier::Fast,
                         "codegen/lowering/LibraryGemm.cpp",
                         "tactic",
@@ -63,6 +68,46 @@ static bool fusedKernelIsCheaper(const MatMulSpec &s, int64_t batches, const tar
   double library = flops / (0.35 * t.halfTflops * 1e12), kiln = flops / (0.16 * used * t.halfTflops * 1e12);
   double pass = 2.0 * 2.0 * double(s.M) * double(s.N) * double(batches) / (0.9 * t.memoryGBps * 1e9) + 3e-6;
   return kiln < 0.7 * (library + pass);
+}
+
+bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, const std::vector<Value> &params,
+                            std::array<int64_t, 2> offsets) {
+  if (opts_.route.get(kGemmTactic, nodeName(anchor)) != "kiln_wgmma") return false;
+  if (std::string why = opts_.target.missing(target::Feature::Wgmma); !why.empty())
+    throw std::invalid_argument("gemm.tactic=kiln_wgmma: " + why);
+  if ((spec.type != ElemType::F16 && spec.type != ElemType::BF16) || spec.int8 || spec.conv || spec.K % 8 ||
+      offsets[0] % 16 || offsets[1] % 16)
+    return false;
+  // B: constant weights as [N, K] (repacked so by lowerProduct), shared by every batch.
+  if (spec.b.rowStride != 1 || spec.b.colStride != spec.K ||
+      llvm::any_of(spec.b.batchStrides, [](int64_t s) { return s != 0; }) || !params[1].getDefiningOp<ConstantOp>())
+    return false;
+  // A: contiguous rows, its batches one after another: one [batch · M, K] matrix.
+  if (spec.a.colStride != 1 || (spec.a.rowStride != spec.K && spec.M > 1)) return false;
+  int64_t step = spec.M * spec.K, rows = spec.M;
+  for (size_t d = spec.batchShape.size(); d-- > 0;) {
+    if (spec.batchShape[d] != 1 && spec.a.batchStrides[d] != step) return false;
+    step *= spec.batchShape[d], rows *= spec.batchShape[d];
+  }
+  // Small products (under a quarter wave of 128x128 tiles) stay as auto: measured slower there
+  // (bench/RESULTS.md, 2026-12-07 eighth session: 2x cuBLASLt's time at 111 rows).
+  const int64_t rowTiles = kernels::ceilDiv(rows, 128);
+  if (rowTiles * kernels::ceilDiv(spec.N, 128) * 4 < opts_.target.smCount) return false;
+  WgmmaGemmSpec w;
+  w.M = rows, w.N = spec.N, w.K = spec.K, w.type = spec.type, w.outType = spec.outType;
+  w.epilogue = spec.epilogue;
+  w.outShape = spec.outShape;
+  w.tma = true, w.smCount = opts_.target.smCount;
+  // 128x256 tiles for long K or many tiles (they measured faster at 4096x768x3072 and 8192^3,
+  // slower at 4096x2304x768 and 6304x2304x768), else 128x128; gemm.tile picks either.
+  const bool wide = spec.tile == "auto" || spec.tile.empty()
+                        ? spec.K >= 2048 || rowTiles * kernels::ceilDiv(spec.N, 256) >= 4 * opts_.target.smCount
+                        : spec.tile == "128x256";
+  w.blockN = wide ? 256 : 128;
+  w.stages = int(std::min<int64_t>(wide ? 4 : 6, std::max<int64_t>(2, kernels::ceilDiv(spec.K, 64))));
+  if (!wgmmaUnsupported(w).empty()) return false;
+  addLaunch(anchor, emitWgmmaGemm(w), params, {offsets[0], offsets[1]});
+  return true;
 }
 
 bool Lowering::tryLibraryGemm(Operation *anchor, ArrayRef<Operation *> chain, Value result, const MatMulSpec &product,

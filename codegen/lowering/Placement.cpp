@@ -131,8 +131,17 @@ void Lowering::finishLaunches(const std::vector<int32_t> &kernelOf) {
     l.kernel = kernelOf[i];
     for (int d = 0; d < 3; ++d) l.grid[d] = p.kernel.grid[d], l.block[d] = p.kernel.block[d];
     l.sharedBytes = p.kernel.sharedBytes;
-    for (size_t k = 0; k < p.params.size(); ++k)
-      l.args.push_back(rt::LaunchArg::buf(bufferOf(p.params[k], p.paramOffsets[k])));
+    for (size_t k = 0; k < p.params.size(); ++k) {
+      rt::BufferRef b = bufferOf(p.params[k], p.paramOffsets[k]);
+      auto map = p.kernel.tensorMaps.find(int(k));
+      if (map == p.kernel.tensorMaps.end()) {
+        l.args.push_back(rt::LaunchArg::buf(b));
+        continue;
+      }
+      rt::TensorMap m = map->second;
+      m.buffer = b;
+      l.args.push_back(rt::LaunchArg::ofTensorMap(std::move(m)));
+    }
     desc_.launches.push_back(std::move(l));
   }
   for (Value v : results)

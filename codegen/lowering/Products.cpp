@@ -190,18 +190,19 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
       spec.b.colStride = spec.K;
     }
     spec.outType = outType;
+    spec.epilogue = epi;
+    spec.outShape = outShape;
+    spec.tile = tileFor(opts_, anchor);
     if (spec.fp8 && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])) return;
     if (spec.int8) {
       addInt8Params(spec, attrs.getInts("perm_b", {}));
     } else if (pro.result.empty() &&
-               tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets)) {
+               (tryWgmmaGemm(anchor, spec, params, viewOffsets) ||
+                tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], {}, {}, viewOffsets))) {
       return;
     }
-    spec.epilogue = epi;
     spec.prologue = pro;
     spec.aType = aType;
-    spec.outShape = outShape;
-    spec.tile = tileFor(opts_, anchor);
     spec.splitK = splitKFor(opts_, anchor);
     spec.stages = stages == "auto" ? 0 : std::stoi(stages);
     addLaunch(anchor, targetMatMul(spec), params, {viewOffsets[0], viewOffsets[1]});

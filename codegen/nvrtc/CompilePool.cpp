@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -185,11 +186,16 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
   };
   auto cancelled = [&] { return options_.cancel && options_.cancel->load(); };
   auto sourceOf = [&](size_t k) -> const KernelLaunch & { return launches[result.kernels[k].firstLaunch]; };
+  // (an arch-specific kernel: sm_90 → sm_90a)
+  auto archOf = [&](const KernelLaunch &l) {
+    const std::string &a = options_.arch;
+    return l.archSpecific && !a.empty() && std::isdigit(static_cast<unsigned char>(a.back())) ? a + "a" : a;
+  };
   auto store = [&](size_t k) {
     const CompileOutput &o = result.kernels[k].output;
     if (o.ok() && cache_.enabled()) {
       try {
-        cache_.store(sourceOf(k).source, sourceOf(k).entry, options_.arch, options_.compile, o);
+        cache_.store(sourceOf(k).source, sourceOf(k).entry, archOf(sourceOf(k)), options_.compile, o);
       } catch (const std::exception &) {
         // the cache only degrades
       }
@@ -208,7 +214,7 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
     } else {
       bool hit = false;
       try {
-        hit = cache_.lookup(l.source, l.entry, options_.arch, options_.compile, ck.output);
+        hit = cache_.lookup(l.source, l.entry, archOf(l), options_.compile, ck.output);
       } catch (const std::exception &) {
         hit = false;
       }
@@ -232,8 +238,8 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
     } else {
       try {
         compiled.fetch_add(1);
-        ck.output = options_.compiler ? options_.compiler(l.source, l.entry, options_.arch, options_.compile)
-                                      : compileKernel(l.source, l.entry, options_.arch, options_.compile);
+        ck.output = options_.compiler ? options_.compiler(l.source, l.entry, archOf(l), options_.compile)
+                                      : compileKernel(l.source, l.entry, archOf(l), options_.compile);
         store(k);
       } catch (const std::exception &e) {
         ck.output = CompileOutput();
@@ -275,8 +281,8 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
             const KernelLaunch &l = sourceOf(k);
             CompileOutput o;
             try {
-              o = options_.compiler ? options_.compiler(l.source, l.entry, options_.arch, options_.compile)
-                                    : compileKernel(l.source, l.entry, options_.arch, options_.compile);
+              o = options_.compiler ? options_.compiler(l.source, l.entry, archOf(l), options_.compile)
+                                    : compileKernel(l.source, l.entry, archOf(l), options_.compile);
             } catch (const std::exception &e) {
               o = CompileOutput();
               o.error = "kernel '" + l.entry + "': " + e.what();

@@ -109,13 +109,14 @@ GpuTarget GpuTarget::fromDeviceProperties(int major, int minor, int smCount, int
 }
 
 bool GpuTarget::has(Feature f) const {
-  if (f == Feature::Wgmma) return sm == 90 && archSpecific;
+  if (f == Feature::Wgmma) return sm == 90;
   return sm >= firstSm(f);
 }
 
 std::string GpuTarget::missing(Feature f) const {
   if (has(f)) return "";
-  if (f == Feature::Wgmma) return std::string(featureName(f)) + " needs sm_90a; the target is " + arch;
+  if (f == Feature::Wgmma)
+    return std::string(featureName(f)) + " needs sm_90 (no other GPU has it); the target is " + arch;
   return std::string(featureName(f)) + " needs sm_" + std::to_string(firstSm(f)) + " or newer; the target is " + arch;
 }
 

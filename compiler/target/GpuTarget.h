@@ -26,7 +26,7 @@ enum class Feature {
   Fp8,       // e4m3 storage and conversions, fp8 tensor-core products (sm_89)
   Tma,       // the tensor memory accelerator (sm_90)
   Clusters,  // thread-block clusters, distributed shared memory (sm_90)
-  Wgmma,     // warpgroup mma (sm_90a: arch-specific code only)
+  Wgmma,     // warpgroup mma, setmaxnreg (sm_90 only: kernels that use them compile for sm_90a)
 };
 const char *featureName(Feature f);  // "fp16/bf16 tensor-core products (mma.sync, cp.async)", ...
 

@@ -163,7 +163,7 @@ Runner addCompileCommand(CLI::App &app) {
     if (*json) {
       nlohmann::json j = {{"engine", *out},
                           {"bytes", r.engine.size()},
-                          {"arch", *arch},
+                          {"arch", s.arch},
                           {"route", bo.route.canonical()},
                           {"launches", s.launches},
                           {"kernels", s.uniqueKernels},
@@ -196,7 +196,7 @@ Runner addCompileCommand(CLI::App &app) {
       std::printf(
           "wrote %s (%s) for %s, route '%s': %zu launches, %zu kernels (%s%zu from cache, %zu compiled in %.1f s), "
           "arena %s, weights %s, %.1f s in all\n",
-          support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), arch->c_str(),
+          support::printableLine(*out).c_str(), humanBytes(r.engine.size()).c_str(), s.arch.c_str(),
           support::printableLine(bo.route.canonical()).c_str(), s.launches, s.uniqueKernels,
           report.dims.empty() ? "" : "the specialisations' before merging: ", s.cacheHits, s.compiled, s.compileSeconds,
           humanBytes(s.arenaBytes).c_str(), humanBytes(s.weightsBytes).c_str(), secs);
