@@ -12,8 +12,8 @@ using namespace kernels;
 
 namespace {
 
-// What both kernels share; the emitter defines T, LI, M, N, K, KILN_BN, KILN_STAGES and wgmma_step
-// (the m64nBNk16 instruction for the operand type).
+// The emitter defines T, OT, LI, M, N, K, KILN_BN, KILN_STAGES, wgmma_step (the m64nBNk16
+// instruction for the operand type) and store_tile (the epilogue).
 const char *kWgmmaCommon = R"CUDA(
 constexpr int BM = 128, BN = KILN_BN, BK = 64, STAGES = KILN_STAGES;
 constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -29,73 +29,12 @@ KILN_DEV unsigned long long smem_desc(unsigned addr) {
 
 )CUDA";
 
-// Every thread loads with cp.async; both warpgroups compute.
-const char *kWgmmaBody = R"CUDA(
-constexpr int THREADS = 256;
-
-KILN_DEV void cp16(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-KILN_DEV void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> KILN_DEV void cp_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
-
-// Rows of a tile (64 elements of K each, 8 chunks of 16 bytes) into the swizzled layout: chunk c
-// of row r at chunk c ^ (r % 8). Rows past `rows` and chunks past K read zeros.
-KILN_DEV void load_tile(unsigned dst, const T* __restrict__ src, LI r0, LI rows, LI k0, int count, int tid) {
-  for (int c = tid; c < count * 8; c += THREADS) {
-    const int r = c >> 3, ch = c & 7;
-    const LI row = r0 + r, k = k0 + ch * 8;
-    const bool valid = row < rows && k < K;
-    cp16(dst + r * 128 + ((ch ^ (r & 7)) << 4), valid ? src + row * K + k : src, valid);
-  }
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const T* __restrict__ A, const T* __restrict__ B,
-                                                                     KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
-  extern __shared__ unsigned char smem_raw[];
-  const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // (the swizzle repeats every 1024 bytes)
-  const int tid = threadIdx.x, wg = tid / 128;
-  const LI m0 = (LI)blockIdx.y * BM, n0 = (LI)blockIdx.x * BN;
-  float d[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) {
-      load_tile(base + s * STAGE_BYTES, A, m0, M, (LI)s * BK, BM, tid);
-      load_tile(base + s * STAGE_BYTES + A_BYTES, B, n0, N, (LI)s * BK, BN, tid);
-    }
-    cp_commit();
-  }
-  for (int kt = 0; kt < KT; ++kt) {
-    cp_wait<STAGES - 2>();
-    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();  // tile kt is in for every thread, and every warpgroup is done with kt - 1
-    const int nk = kt + STAGES - 1;
-    if (nk < KT) {
-      const unsigned s = base + (nk % STAGES) * STAGE_BYTES;
-      load_tile(s, A, m0, M, (LI)nk * BK, BM, tid);
-      load_tile(s + A_BYTES, B, n0, N, (LI)nk * BK, BN, tid);
-    }
-    cp_commit();
-    const unsigned sa = base + (kt % STAGES) * STAGE_BYTES + wg * 64 * 128, sb = base + (kt % STAGES) * STAGE_BYTES + A_BYTES;
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) wgmma_step(d, smem_desc(sa + kk * 32), smem_desc(sb + kk * 32));
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-  }
-  store_tile(KILN_EPILOGUE_ARGS C, d, m0 + wg * 64, n0);
-}
-)CUDA";
-
 // Warpgroup 0 is the producer (one thread issues the TMA copies), warpgroups 1 and 2 compute.
 // Stage s's barriers: full[s] at bars + 8 s (one arrival, the producer's, plus the copies' bytes),
 // empty[s] at bars + 8 (STAGES + s) (one arrival per consumer thread). `it` counts the k-tiles a
 // role has passed over all of the block's tiles: use u = it / STAGES of stage it % STAGES waits
 // for phase u of full (parity u & 1) and, for u >= 1, phase u - 1 of empty.
-const char *kWgmmaTmaBody = R"CUDA(
+const char *kWgmmaBody = R"CUDA(
 constexpr int THREADS = 384;
 constexpr LI M_TILES = (M + BM - 1) / BM, TILES = M_TILES * ((N + BN - 1) / BN);
 
@@ -277,7 +216,7 @@ KILN_STORE    }
   return replaceAll(code, "KILN_STORE", store);
 }
 
-// The tma kernel's tensor maps of A and B: the operand in boxes of 64 elements of K by the
+// The tensor maps of A and B: the operand in boxes of 64 elements of K by the
 // tile's rows, 128-byte swizzle.
 std::map<int, rt::TensorMap> tensorMaps(const WgmmaGemmSpec &s) {
   const int32_t dtype = s.type == ElemType::BF16 ? 16 : 10;
@@ -293,9 +232,9 @@ std::map<int, rt::TensorMap> tensorMaps(const WgmmaGemmSpec &s) {
   return {{0, map(s.M, 128)}, {1, map(s.N, uint32_t(s.blockN))}};
 }
 
-// The ring (a 1024-byte alignment slack; tma: two mbarriers a stage after it).
+// The ring (a 1024-byte alignment slack) and two mbarriers a stage after it.
 uint32_t sharedBytes(const WgmmaGemmSpec &s) {
-  return uint32_t(s.stages * (128 + s.blockN) * 128 + 1024 + (s.tma ? 16 * s.stages : 0));
+  return uint32_t(s.stages * (128 + s.blockN) * 128 + 1024 + 16 * s.stages);
 }
 
 }  // namespace
@@ -307,9 +246,9 @@ std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
   if (s.blockN != 64 && s.blockN != 128 && s.blockN != 256) return "a tile N other than 64, 128 or 256";
   if (s.stages < 2 || s.stages > 8) return "stages outside 2..8";
   if (sharedBytes(s) > 227 * 1024) return "more shared memory than a block has";
-  if (s.tma && (s.M >= (int64_t(1) << 31) || s.N >= (int64_t(1) << 31) || s.K >= (int64_t(1) << 31)))
+  if (s.M >= (int64_t(1) << 31) || s.N >= (int64_t(1) << 31) || s.K >= (int64_t(1) << 31))
     return "a dim of 2^31 or more (TMA coordinates are 32-bit)";
-  if (s.tma && s.smCount < 1) return "no SMs";
+  if (s.smCount < 1) return "no SMs";
   if (s.outType && !isFloatType(*s.outType)) return "a result of a type other than float";
   try {
     FusedProgram epi = s.epilogue;
@@ -330,7 +269,7 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   std::string src = "// kiln wgmma gemm: C[" + std::to_string(s.M) + ", " + std::to_string(s.N) + "] = A[" +
                     std::to_string(s.M) + ", " + std::to_string(s.K) + "] B[" + std::to_string(s.N) + ", " +
                     std::to_string(s.K) + "]^T, tile 128x" + std::to_string(s.blockN) + "x64, " +
-                    std::to_string(s.stages) + " stages" + (s.tma ? ", TMA, warp-specialised, persistent" : "") + "\n";
+                    std::to_string(s.stages) + " stages, TMA, warp-specialised, persistent\n";
   src += kDevicePrelude;
   const ElemType outType = s.outType.value_or(s.type);
   const std::vector<int64_t> outShape = s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape;
@@ -346,22 +285,17 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   src += wgmmaStep(s);
   src += kWgmmaCommon;
   src += storeTile(s, outType, outShape);
-  src += s.tma ? kWgmmaTmaBody : kWgmmaBody;
+  src += kWgmmaBody;
   std::string args;
   for (size_t k = 0; k < s.epilogue.numInputs(); ++k) args += "e" + std::to_string(k) + ", ";
   src = replaceAll(replaceAll(src, "KILN_EPILOGUE_PARAMS", programParams(s.epilogue, "e")), "KILN_EPILOGUE_ARGS", args);
-  KernelLaunch out = finalizeKernel(std::string(s.tma ? "wgmma_tma_" : "wgmma_") + typeTag(s.type), src);
+  KernelLaunch out = finalizeKernel(std::string("wgmma_tma_") + typeTag(s.type), src);
   const int64_t rowTiles = ceilDiv(s.M, 128), colTiles = ceilDiv(s.N, s.blockN);
-  if (s.tma) {
-    out.block = {384, 1, 1};
-    out.grid = {static_cast<uint32_t>(std::min<int64_t>(rowTiles * colTiles, s.smCount)), 1, 1};
-  } else {
-    out.block = {256, 1, 1};
-    out.grid = {static_cast<uint32_t>(colTiles), static_cast<uint32_t>(rowTiles), 1};
-  }
+  out.block = {384, 1, 1};
+  out.grid = {static_cast<uint32_t>(std::min<int64_t>(rowTiles * colTiles, s.smCount)), 1, 1};
   out.sharedBytes = sharedBytes(s);
   out.numParams = int(3 + s.epilogue.numInputs());
-  if (s.tma) out.tensorMaps = tensorMaps(s);
+  out.tensorMaps = tensorMaps(s);
   out.archSpecific = true;
   return out;
 }

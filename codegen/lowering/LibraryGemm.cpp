@@ -97,7 +97,7 @@ bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, const std
   w.M = rows, w.N = spec.N, w.K = spec.K, w.type = spec.type, w.outType = spec.outType;
   w.epilogue = spec.epilogue;
   w.outShape = spec.outShape;
-  w.tma = true, w.smCount = opts_.target.smCount;
+  w.smCount = opts_.target.smCount;
   // 128x256 tiles for long K or many tiles (they measured faster at 4096x768x3072 and 8192^3,
   // slower at 4096x2304x768 and 6304x2304x768), else 128x128; gemm.tile picks either.
   const bool wide = spec.tile == "auto" || spec.tile.empty()

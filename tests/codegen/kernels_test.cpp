@@ -932,28 +932,30 @@ TEST(AttentionKernel, ZooShapesDoNotSpill) {
 }
 
 // The wgmma product (sm_90a only): every tile width compiles for fp16 and bf16 without spills (the
-// accumulators, 64 to 128 floats a thread, stay in registers), with cp.async loads and with TMA
-// (a persistent grid of at most one block per SM); sizes it does not take are named.
+// accumulators, 64 to 128 floats a thread, stay in registers) as a persistent grid of at most one
+// block per SM, A and B as tensor maps; sizes it does not take are named.
 TEST(WgmmaKernel, CompilesWithoutSpills) {
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
-  for (bool tma : {false, true})
-    for (int bn : {64, 128, 256})
-      for (ElemType t : {ElemType::F16, ElemType::BF16}) {
-        WgmmaGemmSpec s;
-        s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4, s.tma = tma;
-        s.smCount = 5;
-        KernelLaunch k = emitWgmmaGemm(s);
-        SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
-        CompileOutput out = compileWithPtxasReport(k, "sm_90a");
-        ASSERT_TRUE(out.ok()) << out.error;
-        EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
-        EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024 + (tma ? 16 * s.stages : 0)));
-        EXPECT_EQ(k.grid[0], tma ? 5u : uint32_t((1000 + bn - 1) / bn));
-        EXPECT_EQ(k.block[0], tma ? 384u : 256u);
-      }
+  for (int bn : {64, 128, 256})
+    for (ElemType t : {ElemType::F16, ElemType::BF16}) {
+      WgmmaGemmSpec s;
+      s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4, s.smCount = 5;
+      KernelLaunch k = emitWgmmaGemm(s);
+      SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
+      CompileOutput out = compileWithPtxasReport(k, "sm_90a");
+      ASSERT_TRUE(out.ok()) << out.error;
+      EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
+      EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024 + 16 * s.stages));
+      EXPECT_EQ(k.grid[0], 5u);
+      EXPECT_EQ(k.block[0], 384u);
+      EXPECT_TRUE(k.archSpecific);
+      ASSERT_EQ(k.tensorMaps.size(), 2u);
+      EXPECT_EQ(k.tensorMaps.at(1).box, (std::vector<uint32_t>{64, uint32_t(bn)}));
+      EXPECT_EQ(k.tensorMaps.at(0).dims, (std::vector<uint64_t>{1000, 1000}));
+    }
   // An epilogue (bias, then GELU's tanh form) into fp32, its inputs read per element.
   WgmmaGemmSpec epi;
-  epi.M = 4096, epi.N = 768, epi.K = 768, epi.tma = true, epi.blockN = 128, epi.stages = 6;
+  epi.M = 4096, epi.N = 768, epi.K = 768, epi.blockN = 128, epi.stages = 6;
   epi.outType = ElemType::F32;
   epi.epilogue.inputShapes = {{768}};
   epi.epilogue.inputTypes = {ElemType::F16};
