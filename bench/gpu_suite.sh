@@ -48,6 +48,8 @@
 #                                   # static engines vs PyTorch fp16 eager / CUDA graph at each shape
 #   bash bench/gpu_suite.sh hopper  # the wgmma product kernel vs mma.sync and cuBLAS; exported SDPA attention;
 #                                   # HF BERT/GPT-2 from torch.export beside the zoo's (launches, latency, PyTorch)
+#   bash bench/gpu_suite.sh wgmma   # gemm.tactic=kiln_wgmma vs the default route on BERT-base, ViT-B/16, GPT-2 (and
+#                                   # $KILN_WGMMA_MODELS): accuracy vs the fp32 engine, ABAB latency, profiles, PyTorch
 #   bash bench/gpu_suite.sh nodes   # tune --search nodes on $KILN_NODES_MODELS (default resnet50_b32) vs plain fp16 (issue 26)
 #   bash bench/gpu_suite.sh shards  # a full search unsharded and as 3 shards in separate processes, the
 #                                   # shards' caches merged, the winner --from-cache vs the unsharded one (issue 26)
@@ -894,6 +896,34 @@ if [ "$mode" = hopper ]; then
     run "time_$name" "$bin/kiln" run /tmp/$name.kiln --iterations 200
   done
   run torch_hf python3 bench/hub_torch.py --iterations 100 --only bert,gpt2
+fi
+
+# The Hopper product kernel end to end (issue 25): each model's fp16 engine on the default route
+# and with gemm.tactic=kiln_wgmma, both checked against the fp32 engine's outputs on the same
+# inputs (kiln run --outputs), timed ABAB (300 runs, two rounds) and profiled per launch; the
+# kernel check (kiln-wgmma-check --quick) first; PyTorch eager and CUDA graph in the same call.
+if [ "$mode" = wgmma ]; then
+  : > "$summary"
+  models=${KILN_WGMMA_MODELS:-bert_base_b32_s128 vit_b16_b32 gpt2_small_s512}
+  python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "${models// /,}" > "$OUT/logs/zoo.log" 2>&1
+  run wgmma_quick "$bin/kiln-wgmma-check" --quick --iterations 5
+  for m in $models; do
+    "$bin/kiln" compile "$zoo/$m.onnx" -o "/tmp/$m.f32.kiln" > "$OUT/logs/${m}_f32.log" 2>&1
+    "$bin/kiln" run "/tmp/$m.f32.kiln" --outputs "/tmp/$m.ref.npz" --warmup 0 --iterations 1 > /dev/null 2>&1
+    for t in default wgmma; do
+      r="precision=fp16"; [ $t = wgmma ] && r="precision=fp16;gemm.tactic=kiln_wgmma"
+      "$bin/kiln" compile "$zoo/$m.onnx" -o "/tmp/$m.$t.kiln" --route "$r" > "$OUT/logs/${m}_$t.log" 2>&1
+      echo "$m $t: $(tail -1 "$OUT/logs/${m}_$t.log" | cut -c1-200)" >> "$summary"
+      run "check_${m}_$t" "$bin/kiln" check "/tmp/$m.$t.kiln" --reference "/tmp/$m.ref.npz"
+      "$bin/kiln" run "/tmp/$m.$t.kiln" --profile --iterations 20 > "$OUT/logs/profile_${m}_$t.txt" 2>&1
+    done
+    for rep in 1 2; do
+      for t in default wgmma; do run "time_${m}_${t}_$rep" "$bin/kiln" run "/tmp/$m.$t.kiln" --iterations 300; done
+    done
+  done
+  python3 bench/torch_baselines.py --configs "${models// /,}" --modes eager,eager_cuda_graph --time-budget 180 \
+    --out "$OUT/torch_baselines.json" > "$OUT/logs/torch.log" 2>&1
+  tail -8 "$OUT/logs/torch.log" >> "$summary"
 fi
 
 # The Python package (runtime/python/kiln) with torch on the GPU: outputs equal to `kiln run`'s,
