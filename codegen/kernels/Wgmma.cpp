@@ -15,7 +15,7 @@ namespace {
 // The emitter defines T, OT, LI, M, N, K, KILN_BN, KILN_STAGES, wgmma_step (the m64nBNk16
 // instruction for the operand type) and store_tile (the epilogue).
 const char *kWgmmaCommon = R"CUDA(
-constexpr int BM = 128, BN = KILN_BN, BK = 64, STAGES = KILN_STAGES;
+constexpr int BM = 128, BN = KILN_BN, BK = KILN_BK, STAGES = KILN_STAGES;  // (BK: 128 bytes of K)
 constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int KT = (int)((K + BK - 1) / BK);
 
@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
       const unsigned sa = base + s * STAGE_BYTES + cw * 64 * 128, sb = base + s * STAGE_BYTES + A_BYTES;
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) wgmma_step(d, smem_desc(sa + kk * 32), smem_desc(sb + kk * 32));
+      for (int kk = 0; kk < 4; ++kk) wgmma_step(d, smem_desc(sa + kk * 32), smem_desc(sb + kk * 32));
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       // The previous k-tile's products are done: its stage may be loaded again.
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -117,22 +117,25 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
 }
 )CUDA";
 
-// The m64nBNk16 wgmma with fp32 accumulators d[BN / 2], both operands K-major from shared memory.
+// One wgmma over 32 bytes of K (m64nBNk16 for fp16/bf16, m64nBNk32 for fp8) with fp32
+// accumulators d[BN / 2], both operands K-major from shared memory.
 std::string wgmmaStep(const WgmmaGemmSpec &s) {
   const int regs = s.blockN / 2;
-  const char *ab = s.type == ElemType::BF16 ? "bf16" : "f16";
+  const bool fp8 = s.type == ElemType::F8E4M3;
+  const char *ab = fp8 ? "e4m3" : s.type == ElemType::BF16 ? "bf16" : "f16";
   std::string list, outs;
   for (int i = 0; i < regs; ++i) {
     list += (i ? ", %" : "%") + std::to_string(i);
     outs += std::string(i ? ", " : "") + "\"+f\"(d[" + std::to_string(i) + "])";
   }
   const std::string a = std::to_string(regs), b = std::to_string(regs + 1), one = std::to_string(regs + 2);
+  // (scale-d p, A and B unnegated; fp16/bf16 also take the operands' transposes: none)
   return "KILN_DEV void wgmma_step(float (&d)[" + std::to_string(regs) +
          "], unsigned long long da, unsigned long long db) {\n"
          "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" +
-         one + ", 0;\\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(s.blockN) + "k16.f32." + ab + "." + ab +
-         " {" + list + "}, %" + a + ", %" + b + ", p, 1, 1, 0, 0;\\n}\\n\"\n    : " + outs +
-         "\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n";
+         one + ", 0;\\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(s.blockN) + (fp8 ? "k32" : "k16") + ".f32." +
+         ab + "." + ab + " {" + list + "}, %" + a + ", %" + b + (fp8 ? ", p, 1, 1" : ", p, 1, 1, 0, 0") +
+         ";\\n}\\n\"\n    : " + outs + "\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n";
 }
 
 // An input's strides over the result `outShape` (its broadcast strides `st`) as one stride per
@@ -216,16 +219,17 @@ KILN_STORE    }
   return replaceAll(code, "KILN_STORE", store);
 }
 
-// The tensor maps of A and B: the operand in boxes of 64 elements of K by the
-// tile's rows, 128-byte swizzle.
+// The tensor maps of A and B: the operand in boxes of 128 bytes of K by the tile's rows, 128-byte
+// swizzle.
 std::map<int, rt::TensorMap> tensorMaps(const WgmmaGemmSpec &s) {
-  const int32_t dtype = s.type == ElemType::BF16 ? 16 : 10;
+  const int32_t dtype = s.type == ElemType::BF16 ? 16 : s.type == ElemType::F8E4M3 ? 17 : 10;
+  const uint64_t size = uint64_t(elemSize(s.type));
   auto map = [&](int64_t rows, uint32_t boxRows) {
     rt::TensorMap m;
     m.dtype = dtype;
     m.dims = {uint64_t(s.K), uint64_t(rows)};
-    m.strides = {uint64_t(s.K) * 2};
-    m.box = {64, boxRows};
+    m.strides = {uint64_t(s.K) * size};
+    m.box = {uint32_t(128 / size), boxRows};
     m.swizzle = 128;
     return m;
   };
@@ -240,9 +244,10 @@ uint32_t sharedBytes(const WgmmaGemmSpec &s) {
 }  // namespace
 
 std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
-  if (s.type != ElemType::F16 && s.type != ElemType::BF16) return "operands other than fp16 and bf16";
+  if (s.type != ElemType::F16 && s.type != ElemType::BF16 && s.type != ElemType::F8E4M3)
+    return "operands other than fp16, bf16 and fp8 e4m3";
   if (s.M < 1 || s.N < 1 || s.K < 1) return "an empty product";
-  if (s.K % 8) return "K not a multiple of 8 (rows of 16 bytes)";
+  if (s.K * elemSize(s.type) % 16) return "rows of K that are no multiple of 16 bytes";
   if (s.blockN != 64 && s.blockN != 128 && s.blockN != 256) return "a tile N other than 64, 128 or 256";
   if (s.stages < 2 || s.stages > 8) return "stages outside 2..8";
   if (sharedBytes(s) > 227 * 1024) return "more shared memory than a block has";
@@ -268,8 +273,9 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   std::string src = "// kiln wgmma gemm: C[" + std::to_string(s.M) + ", " + std::to_string(s.N) + "] = A[" +
                     std::to_string(s.M) + ", " + std::to_string(s.K) + "] B[" + std::to_string(s.N) + ", " +
-                    std::to_string(s.K) + "]^T, tile 128x" + std::to_string(s.blockN) + "x64, " +
-                    std::to_string(s.stages) + " stages, TMA, warp-specialised, persistent\n";
+                    std::to_string(s.K) + "]^T, tile 128x" + std::to_string(s.blockN) + "x" +
+                    std::to_string(128 / elemSize(s.type)) + ", " + std::to_string(s.stages) +
+                    " stages, TMA, warp-specialised, persistent\n";
   src += kDevicePrelude;
   const ElemType outType = s.outType.value_or(s.type);
   const std::vector<int64_t> outShape = s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape;
@@ -281,7 +287,8 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   for (const auto &in : s.epilogue.inputShapes) extent = std::max(extent, numElementsOf(in));
   src += "typedef " + indexType(extent) + " LI;\n";
   src += "constexpr LI M = " + L(s.M) + ", N = " + L(s.N) + ", K = " + L(s.K) + ";\n";
-  src += "#define KILN_BN " + std::to_string(s.blockN) + "\n#define KILN_STAGES " + std::to_string(s.stages) + "\n";
+  src += "#define KILN_BN " + std::to_string(s.blockN) + "\n#define KILN_STAGES " + std::to_string(s.stages) +
+         "\n#define KILN_BK " + std::to_string(128 / elemSize(s.type)) + "\n";
   src += wgmmaStep(s);
   src += kWgmmaCommon;
   src += storeTile(s, outType, outShape);

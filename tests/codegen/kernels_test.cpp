@@ -937,9 +937,10 @@ TEST(AttentionKernel, ZooShapesDoNotSpill) {
 TEST(WgmmaKernel, CompilesWithoutSpills) {
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcLoadError();
   for (int bn : {64, 128, 256})
-    for (ElemType t : {ElemType::F16, ElemType::BF16}) {
+    for (ElemType t : {ElemType::F16, ElemType::BF16, ElemType::F8E4M3}) {
       WgmmaGemmSpec s;
-      s.M = 1000, s.N = 1000, s.K = 1000, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4, s.smCount = 5;
+      s.M = 1000, s.N = 1000, s.K = 1008, s.type = t, s.blockN = bn, s.stages = bn == 256 ? 3 : 4, s.smCount = 5;
+      if (t == ElemType::F8E4M3) s.outType = ElemType::F16;
       KernelLaunch k = emitWgmmaGemm(s);
       SCOPED_TRACE(k.source.substr(0, k.source.find('\n')));
       CompileOutput out = compileWithPtxasReport(k, "sm_90a");
@@ -950,8 +951,8 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
       EXPECT_EQ(k.block[0], 384u);
       EXPECT_TRUE(k.archSpecific);
       ASSERT_EQ(k.tensorMaps.size(), 2u);
-      EXPECT_EQ(k.tensorMaps.at(1).box, (std::vector<uint32_t>{64, uint32_t(bn)}));
-      EXPECT_EQ(k.tensorMaps.at(0).dims, (std::vector<uint64_t>{1000, 1000}));
+      EXPECT_EQ(k.tensorMaps.at(1).box, (std::vector<uint32_t>{t == ElemType::F8E4M3 ? 128u : 64u, uint32_t(bn)}));
+      EXPECT_EQ(k.tensorMaps.at(0).dims, (std::vector<uint64_t>{1008, 1000}));
     }
   // An epilogue (bias, then GELU's tanh form) into fp32, its inputs read per element.
   WgmmaGemmSpec epi;
@@ -976,11 +977,11 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
   EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[o0])"), std::string::npos);
   WgmmaGemmSpec odd;
   odd.M = odd.N = 64, odd.K = 36;
-  EXPECT_EQ(wgmmaUnsupported(odd), "K not a multiple of 8 (rows of 16 bytes)");
+  EXPECT_EQ(wgmmaUnsupported(odd), "rows of K that are no multiple of 16 bytes");
   odd.K = 64, odd.blockN = 256, odd.stages = 6;
   EXPECT_EQ(wgmmaUnsupported(odd), "more shared memory than a block has");
   odd.stages = 3, odd.type = ElemType::F32;
-  EXPECT_EQ(wgmmaUnsupported(odd), "operands other than fp16 and bf16");
+  EXPECT_EQ(wgmmaUnsupported(odd), "operands other than fp16, bf16 and fp8 e4m3");
   odd.type = ElemType::F16, odd.epilogue.inputShapes = {{65}}, odd.epilogue.inputTypes = {ElemType::F16};
   EXPECT_NE(wgmmaUnsupported(odd).find("its epilogue: "), std::string::npos) << wgmmaUnsupported(odd);
 }

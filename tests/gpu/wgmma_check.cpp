@@ -1,10 +1,11 @@
 // The wgmma product kernel (codegen/kernels/Wgmma.h, sm_90a: TMA, warp-specialised, at tiles
 // 128x128 and 128x256) on a GPU, against a double-precision reference, and timed beside kiln's
-// mma.sync product kernel (MatMulSpec, fp16) at the same sizes:
-// random A [M, K] and weights B [N, K] of fp16 (bf16 for the rows marked so) values in ±[1/64, 1]
-// (never zero), C = A · Bᵀ in the operand type, poisoned (NaN) first. For each size, 2000 sampled
-// elements (the tile edges included) must agree within 1e-3 of the value (the output's rounding)
-// plus 1e-4 of Σ|a·b| (fp32 sums in another order).
+// mma.sync product kernel (MatMulSpec) at the same sizes: random A [M, K] and weights B [N, K] of
+// fp16 (bf16, fp8 e4m3 for the rows marked so) values in ±[1/64, 1] (never zero), C = A · Bᵀ in
+// the operand type (fp8: fp16), poisoned (NaN) first. For each size, 2000 sampled elements (the
+// tile edges included) must agree within 1e-3 of the value (bf16: 4e-3; the output's rounding)
+// plus 1e-4 of Σ|a·b| (fp32 sums in another order). One fp16 size also runs an epilogue
+// (0.5 · acc + bias[col]).
 // Exit 0 when every size agrees, 1 when one does not, 77 without a GPU (skipped).
 //   kiln-wgmma-check [--iterations N] [--quick]
 #include "codegen/kernels/MatMul.h"
@@ -32,33 +33,39 @@ struct Result {
   std::string error;
 };
 
-// Runs kernel `k` (parameters a, b, [bias,] c) once against the reference and times it. With a
-// bias the kernel's epilogue computes 0.5 · acc + bias[col].
-Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_t M, int64_t N, int64_t K, bool bf,
-                 const std::vector<float> &a, const std::vector<float> &b, int iterations, bool skipMissing,
-                 const std::vector<float> &bias = {}) {
+// `values` as the bytes of an operand of type `t`.
+std::vector<uint8_t> bytesOf(ops::DType t, const std::vector<float> &values) {
+  ops::Tensor x(t, {int64_t(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) x.f[i] = values[i];
+  return ops::tensorToBytes(x);
+}
+
+// Runs kernel `k` (parameters a, b, [bias,] c) once against the reference and times it: A and B
+// of type `in`, C (and the bias) of type `out`. With a bias the kernel's epilogue computes
+// 0.5 · acc + bias[col].
+Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_t M, int64_t N, int64_t K,
+                 ops::DType in, ops::DType out, const std::vector<float> &a, const std::vector<float> &b,
+                 int iterations, bool skipMissing, const std::vector<float> &bias = {}) {
   Result r;
   codegen::CompileOutput bin = codegen::compileKernel(k.source, k.entry, arch);
   if (!bin.ok()) {
     r.error = "compile: " + bin.error;
     return r;
   }
-  const int dtype = bf ? 16 : 10;  // ONNX bfloat16, float16
-  ops::DType half = bf ? ops::DType::BF16 : ops::DType::F16;
-  std::vector<rt::IoTensor> io = {{"a", dtype, {M, K}, true}, {"b", dtype, {N, K}, true}, {"c", dtype, {M, N}, false}};
-  if (!bias.empty()) io.insert(io.begin() + 2, {"bias", dtype, {N}, true});
+  const int inType = int(in), outType = int(out);  // (ONNX codes)
+  std::vector<rt::IoTensor> io = {
+      {"a", inType, {M, K}, true}, {"b", inType, {N, K}, true}, {"c", outType, {M, N}, false}};
+  if (!bias.empty()) io.insert(io.begin() + 2, {"bias", outType, {N}, true});
   auto runner = tuner::EngineRunner::open(testing::oneLaunchEngine(k, bin, io, "wgmma"), r.error);
   if (!runner) {
     if (skipMissing) std::printf("skipped: %s\n", r.error.c_str()), std::exit(77);
     return r;
   }
-  tuner::HostTensor ta{"a", dtype, {M, K}, ops::halfBytesFromF32(half, a.data(), a.size())},
-      tb{"b", dtype, {N, K}, ops::halfBytesFromF32(half, b.data(), b.size())};
-  std::vector<tuner::HostTensor> out;
-  std::vector<tuner::HostTensor> inputs = {ta, tb};
-  if (!bias.empty()) inputs.push_back({"bias", dtype, {N}, ops::halfBytesFromF32(half, bias.data(), bias.size())});
-  if (!runner->setInputs(inputs, r.error) || !runner->run(out, r.error)) return r;
-  ops::Tensor c = ops::tensorFromBytes(half, {M, N}, out[0].data.data(), out[0].data.size());
+  std::vector<tuner::HostTensor> outputs,
+      inputs = {{"a", inType, {M, K}, bytesOf(in, a)}, {"b", inType, {N, K}, bytesOf(in, b)}};
+  if (!bias.empty()) inputs.push_back({"bias", outType, {N}, bytesOf(out, bias)});
+  if (!runner->setInputs(inputs, r.error) || !runner->run(outputs, r.error)) return r;
+  ops::Tensor c = ops::tensorFromBytes(out, {M, N}, outputs[0].data.data(), outputs[0].data.size());
   std::mt19937 rng(11);
   std::uniform_int_distribution<int64_t> ri(0, M - 1), rj(0, N - 1);
   auto check = [&](int64_t i, int64_t j) {
@@ -70,7 +77,7 @@ Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_
     if (!bias.empty()) want = 0.5 * want + bias[size_t(j)], mag = 0.5 * mag + std::fabs(bias[size_t(j)]);
     double got = c.f[size_t(i * N + j)], err = std::fabs(got - want);
     // The result's own rounding (bf16 keeps 8 significant bits: 2^-9 relative) and fp32 sums.
-    double tol = (bf ? 4e-3 : 1e-3) * std::fabs(want) + 1e-4 * mag;
+    double tol = (out == ops::DType::BF16 ? 4e-3 : 1e-3) * std::fabs(want) + 1e-4 * mag;
     if (!(err <= tol)) ++r.bad;
     r.worst = std::max(r.worst, std::isnan(got) ? INFINITY : err / std::max(tol, 1e-30));
   };
@@ -95,65 +102,71 @@ int main(int argc, char **argv) {
   }
   struct Size {
     int64_t m, n, k;
-    bool bf = false;
+    ops::DType type = ops::DType::F16;
   };
   // Edges in every dim; BERT-base 32x128 (QKV, attention output, FFN up and down); ViT-B/16 b32
-  // (6304 rows); a large square.
-  std::vector<Size> sizes = {{200, 136, 72},    {1000, 1000, 1000, true}, {4096, 2304, 768}, {4096, 768, 768},
-                             {4096, 3072, 768}, {4096, 768, 3072},        {6304, 2304, 768}, {8192, 8192, 8192}};
-  if (quick) sizes.resize(2);
+  // (6304 rows); a large square; fp8 at BERT's FFN sizes and the square.
+  constexpr ops::DType bf16 = ops::DType::BF16, fp8 = ops::DType::F8E4M3;
+  std::vector<Size> sizes = {{200, 136, 72},         {1000, 1000, 1000, bf16}, {4096, 2304, 768},
+                             {4096, 768, 768},       {4096, 3072, 768},        {4096, 768, 3072},
+                             {6304, 2304, 768},      {8192, 8192, 8192},       {4096, 3072, 768, fp8},
+                             {4096, 768, 3072, fp8}, {8192, 8192, 8192, fp8}};
+  if (quick) sizes = {sizes[0], sizes[1], {200, 136, 80, fp8}};
   std::mt19937 rng(5);
   bool allOk = true;
   for (const Size &z : sizes) {
     std::uniform_real_distribution<float> mag(1.f / 64, 1.f);
     std::bernoulli_distribution sign(0.5);
-    auto fill = [&](int64_t n) {
+    // Values of type `t` (the reference sums those the kernels see).
+    auto fill = [&](int64_t n, ops::DType t) {
       std::vector<float> v(static_cast<size_t>(n));
-      for (float &x : v) x = (sign(rng) ? 1.f : -1.f) * mag(rng);
+      for (float &x : v) x = float(ops::roundTo(t, (sign(rng) ? 1.f : -1.f) * mag(rng)));
       return v;
     };
-    std::vector<float> a = fill(z.m * z.k), b = fill(z.n * z.k);
-    // The operands as the kernels see them (rounded to half): the reference sums those values.
-    ops::DType half = z.bf ? ops::DType::BF16 : ops::DType::F16;
-    auto roundToHalf = [&](std::vector<float> &v) {
-      std::vector<uint8_t> bytes = ops::halfBytesFromF32(half, v.data(), v.size());
-      ops::Tensor t = ops::tensorFromBytes(half, {int64_t(v.size())}, bytes.data(), bytes.size());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = float(t.f[i]);
+    const ops::DType out = z.type == fp8 ? ops::DType::F16 : z.type;
+    auto elemType = [](ops::DType t) {
+      return t == ops::DType::BF16 ? codegen::ElemType::BF16
+             : t == fp8            ? codegen::ElemType::F8E4M3
+                                   : codegen::ElemType::F16;
     };
-    roundToHalf(a), roundToHalf(b);
-    codegen::MatMulSpec ms = codegen::transposedMatMulSpec({z.m, z.k}, {}, {z.n, z.k}, {1, 0});
-    ms.type = ms.outType = z.bf ? codegen::ElemType::BF16 : codegen::ElemType::F16;
-    Result old = runKernel(codegen::emitMatMul(ms), "sm_90", z.m, z.n, z.k, z.bf, a, b, iterations, false);
+    const codegen::ElemType inType = elemType(z.type), outType = elemType(out);
+    std::vector<float> a = fill(z.m * z.k, z.type), b = fill(z.n * z.k, z.type);
     double flop = 2.0 * double(z.m) * double(z.n) * double(z.k);
     auto tf = [&](const Result &r) { return r.ms > 0 ? flop / (r.ms * 1e-3) / 1e12 : 0.0; };
-    std::printf("%s %5lldx%5lldx%5lld  mma.sync: %s %.4f ms %.0f TFLOP/s\n", z.bf ? "bf16" : "fp16", (long long)z.m,
-                (long long)z.n, (long long)z.k, old.ok ? "ok" : "MISMATCH", old.ms, tf(old));
-    if (!old.error.empty()) std::printf("  mma.sync error: %s\n", old.error.substr(0, 500).c_str());
+    std::printf("%s %5lldx%5lldx%5lld\n", ops::dtypeName(z.type), (long long)z.m, (long long)z.n, (long long)z.k);
+    Result old;
+    if (z.type != fp8) {  // (kiln's fp8 products are the 8-bit kernel's, with scales: not this check's)
+      codegen::MatMulSpec ms = codegen::transposedMatMulSpec({z.m, z.k}, {}, {z.n, z.k}, {1, 0});
+      ms.type = ms.outType = inType;
+      old = runKernel(codegen::emitMatMul(ms), "sm_90", z.m, z.n, z.k, z.type, out, a, b, iterations, false);
+      std::printf("  mma.sync: %s %.4f ms %.0f TFLOP/s\n", old.ok ? "ok" : "MISMATCH", old.ms, tf(old));
+      if (!old.error.empty()) std::printf("  mma.sync error: %s\n", old.error.substr(0, 500).c_str());
+    }
     // Tiles 128x128 (6 stages) and 128x256 (4).
     for (auto [blockN, stages] : {std::pair{128, 6}, std::pair{256, 4}}) {
       codegen::WgmmaGemmSpec ws;
-      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = blockN, ws.stages = stages, ws.type = ms.type;
-      Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.bf, a, b, iterations, true);
-      std::printf(
-          "  wgmma tile 128x%-3d %d stages: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s, %.2fx mma.sync\n",
-          blockN, stages, w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w),
-          w.ms > 0 && old.ms > 0 ? old.ms / w.ms : 0.0);
+      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = blockN, ws.stages = stages, ws.type = inType;
+      ws.outType = outType;
+      Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.type, out, a, b, iterations, true);
+      std::printf("  wgmma tile 128x%-3d %d stages: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s", blockN,
+                  stages, w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w));
+      if (old.ms > 0 && w.ms > 0) std::printf(", %.2fx mma.sync", old.ms / w.ms);
+      std::printf("\n");
       if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
       allOk = allOk && w.ok;
     }
     if (z.m == 4096 && z.n == 768 && z.k == 768) {  // an epilogue: 0.5 · acc + bias[col] (128x128)
-      std::vector<float> bias = fill(z.n);
-      roundToHalf(bias);
+      std::vector<float> bias = fill(z.n, out);
       codegen::WgmmaGemmSpec ws;
-      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = 128, ws.stages = 6, ws.type = ms.type;
+      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = 128, ws.stages = 6, ws.type = inType;
       ws.epilogue.inputShapes = {{z.n}};
-      ws.epilogue.inputTypes = {ms.type};
+      ws.epilogue.inputTypes = {outType};
       ws.epilogue.body = {"const float t0 = acc * 0.5f + x0;"};
       ws.epilogue.result = "t0";
-      Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.bf, a, b, iterations, true, bias);
-      std::printf(
-          "  wgmma TMA tile 128x128 6 stages, epilogue 0.5 acc + bias: %s %lld bad, worst %.2f of tol, %.4f ms\n",
-          w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms);
+      Result w =
+          runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.type, out, a, b, iterations, true, bias);
+      std::printf("  wgmma tile 128x128 6 stages, epilogue 0.5 acc + bias: %s %lld bad, worst %.2f of tol, %.4f ms\n",
+                  w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms);
       if (!w.error.empty()) std::printf("  wgmma error: %s\n", w.error.substr(0, 2000).c_str());
       allOk = allOk && w.ok;
     }
