@@ -61,7 +61,7 @@ KILN_DEV void tma_load(unsigned dst, const TensorMap* map, unsigned bar, int k, 
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid_constant__ TensorMap tmA,
                                                                      const __grid_constant__ TensorMap tmB,
-                                                                     KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
+                                                                     KILN_SCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned base = (smem_u32(smem_raw) + 1023u) & ~1023u;  // (the swizzle repeats every 1024 bytes)
   const unsigned bars = base + STAGES * STAGE_BYTES;
@@ -112,7 +112,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-    store_tile(KILN_EPILOGUE_ARGS C, d, m0 + cw * 64, n0);
+    store_tile(KILN_SCALE_ARG KILN_EPILOGUE_ARGS C, d, m0 + cw * 64, n0);
   }
 }
 )CUDA";
@@ -158,7 +158,7 @@ std::optional<std::array<int64_t, 2>> rowColumnStrides(const std::vector<int64_t
 // m0 + 63 and columns n0 .. n0 + BN - 1 of C through the epilogue, nothing past the matrix.
 // Without an epilogue and with C of the operands' type, pairs of columns go as one 4-byte store.
 std::string storeTile(const WgmmaGemmSpec &s, ElemType outType, const std::vector<int64_t> &outShape) {
-  const bool paired = s.epilogue.result.empty() && outType == s.type;
+  const bool paired = s.epilogue.result.empty() && outType == s.type && !s.columnScale;
   std::string store;
   if (paired) {
     store = R"CUDA(      OT* c = C + row * N + col;
@@ -176,7 +176,7 @@ std::string storeTile(const WgmmaGemmSpec &s, ElemType outType, const std::vecto
       for (int q = 0; q < 2; ++q) {
         if (col + q >= N) continue;
         const LI L = row * N + col + q;
-        const float acc = d[j * 4 + h * 2 + q];
+        const float acc = d[j * 4 + h * 2 + q]KILN_SCALE_ACC;
 )CUDA";
     // Each input read at row · rs + col · cs where its broadcast over the [M, N] result has such
     // strides (a bias, a residual): no division per element; else at its offset from L.
@@ -202,7 +202,7 @@ std::string storeTile(const WgmmaGemmSpec &s, ElemType outType, const std::vecto
     store += "      }\n";
   }
   std::string code =
-      R"CUDA(KILN_DEV void store_tile(KILN_EPILOGUE_PARAMS OT* __restrict__ C, const float (&d)[BN / 2], LI m0, LI n0) {
+      R"CUDA(KILN_DEV void store_tile(KILN_SCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C, const float (&d)[BN / 2], LI m0, LI n0) {
   const int lt = threadIdx.x % 128, w = lt / 32, lane = lt % 32;
   const LI row0 = m0 + w * 16 + lane / 4;
 #pragma unroll
@@ -296,12 +296,15 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   std::string args;
   for (size_t k = 0; k < s.epilogue.numInputs(); ++k) args += "e" + std::to_string(k) + ", ";
   src = replaceAll(replaceAll(src, "KILN_EPILOGUE_PARAMS", programParams(s.epilogue, "e")), "KILN_EPILOGUE_ARGS", args);
+  src = replaceAll(src, "KILN_SCALE_PARAM", s.columnScale ? "const float* __restrict__ colScale," : "");
+  src = replaceAll(src, "KILN_SCALE_ARG", s.columnScale ? "colScale," : "");
+  src = replaceAll(src, "KILN_SCALE_ACC", s.columnScale ? " * colScale[col + q]" : "");
   KernelLaunch out = finalizeKernel(std::string("wgmma_tma_") + typeTag(s.type), src);
   const int64_t rowTiles = ceilDiv(s.M, 128), colTiles = ceilDiv(s.N, s.blockN);
   out.block = {384, 1, 1};
   out.grid = {static_cast<uint32_t>(std::min<int64_t>(rowTiles * colTiles, s.smCount)), 1, 1};
   out.sharedBytes = sharedBytes(s);
-  out.numParams = int(3 + s.epilogue.numInputs());
+  out.numParams = int(3 + s.columnScale + s.epilogue.numInputs());
   out.tensorMaps = tensorMaps(s);
   out.archSpecific = true;
   return out;

@@ -15,7 +15,8 @@
 // stage's copies land. A grid of at most one block per SM walks the tiles (M fastest), so the
 // producer loads the next tile while the consumers store this one. Edges in M, N and K read zeros
 // and store nothing past the matrix; K's rows must be multiples of 16 bytes. Parameters: A and B
-// (tensor maps over them, KernelLaunch::tensorMaps), the epilogue's inputs, then C.
+// (tensor maps over them, KernelLaunch::tensorMaps), [the column scales,] the epilogue's inputs,
+// then C.
 #pragma once
 
 #include "codegen/KernelSpec.h"
@@ -35,6 +36,9 @@ struct WgmmaGemmSpec {
   int blockN = 128;                           // BN: 64, 128 or 256 (the wgmma's N)
   int stages = 4;                             // shared-memory buffers in the ring, 2..8
   int smCount = target::GpuTarget().smCount;  // the grid's blocks at most
+  // acc = the product · scale[col], an fp32 [N] parameter after B (an 8-bit product's per-column
+  // dequantization, sa · sw[n]).
+  bool columnScale = false;
 };
 
 // Empty when emitWgmmaGemm takes the spec, else why not.

@@ -20,8 +20,8 @@ KILN_KNOB(kGemmTactic, {"gemm.tactic",
                         "cannot take when the extra elementwise pass would cost more than kiln's slower product "
                         "(memory-bound products: 1x1 expansions with ReLU6 or HardSwish); kiln_wgmma: kiln's "
                         "Hopper kernel (TMA loads, warp-specialised wgmma, the whole epilogue; sm_90, compiled "
-                        "for sm_90a) for fp16/bf16 MatMuls of contiguous rows by constant weights, the others "
-                        "as auto",
+                        "for sm_90a) for fp16/bf16/fp8 MatMuls of contiguous rows by constant weights with a "
+                        "quarter wave of tiles or more, the others as auto",
                         knobs::Tier::Fast,
                         "codegen/lowering/LibraryGemm.cpp",
                         "tactic",
@@ -70,13 +70,14 @@ static bool fusedKernelIsCheaper(const MatMulSpec &s, int64_t batches, const tar
   return kiln < 0.7 * (library + pass);
 }
 
-bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, const std::vector<Value> &params,
-                            std::array<int64_t, 2> offsets) {
+bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, std::vector<Value> params,
+                            std::array<int64_t, 2> offsets, Value fp8Scale) {
   if (opts_.route.get(kGemmTactic, nodeName(anchor)) != "kiln_wgmma") return false;
   if (std::string why = opts_.target.missing(target::Feature::Wgmma); !why.empty())
     throw std::invalid_argument("gemm.tactic=kiln_wgmma: " + why);
-  if ((spec.type != ElemType::F16 && spec.type != ElemType::BF16) || spec.int8 || spec.conv || spec.K % 8 ||
-      offsets[0] % 16 || offsets[1] % 16)
+  const ElemType type = spec.fp8 ? ElemType::F8E4M3 : spec.type;
+  if ((type != ElemType::F16 && type != ElemType::BF16 && !spec.fp8) || (spec.int8 && !spec.fp8) || spec.conv ||
+      spec.K * int64_t(kernels::elemSize(type)) % 16 || offsets[0] % 16 || offsets[1] % 16)
     return false;
   // B: constant weights as [N, K] (repacked so by lowerProduct), shared by every batch.
   if (spec.b.rowStride != 1 || spec.b.colStride != spec.K ||
@@ -94,7 +95,11 @@ bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, const std
   const int64_t rowTiles = kernels::ceilDiv(rows, 128);
   if (rowTiles * kernels::ceilDiv(spec.N, 128) * 4 < opts_.target.smCount) return false;
   WgmmaGemmSpec w;
-  w.M = rows, w.N = spec.N, w.K = spec.K, w.type = spec.type, w.outType = spec.outType;
+  w.M = rows, w.N = spec.N, w.K = spec.K, w.type = type, w.outType = spec.outType;
+  if (spec.fp8) {  // (the per-column dequantization sa · sw[n] after B)
+    w.columnScale = true;
+    params.insert(params.begin() + 2, int8Scale(fp8Scale, spec.N, anchor));
+  }
   w.epilogue = spec.epilogue;
   w.outShape = spec.outShape;
   w.smCount = opts_.target.smCount;

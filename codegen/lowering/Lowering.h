@@ -104,11 +104,12 @@ class Lowering {
                       const MatMulSpec &spec, mlir::Value aMem, mlir::Value bMem, mlir::Value fp8Scale = {},
                       mlir::Value bias = {}, std::array<int64_t, 2> offsets = {0, 0});
   // The product on kiln's Hopper kernel (gemm.tactic=kiln_wgmma) with its whole epilogue, when
-  // it takes the product: fp16/bf16, A of contiguous rows (batches flattened into M), B constant
+  // it takes the product: fp16/bf16 or fp8 (`fp8Scale`: its scale operand, sa · sw[n], applied
+  // per column), A of contiguous rows (batches flattened into M), B constant
   // weights as [N, K]; a quarter wave of tiles at least. `spec` and `params` as lowerProduct made
   // them (epilogue, outShape and tile set).
-  bool tryWgmmaGemm(mlir::Operation *anchor, const MatMulSpec &spec, const std::vector<mlir::Value> &params,
-                    std::array<int64_t, 2> offsets);
+  bool tryWgmmaGemm(mlir::Operation *anchor, const MatMulSpec &spec, std::vector<mlir::Value> params,
+                    std::array<int64_t, 2> offsets, mlir::Value fp8Scale = {});
   void lowerAttention(AttentionOp op);
   // Elementwise ops (a DAG whose last op yields `result`) in one launch.
   void lowerElementwise(llvm::ArrayRef<mlir::Operation *> ops, mlir::Value result);

@@ -193,7 +193,9 @@ void Lowering::lowerProduct(Operation *anchor, ArrayRef<Operation *> chain, Valu
     spec.epilogue = epi;
     spec.outShape = outShape;
     spec.tile = tileFor(opts_, anchor);
-    if (spec.fp8 && tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])) return;
+    if (spec.fp8 && (tryWgmmaGemm(anchor, spec, params, viewOffsets, operands[2]) ||
+                     tryLibraryGemm(anchor, chain, result, spec, params[0], params[1], operands[2])))
+      return;
     if (spec.int8) {
       addInt8Params(spec, attrs.getInts("perm_b", {}));
     } else if (pro.result.empty() &&

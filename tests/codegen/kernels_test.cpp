@@ -975,6 +975,16 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
   EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[(LI)0 + row * 768 + (col + q)])"), std::string::npos);
   epi.epilogue.inputShapes = {{2, 1, 768}};
   EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[o0])"), std::string::npos);
+  // fp8 with per-column scales (an 8-bit product's dequantization) before the epilogue.
+  WgmmaGemmSpec f8 = epi;
+  f8.type = ElemType::F8E4M3, f8.columnScale = true, f8.outShape = {};
+  f8.epilogue.inputShapes = {{768}};
+  KernelLaunch fk = emitWgmmaGemm(f8);
+  EXPECT_EQ(fk.numParams, 5);
+  EXPECT_NE(fk.source.find("d[j * 4 + h * 2 + q] * colScale[col + q]"), std::string::npos) << fk.source;
+  CompileOutput fout = compileWithPtxasReport(fk, "sm_90a");
+  ASSERT_TRUE(fout.ok()) << fout.error;
+  EXPECT_NE(fout.log.find(" 0 bytes spill stores"), std::string::npos) << fout.log;
   WgmmaGemmSpec odd;
   odd.M = odd.N = 64, odd.K = 36;
   EXPECT_EQ(wgmmaUnsupported(odd), "rows of K that are no multiple of 16 bytes");
