@@ -117,4 +117,52 @@ std::string programElementCode(const FusedProgram &p, const std::vector<int64_t>
   return code;
 }
 
+bool programVectorCode(const FusedProgram &epi, const std::vector<int64_t> &outShape, ElemType outType, int64_t N,
+                       std::string &vec) {
+  vec.clear();
+  const int ve = static_cast<int>(16 / elemSize(outType));
+  // Per input: its stride along the output's columns (the last dim) decides how it is read.
+  if (outShape.empty() || outShape.back() != N || N % ve) return false;
+  StridedSpace rows;
+  rows.dims.assign(outShape.begin(), outShape.end() - 1);
+  std::vector<int> kind(epi.numInputs());  // 0: broadcast along the row, 1: contiguous vector, 2: contiguous elements
+  for (size_t k = 0; k < epi.numInputs(); ++k) {
+    std::vector<int64_t> st = broadcastStrides(epi.inputShapes[k], outShape);
+    int64_t last = st.back();
+    std::vector<int64_t> rs(st.begin(), st.end() - 1);
+    if (last != 0 && last != 1) return false;
+    bool aligned = true;
+    for (int64_t x : rs) aligned = aligned && x % ve == 0;
+    kind[k] = last == 0 ? 0 : (aligned && elemSize(epi.inputTypes[k]) * ve <= 16 ? 1 : 2);
+    rows.strides.push_back(rs);
+  }
+  std::vector<std::string> names;
+  for (size_t k = 0; k < epi.numInputs(); ++k) names.push_back("rb" + std::to_string(k));
+  if (!names.empty()) vec += offsetCode(coalesce(rows), names, "IDX", "row");
+  const std::string w = std::to_string(ve);
+  for (size_t k = 0; k < epi.numInputs(); ++k) {
+    std::string K = std::to_string(k), T = storageTypeName(epi.inputTypes[k]);
+    if (kind[k] == 0)
+      vec += std::string("            const ") + computeTypeName(epi.inputTypes[k]) + " s" + K + " = kiln_ld(e" + K +
+             "[rb" + K + "]);\n";
+    if (kind[k] == 1)
+      vec += "            const kiln_vec<" + T + ", " + w + "> v" + K + " = *reinterpret_cast<const kiln_vec<" + T +
+             ", " + w + ">*>(e" + K + " + rb" + K + " + (IDX)gn);\n";
+  }
+  vec +=
+      "            kiln_vec<OT, " + w + "> res;\n#pragma unroll\n            for (int e = 0; e < " + w + "; ++e) {\n";
+  vec += "              const float acc = cs[e];\n";
+  for (size_t k = 0; k < epi.numInputs(); ++k) {
+    std::string K = std::to_string(k);
+    std::string v = kind[k] == 0   ? "s" + K
+                    : kind[k] == 1 ? "kiln_ld(v" + K + ".v[e])"
+                                   : "kiln_ld(e" + K + "[rb" + K + " + (IDX)gn + e])";
+    vec += std::string("              const ") + computeTypeName(epi.inputTypes[k]) + " x" + K + " = " + v + ";\n";
+  }
+  for (auto &st : epi.body) vec += "              " + st + "\n";
+  vec += "              res.v[e] = " + storeExpr(outType, epi.result) + ";\n            }\n";
+  vec += "            *reinterpret_cast<kiln_vec<OT, " + w + ">*>(C + row * (IDX)N + (IDX)gn) = res;\n";
+  return true;
+}
+
 }  // namespace kiln::codegen

@@ -63,6 +63,15 @@ std::string programElementCode(const FusedProgram &p, const std::vector<int64_t>
                                const std::string &idx, const std::string &linear, const std::string &param,
                                const std::string &outRef);
 
+// CUDA statements that store VE = 16 / sizeof(outType) consecutive elements of a row-major
+// [rows, N] result (the flattening of `outShape`, whose last dim is N) with one 16-byte store:
+// the fp32 values `cs[0..VE)` run through the program at row `row` (type IDX) and columns
+// `gn` .. `gn` + VE - 1 of output `C` (of storage type OT), inputs read from `e0, e1, …` as
+// vectors, once per row (broadcast along it), or element by element. False (and `code` empty)
+// when an input's last dim is neither contiguous nor broadcast, or N is not a multiple of VE.
+bool programVectorCode(const FusedProgram &p, const std::vector<int64_t> &outShape, ElemType outType, int64_t N,
+                       std::string &code);
+
 // The kernel parameter declarations of the inputs ("const kiln_half* __restrict__ e0, ...",
 // each followed by ", ").
 std::string programParams(const FusedProgram &p, const std::string &param);

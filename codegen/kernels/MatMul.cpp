@@ -585,51 +585,8 @@ std::string stagedStore(const FusedProgram &epi, const std::vector<int64_t> &out
   int64_t extent = nbatch * s.M * s.N;
   for (auto &in : epi.inputShapes) extent = std::max(extent, numElementsOf(in));
   const std::string idx = indexType(extent + 1024);
-  // Per input: its stride along the output's columns (the last dim) decides how it is read.
-  bool fast = !outShape.empty() && outShape.back() == s.N && s.N % ve == 0;
-  std::vector<int64_t> rowDims(outShape.begin(), outShape.empty() ? outShape.end() : outShape.end() - 1);
-  StridedSpace rows;
-  rows.dims = rowDims;
-  std::vector<int> kind(epi.numInputs());  // 0: broadcast along the row, 1: contiguous vector, 2: contiguous elements
-  for (size_t k = 0; k < epi.numInputs() && fast; ++k) {
-    std::vector<int64_t> st = broadcastStrides(epi.inputShapes[k], outShape);
-    int64_t last = st.back();
-    std::vector<int64_t> rs(st.begin(), st.end() - 1);
-    if (last != 0 && last != 1) fast = false;
-    bool aligned = true;
-    for (int64_t x : rs) aligned = aligned && x % ve == 0;
-    kind[k] = last == 0 ? 0 : (aligned && elemSize(epi.inputTypes[k]) * ve <= 16 ? 1 : 2);
-    rows.strides.push_back(rs);
-  }
   std::string vec;
-  if (fast) {
-    std::vector<std::string> names;
-    for (size_t k = 0; k < epi.numInputs(); ++k) names.push_back("rb" + std::to_string(k));
-    if (!names.empty()) vec += offsetCode(coalesce(rows), names, "IDX", "row");
-    const std::string w = std::to_string(ve);
-    for (size_t k = 0; k < epi.numInputs(); ++k) {
-      std::string K = std::to_string(k), T = storageTypeName(epi.inputTypes[k]);
-      if (kind[k] == 0)
-        vec += std::string("            const ") + computeTypeName(epi.inputTypes[k]) + " s" + K + " = kiln_ld(e" + K +
-               "[rb" + K + "]);\n";
-      if (kind[k] == 1)
-        vec += "            const kiln_vec<" + T + ", " + w + "> v" + K + " = *reinterpret_cast<const kiln_vec<" + T +
-               ", " + w + ">*>(e" + K + " + rb" + K + " + (IDX)gn);\n";
-    }
-    vec +=
-        "            kiln_vec<OT, " + w + "> res;\n#pragma unroll\n            for (int e = 0; e < " + w + "; ++e) {\n";
-    vec += "              const float acc = cs[e];\n";
-    for (size_t k = 0; k < epi.numInputs(); ++k) {
-      std::string K = std::to_string(k);
-      std::string v = kind[k] == 0   ? "s" + K
-                      : kind[k] == 1 ? "kiln_ld(v" + K + ".v[e])"
-                                     : "kiln_ld(e" + K + "[rb" + K + " + (IDX)gn + e])";
-      vec += std::string("              const ") + computeTypeName(epi.inputTypes[k]) + " x" + K + " = " + v + ";\n";
-    }
-    for (auto &st : epi.body) vec += "              " + st + "\n";
-    vec += "              res.v[e] = " + storeExpr(s.outType, epi.result) + ";\n            }\n";
-    vec += "            *reinterpret_cast<kiln_vec<OT, " + w + ">*>(C + row * (IDX)N + (IDX)gn) = res;\n";
-  }
+  const bool fast = programVectorCode(epi, outShape, s.outType, s.N, vec);
   std::string code = std::string("    typedef ") + idx + " IDX;\n    constexpr int VE = " + std::to_string(ve) +
                      ";\n    constexpr bool FAST_N = " + (fast ? "true" : "false") + ";\n" + kStagedStore;
   code = replaceAll(code, "KILN_VECTOR_ITEM", fast ? vec : "");

@@ -3,7 +3,6 @@
 #include "codegen/kernels/KernelUtil.h"
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
 
 namespace kiln::codegen {
@@ -92,6 +91,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
   const int cw = wg - 1;
+  // (each consumer warp's staging for the store: after the barriers)
+  float* stage = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + STAGES * STAGE_BYTES + 16 * STAGES) +
+                 (tid / 32 - 4) * 16 * SLD;
   int it = 0;
   for (LI tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
     const LI m0 = (tile % M_TILES) * BM, n0 = (tile / M_TILES) * BN;
@@ -112,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-    store_tile(KILN_SCALE_ARG KILN_EPILOGUE_ARGS C, d, m0 + cw * 64, n0);
+    store_tile(KILN_SCALE_ARG KILN_EPILOGUE_ARGS C, d, m0 + cw * 64, n0, stage);
   }
 }
 )CUDA";
@@ -138,85 +140,62 @@ std::string wgmmaStep(const WgmmaGemmSpec &s) {
          ";\\n}\\n\"\n    : " + outs + "\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n";
 }
 
-// An input's strides over the result `outShape` (its broadcast strides `st`) as one stride per
-// row of the [M, N] matrix the dims before the last form, and one per column; nullopt when the
-// row dims do not collapse into one stride.
-std::optional<std::array<int64_t, 2>> rowColumnStrides(const std::vector<int64_t> &st,
-                                                       const std::vector<int64_t> &outShape) {
-  int64_t rowStride = -1, inner = 1;  // (the row stride once a dim of more than 1 sets it)
-  for (size_t d = outShape.size() - 1; d-- > 0;) {
-    if (outShape[d] == 1) continue;
-    if (rowStride < 0) rowStride = st[d];
-    if (st[d] != rowStride * inner) return std::nullopt;
-    inner *= outShape[d];
-  }
-  return std::array<int64_t, 2>{std::max<int64_t>(rowStride, 0), st.back()};
-}
-
 // One warpgroup's 64 x BN accumulators, as m16n8 fragments (warp w holds rows 16w .. 16w + 15, a
 // thread rows lane / 4 and + 8 at columns 2 (lane % 4) and + 1 of every 8), stored at rows m0 ..
-// m0 + 63 and columns n0 .. n0 + BN - 1 of C through the epilogue, nothing past the matrix.
-// Without an epilogue and with C of the operands' type, pairs of columns go as one 4-byte store.
+// m0 + 63 and columns n0 .. n0 + BN - 1 of C through the epilogue, nothing past the matrix. Each
+// warp stages 16 x 32 of its values at a time in its own shared memory (`stage`, 16 rows of SLD
+// floats), then stores them coalesced: VE consecutive columns a thread as one 16-byte store, the
+// epilogue's inputs read as vectors (programVectorCode), or, where the epilogue cannot go by
+// vectors, one element a thread across the row.
 std::string storeTile(const WgmmaGemmSpec &s, ElemType outType, const std::vector<int64_t> &outShape) {
-  const bool paired = s.epilogue.result.empty() && outType == s.type && !s.columnScale;
-  std::string store;
-  if (paired) {
-    store = R"CUDA(      OT* c = C + row * N + col;
-      if (N % 2 == 0) {
-        *reinterpret_cast<unsigned*>(c) = pack2(d[j * 4 + h * 2], d[j * 4 + h * 2 + 1]);
-      } else {
-        c[0] = kiln_st<OT>(d[j * 4 + h * 2]);
-        if (col + 1 < N) c[1] = kiln_st<OT>(d[j * 4 + h * 2 + 1]);
-      }
-)CUDA";
+  FusedProgram epi = s.epilogue;
+  if (epi.result.empty()) epi.result = "acc";
+  std::string vec, chunk;
+  if (programVectorCode(epi, outShape, outType, s.N, vec)) {
+    chunk = R"CUDA(    constexpr int VE = )CUDA" + std::to_string(16 / elemSize(outType)) +
+            R"CUDA(, VPR = 32 / VE;  // (vectors a row of the chunk)
+#pragma unroll
+    for (int i = 0; i < 16 * VPR / 32; ++i) {
+      const int v = lane + 32 * i, r = v / VPR, c = (v % VPR) * VE;
+      const IDX row = (IDX)(mw + r), gn = (IDX)(n0 + jc * 32 + c);
+      if (row >= M || gn >= N) continue;  // (N % VE == 0: a started vector is whole)
+      float cs[VE];
+#pragma unroll
+      for (int e = 0; e < VE; ++e) cs[e] = stage[r * SLD + c + e]KILN_SCALE_VEC;
+)CUDA" + vec +
+            "    }\n";
   } else {
-    FusedProgram epi = s.epilogue;
-    if (epi.result.empty()) epi.result = "acc";
-    store = R"CUDA(#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        if (col + q >= N) continue;
-        const LI L = row * N + col + q;
-        const float acc = d[j * 4 + h * 2 + q]KILN_SCALE_ACC;
-)CUDA";
-    // Each input read at row · rs + col · cs where its broadcast over the [M, N] result has such
-    // strides (a bias, a residual): no division per element; else at its offset from L.
-    std::vector<std::array<int64_t, 2>> rowCol;
-    for (size_t k = 0; k < epi.numInputs(); ++k)
-      if (auto st = rowColumnStrides(broadcastStrides(epi.inputShapes[k], outShape), outShape)) rowCol.push_back(*st);
-    if (rowCol.size() == epi.numInputs()) {
-      auto term = [](const char *v, int64_t stride) {
-        return stride == 0   ? std::string()
-               : stride == 1 ? std::string(" + ") + v
-                             : " + " + std::string(v) + " * " + std::to_string(stride);
-      };
-      for (size_t k = 0; k < epi.numInputs(); ++k) {
-        std::string at = "(LI)0" + term("row", rowCol[k][0]) + term("(col + q)", rowCol[k][1]);
-        store += std::string("    const ") + computeTypeName(epi.inputTypes[k]) + " x" + std::to_string(k) +
-                 " = kiln_ld(e" + std::to_string(k) + "[" + at + "]);\n";
-      }
-      for (const std::string &st : epi.body) store += "    " + st + "\n";
-      store += "    C[L] = " + storeExpr(outType, epi.result) + ";\n";
-    } else {
-      store += programElementCode(epi, outShape, outType, "LI", "L", "e", "C[L]");
-    }
-    store += "      }\n";
+    chunk = R"CUDA(#pragma unroll 4
+    for (int r = 0; r < 16; ++r) {
+      const IDX row = (IDX)(mw + r), col = (IDX)(n0 + jc * 32 + lane);
+      if (row >= M || col >= N) continue;
+      const float acc = stage[r * SLD + lane]KILN_SCALE_ACC;
+      const IDX L = row * N + col;
+)CUDA" + programElementCode(epi, outShape, outType, "IDX", "L", "e", "C[L]") +
+            "    }\n";
   }
   std::string code =
-      R"CUDA(KILN_DEV void store_tile(KILN_SCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C, const float (&d)[BN / 2], LI m0, LI n0) {
-  const int lt = threadIdx.x % 128, w = lt / 32, lane = lt % 32;
-  const LI row0 = m0 + w * 16 + lane / 4;
+      R"CUDA(constexpr int SLD = 36;  // (a staged row of 32 floats, padded)
+KILN_DEV void store_tile(KILN_SCALE_PARAM KILN_EPILOGUE_PARAMS OT* __restrict__ C, const float (&d)[BN / 2], LI m0, LI n0, float* stage) {
+  typedef LI IDX;
+  const int lane = threadIdx.x % 32, w = (threadIdx.x % 128) / 32;
+  const LI mw = m0 + w * 16;  // (this warp's rows)
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const LI col = n0 + j * 8 + (lane % 4) * 2;
+  for (int jc = 0; jc < BN / 32; ++jc) {
+    __syncwarp();  // (the previous chunk is read)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const LI row = row0 + h * 8;
-      if (row >= M || col >= N) continue;
-KILN_STORE    }
-  }
+    for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = jc * 4 + jj;
+        *reinterpret_cast<float2*>(stage + (lane / 4 + h * 8) * SLD + jj * 8 + (lane % 4) * 2) =
+            make_float2(d[j * 4 + h * 2], d[j * 4 + h * 2 + 1]);
+      }
+    __syncwarp();
+KILN_CHUNK  }
 }
 )CUDA";
-  return replaceAll(code, "KILN_STORE", store);
+  return replaceAll(code, "KILN_CHUNK", chunk);
 }
 
 // The tensor maps of A and B: the operand in boxes of 128 bytes of K by the tile's rows, 128-byte
@@ -236,9 +215,10 @@ std::map<int, rt::TensorMap> tensorMaps(const WgmmaGemmSpec &s) {
   return {{0, map(s.M, 128)}, {1, map(s.N, uint32_t(s.blockN))}};
 }
 
-// The ring (a 1024-byte alignment slack) and two mbarriers a stage after it.
+// The ring (a 1024-byte alignment slack), two mbarriers a stage after it, then 16 x 36 floats
+// for each of the 8 consumer warps to stage its stores.
 uint32_t sharedBytes(const WgmmaGemmSpec &s) {
-  return uint32_t(s.stages * (128 + s.blockN) * 128 + 1024 + 16 * s.stages);
+  return uint32_t(s.stages * (128 + s.blockN) * 128 + 1024 + 16 * s.stages + 8 * 16 * 36 * 4);
 }
 
 }  // namespace
@@ -269,7 +249,6 @@ std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
 
 KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   if (std::string why = wgmmaUnsupported(s); !why.empty()) throw std::invalid_argument("wgmma gemm: " + why);
-  const bool bf = s.type == ElemType::BF16;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   std::string src = "// kiln wgmma gemm: C[" + std::to_string(s.M) + ", " + std::to_string(s.N) + "] = A[" +
                     std::to_string(s.M) + ", " + std::to_string(s.K) + "] B[" + std::to_string(s.N) + ", " +
@@ -281,8 +260,6 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   const std::vector<int64_t> outShape = s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape;
   src += std::string("typedef ") + storageTypeName(s.type) + " T;\n";
   src += std::string("typedef ") + storageTypeName(outType) + " OT;\n";
-  src += std::string("KILN_DEV unsigned pack2(float lo, float hi) {\n  unsigned r;\n  asm(\"cvt.rn.") +
-         (bf ? "bf16x2" : "f16x2") + ".f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo));\n  return r;\n}\n";
   int64_t extent = s.M * s.K + s.N * s.K + s.M * s.N;
   for (const auto &in : s.epilogue.inputShapes) extent = std::max(extent, numElementsOf(in));
   src += "typedef " + indexType(extent) + " LI;\n";
@@ -298,7 +275,8 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   src = replaceAll(replaceAll(src, "KILN_EPILOGUE_PARAMS", programParams(s.epilogue, "e")), "KILN_EPILOGUE_ARGS", args);
   src = replaceAll(src, "KILN_SCALE_PARAM", s.columnScale ? "const float* __restrict__ colScale," : "");
   src = replaceAll(src, "KILN_SCALE_ARG", s.columnScale ? "colScale," : "");
-  src = replaceAll(src, "KILN_SCALE_ACC", s.columnScale ? " * colScale[col + q]" : "");
+  src = replaceAll(src, "KILN_SCALE_ACC", s.columnScale ? " * colScale[col]" : "");
+  src = replaceAll(src, "KILN_SCALE_VEC", s.columnScale ? " * colScale[gn + e]" : "");
   KernelLaunch out = finalizeKernel(std::string("wgmma_tma_") + typeTag(s.type), src);
   const int64_t rowTiles = ceilDiv(s.M, 128), colTiles = ceilDiv(s.N, s.blockN);
   out.block = {384, 1, 1};

@@ -946,7 +946,7 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
       CompileOutput out = compileWithPtxasReport(k, "sm_90a");
       ASSERT_TRUE(out.ok()) << out.error;
       EXPECT_NE(out.log.find(" 0 bytes spill stores"), std::string::npos) << out.log;
-      EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024 + 16 * s.stages));
+      EXPECT_EQ(k.sharedBytes, uint32_t(s.stages * (128 + bn) * 128 + 1024 + 16 * s.stages + 8 * 16 * 36 * 4));
       EXPECT_EQ(k.grid[0], 5u);
       EXPECT_EQ(k.block[0], 384u);
       EXPECT_TRUE(k.archSpecific);
@@ -954,7 +954,8 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
       EXPECT_EQ(k.tensorMaps.at(1).box, (std::vector<uint32_t>{t == ElemType::F8E4M3 ? 128u : 64u, uint32_t(bn)}));
       EXPECT_EQ(k.tensorMaps.at(0).dims, (std::vector<uint64_t>{1008, 1000}));
     }
-  // An epilogue (bias, then GELU's tanh form) into fp32, its inputs read per element.
+  // An epilogue (bias, then GELU's tanh form) into fp32: the bias read as vectors of 4 (16-byte
+  // fp32 stores); the stores staged per warp.
   WgmmaGemmSpec epi;
   epi.M = 4096, epi.N = 768, epi.K = 768, epi.blockN = 128, epi.stages = 6;
   epi.outType = ElemType::F32;
@@ -964,24 +965,28 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
   epi.epilogue.result = "t1";
   KernelLaunch ek = emitWgmmaGemm(epi);
   EXPECT_EQ(ek.numParams, 4);
-  EXPECT_NE(ek.source.find("const float x0 = kiln_ld(e0[(LI)0 + (col + q)]);"), std::string::npos) << ek.source;
+  EXPECT_NE(ek.source.find("const kiln_vec<kiln_half, 4> v0"), std::string::npos) << ek.source;
+  EXPECT_EQ(ek.sharedBytes, uint32_t(6 * 256 * 128 + 1024 + 16 * 6 + 8 * 16 * 36 * 4));
   CompileOutput eout = compileWithPtxasReport(ek, "sm_90a");
   ASSERT_TRUE(eout.ok()) << eout.error;
   EXPECT_NE(eout.log.find(" 0 bytes spill stores"), std::string::npos) << eout.log;
-  // A residual of the [2, 2048, 768] result: read at row · 768 + col; one broadcast over the rows
-  // of a batch only ([2, 1, 768]) at its offset from the element's index.
+  // A residual of a [2, 2048, 768] result read as vectors too; a width that is no multiple of the
+  // vector (770 columns) goes one element a thread.
   epi.outShape = {2, 2048, 768};
   epi.epilogue.inputShapes = {{2, 2048, 768}};
-  EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[(LI)0 + row * 768 + (col + q)])"), std::string::npos);
-  epi.epilogue.inputShapes = {{2, 1, 768}};
-  EXPECT_NE(emitWgmmaGemm(epi).source.find("kiln_ld(e0[o0])"), std::string::npos);
+  EXPECT_NE(emitWgmmaGemm(epi).source.find("const kiln_vec<kiln_half, 4> v0"), std::string::npos);
+  epi.N = 770, epi.outShape = {2, 2048, 770}, epi.epilogue.inputShapes = {{770}};
+  std::string odd770 = emitWgmmaGemm(epi).source;
+  EXPECT_EQ(odd770.find("kiln_vec<kiln_half"), std::string::npos);
+  EXPECT_NE(odd770.find("const IDX L = row * N + col;"), std::string::npos);
+  EXPECT_TRUE(compileWithPtxasReport(emitWgmmaGemm(epi), "sm_90a").ok());
   // fp8 with per-column scales (an 8-bit product's dequantization) before the epilogue.
   WgmmaGemmSpec f8 = epi;
-  f8.type = ElemType::F8E4M3, f8.columnScale = true, f8.outShape = {};
+  f8.N = 768, f8.type = ElemType::F8E4M3, f8.columnScale = true, f8.outShape = {};
   f8.epilogue.inputShapes = {{768}};
   KernelLaunch fk = emitWgmmaGemm(f8);
   EXPECT_EQ(fk.numParams, 5);
-  EXPECT_NE(fk.source.find("d[j * 4 + h * 2 + q] * colScale[col + q]"), std::string::npos) << fk.source;
+  EXPECT_NE(fk.source.find("stage[r * SLD + c + e] * colScale[gn + e]"), std::string::npos) << fk.source;
   CompileOutput fout = compileWithPtxasReport(fk, "sm_90a");
   ASSERT_TRUE(fout.ok()) << fout.error;
   EXPECT_NE(fout.log.find(" 0 bytes spill stores"), std::string::npos) << fout.log;
