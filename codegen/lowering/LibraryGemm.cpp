@@ -104,7 +104,8 @@ bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, std::vect
   w.outShape = spec.outShape;
   w.smCount = opts_.target.smCount;
   // 128x256 tiles for long K or many tiles (they measured faster at 4096x768x3072 and 8192^3,
-  // slower at 4096x2304x768 and 6304x2304x768), else 128x128; gemm.tile picks either.
+  // slower at 4096x2304x768 and 6304x2304x768: bench/RESULTS.md, eighth session), else 128x128;
+  // gemm.tile picks either.
   const bool wide = spec.tile == "auto" || spec.tile.empty()
                         ? spec.K >= 2048 || rowTiles * kernels::ceilDiv(spec.N, 256) >= 4 * opts_.target.smCount
                         : spec.tile == "128x256";
