@@ -11,8 +11,8 @@ using namespace kernels;
 
 namespace {
 
-// The emitter defines T, OT, LI, M, N, K, KILN_BN, KILN_STAGES, wgmma_step (the m64nBNk16
-// instruction for the operand type) and store_tile (the epilogue).
+// The emitter defines T, OT, LI, M, N, K, KILN_BN, KILN_STAGES, KILN_BK and wgmma_step (the
+// instruction for the operand type) before this; store_tile (storeTile) and the kernel follow.
 const char *kWgmmaCommon = R"CUDA(
 constexpr int BM = 128, BN = KILN_BN, BK = KILN_BK, STAGES = KILN_STAGES;  // (BK: 128 bytes of K)
 constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -30,11 +30,11 @@ KILN_DEV unsigned long long smem_desc(unsigned addr) {
 
 // Warpgroup 0 is the producer (one thread issues the TMA copies), warpgroups 1 and 2 compute.
 // Stage s's barriers: full[s] at bars + 8 s (one arrival, the producer's, plus the copies' bytes),
-// empty[s] at bars + 8 (STAGES + s) (one arrival per consumer thread). `it` counts the k-tiles a
+// empty[s] at bars + 8 (STAGES + s) (one arrival per thread that reads the stage). `it` counts the k-tiles a
 // role has passed over all of the block's tiles: use u = it / STAGES of stage it % STAGES waits
 // for phase u of full (parity u & 1) and, for u >= 1, phase u - 1 of empty.
 const char *kWgmmaBody = R"CUDA(
-constexpr int THREADS = 384;
+constexpr int THREADS = 384, CONSUMERS = PINGPONG ? 128 : 256;  // (threads that read each stage)
 constexpr LI M_TILES = (M + BM - 1) / BM, TILES = M_TILES * ((N + BN - 1) / BN);
 
 struct alignas(64) TensorMap { unsigned long long opaque[16]; };
@@ -66,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
   const unsigned bars = base + STAGES * STAGE_BYTES;
   const int tid = threadIdx.x, wg = tid / 128;
   if (tid == 0) {
-    for (int s = 0; s < STAGES; ++s) mbar_init(bars + 8 * s, 1), mbar_init(bars + 8 * (STAGES + s), 256);
+    for (int s = 0; s < STAGES; ++s) mbar_init(bars + 8 * s, 1), mbar_init(bars + 8 * (STAGES + s), CONSUMERS);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -94,19 +94,37 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
   // (each consumer warp's staging for the store: after the barriers)
   float* stage = reinterpret_cast<float*>(smem_raw + (base - smem_u32(smem_raw)) + STAGES * STAGE_BYTES + 16 * STAGES) +
                  (tid / 32 - 4) * 16 * SLD;
-  int it = 0;
-  for (LI tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+  // The block's j-th tile is blockIdx.x + j · gridDim.x, its k-tiles the ring's j · KT .. on.
+  // Cooperative: both warpgroups take every tile, 64 rows each; ping-pong: warpgroup cw the tiles
+  // j = cw, cw + 2, ..., all 128 rows (two accumulator sets), so one's store runs while the other
+  // computes (the ring hands out their stages in turn).
+  for (LI j = PINGPONG ? cw : 0; blockIdx.x + j * gridDim.x < TILES; j += PINGPONG ? 2 : 1) {
+    const LI tile = blockIdx.x + j * gridDim.x;
     const LI m0 = (tile % M_TILES) * BM, n0 = (tile / M_TILES) * BN;
+    int it = (int)j * KT;
     float d[BN / 2];
+#if PINGPONG
+    float d1[BN / 2];
+#endif
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+    for (int i = 0; i < BN / 2; ++i) {
+      d[i] = 0.f;
+#if PINGPONG
+      d1[i] = 0.f;
+#endif
+    }
     for (int kt = 0; kt < KT; ++kt, ++it) {
       const int s = it % STAGES;
       mbar_wait(bars + 8 * s, (it / STAGES) & 1);
-      const unsigned sa = base + s * STAGE_BYTES + cw * 64 * 128, sb = base + s * STAGE_BYTES + A_BYTES;
+      const unsigned sa = base + s * STAGE_BYTES + (PINGPONG ? 0 : cw * 64 * 128), sb = base + s * STAGE_BYTES + A_BYTES;
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) wgmma_step(d, smem_desc(sa + kk * 32), smem_desc(sb + kk * 32));
+      for (int kk = 0; kk < 4; ++kk) {
+        wgmma_step(d, smem_desc(sa + kk * 32), smem_desc(sb + kk * 32));
+#if PINGPONG
+        wgmma_step(d1, smem_desc(sa + 64 * 128 + kk * 32), smem_desc(sb + kk * 32));
+#endif
+      }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       // The previous k-tile's products are done: its stage may be loaded again.
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -114,7 +132,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) KILN_ENTRY(const __grid
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-    store_tile(KILN_SCALE_ARG KILN_EPILOGUE_ARGS C, d, m0 + cw * 64, n0, stage);
+    store_tile(KILN_SCALE_ARG KILN_EPILOGUE_ARGS C, d, m0 + (PINGPONG ? 0 : cw * 64), n0, stage);
+#if PINGPONG
+    store_tile(KILN_SCALE_ARG KILN_EPILOGUE_ARGS C, d1, m0 + 64, n0, stage);
+#endif
   }
 }
 )CUDA";
@@ -229,6 +250,7 @@ std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
   if (s.M < 1 || s.N < 1 || s.K < 1) return "an empty product";
   if (s.K * elemSize(s.type) % 16) return "rows of K that are no multiple of 16 bytes";
   if (s.blockN != 64 && s.blockN != 128 && s.blockN != 256) return "a tile N other than 64, 128 or 256";
+  if (s.pingpong && s.blockN > 128) return "a ping-pong tile N over 128 (two accumulator sets a thread)";
   if (s.stages < 2 || s.stages > 8) return "stages outside 2..8";
   if (sharedBytes(s) > 227 * 1024) return "more shared memory than a block has";
   if (s.M >= (int64_t(1) << 31) || s.N >= (int64_t(1) << 31) || s.K >= (int64_t(1) << 31))
@@ -254,7 +276,7 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
                     std::to_string(s.M) + ", " + std::to_string(s.K) + "] B[" + std::to_string(s.N) + ", " +
                     std::to_string(s.K) + "]^T, tile 128x" + std::to_string(s.blockN) + "x" +
                     std::to_string(128 / elemSize(s.type)) + ", " + std::to_string(s.stages) +
-                    " stages, TMA, warp-specialised, persistent\n";
+                    " stages, TMA, warp-specialised (" + (s.pingpong ? "ping-pong" : "cooperative") + "), persistent\n";
   src += kDevicePrelude;
   const ElemType outType = s.outType.value_or(s.type);
   const std::vector<int64_t> outShape = s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape;
@@ -265,7 +287,8 @@ KernelLaunch emitWgmmaGemm(const WgmmaGemmSpec &s) {
   src += "typedef " + indexType(extent) + " LI;\n";
   src += "constexpr LI M = " + L(s.M) + ", N = " + L(s.N) + ", K = " + L(s.K) + ";\n";
   src += "#define KILN_BN " + std::to_string(s.blockN) + "\n#define KILN_STAGES " + std::to_string(s.stages) +
-         "\n#define KILN_BK " + std::to_string(128 / elemSize(s.type)) + "\n";
+         "\n#define KILN_BK " + std::to_string(128 / elemSize(s.type)) + "\n#define PINGPONG " +
+         (s.pingpong ? "1" : "0") + "\n";
   src += wgmmaStep(s);
   src += kWgmmaCommon;
   src += storeTile(s, outType, outShape);

@@ -36,6 +36,10 @@ struct WgmmaGemmSpec {
   int blockN = 128;                           // BN: 64, 128 or 256 (the wgmma's N)
   int stages = 4;                             // shared-memory buffers in the ring, 2..8
   int smCount = target::GpuTarget().smCount;  // the grid's blocks at most
+  // Ping-pong: each consumer warpgroup takes every other tile, all 128 rows, so one stores while
+  // the other computes (CUTLASS's "pingpong" schedule); else both share each tile, 64 rows each
+  // ("cooperative"). Tile N at most 128.
+  bool pingpong = false;
   // acc = the product · scale[col], an fp32 [N] parameter after B (an 8-bit product's per-column
   // dequantization, sa · sw[n]).
   bool columnScale = false;

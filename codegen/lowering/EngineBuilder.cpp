@@ -14,7 +14,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <cctype>
 #include <fstream>
 #include <iterator>
 
@@ -155,9 +154,8 @@ BuildResult Lowering::run() {
   std::vector<int32_t> kernelOf(launches_.size(), -1);
   // An engine with arch-specific code (sm_90a) runs on exactly its sm: its arch says so, so the
   // runtime refuses it on other GPUs by name rather than failing to JIT a module.
-  if (llvm::any_of(kernels, [](const KernelLaunch &k) { return k.archSpecific; }) && !desc_.arch.empty() &&
-      std::isdigit(static_cast<unsigned char>(desc_.arch.back())))
-    desc_.arch += "a";
+  if (llvm::any_of(kernels, [](const KernelLaunch &k) { return k.archSpecific; }))
+    desc_.arch = target::archSpecificName(desc_.arch);
   CompilePoolResult compiled;
   if (opts_.launchPlanOnly) {
     llvm::StringMap<int32_t> byEntry;

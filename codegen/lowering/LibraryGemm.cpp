@@ -75,10 +75,8 @@ bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, std::vect
   if (opts_.route.get(kGemmTactic, nodeName(anchor)) != "kiln_wgmma") return false;
   if (std::string why = opts_.target.missing(target::Feature::Wgmma); !why.empty())
     throw std::invalid_argument("gemm.tactic=kiln_wgmma: " + why);
-  const ElemType type = spec.fp8 ? ElemType::F8E4M3 : spec.type;
-  if ((type != ElemType::F16 && type != ElemType::BF16 && !spec.fp8) || (spec.int8 && !spec.fp8) || spec.conv ||
-      spec.K * int64_t(kernels::elemSize(type)) % 16 || offsets[0] % 16 || offsets[1] % 16)
-    return false;
+  // (operand types, K's row bytes and shared memory: wgmmaUnsupported below)
+  if ((spec.int8 && !spec.fp8) || spec.conv || offsets[0] % 16 || offsets[1] % 16) return false;
   // B: constant weights as [N, K] (repacked so by lowerProduct), shared by every batch.
   if (spec.b.rowStride != 1 || spec.b.colStride != spec.K ||
       llvm::any_of(spec.b.batchStrides, [](int64_t s) { return s != 0; }) || !params[1].getDefiningOp<ConstantOp>())
@@ -95,7 +93,7 @@ bool Lowering::tryWgmmaGemm(Operation *anchor, const MatMulSpec &spec, std::vect
   const int64_t rowTiles = kernels::ceilDiv(rows, 128);
   if (rowTiles * kernels::ceilDiv(spec.N, 128) * 4 < opts_.target.smCount) return false;
   WgmmaGemmSpec w;
-  w.M = rows, w.N = spec.N, w.K = spec.K, w.type = type, w.outType = spec.outType;
+  w.M = rows, w.N = spec.N, w.K = spec.K, w.type = spec.fp8 ? ElemType::F8E4M3 : spec.type, w.outType = spec.outType;
   if (spec.fp8) {  // (the per-column dequantization sa · sw[n] after B)
     w.columnScale = true;
     params.insert(params.begin() + 2, int8Scale(fp8Scale, spec.N, anchor));

@@ -3,6 +3,7 @@
 #include "compiler/support/Files.h"
 #include "compiler/support/Hash.h"
 #include "compiler/support/Parallel.h"
+#include "compiler/target/GpuTarget.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -186,10 +186,8 @@ CompilePoolResult CompilePool::compile(const std::vector<KernelLaunch> &launches
   };
   auto cancelled = [&] { return options_.cancel && options_.cancel->load(); };
   auto sourceOf = [&](size_t k) -> const KernelLaunch & { return launches[result.kernels[k].firstLaunch]; };
-  // (an arch-specific kernel: sm_90 → sm_90a)
   auto archOf = [&](const KernelLaunch &l) {
-    const std::string &a = options_.arch;
-    return l.archSpecific && !a.empty() && std::isdigit(static_cast<unsigned char>(a.back())) ? a + "a" : a;
+    return l.archSpecific ? target::archSpecificName(options_.arch) : options_.arch;
   };
   auto store = [&](size_t k) {
     const CompileOutput &o = result.kernels[k].output;

@@ -63,6 +63,10 @@ const char *featureName(Feature f) {
   return "?";
 }
 
+std::string archSpecificName(const std::string &arch) {
+  return !arch.empty() && std::isdigit(static_cast<unsigned char>(arch.back())) ? arch + "a" : arch;
+}
+
 std::vector<std::string> GpuTarget::knownArchitectures() {
   std::vector<std::string> r;
   for (const Known &k : kKnown) r.push_back("sm_" + std::to_string(k.sm));

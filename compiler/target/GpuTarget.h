@@ -30,6 +30,9 @@ enum class Feature {
 };
 const char *featureName(Feature f);  // "fp16/bf16 tensor-core products (mma.sync, cp.async)", ...
 
+// An architecture's arch-specific variant: "sm_90" → "sm_90a" (names with a suffix unchanged).
+std::string archSpecificName(const std::string &arch);
+
 struct GpuTarget {
   std::string arch = "sm_90";      // NVRTC's name: sm_<sm>, optionally with an 'a' or 'f' suffix
   int sm = 90;                     // compute capability major * 10 + minor

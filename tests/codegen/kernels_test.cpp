@@ -990,6 +990,27 @@ TEST(WgmmaKernel, CompilesWithoutSpills) {
   CompileOutput fout = compileWithPtxasReport(fk, "sm_90a");
   ASSERT_TRUE(fout.ok()) << fout.error;
   EXPECT_NE(fout.log.find(" 0 bytes spill stores"), std::string::npos) << fout.log;
+  // The ping-pong schedule (each consumer warpgroup its own 128-row tiles, two accumulator sets):
+  // without spills at tile N 64 and 128; refused wider.
+  for (int bn : {64, 128}) {
+    WgmmaGemmSpec pp;
+    pp.M = 4096, pp.N = 768, pp.K = 768, pp.blockN = bn, pp.stages = 6, pp.pingpong = true;
+    KernelLaunch pk = emitWgmmaGemm(pp);
+    EXPECT_NE(pk.source.find("#define PINGPONG 1"), std::string::npos);
+    CompileOutput pout = compileWithPtxasReport(pk, "sm_90a");
+    ASSERT_TRUE(pout.ok()) << pout.error;
+    EXPECT_NE(pout.log.find(" 0 bytes spill stores"), std::string::npos) << pout.log;
+  }
+  WgmmaGemmSpec wide;
+  wide.M = wide.N = wide.K = 1024, wide.blockN = 256, wide.stages = 4, wide.pingpong = true;
+  EXPECT_EQ(wgmmaUnsupported(wide), "a ping-pong tile N over 128 (two accumulator sets a thread)");
+  // Only sm_90 has wgmma; its kernels compile for the arch-specific variant.
+  std::string error;
+  EXPECT_TRUE(target::GpuTarget::parse("sm_90", error)->has(target::Feature::Wgmma));
+  EXPECT_FALSE(target::GpuTarget::parse("sm_89", error)->has(target::Feature::Wgmma));
+  EXPECT_FALSE(target::GpuTarget::parse("sm_100", error)->has(target::Feature::Wgmma));
+  EXPECT_EQ(target::archSpecificName("sm_90"), "sm_90a");
+  EXPECT_EQ(target::archSpecificName("sm_90a"), "sm_90a");
   WgmmaGemmSpec odd;
   odd.M = odd.N = 64, odd.K = 36;
   EXPECT_EQ(wgmmaUnsupported(odd), "rows of K that are no multiple of 16 bytes");

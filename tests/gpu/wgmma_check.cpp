@@ -8,7 +8,7 @@
 // epilogue (0.5 · acc + bias[col]). cuBLASLt's time for each fp16/bf16 product is taken in the
 // same harness (a one-launch engine of the runtime's cuBLASLt call).
 // Exit 0 when every size agrees, 1 when one does not, 77 without a GPU (skipped).
-//   kiln-wgmma-check [--iterations N] [--quick]
+//   kiln-wgmma-check [--iterations N] [--quick] [--only MxNxK,...]
 #include "codegen/kernels/MatMul.h"
 #include "codegen/kernels/Wgmma.h"
 #include "codegen/nvrtc/Nvrtc.h"
@@ -127,9 +127,11 @@ Result runKernel(const codegen::KernelLaunch &k, const std::string &arch, int64_
 int main(int argc, char **argv) {
   int iterations = 50;
   bool quick = false;
+  std::string only;  // sizes "MxNxK,..." (fp16) to run, of the list below
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iterations") == 0 && i + 1 < argc) iterations = std::atoi(argv[++i]);
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
   }
   struct Size {
     int64_t m, n, k;
@@ -143,6 +145,15 @@ int main(int argc, char **argv) {
                              {6304, 2304, 768},      {8192, 8192, 8192},       {4096, 3072, 768, fp8},
                              {4096, 768, 3072, fp8}, {8192, 8192, 8192, fp8}};
   if (quick) sizes = {sizes[0], sizes[1], {200, 136, 80, fp8}};
+  if (!only.empty()) {
+    std::vector<Size> chosen;
+    for (const Size &z : sizes)
+      if (z.type == ops::DType::F16 && ("," + only + ",")
+                                               .find("," + std::to_string(z.m) + "x" + std::to_string(z.n) + "x" +
+                                                     std::to_string(z.k) + ",") != std::string::npos)
+        chosen.push_back(z);
+    sizes = chosen;
+  }
   std::mt19937 rng(5);
   bool allOk = true;
   for (const Size &z : sizes) {
@@ -175,14 +186,19 @@ int main(int argc, char **argv) {
     }
     double lt = z.type == fp8 ? 0 : cublasLtMs(z.m, z.n, z.k, int(z.type), iterations);
     if (lt > 0) std::printf("  cuBLASLt: %.4f ms %.0f TFLOP/s\n", lt, flop / (lt * 1e-3) / 1e12);
-    // Tiles 128x128 (6 stages) and 128x256 (4).
-    for (auto [blockN, stages] : {std::pair{128, 6}, std::pair{256, 4}}) {
+    // Tiles 128x128 (6 stages) and 128x256 (4), cooperative; 128x128 ping-pong.
+    struct Variant {
+      int blockN, stages;
+      bool pingpong;
+    };
+    for (Variant v : {Variant{128, 6, false}, Variant{256, 4, false}, Variant{128, 6, true}}) {
       codegen::WgmmaGemmSpec ws;
-      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = blockN, ws.stages = stages, ws.type = inType;
-      ws.outType = outType;
+      ws.M = z.m, ws.N = z.n, ws.K = z.k, ws.blockN = v.blockN, ws.stages = v.stages, ws.pingpong = v.pingpong;
+      ws.type = inType, ws.outType = outType;
       Result w = runKernel(codegen::emitWgmmaGemm(ws), "sm_90a", z.m, z.n, z.k, z.type, out, a, b, iterations, true);
-      std::printf("  wgmma tile 128x%-3d %d stages: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s", blockN,
-                  stages, w.ok ? "ok" : "MISMATCH", (long long)w.bad, w.worst, w.ms, tf(w));
+      std::printf("  wgmma tile 128x%-3d %d stages %-11s: %s %lld bad, worst %.2f of tol, %.4f ms %.0f TFLOP/s",
+                  v.blockN, v.stages, v.pingpong ? "ping-pong" : "cooperative", w.ok ? "ok" : "MISMATCH",
+                  (long long)w.bad, w.worst, w.ms, tf(w));
       if (old.ms > 0 && w.ms > 0) std::printf(", %.2fx mma.sync", old.ms / w.ms);
       if (lt > 0 && w.ms > 0) std::printf(", %.2fx cuBLASLt", lt / w.ms);
       std::printf("\n");
