@@ -901,12 +901,20 @@ fi
 # The Hopper product kernel end to end (issue 25): each model's fp16 engine on the default route
 # and with gemm.tactic=kiln_wgmma, both checked against the fp32 engine's outputs on the same
 # inputs (kiln run --outputs), timed ABAB (300 runs, two rounds) and profiled per launch; the
-# kernel check (kiln-wgmma-check --quick) first; PyTorch eager and CUDA graph in the same call.
+# kernel check (kiln-wgmma-check --quick) and an fp8 QDQ product first; PyTorch eager and CUDA
+# graph in the same call.
 if [ "$mode" = wgmma ]; then
   : > "$summary"
   models=${KILN_WGMMA_MODELS:-bert_base_b32_s128 vit_b16_b32 gpt2_small_s512}
   python3 models/make_zoo.py --out "$zoo" --no-check --skip-existing --only "${models// /,}" > "$OUT/logs/zoo.log" 2>&1
   run wgmma_quick "$bin/kiln-wgmma-check" --quick --iterations 5
+  # An fp8 QDQ product (per-column scales, ReLU epilogue) on both tactics against the CPU evaluator.
+  for t in default wgmma; do
+    r=""; [ $t = wgmma ] && r="gemm.tactic=kiln_wgmma"
+    "$bin/kiln" compile tests/lit/lowering/wgmma_fp8.onnxtxt -o "/tmp/wgmma_fp8_$t.kiln" --shapes x:4096x64 --route "$r" \
+      > "$OUT/logs/wgmma_fp8_$t.log" 2>&1
+    run "check_fp8_$t" "$bin/kiln" check "/tmp/wgmma_fp8_$t.kiln" --onnx tests/lit/lowering/wgmma_fp8.onnxtxt --shapes x:4096x64
+  done
   for m in $models; do
     "$bin/kiln" compile "$zoo/$m.onnx" -o "/tmp/$m.f32.kiln" > "$OUT/logs/${m}_f32.log" 2>&1
     "$bin/kiln" run "/tmp/$m.f32.kiln" --outputs "/tmp/$m.ref.npz" --warmup 0 --iterations 1 > /dev/null 2>&1
