@@ -1,6 +1,7 @@
 #include "tools/kiln/Profiles.h"
 
 #include "compiler/support/Parallel.h"
+#include "compiler/target/GpuTarget.h"
 #include "runtime/format/EngineFormat.h"
 #include "passes/Passes.h"
 #include "tools/kiln/Evaluate.h"
@@ -213,6 +214,9 @@ class Merger {
         relocate(*b);
     }
     out_.gemmSearch = out_.gemmSearch || d.gemmSearch;
+    // (one arch-specific specialisation — sm_90a kernels for its larger products — makes the
+    // whole engine so)
+    if (d.arch == target::archSpecificName(out_.arch)) out_.arch = d.arch;
     out_.specialisations.push_back({std::move(values), d.arenaBytes, std::move(d.launches)});
   }
 
@@ -564,6 +568,7 @@ void buildProfileEngine(const ModelOptions &model, const ProfileOptions &profile
   build.engine.weightStarts.clear();
   stats.uniqueKernels = merged.kernels.size();
   stats.weightsBytes = merged.weights.size();
+  stats.arch = merged.arch;
   for (const char *phase : {"import", "passes", "codegen", "kernels"})
     if (phases.count(phase)) build.phases.push_back({phase, phases[phase]});
   report.specialisations = specs.size();
