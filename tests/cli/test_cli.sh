@@ -574,7 +574,7 @@ expect 0 '"pad": true' -- compile "$tiny/dynamic_mix.onnxtxt" -o "$tmp/dynmix.ki
 expect 0 "values between are refused: --no-pad" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/dyn.kiln" "${dyn[@]}" --no-pad
 # gemm.tactic=kiln_wgmma takes the products of the larger specialisations only (the smaller stay
 # on cuBLASLt): their sm_90a kernels make the whole engine arch-specific, whichever comes first.
-expect 0 "for sm_90a" -- compile tests/lit/lowering/wgmma.onnxtxt -o "$tmp/dynwg.kiln" --route 'precision=fp16;gemm.tactic=kiln_wgmma' --min-shapes x:128x64 --opt-shapes x:128x64 --max-shapes x:4096x64
+expect 0 "for sm_90a" -- compile "$src/tests/lit/lowering/wgmma.onnxtxt" -o "$tmp/dynwg.kiln" --route 'precision=fp16;gemm.tactic=kiln_wgmma' --min-shapes x:128x64 --opt-shapes x:128x64 --max-shapes x:4096x64
 expect 0 "target: +sm_90a" -- inspect "$tmp/dynwg.kiln"
 expect 2 "input 'x' axis 1: min 9, opt 8, max 8 is not 1 <= min <= opt <= max" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1,seq=9 --opt-shapes batch=2,seq=8 --max-shapes batch=4,seq=8
 expect 2 "needs all three of --min-shapes" -- compile "$tiny/dynamic.onnxtxt" -o "$tmp/x.kiln" --min-shapes batch=1,seq=4
