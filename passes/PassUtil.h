@@ -46,10 +46,11 @@ inline std::vector<int64_t> shapeOf(mlir::Value v) {
   return std::vector<int64_t>(s.begin(), s.end());
 }
 
-// The value of a one-element float constant (kiln.constant); nullopt for anything else.
+// The value of a one-element constant (kiln.constant), float or integer (Pow's exponent may be
+// an integer tensor); nullopt for anything else.
 inline std::optional<double> scalarValue(mlir::Value v) {
   auto t = constantValue(v, 1);
-  if (!t || t->size() != 1 || !t->isFloating()) return std::nullopt;
+  if (!t || t->size() != 1) return std::nullopt;
   return t->get(0);
 }
 

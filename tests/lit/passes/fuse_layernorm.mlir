@@ -53,6 +53,25 @@ func.func @variants(%x: tensor<3x4x8xf32>, %scale: tensor<1x4x8xf32>) -> tensor<
 
 // -----
 
+// Pow with an integer exponent (ONNX allows any numeric exponent type): the same LayerNorm.
+// CHECK-LABEL: func.func @int_exponent
+// CHECK-NOT: kiln.reduce_mean
+// CHECK: kiln.layer_normalization %arg0
+func.func @int_exponent(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %two = kiln.constant dense<2> : tensor<i64>
+  %eps = kiln.constant dense<1.0e-5> : tensor<f32>
+  %m = kiln.reduce_mean %x {axes = array<i64: 1>} : (tensor<4x6xf32>) -> tensor<4x1xf32>
+  %d = kiln.sub %x, %m : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
+  %q = kiln.pow %d, %two : (tensor<4x6xf32>, tensor<i64>) -> tensor<4x6xf32>
+  %v = kiln.reduce_mean %q {axes = array<i64: 1>} : (tensor<4x6xf32>) -> tensor<4x1xf32>
+  %e = kiln.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = kiln.sqrt %e : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = kiln.div %d, %s : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
+  return %n : tensor<4x6xf32>
+}
+
+// -----
+
 // No scale, no bias: a scale of ones.
 // CHECK-LABEL: func.func @bare
 // CHECK-NOT: kiln.reduce_mean
