@@ -161,6 +161,13 @@ std::string wgmmaStep(const WgmmaGemmSpec &s) {
          ";\\n}\\n\"\n    : " + outs + "\n    : \"l\"(da), \"l\"(db), \"r\"(1));\n}\n";
 }
 
+// The spec's epilogue, C = acc when it has no result.
+FusedProgram epilogueOf(const WgmmaGemmSpec &s) {
+  FusedProgram epi = s.epilogue;
+  if (epi.result.empty()) epi.result = "acc";
+  return epi;
+}
+
 // One warpgroup's 64 x BN accumulators, as m16n8 fragments (warp w holds rows 16w .. 16w + 15, a
 // thread rows lane / 4 and + 8 at columns 2 (lane % 4) and + 1 of every 8), stored at rows m0 ..
 // m0 + 63 and columns n0 .. n0 + BN - 1 of C through the epilogue, nothing past the matrix. Each
@@ -169,8 +176,7 @@ std::string wgmmaStep(const WgmmaGemmSpec &s) {
 // epilogue's inputs read as vectors (programVectorCode), or, where the epilogue cannot go by
 // vectors, one element a thread across the row.
 std::string storeTile(const WgmmaGemmSpec &s, ElemType outType, const std::vector<int64_t> &outShape) {
-  FusedProgram epi = s.epilogue;
-  if (epi.result.empty()) epi.result = "acc";
+  const FusedProgram epi = epilogueOf(s);
   std::string vec, chunk;
   if (programVectorCode(epi, outShape, outType, s.N, vec)) {
     chunk = R"CUDA(    constexpr int VE = )CUDA" + std::to_string(16 / elemSize(outType)) +
@@ -258,9 +264,7 @@ std::string wgmmaUnsupported(const WgmmaGemmSpec &s) {
   if (s.smCount < 1) return "no SMs";
   if (s.outType && !isFloatType(*s.outType)) return "a result of a type other than float";
   try {
-    FusedProgram epi = s.epilogue;
-    if (epi.result.empty()) epi.result = "acc";
-    checkProgram(epi, s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape);
+    checkProgram(epilogueOf(s), s.outShape.empty() ? std::vector<int64_t>{s.M, s.N} : s.outShape);
   } catch (const std::invalid_argument &e) {
     return std::string("its epilogue: ") + e.what();
   }
