@@ -449,7 +449,7 @@ Status Executor::prepareLaunch(PreparedLaunch& p, const Launch& l, size_t i) {
       case LaunchArg::Kind::TensorMap: {
         p.params[a] = &p.maps.emplace_back();
         if (arg.tensorMap.buffer.space == BufferRef::Space::Io) {
-          p.ioMaps.emplace_back(a, p.maps.size() - 1);
+          p.ioMaps.push_back({a, p.maps.size() - 1});
           break;
         }
         Status s = encodeTensorMap(p, a, p.maps.back());
@@ -860,9 +860,12 @@ Status Executor::launchOne(PreparedLaunch& p, CUstream stream) {
     r = cu_.cuMemcpyDtoDAsync(resolve(l.dst), resolve(l.src), size_t(l.bytes), stream);
   } else {
     for (const IoPatch& patch : p.ioPatches) p.slots[patch.arg] = runAddress_[size_t(patch.io)] + patch.offset;
-    for (auto [arg, map] : p.ioMaps) {
-      Status s = encodeTensorMap(p, arg, p.maps[map]);
+    for (PreparedLaunch::IoMap& m : p.ioMaps) {
+      const CUdeviceptr at = resolve(l.args[m.arg].tensorMap.buffer);
+      if (at == m.encodedAt) continue;
+      Status s = encodeTensorMap(p, m.arg, p.maps[m.map]);
       if (!s.ok()) return s;
+      m.encodedAt = at;
     }
     r = cu_.cuLaunchKernel(p.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                            l.sharedBytes, stream, p.params.empty() ? nullptr : p.params.data(), nullptr);

@@ -61,9 +61,13 @@ class Executor {
     std::vector<void*> params;    // cuLaunchKernel's kernelParams: pointers to the slots
     std::vector<IoPatch> ioPatches;
     // Kind::TensorMap arguments: their encoded maps (the params point at them), and those over an
-    // I/O tensor, (argument, map) pairs encoded again at each launch with the tensor's address.
+    // I/O tensor, encoded again at a launch when the tensor's address is not the one encoded.
+    struct IoMap {
+      size_t arg, map;
+      CUdeviceptr encodedAt = ~CUdeviceptr(0);  // (no address yet)
+    };
     std::vector<CUtensorMap> maps;
-    std::vector<std::pair<size_t, size_t>> ioMaps;
+    std::vector<IoMap> ioMaps;
     // Kind::Gemm: cuBLASLt descriptors and the algorithm chosen for this device at create time.
     cublasLtMatmulDesc matmul = nullptr;
     cublasLtMatrixLayout layouts[4] = {nullptr, nullptr, nullptr, nullptr};  // A, B, C, D
